@@ -1,0 +1,27 @@
+"""Registration of our configs, models and pipelines with the transformers Auto classes.
+
+Runs once at ``import hf_querygen`` (like SpanMarker/SetFit); registering twice is harmless.
+Each model package exposes ``register()``; each pipeline module exposes ``register_pipeline()``.
+Add new ones to the tuples below.
+"""
+
+import importlib
+
+#: model packages under hf_querygen.models whose ``register()`` wires AutoConfig/AutoModel*
+MODEL_PACKAGES: tuple[str, ...] = ()
+
+#: modules under hf_querygen.pipelines whose ``register_pipeline()`` adds a pipeline task
+PIPELINE_MODULES: tuple[str, ...] = ()
+
+_done = False
+
+
+def register_all() -> None:
+    global _done
+    if _done:
+        return
+    for package in MODEL_PACKAGES:
+        importlib.import_module(f"hf_querygen.models.{package}").register()
+    for module in PIPELINE_MODULES:
+        importlib.import_module(f"hf_querygen.pipelines.{module}").register_pipeline()
+    _done = True

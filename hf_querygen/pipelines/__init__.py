@@ -1,0 +1,1 @@
+"""transformers ``Pipeline`` subclasses, registered under task names at ``import hf_querygen``."""
