@@ -8,10 +8,10 @@ Add new ones to the tuples below.
 import importlib
 
 #: model packages under hf_querygen.models whose ``register()`` wires AutoConfig/AutoModel*
-MODEL_PACKAGES: tuple[str, ...] = ()
+MODEL_PACKAGES: tuple[str, ...] = ("rnn_seq2seq", "rnn_tagger", "dual_decoder", "joint_seq2seq_tagger")
 
 #: modules under hf_querygen.pipelines whose ``register_pipeline()`` adds a pipeline task
-PIPELINE_MODULES: tuple[str, ...] = ()
+PIPELINE_MODULES: tuple[str, ...] = ("text2text",)
 
 _done = False
 

@@ -8,11 +8,14 @@ Every builder module registers itself with :func:`register_corpus`; users call
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import os
 import re
+import unicodedata
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -163,6 +166,19 @@ def load_corpus(
     return (dataset_dict, log) if return_log else dataset_dict
 
 
+def corpus_stats(name: str, config: str | None = None, data_dir: str | os.PathLike | None = None) -> dict:
+    """Paper-style statistics of a corpus config, from the ``corpus_stats(config, data_dir)`` function
+    of the module that registered the corpus (the convention every builder module follows)."""
+    import importlib
+
+    spec = get_corpus_spec(name)
+    module = importlib.import_module(spec.build.__module__)
+    stats_function = getattr(module, "corpus_stats", None)
+    if stats_function is None:
+        raise NotImplementedError(f"Corpus {name!r} ({module.__name__}) defines no corpus_stats(config, data_dir)")
+    return stats_function(spec.check_config(config), data_dir)
+
+
 # ---------------------------------------------------------------- deterministic splits
 def stable_unit_hash(key: str, salt: str = "hf-querygen") -> float:
     """A platform-independent hash of ``key`` in [0, 1) (Python's hash() is salted per process)."""
@@ -203,8 +219,49 @@ def kfold_assignment(keys: Sequence[str], n_folds: int = 5, salt: str = "hf-quer
 _WS = re.compile(r"\s+")
 
 
+@contextlib.contextmanager
+def quiet_progress() -> Iterator[None]:
+    """Silence the progress bars of ``datasets`` (map/filter over a few thousand rows) for a block."""
+    from datasets import utils as datasets_tqdm
+
+    was_disabled = datasets_tqdm.are_progress_bars_disabled()
+    datasets_tqdm.disable_progress_bars()
+    try:
+        yield
+    finally:
+        if not was_disabled:
+            datasets_tqdm.enable_progress_bars()
+
+
 def collapse_whitespace(text: str) -> str:
     return _WS.sub(" ", text).strip()
+
+
+_APOSTROPHES = frozenset("'\u2019\u02bc`\u00b4")
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_separator_char(char: str) -> bool:
+    # Unicode punctuation (P*) and symbols (S*) separate words; letters, digits and combining marks
+    # (Devanagari vowel signs are Mc/Mn, which a plain \w regex would wrongly split on) are kept.
+    return unicodedata.category(char)[0] in "PS"
+
+
+def normalize_for_matching(text: str) -> str:
+    """The one normalisation used to compare queries, keywords and questions across the project.
+
+    NFKC, case-folded, apostrophes deleted (``what's`` -> ``whats``, as UQV100 normalises),
+    every other punctuation or symbol character replaced by a space, whitespace collapsed. No
+    stemming: ``astronauts`` and ``astronaut`` stay different words. Returns space-separated
+    tokens (``.split()`` gives the word list). Used for the extractive / generative keyword split
+    (Liu'18 Sec. 3: a keyword is extractive when it occurs in the natural-language query), for
+    de-duplication keys, and by the keyword metrics.
+    """
+    text = unicodedata.normalize("NFKC", text).casefold()
+    chars = [
+        "" if char in _APOSTROPHES else " " if _is_separator_char(char) else char for char in text
+    ]
+    return " ".join("".join(chars).split())
 
 
 # ---------------------------------------------------------------- Hub-ready folders
@@ -241,11 +298,19 @@ def render_card_header(name: str, built: dict[str, datasets.DatasetDict], extra:
             }
         )
         first = next(iter(dataset_dict.values()))
+        # datasets ignores a `splits` entry without num_bytes (the Arrow size of the split's rows;
+        # flatten_indices so that a split made by select() does not count its parent's table).
+        with quiet_progress():
+            splits = [
+                {"name": split, "num_bytes": ds.flatten_indices().data.nbytes, "num_examples": ds.num_rows}
+                for split, ds in dataset_dict.items()
+            ]
         infos.append(
             {
                 "config_name": config,
                 "features": _features_yaml(first.features),
-                "splits": [{"name": split, "num_examples": ds.num_rows} for split, ds in dataset_dict.items()],
+                "splits": splits,
+                "dataset_size": sum(split["num_bytes"] for split in splits),
             }
         )
     header = {**(extra or {}), "configs": configs, "dataset_info": infos}
@@ -259,11 +324,13 @@ def build_dataset_folder(
     configs: Iterable[str] | None = None,
     strict: bool = True,
     progress: bool = True,
+    logs: dict[str, ParseLog] | None = None,
 ) -> Path:
     """Write ``data/<config>/<split>.parquet`` for every config and refresh the YAML header of the
     folder's ``README.md`` (the dataset card prose below the header is kept).
 
     Afterwards ``datasets.load_dataset(out_dir, config)`` works with nothing else installed.
+    Pass a dict as ``logs`` to receive each config's :class:`ParseLog` (skipped and removed records).
     """
     from tqdm.auto import tqdm
 
@@ -273,11 +340,14 @@ def build_dataset_folder(
     built = {}
     selected = list(configs) if configs else list(spec.configs)
     for config in tqdm(selected, desc=f"building {name}", disable=not progress):
-        dataset_dict = load_corpus(name, config, data_dir=data_dir, strict=strict)
+        dataset_dict, log = load_corpus(name, config, data_dir=data_dir, strict=strict, return_log=True)
+        if logs is not None:
+            logs[config] = log
         for split, ds in dataset_dict.items():
             path = out / "data" / config / f"{split}.parquet"
             path.parent.mkdir(parents=True, exist_ok=True)
-            ds.to_parquet(str(path))
+            with quiet_progress():  # one bar per config (above) is enough
+                ds.to_parquet(str(path))
         built[config] = dataset_dict
     if configs:  # a partial build writes parquet only: the card header describes every config
         return out

@@ -1,1 +1,49 @@
-"""nn"""
+"""Pure-torch building blocks shared by every model: embeddings, (bi)RNN encoders with packing,
+attention (Bahdanau additive, Luong dot / general / concat, Luong local-p), copy distributions in the
+extended output space (CopyNet), and a recurrent-state cache that beam search can reorder."""
+
+from .attention import (
+    ATTENTION_KINDS,
+    AdditiveAttention,
+    AttentionOutput,
+    LocalPredictiveAttention,
+    LuongAttention,
+    build_attention,
+    masked_softmax,
+)
+from .cache import RecurrentStateCache
+from .copy import (
+    CopyNet,
+    CopyNetOutput,
+    extended_target_index,
+    extended_to_input_ids,
+    first_occurrence_positions,
+    live_copy_slots,
+    positions_matching_ids,
+    positions_to_extended,
+)
+from .encoder import RNN_CELLS, RNNEncoder, RNNEncoderOutput, WordEmbeddings, build_rnn
+
+__all__ = [
+    "ATTENTION_KINDS",
+    "AdditiveAttention",
+    "AttentionOutput",
+    "CopyNet",
+    "CopyNetOutput",
+    "LocalPredictiveAttention",
+    "LuongAttention",
+    "RNN_CELLS",
+    "RNNEncoder",
+    "RNNEncoderOutput",
+    "RecurrentStateCache",
+    "WordEmbeddings",
+    "build_attention",
+    "build_rnn",
+    "extended_target_index",
+    "extended_to_input_ids",
+    "first_occurrence_positions",
+    "live_copy_slots",
+    "masked_softmax",
+    "positions_matching_ids",
+    "positions_to_extended",
+]

@@ -1,0 +1,472 @@
+"""``nl2kw``: natural-language query -> keyword query pairs (stand-in for Liu et al. CIKM'18's
+unreleased Baidu Knows corpus; also the task of Song et al. SIGIR'17).
+
+Config ``en`` pools every English source in ``shared/data``:
+
+* TREC topic files (``trec-topics/``): description -> title. Ad hoc 51-200, WT10g 451-550,
+  Robust04, Terabyte 2004-06, Core17/18 (SGML) and Web 2009-2014 (XML). Core17/18 re-use Robust04
+  topics: exact repeats of (title, description) are removed, reworded ones kept under the same
+  topic id (so they land in the same split).
+* TREC-COVID round 5 (question -> query) and EPIC-QA (TAC 2020; question -> query). EPIC-QA
+  questions were written for TREC-COVID topics and share their keyword queries: they get the
+  COVID topic as ``topic_id`` so that a topic's questions never straddle splits.
+* UQV100: every distinct crowd query variation, paired with the description of the Web-track topic
+  (or sub-topic) its backstory was written for; ``query_count`` = how many workers typed it.
+* QALD-2 ... 9 English questions -> their hand-written keywords (deduplicated across editions).
+
+Every other language with QALD keyword annotations is a config of its own (QALD only).
+
+Each example carries the keywords as words normalised by :func:`normalize_for_matching`, split into
+``extractive_keywords`` (occurring in the normalised ``nl_query``) and ``generative_keywords``
+(Liu'18 Sec. 3 and Table 3). Splits follow Liu'18 Sec. 5.1 (test 20%, validation 10% of the rest),
+grouped by ``topic_id`` and deterministic (:func:`grouped_split`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import xml.etree.ElementTree as ET
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ._base import (
+    ParseLog,
+    collapse_whitespace,
+    grouped_split,
+    normalize_for_matching,
+    quiet_progress,
+    register_corpus,
+)
+from ._qald import deduplicated_qald_pairs
+
+__all__ = [
+    "CONFIGS",
+    "PAPER_STATISTICS",
+    "build_nl2kw",
+    "corpus_stats",
+    "normalize_for_matching",
+    "split_keywords",
+]
+
+TREC_DIR = "trec-topics"
+UQV100_FILE = "query-variations/uqv100/uqv100-systemInputRun-uniqueOnly-spelledNormQueries.tsv"
+
+QALD_LANGUAGES = ("de", "es", "fa", "fr", "hi_IN", "it", "nl", "pt", "pt_BR", "ro", "ru")
+CONFIGS = {
+    "en": "English: TREC topics (description -> title), TREC-COVID and EPIC-QA (question -> query), "
+    "UQV100 variations (topic description -> user query), QALD-2..9 (question -> keywords)",
+    **{lang: f"QALD-2..9 questions -> keyword annotations in language {lang!r}" for lang in QALD_LANGUAGES},
+}
+
+# Liu'18 Table 1 and Sec. 3/5.1 (Baidu Knows, Chinese).
+PAPER_STATISTICS = {
+    "question_keyword_query_pairs": 11296,
+    "avg_keywords_per_keyword_query": 3.05,
+    "extractive_keyword_share": 0.55,
+    "split": "train/test 8:2, 10% of train as validation",
+}
+
+# SGML topic files in de-duplication priority (the first copy of a (title, description) pair is
+# kept). TREC numbers these topics in one sequence (51-850) except Core18's new Washington Post
+# topics 801-825, which collide with Terabyte06 801-850 and get their own namespace.
+_TREC_SGML_FILES = (
+    ("topics.adhoc.51-100.txt", "trec-adhoc"),
+    ("topics.adhoc.101-150.txt", "trec-adhoc"),
+    ("topics.adhoc.151-200.txt", "trec-adhoc"),
+    ("topics.adhoc.451-550.txt", "trec-wt10g"),
+    ("topics.robust04.txt", "trec-robust04"),
+    ("topics.core17.txt", "trec-core17"),
+    ("topics.core18.txt", "trec-core18"),
+    ("topics.terabyte04.701-750.txt", "trec-terabyte"),
+    ("topics.terabyte05.751-800.txt", "trec-terabyte"),
+    ("topics.terabyte06.801-850.txt", "trec-terabyte"),
+)
+_TREC_WEB_FILES = tuple(
+    f"topics.web.{r}.txt" for r in ("1-50", "51-100", "101-150", "151-200", "201-250", "251-300")
+)
+_COVID_FILE = "topics.covid-round5.xml"
+_EPICQA_FILES = tuple(
+    f"topics.epidemic-qa.{kind}.{rnd}.json" for kind in ("consumer", "expert") for rnd in ("prelim", "primary")
+)
+
+
+@dataclass
+class _Pair:
+    """One example before the derived keyword fields are computed."""
+
+    id: str
+    source: str
+    topic_id: str
+    nl_query: str
+    keyword_query: str
+    language: str
+    source_file: str
+    query_count: int = 1
+
+
+def _features():
+    import datasets
+
+    words = datasets.List(datasets.Value("string"))
+    return datasets.Features(
+        {
+            "id": datasets.Value("string"),
+            "source": datasets.Value("string"),
+            "topic_id": datasets.Value("string"),
+            "nl_query": datasets.Value("string"),
+            "keyword_query": datasets.Value("string"),
+            "keywords": words,
+            "language": datasets.Value("string"),
+            "extractive_keywords": words,
+            "generative_keywords": words,
+            "query_count": datasets.Value("int32"),
+            "source_file": datasets.Value("string"),
+        }
+    )
+
+
+# ---------------------------------------------------------------- keywords
+def split_keywords(nl_query: str, keyword_query: str) -> tuple[list[str], list[str], list[str]]:
+    """``(keywords, extractive, generative)`` of one pair (Liu'18 Sec. 3: y = y^p + y^g).
+
+    Keywords are the distinct words of the normalised keyword query, in order; a keyword is
+    extractive when it is a word of the normalised natural-language query.
+    """
+    keywords = list(dict.fromkeys(normalize_for_matching(keyword_query).split()))
+    source_words = set(normalize_for_matching(nl_query).split())
+    extractive = [k for k in keywords if k in source_words]
+    generative = [k for k in keywords if k not in source_words]
+    return keywords, extractive, generative
+
+
+def _add_keyword_fields(batch: dict) -> dict:
+    columns = [split_keywords(nl, kw) for nl, kw in zip(batch["nl_query"], batch["keyword_query"], strict=True)]
+    return {
+        "keywords": [c[0] for c in columns],
+        "extractive_keywords": [c[1] for c in columns],
+        "generative_keywords": [c[2] for c in columns],
+    }
+
+
+# ---------------------------------------------------------------- TREC SGML
+_SGML_TAG = re.compile(r"<(/?)([a-zA-Z]+)>")
+_SGML_PREFIX = {"num": r"Number:", "title": r"Topic:", "desc": r"Description:"}
+
+
+def _sgml_fields(block: str) -> dict[str, str]:
+    """Text of each field of one ``<top>`` block: a field runs from its tag to the next tag."""
+    fields: dict[str, str] = {}
+    tags = list(_SGML_TAG.finditer(block))
+    for tag, following in zip(tags, tags[1:] + [None], strict=True):
+        if tag.group(1):  # closing tag (Core18 closes its fields)
+            continue
+        name = tag.group(2).lower()
+        text = block[tag.end() : following.start() if following else len(block)]
+        prefix = _SGML_PREFIX.get(name)
+        if prefix:
+            text = re.sub(rf"^\s*{prefix}", "", text)
+        fields.setdefault(name, collapse_whitespace(text))
+    return fields
+
+
+def _iter_trec_sgml(data_dir: Path, file_name: str, source: str, log: ParseLog) -> Iterator[_Pair]:
+    path = data_dir / TREC_DIR / file_name
+    rel = path.relative_to(data_dir).as_posix()
+    text = path.read_text(encoding="utf-8")
+    position, line = 0, 1
+    for opening in re.finditer(r"<top>", text):
+        line += text.count("\n", position, opening.start())
+        position = opening.start()
+        closing = text.find("</top>", opening.end())
+        next_opening = text.find("<top>", opening.end())
+        if closing < 0 or (0 <= next_opening < closing):
+            log.error(rel, line, "<top> block without a closing </top>")
+            continue
+        fields = _sgml_fields(text[opening.end() : closing])
+        number = re.match(r"\d+", fields.get("num", ""))
+        if not number:
+            log.error(rel, line, "topic without a <num> number")
+            continue
+        number_int = int(number.group())
+        title, description = fields.get("title", ""), fields.get("desc", "")
+        if not title or not description:
+            missing = "<title>" if not title else "<desc>"
+            log.error(rel, line, f"topic {number_int} has an empty or missing {missing}")
+            continue
+        namespace = "trec-core18" if source == "trec-core18" and number_int > 800 else "trec"
+        yield _Pair(
+            id=f"{source}:{number_int}",
+            source=source,
+            topic_id=f"{namespace}:{number_int}",
+            nl_query=description,
+            keyword_query=title,
+            language="en",
+            source_file=rel,
+        )
+
+
+# ---------------------------------------------------------------- TREC XML
+def _parse_xml(path: Path, rel: str, log: ParseLog) -> tuple[ET.Element | None, list[int]]:
+    """Root element and the line of each ``<topic`` opening tag (ElementTree keeps no lines)."""
+    raw = path.read_bytes()
+    try:
+        root = ET.fromstring(raw)
+    except ET.ParseError as err:
+        log.error(rel, err.position[0], f"malformed XML: {err}")
+        return None, []
+    text = raw.decode("utf-8", errors="replace")
+    lines, line, previous = [], 1, 0
+    for match in re.finditer(r"<topic[\s>]", text):
+        line += text.count("\n", previous, match.start())
+        previous = match.start()
+        lines.append(line)
+    return root, lines
+
+
+@dataclass
+class WebTopic:
+    """A TREC Web-track topic: its keyword query, description and sub-topic descriptions."""
+
+    number: int
+    query: str
+    description: str
+    subtopics: dict[int, str] = field(default_factory=dict)
+    file: str = ""
+
+
+def _web_topic_description(topic: ET.Element) -> str:
+    description = collapse_whitespace(topic.findtext("description") or "")
+    if description:
+        return description
+    # Upstream quirks (topics.web.251-300.txt): topic 296 holds its description as direct text
+    # before an empty <description>; topic 269 has none at all -> its first sub-topic.
+    direct = collapse_whitespace(" ".join([topic.text or ""] + [child.tail or "" for child in topic]))
+    if direct:
+        return direct
+    return collapse_whitespace(topic.findtext("subtopic") or "")
+
+
+def read_web_topics(data_dir: Path, log: ParseLog) -> dict[int, WebTopic]:
+    """The TREC Web-track 2009-2014 topics (1-300) by number."""
+    topics: dict[int, WebTopic] = {}
+    for file_name in _TREC_WEB_FILES:
+        path = data_dir / TREC_DIR / file_name
+        rel = path.relative_to(data_dir).as_posix()
+        root, lines = _parse_xml(path, rel, log)
+        if root is None:
+            continue
+        for index, topic in enumerate(root.iter("topic")):
+            line = lines[index] if index < len(lines) else None
+            number, query = topic.get("number", ""), collapse_whitespace(topic.findtext("query") or "")
+            description = _web_topic_description(topic)
+            if not number.isdigit() or not query or not description:
+                log.error(rel, line, "Web-track <topic> needs a numeric number, a <query> and a description")
+                continue
+            subtopics = {}
+            for subtopic in topic.iter("subtopic"):
+                sub_number = subtopic.get("number", "")
+                if not sub_number.isdigit():
+                    log.error(rel, line, f"topic {number}: <subtopic> without a numeric number")
+                    continue
+                subtopics[int(sub_number)] = collapse_whitespace(subtopic.text or "")
+            topics[int(number)] = WebTopic(int(number), query, description, subtopics, rel)
+    return topics
+
+
+def _iter_covid(data_dir: Path, log: ParseLog) -> Iterator[_Pair]:
+    path = data_dir / TREC_DIR / _COVID_FILE
+    rel = path.relative_to(data_dir).as_posix()
+    root, lines = _parse_xml(path, rel, log)
+    if root is None:
+        return
+    for index, topic in enumerate(root.iter("topic")):
+        number = topic.get("number", "")
+        query = collapse_whitespace(topic.findtext("query") or "")
+        question = collapse_whitespace(topic.findtext("question") or "")
+        if not number.isdigit() or not query or not question:
+            log.error(rel, lines[index] if index < len(lines) else None,
+                      "TREC-COVID <topic> needs a numeric number, a <query> and a <question>")
+            continue
+        yield _Pair(f"trec-covid:{number}", "trec-covid", f"trec-covid:{number}", question, query, "en", rel)
+
+
+def _iter_epicqa(data_dir: Path, covid_topic_of_query: dict[str, str], log: ParseLog) -> Iterator[_Pair]:
+    for file_name in _EPICQA_FILES:
+        path = data_dir / TREC_DIR / file_name
+        rel = path.relative_to(data_dir).as_posix()
+        try:
+            records = json.loads(path.read_text(encoding="utf-8-sig"))
+        except json.JSONDecodeError as err:
+            log.error(rel, err.lineno, f"malformed EPIC-QA JSON: {err.msg}")
+            continue
+        if not isinstance(records, list):
+            log.error(rel, 1, "expected a JSON array of EPIC-QA questions")
+            continue
+        for index, record in enumerate(records):
+            values = [record.get(k) if isinstance(record, dict) else None for k in ("question_id", "question", "query")]
+            if not all(isinstance(v, str) and v.strip() for v in values):
+                log.error(rel, f"record {index}", "EPIC-QA record needs non-empty question_id, question and query")
+                continue
+            question_id, question, query = (collapse_whitespace(v) for v in values)
+            topic_id = covid_topic_of_query.get(normalize_for_matching(query), f"epic-qa:{question_id}")
+            yield _Pair(f"epic-qa:{question_id}", "epic-qa", topic_id, question, query, "en", rel)
+
+
+# ---------------------------------------------------------------- UQV100
+def _iter_uqv100(data_dir: Path, web_topics: dict[int, WebTopic], log: ParseLog) -> Iterator[_Pair]:
+    path = data_dir / UQV100_FILE
+    rel = path.relative_to(data_dir).as_posix()
+    with path.open(encoding="utf-8-sig", newline="") as handle:  # the file starts with a BOM
+        for line_number, line in enumerate(handle, start=1):
+            line = line.rstrip("\r\n")
+            if not line.strip():
+                continue
+            columns = line.split("\t")
+            meta = columns[0].split("|")
+            if len(columns) != 2 or len(meta) != 7:
+                log.error(rel, line_number, "expected '<7 |-separated metadata fields>\\t<query>'")
+                continue
+            topic_field, worker_query_id, raw_count = meta[1], meta[3], meta[6]
+            topic_match = re.fullmatch(r"(\d+)-(\d+)", topic_field)
+            query = collapse_whitespace(columns[1])
+            if not topic_match or not raw_count.isdigit() or not query:
+                log.error(rel, line_number, f"bad topic field {topic_field!r}, count {raw_count!r} or empty query")
+                continue
+            topic_number, subtopic = int(topic_match.group(1)), int(topic_match.group(2))
+            topic = web_topics.get(topic_number)
+            need = None if topic is None else topic.description if subtopic == 0 else topic.subtopics.get(subtopic)
+            if not need:
+                log.error(rel, line_number, f"no Web-track description for topic {topic_field}")
+                continue
+            yield _Pair(
+                id=f"uqv100:{topic_field}:{worker_query_id}",
+                source="uqv100",
+                topic_id=f"trec-web:{topic_number}",
+                nl_query=need,
+                keyword_query=query,
+                language="en",
+                source_file=rel,
+                query_count=int(raw_count),
+            )
+
+
+# ---------------------------------------------------------------- QALD
+def _iter_qald(data_dir: Path, language: str, log: ParseLog) -> Iterator[_Pair]:
+    for entry in deduplicated_qald_pairs(data_dir, language, log):
+        key = normalize_for_matching(entry.question)
+        yield _Pair(
+            id=f"qald-{entry.edition}:{Path(entry.file).stem}:{entry.question_id}:{language}",
+            source=f"qald-{entry.edition}",
+            topic_id=f"qald:{key}",  # one topic per distinct question
+            nl_query=entry.question,
+            keyword_query=", ".join(entry.keyword_phrases),
+            language=language,
+            source_file=entry.file,
+        )
+
+
+# ---------------------------------------------------------------- assembly
+def _english_pairs(data_dir: Path, log: ParseLog) -> Iterator[_Pair]:
+    for file_name, source in _TREC_SGML_FILES:
+        yield from _iter_trec_sgml(data_dir, file_name, source, log)
+    web_topics = read_web_topics(data_dir, log)
+    for topic in web_topics.values():
+        yield _Pair(f"trec-web:{topic.number}", "trec-web", f"trec-web:{topic.number}",
+                    topic.description, topic.query, "en", topic.file)
+    covid = list(_iter_covid(data_dir, log))
+    yield from covid
+    yield from _iter_epicqa(data_dir, {normalize_for_matching(p.keyword_query): p.topic_id for p in covid}, log)
+    yield from _iter_uqv100(data_dir, web_topics, log)
+    yield from _iter_qald(data_dir, "en", log)
+
+
+def _deduplicate(pairs: Iterator[_Pair], log: ParseLog) -> list[_Pair]:
+    """Drop repeats of a normalised (nl_query, keyword_query) pair; the first source wins."""
+    kept: dict[tuple[str, str], _Pair] = {}
+    removed: Counter = Counter()
+    for pair in pairs:
+        key = (normalize_for_matching(pair.nl_query), normalize_for_matching(pair.keyword_query))
+        if key in kept:
+            first = kept[key]
+            removed[f"duplicate (nl_query, keyword_query) pair: {pair.source} repeats {first.source}"] += 1
+            if first.source == pair.source:  # UQV100 spellings that normalise alike: pool their workers
+                first.query_count += pair.query_count
+            continue
+        kept[key] = pair
+    for reason, count in sorted(removed.items()):
+        log.removed(reason, count)
+    return list(kept.values())
+
+
+@register_corpus(
+    "nl2kw",
+    configs=CONFIGS,
+    default_config="en",
+    description="Natural-language query -> keyword query pairs (Liu et al. CIKM'18; Song et al. SIGIR'17)",
+)
+def build_nl2kw(config: str, data_dir: Path, log: ParseLog):
+    """Build one ``nl2kw`` config as a ``DatasetDict`` with train / validation / test splits."""
+    import datasets
+
+    raw = _english_pairs(data_dir, log) if config == "en" else _iter_qald(data_dir, config, log)
+    pairs = sorted(_deduplicate(raw, log), key=lambda p: p.id)
+    columns = {name: [getattr(p, name) for p in pairs] for name in _Pair.__dataclass_fields__}
+    features = _features()
+    base_features = datasets.Features({name: features[name] for name in columns})
+    dataset = datasets.Dataset.from_dict(columns, features=base_features)
+    with quiet_progress():
+        dataset = dataset.map(_add_keyword_fields, batched=True, features=features)
+    dataset = dataset.select_columns(list(features))
+    split_of = grouped_split(columns["topic_id"], test_fraction=0.2, validation_fraction=0.1, salt="nl2kw")
+    return datasets.DatasetDict(
+        {
+            split: dataset.select([i for i, s in enumerate(split_of) if s == split])
+            for split in ("train", "validation", "test")
+        }
+    )
+
+
+# ---------------------------------------------------------------- statistics
+def corpus_stats(config: str, data_dir: str | Path | None = None) -> dict:
+    """Paper-style statistics of one config (Liu'18 Table 1 / Sec. 3), with the paper's numbers."""
+    from ._base import load_corpus
+
+    dataset_dict, log = load_corpus("nl2kw", config, data_dir=data_dir, return_log=True)
+    stats: dict = {"config": config, "splits": {}}
+    totals = Counter()
+    sources: Counter = Counter()
+    for split, ds in dataset_dict.items():
+        n_keywords = sum(len(k) for k in ds["keywords"])
+        n_extractive = sum(len(k) for k in ds["extractive_keywords"])
+        n_words = sum(len(normalize_for_matching(q).split()) for q in ds["nl_query"])
+        sources.update(ds["source"])
+        stats["splits"][split] = {
+            "examples": ds.num_rows,
+            "topics": len(set(ds["topic_id"])),
+            "avg_nl_query_words": round(n_words / max(ds.num_rows, 1), 2),
+            "avg_keywords": round(n_keywords / max(ds.num_rows, 1), 2),
+            "extractive_keyword_share": round(n_extractive / max(n_keywords, 1), 4),
+        }
+        totals.update(examples=ds.num_rows, keywords=n_keywords, extractive=n_extractive, words=n_words)
+    stats["total"] = {
+        "examples": totals["examples"],
+        "avg_nl_query_words": round(totals["words"] / max(totals["examples"], 1), 2),
+        "avg_keywords": round(totals["keywords"] / max(totals["examples"], 1), 2),
+        "extractive_keyword_share": round(totals["extractive"] / max(totals["keywords"], 1), 4),
+    }
+    stats["beside_paper"] = {
+        "question_keyword_query_pairs": {"ours": totals["examples"], "paper": PAPER_STATISTICS["question_keyword_query_pairs"]},
+        "avg_keywords_per_keyword_query": {
+            "ours": stats["total"]["avg_keywords"], "paper": PAPER_STATISTICS["avg_keywords_per_keyword_query"]
+        },
+        "extractive_keyword_share": {
+            "ours": stats["total"]["extractive_keyword_share"], "paper": PAPER_STATISTICS["extractive_keyword_share"]
+        },
+    }
+    stats["examples_per_source"] = dict(sorted(sources.items()))
+    stats["build_log"] = log.summary()
+    stats["paper"] = PAPER_STATISTICS
+    return stats

@@ -1,0 +1,382 @@
+"""``wikianswers``: question corpora for keyword -> question generation (Ding & Balog, ICTIR'18).
+
+Ding & Balog need (i) a large corpus of natural-language questions grouped into paraphrase
+clusters (the cluster C_q of a question feeds the paraphrase-based query model, Sec. 3.1.3, and the
+training-data filter, Eq. 8) and (ii) a small seed set of hand-labelled keyword-question pairs
+(Sec. 4, T_0). The WikiAnswers dump they used is not in ``shared/data``; these configs are the real
+stand-ins:
+
+* ``comqa``: ComQA's WikiAnswers questions in crowd-made paraphrase clusters (+ answers);
+* ``paralex``: WikiAnswers paraphrase pairs (Paralex, lemmatised), clustered by connected pairs;
+* ``quora``: Quora duplicate-question pairs, clustered the same way;
+* ``wellformedness``: Paralex queries rated for well-formedness (Faruqui & Das, EMNLP'18);
+* ``wellformedness_filtered``: the same, after Ding'18's question filter (see below);
+* ``seed_pairs``: QALD English questions with their hand-written keywords (stand-in for T_0),
+  with every distinct keyword annotation of the question as additional references.
+
+Every question row carries ``num_terms`` and ``passes_question_filter``: Ding'18 Sec. 4 keeps
+"only questions that start with WH words or auxiliary verbs" (the heuristic of Dror et al.) and
+"consisting of 5-12 terms" (:func:`passes_question_filter`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+from ._base import (
+    ParseLog,
+    collapse_whitespace,
+    grouped_split,
+    normalize_for_matching,
+    quiet_progress,
+    register_corpus,
+)
+from ._qald import deduplicated_qald_pairs, iter_qald_entries
+
+__all__ = [
+    "AUXILIARY_VERBS",
+    "CONFIGS",
+    "MAX_QUESTION_TERMS",
+    "MIN_QUESTION_TERMS",
+    "WH_WORDS",
+    "build_wikianswers",
+    "corpus_stats",
+    "passes_question_filter",
+    "question_terms",
+]
+
+CONFIGS = {
+    "comqa": "ComQA WikiAnswers questions in paraphrase clusters, with answers (official train/test)",
+    "paralex": "WikiAnswers paraphrase pairs (Paralex, lemmatised; ParaGEN validation split), clustered",
+    "quora": "Quora Question Pairs duplicates (ParaGEN validation split), clustered",
+    "wellformedness": "Query-wellformedness: 25,100 Paralex queries with their well-formedness rating",
+    "wellformedness_filtered": "Query-wellformedness after Ding'18's filter (WH-word/auxiliary first, 5-12 terms)",
+    "seed_pairs": "QALD English questions with their hand-written keyword queries (stand-in for Ding'18 T_0)",
+}
+
+# Ding & Balog Sec. 4 (dataset) and Sec. 5.1.
+PAPER_STATISTICS = {
+    "paraphrase_clusters_after_filter": 3168878,
+    "avg_questions_per_cluster": 26.05,
+    "hand_labelled_pairs": 1000,
+    "hand_labelled_clusters": 200,
+    "question_terms": "5-12",
+    "keyword_query_terms": "3-7",
+}
+
+WH_WORDS = frozenset("what which who whom whose when where why how".split())
+AUXILIARY_VERBS = frozenset(
+    "am is are was were be been being do does did have has had can could will would shall should may might must"
+    .split()
+)
+MIN_QUESTION_TERMS, MAX_QUESTION_TERMS = 5, 12
+
+COMQA_DIR = "wikianswers/comqa"
+PARALEX_DIR = "wikianswers/paralex"
+QUORA_DIR = "wikianswers/quora"
+WELLFORMEDNESS_DIR = "wikianswers/query-wellformedness"
+WELL_FORMED_RATING = 0.8  # Faruqui & Das: a query is well-formed when at least 4 of 5 raters say so
+
+
+def question_terms(question: str) -> list[str]:
+    """The terms Ding'18's length filter counts: words of :func:`normalize_for_matching`."""
+    return normalize_for_matching(question).split()
+
+
+def passes_question_filter(question: str) -> bool:
+    """Ding & Balog Sec. 4 preprocessing: the question starts with a WH-word or an auxiliary verb
+    (Dror et al.'s heuristic for natural-language questions) and has 5-12 terms."""
+    terms = question_terms(question)
+    return (
+        MIN_QUESTION_TERMS <= len(terms) <= MAX_QUESTION_TERMS
+        and (terms[0] in WH_WORDS or terms[0] in AUXILIARY_VERBS)
+    )
+
+
+def _add_filter_fields(batch: dict) -> dict:
+    return {
+        "num_terms": [len(question_terms(q)) for q in batch["question"]],
+        "passes_question_filter": [passes_question_filter(q) for q in batch["question"]],
+    }
+
+
+def _features(config: str):
+    import datasets
+
+    text, words = datasets.Value("string"), datasets.List(datasets.Value("string"))
+    filter_fields = {"num_terms": datasets.Value("int32"), "passes_question_filter": datasets.Value("bool")}
+    if config in ("comqa", "paralex", "quora"):
+        # ComQA is JSON: its rows point at the 0-based record of the array, not at a line.
+        origin = (
+            {"answers": words, "source_record": datasets.Value("int32")}
+            if config == "comqa"
+            else {"source_line": datasets.Value("int32")}
+        )
+        return datasets.Features(
+            {"id": text, "cluster_id": text, "question": text, "paraphrases": words, **origin, **filter_fields}
+        )
+    if config.startswith("wellformedness"):
+        return datasets.Features(
+            {"id": text, "query": text, "question": text, "rating": datasets.Value("float32"),
+             "is_well_formed": datasets.Value("bool"), "source_line": datasets.Value("int32"), **filter_fields}
+        )
+    return datasets.Features(  # seed_pairs
+        {"id": text, "question": text, "keyword_query": text, "keyword_phrases": words, "keywords": words,
+         "keyword_query_variants": words, "source": text, "source_file": text, **filter_fields}
+    )
+
+
+# ---------------------------------------------------------------- ComQA
+def _read_json_array(path: Path, rel: str, log: ParseLog) -> list:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8-sig"))
+    except json.JSONDecodeError as err:
+        log.error(rel, err.lineno, f"malformed JSON: {err.msg}")
+        return []
+    if not isinstance(data, list):
+        log.error(rel, 1, "expected a JSON array")
+        return []
+    return data
+
+
+def _comqa_answers(record: dict) -> list[str]:
+    # An unanswered question is stored as [""]; keep only real answers.
+    return [collapse_whitespace(a) for a in record.get("answers") or [] if isinstance(a, str) and a.strip()]
+
+
+def _comqa_rows(data_dir: Path, log: ParseLog) -> dict[str, list[dict]]:
+    rows: dict[str, list[dict]] = {"train": [], "test": []}
+    rel = f"{COMQA_DIR}/comqa_train.json"
+    repeats = 0
+    for index, cluster in enumerate(_read_json_array(data_dir / rel, rel, log)):
+        questions = cluster.get("questions") if isinstance(cluster, dict) else None
+        cluster_id = cluster.get("cluster_id") if isinstance(cluster, dict) else None
+        if not isinstance(cluster_id, str) or not isinstance(questions, list) or not questions or not all(
+            isinstance(q, str) and q.strip() for q in questions
+        ):
+            log.error(rel, f"record {index}", 'cluster needs a "cluster_id" and a non-empty "questions" list')
+            continue
+        distinct = list(dict.fromkeys(collapse_whitespace(q) for q in questions))
+        repeats += len(questions) - len(distinct)
+        for position, question in enumerate(distinct):
+            rows["train"].append(
+                {"id": f"comqa:{cluster_id}:{position}", "cluster_id": f"comqa:{cluster_id}", "question": question,
+                 "paraphrases": [q for q in distinct if q != question], "answers": _comqa_answers(cluster),
+                 "source_record": index}
+            )
+    log.removed("comqa: question repeated inside its train cluster", repeats)
+    rel = f"{COMQA_DIR}/comqa_test.json"
+    for index, record in enumerate(_read_json_array(data_dir / rel, rel, log)):
+        question = record.get("question") if isinstance(record, dict) else None
+        question_id = record.get("id") if isinstance(record, dict) else None
+        if not isinstance(question, str) or not question.strip() or not isinstance(question_id, int):
+            log.error(rel, f"record {index}", 'test record needs an integer "id" and a non-empty "question"')
+            continue
+        # The test release has no cluster ids: every test question is its own cluster.
+        rows["test"].append(
+            {"id": f"comqa:test-{question_id}", "cluster_id": f"comqa:test-{question_id}",
+             "question": collapse_whitespace(question), "paraphrases": [], "answers": _comqa_answers(record),
+             "source_record": index}
+        )
+    return rows
+
+
+# ---------------------------------------------------------------- aligned pair files
+def _read_lines(path: Path, rel: str, log: ParseLog) -> list[tuple[int, str]]:
+    """(line number, whitespace-collapsed text) of a one-question-per-line file. Blank lines at the
+    end of the file are no records (Quora's files end with one); a blank line inside is an error."""
+    lines = path.read_text(encoding="utf-8-sig").splitlines()
+    while lines and not lines[-1].strip():
+        lines.pop()
+    records = []
+    for number, line in enumerate(lines, start=1):
+        text = collapse_whitespace(line)
+        if not text:
+            log.error(rel, number, "empty question line")
+            continue
+        records.append((number, text))
+    return records
+
+
+def _paired_rows(data_dir: Path, folder: str, source: str, log: ParseLog) -> list[dict]:
+    """Questions of the aligned ``val.q1``/``val.q2`` files, clustered by connected pairs.
+
+    Line i of both files is a paraphrase pair; pairs sharing a question (normalised by
+    :func:`normalize_for_matching`) join one cluster (union-find), the paraphrase clusters that
+    Ding'18 reads from WikiAnswers. One row per distinct question.
+    """
+    rel1, rel2 = f"{folder}/val.q1", f"{folder}/val.q2"
+    first = dict(_read_lines(data_dir / rel1, rel1, log))
+    second = dict(_read_lines(data_dir / rel2, rel2, log))
+    for rel, own, other in ((rel1, first, second), (rel2, second, first)):
+        unpaired = sorted(set(own) - set(other))
+        if unpaired:
+            log.error(rel, unpaired[0], f"question has no counterpart on the same line of the other file "
+                                        f"({len(unpaired)} such lines)")
+    parent: dict[str, str] = {}
+
+    def find(key: str) -> str:
+        while parent.setdefault(key, key) != key:
+            parent[key] = parent[parent[key]]
+            key = parent[key]
+        return key
+
+    surface: dict[str, tuple[int, str]] = {}  # normalised key -> (first line, first spelling)
+    identical = 0
+    for line in sorted(set(first) & set(second)):
+        keys = [normalize_for_matching(first[line]), normalize_for_matching(second[line])]
+        for key, text in zip(keys, (first[line], second[line]), strict=True):
+            surface.setdefault(key, (line, text))
+        identical += keys[0] == keys[1]
+        root_a, root_b = find(keys[0]), find(keys[1])
+        if root_a != root_b:
+            parent[max(root_a, root_b)] = min(root_a, root_b)
+    log.removed(f"{source}: pair of two identical questions (kept once, no paraphrase)", identical)
+    members: dict[str, list[str]] = {}
+    for key in sorted(surface, key=lambda k: surface[k]):
+        members.setdefault(find(key), []).append(key)
+    rows = []
+    for cluster in members.values():
+        cluster_line = surface[cluster[0]][0]
+        texts = [surface[key][1] for key in cluster]
+        for position, key in enumerate(cluster):
+            rows.append(
+                {"id": f"{source}:{surface[key][0]}:{position}", "cluster_id": f"{source}:{cluster_line}",
+                 "question": surface[key][1], "paraphrases": [t for t in texts if t != surface[key][1]],
+                 "source_line": surface[key][0]}
+            )
+    return rows
+
+
+# ---------------------------------------------------------------- query wellformedness
+def _wellformedness_rows(data_dir: Path, log: ParseLog) -> dict[str, list[dict]]:
+    rows: dict[str, list[dict]] = {}
+    for split, file_name in (("train", "train.tsv"), ("validation", "dev.tsv"), ("test", "test.tsv")):
+        rel = f"{WELLFORMEDNESS_DIR}/{file_name}"
+        rows[split] = []
+        with (data_dir / rel).open(encoding="utf-8-sig", newline="") as handle:
+            for number, line in enumerate(handle, start=1):
+                columns = line.rstrip("\r\n").split("\t")
+                if len(columns) != 2 or not columns[0].strip():
+                    log.error(rel, number, f"expected '<query>\\t<rating>', got {len(columns)} column(s)")
+                    continue
+                try:
+                    rating = float(columns[1])
+                except ValueError:
+                    rating = -1.0
+                if not 0.0 <= rating <= 1.0:
+                    log.error(rel, number, f"rating {columns[1]!r} is not a number in [0, 1]")
+                    continue
+                query = collapse_whitespace(columns[0])
+                rows[split].append(
+                    {"id": f"wellformedness:{split}:{number}", "query": query,
+                     # the upstream tokenisation puts a space before the final '?'
+                     "question": query[:-2] + "?" if query.endswith(" ?") else query,
+                     "rating": rating, "is_well_formed": rating >= WELL_FORMED_RATING, "source_line": number}
+                )
+    return rows
+
+
+# ---------------------------------------------------------------- QALD seed pairs
+def _seed_pair_rows(data_dir: Path, log: ParseLog) -> list[dict]:
+    variants: dict[str, list[str]] = {}
+    for entry in iter_qald_entries(data_dir, ParseLog(strict=log.strict)):
+        if entry.language == "en" and entry.keyword_phrases:
+            keyword_query = ", ".join(entry.keyword_phrases)
+            options = variants.setdefault(normalize_for_matching(entry.question), [])
+            if normalize_for_matching(keyword_query) not in map(normalize_for_matching, options):
+                options.append(keyword_query)
+    rows = []
+    for entry in deduplicated_qald_pairs(data_dir, "en", log):
+        keyword_query = ", ".join(entry.keyword_phrases)
+        others = [v for v in variants[normalize_for_matching(entry.question)] if v != keyword_query]
+        rows.append(
+            {"id": f"qald-{entry.edition}:{Path(entry.file).stem}:{entry.question_id}",
+             "question": entry.question, "keyword_query": keyword_query, "keyword_phrases": entry.keyword_phrases,
+             "keywords": list(dict.fromkeys(normalize_for_matching(keyword_query).split())),
+             "keyword_query_variants": [keyword_query, *others], "source": f"qald-{entry.edition}",
+             "source_file": entry.file}
+        )
+    return rows
+
+
+# ---------------------------------------------------------------- assembly
+def _grouped(rows: list[dict], group_of: Callable[[dict], str], salt: str) -> dict[str, list[dict]]:
+    """Liu'18-style 20% test / 10% validation split, grouped (clusters never straddle splits)."""
+    split_of = grouped_split([group_of(row) for row in rows], 0.2, 0.1, salt=salt)
+    return {split: [r for r, s in zip(rows, split_of, strict=True) if s == split]
+            for split in ("train", "validation", "test")}
+
+
+@register_corpus(
+    "wikianswers",
+    configs=CONFIGS,
+    default_config="comqa",
+    description="Question corpora and seed keyword-question pairs for keyword -> question (Ding & Balog ICTIR'18)",
+)
+def build_wikianswers(config: str, data_dir: Path, log: ParseLog):
+    """Build one ``wikianswers`` config as a ``DatasetDict``."""
+    import datasets
+
+    if config == "comqa":
+        splits = _comqa_rows(data_dir, log)
+    elif config in ("paralex", "quora"):
+        folder = PARALEX_DIR if config == "paralex" else QUORA_DIR
+        splits = _grouped(_paired_rows(data_dir, folder, config, log), lambda row: row["cluster_id"], salt=config)
+    elif config.startswith("wellformedness"):
+        splits = _wellformedness_rows(data_dir, log)
+    else:
+        splits = _grouped(
+            _seed_pair_rows(data_dir, log), lambda row: normalize_for_matching(row["question"]), salt="seed_pairs"
+        )
+    features = _features(config)
+    result = {}
+    with quiet_progress():
+        for split, rows in splits.items():
+            base = datasets.Features({k: v for k, v in features.items() if k not in ("num_terms", "passes_question_filter")})
+            columns = {name: [row[name] for row in rows] for name in base}
+            dataset = datasets.Dataset.from_dict(columns, features=base)
+            dataset = dataset.map(_add_filter_fields, batched=True, features=features)
+            if config == "wellformedness_filtered":
+                kept = dataset.filter(lambda batch: batch["passes_question_filter"], batched=True)
+                log.removed(f"wellformedness {split}: fails Ding'18 filter (WH/auxiliary first, 5-12 terms)",
+                            dataset.num_rows - kept.num_rows)
+                dataset = kept
+            result[split] = dataset
+    return datasets.DatasetDict(result)
+
+
+def _wellformed_share(ds) -> float:
+    return round(sum(ds["is_well_formed"]) / max(ds.num_rows, 1), 4)
+
+
+def corpus_stats(config: str, data_dir: str | Path | None = None) -> dict:
+    """Statistics of one config beside Ding'18 Sec. 4: questions, clusters, question lengths,
+    the share passing the question filter (and keyword lengths for ``seed_pairs``)."""
+    from ._base import load_corpus
+
+    dataset_dict, log = load_corpus("wikianswers", config, data_dir=data_dir, return_log=True)
+    stats: dict = {"config": config, "splits": {}}
+    for split, ds in dataset_dict.items():
+        terms = ds["num_terms"]
+        entry = {
+            "examples": ds.num_rows,
+            "avg_question_terms": round(sum(terms) / max(ds.num_rows, 1), 2),
+            "passes_question_filter": round(sum(ds["passes_question_filter"]) / max(ds.num_rows, 1), 4),
+        }
+        if "cluster_id" in ds.column_names:
+            clusters = Counter(ds["cluster_id"])
+            entry.update(clusters=len(clusters), avg_questions_per_cluster=round(ds.num_rows / max(len(clusters), 1), 2))
+        if "is_well_formed" in ds.column_names:
+            entry["well_formed_share"] = _wellformed_share(ds)
+        if "keywords" in ds.column_names:
+            entry["avg_keyword_terms"] = round(sum(len(k) for k in ds["keywords"]) / max(ds.num_rows, 1), 2)
+            entry["with_keyword_variants"] = sum(len(v) > 1 for v in ds["keyword_query_variants"])
+        stats["splits"][split] = entry
+    stats["total_examples"] = sum(ds.num_rows for ds in dataset_dict.values())
+    stats["build_log"] = log.summary()
+    stats["paper"] = PAPER_STATISTICS
+    return stats

@@ -1,0 +1,154 @@
+"""Model cards and Hub pushes (SetFit / SpanMarker style).
+
+``render_model_card`` fills ``model_cards/hf_querygen_model_card.md`` from a model's config and the
+training metadata; ``push_to_hub`` saves model, tokenizer and card into one folder and uploads it in
+a single commit with ``HfApi.upload_folder`` (the stock ``PreTrainedModel.push_to_hub`` would
+replace our card with a generic one).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from huggingface_hub import EvalResult, HfApi, ModelCard, ModelCardData
+
+TEMPLATE_PATH = Path(__file__).resolve().parents[1] / "model_cards" / "hf_querygen_model_card.md"
+
+#: model_type -> (paper title, citation, bibtex) for the card
+PAPERS: dict[str, tuple[str, str, str]] = {
+    "rnn_seq2seq": (
+        "attentional RNN encoder-decoders (Song et al., SIGIR'17; Ding & Balog, ICTIR'18)",
+        "Song, Kim, Park. Translation of Natural Language Query Into Keyword Query Using a RNN "
+        "Encoder-Decoder. SIGIR 2017.",
+        "@inproceedings{song2017translation,\n  title={Translation of Natural Language Query Into Keyword "
+        "Query Using a RNN Encoder-Decoder},\n  author={Song, Hyun-Je and Kim, A-Yeong and Park, Seong-Bae},"
+        "\n  booktitle={SIGIR},\n  year={2017}\n}",
+    ),
+    "dual_decoder": (
+        "the dual-decoder keyword-query generator of Liu et al. (CIKM'18)",
+        "Liu, Pan, Zhang, Jiang, Huang. Generating Keyword Queries for Natural Language Queries to "
+        "Alleviate Lexical Chasm Problem. CIKM 2018.",
+        "@inproceedings{liu2018generating,\n  title={Generating Keyword Queries for Natural Language Queries"
+        " to Alleviate Lexical Chasm Problem},\n  author={Liu, Xiaoyu and Pan, Shunda and Zhang, Qi and "
+        "Jiang, Yu-Gang and Huang, Xuanjing},\n  booktitle={CIKM},\n  year={2018}\n}",
+    ),
+    "rnn_tagger": (
+        "a BiLSTM sequence-labelling model (Liu et al. CIKM'18 baseline; Lin et al. 2017 segmenter)",
+        "Lin, Di Fabbrizio, Datta. Query Segmentation via RNNs Encoder-Decoder Framework. eCOM@SIGIR 2017.",
+        "@inproceedings{lin2017query,\n  title={Query Segmentation via RNNs Encoder-Decoder Framework},\n"
+        "  author={Lin, Yiu-Chang and Di Fabbrizio, Giuseppe and Datta, Ankur},\n  booktitle={eCOM@SIGIR},"
+        "\n  year={2017}\n}",
+    ),
+}
+
+_UNKNOWN_PAPER = ("a model implemented in hf-querygen", "-", "")
+
+
+def _eval_results(metrics: Mapping[str, float], task: str, dataset: str, split: str) -> list[EvalResult]:
+    return [
+        EvalResult(
+            task_type=task,
+            dataset_type=dataset,
+            dataset_name=dataset,
+            dataset_split=split,
+            metric_type=name,
+            metric_value=float(value),
+        )
+        for name, value in metrics.items()
+    ]
+
+
+def render_model_card(
+    model: Any,
+    *,
+    model_name: str | None = None,
+    task: str = "text2text-generation",
+    dataset: str | None = None,
+    dataset_split: str = "test",
+    eval_metrics: Mapping[str, float] | None = None,
+    hyperparameters: Mapping[str, Any] | None = None,
+    training_data: str | None = None,
+    limitations: str | None = None,
+    license: str = "apache-2.0",
+    language: str | list[str] = "en",
+) -> ModelCard:
+    """A filled model card for ``model`` (a PreTrainedModel of this package)."""
+    config = model.config
+    model_type = config.model_type
+    paper_title, citation, bibtex = PAPERS.get(model_type, _UNKNOWN_PAPER)
+    model_name = model_name or f"hf-querygen {model_type}"
+    eval_metrics = dict(eval_metrics or {})
+    card_data = ModelCardData(
+        model_name=model_name,
+        language=language,
+        license=license,
+        library_name="transformers",
+        pipeline_tag=task,
+        tags=["hf-querygen", model_type, "query-reformulation"],
+        datasets=[dataset] if dataset else None,
+        metrics=sorted(eval_metrics) or None,
+        eval_results=_eval_results(eval_metrics, task, dataset, dataset_split) if eval_metrics and dataset else None,
+    )
+    table = ""
+    if eval_metrics:
+        rows = "\n".join(f"| {name} | {float(value):.4f} |" for name, value in eval_metrics.items())
+        table = f"Split `{dataset_split}` of `{dataset}`:\n\n| metric | value |\n|---|---|\n{rows}"
+    usage = (
+        'model = AutoModelForSeq2SeqLM.from_pretrained("REPO_ID")\n'
+        'tokenizer = AutoTokenizer.from_pretrained("REPO_ID")'
+    )
+    return ModelCard.from_template(
+        card_data,
+        template_path=str(TEMPLATE_PATH),
+        model_summary=f"A {model_type} model for {task}.",
+        paper_title=paper_title,
+        paper_citation=citation,
+        bibtex=bibtex,
+        model_type=model_type,
+        architecture=", ".join(getattr(config, "architectures", None) or [type(model).__name__]),
+        task=task,
+        num_parameters=f"{sum(p.numel() for p in model.parameters()):,}",
+        vocab_size=getattr(config, "vocab_size", "-"),
+        output_vocab_size=getattr(config, "output_vocab_size", getattr(config, "vocab_size", "-")),
+        usage_code=usage,
+        training_data=training_data or (f"`{dataset}`" if dataset else "Not recorded."),
+        hyperparameters=dict(hyperparameters or {}),
+        eval_results_table=table,
+        limitations=limitations
+        or "Word-level vocabulary trained on small public corpora; see the hf-querygen README for the "
+        "measured quality beside the paper's numbers.",
+    )
+
+
+def save_for_hub(model: Any, save_directory: str | Path, tokenizer: Any = None, **card_kwargs: Any) -> Path:
+    """``save_pretrained`` of model (+ tokenizer) and a rendered ``README.md`` in one folder."""
+    save_directory = Path(save_directory)
+    model.save_pretrained(save_directory)
+    if tokenizer is not None:
+        tokenizer.save_pretrained(save_directory)
+    render_model_card(model, **card_kwargs).save(save_directory / "README.md")
+    return save_directory
+
+
+def push_to_hub(
+    model: Any,
+    repo_id: str,
+    tokenizer: Any = None,
+    *,
+    private: bool | None = None,
+    token: str | None = None,
+    commit_message: str = "Upload hf-querygen model",
+    **card_kwargs: Any,
+) -> str:
+    """Create ``repo_id`` if needed and upload model, tokenizer and model card in one commit.
+
+    Returns the commit URL."""
+    api = HfApi(library_name="hf-querygen", token=token)
+    repo_id = api.create_repo(repo_id, private=private, exist_ok=True).repo_id
+    with tempfile.TemporaryDirectory() as tmp:
+        save_for_hub(model, tmp, tokenizer=tokenizer, **card_kwargs)
+        info = api.upload_folder(repo_id=repo_id, folder_path=tmp, commit_message=commit_message)
+    return str(info.commit_url)

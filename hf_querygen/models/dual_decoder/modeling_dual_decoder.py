@@ -1,0 +1,396 @@
+"""The dual-decoder keyword-query generator of Liu et al. (CIKM'18), Sec. 3, as a transformers model.
+
+A BiLSTM encoder reads the natural-language query (Sec. 3.2). A **pointer decoder** extracts words
+from the query by attention over source positions (Eq. 1-4) until it points at the end sentinel
+(the ``[EOS]`` our tokenizers append to every source). A **generator decoder** then produces words
+of a fixed output vocabulary while attending to both the encoder states and the pointer decoder's
+hidden states (Eq. 5-12). Training minimises ``lambda * pointer NLL + (1 - lambda) * generator NLL``
+(Eq. 13-14).
+
+Both decoders share ONE output space, the project's extended output space
+``[output vocabulary (V) | source positions (S)]`` (:mod:`hf_querygen.nn.copy`): a step in the
+pointer phase puts all its probability on position ids ``V + j`` (the vocabulary part is masked),
+a step in the generator phase on vocabulary ids (the position part is masked). The phase of each
+step is determined by the ids fed so far: the pointer phase ends once the sentinel's id
+``V + sentinel_position`` has been emitted. So one sequence ``[BOS] e_1 .. e_m <sentinel> g_1 .. g_k
+[EOS]`` carries both decoders' outputs, and the stock ``generate()`` (greedy, beam search,
+sampling) runs the three inference phases of Sec. 3.5: the recurrent state in the cache holds both
+decoders' states, the phase flag and the pointer decoder's hidden states for Eq. (9)-(11), and is
+reordered by beam search. The third phase (union without duplicates) is postprocessing:
+:func:`hf_querygen.tasks.nl2kw.decode_dual_decoder_ids`.
+
+``pointer_only=True`` removes the generator: the paper's Pointer Network baseline (Table 2, row 5).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from transformers import GenerationMixin, PreTrainedModel
+from transformers.modeling_outputs import Seq2SeqLMOutput
+from transformers.utils import ModelOutput
+
+from hf_querygen.nn.attention import AdditiveAttention
+from hf_querygen.nn.cache import RecurrentStateCache
+from hf_querygen.nn.copy import extended_to_input_ids, first_occurrence_positions
+from hf_querygen.nn.encoder import RNNEncoder, WordEmbeddings, build_rnn
+from hf_querygen.nn.initialization import init_uniform_weights
+from hf_querygen.nn.loss import token_nll
+
+from .configuration_dual_decoder import DualDecoderConfig
+
+#: floor under pointer probabilities before the log (keeps gradients finite at dead slots)
+_PROBABILITY_FLOOR = 1e-30
+_LABEL_PAD_ID = -100
+
+
+@dataclass
+class DualDecoderEncoderOutput(ModelOutput):
+    """Batch-first encoder outputs (generate() expands every field along dim 0 for beams).
+
+    last_hidden_state: (B, S, 2H) BiLSTM states h_i = [fw h_i ; bw h_i] (Sec. 3.2).
+    summary_hidden / summary_cell: (B, 2H) [fw h_n ; bw h_1] (and the cells), input of Eq. (1)/(5).
+    source_input_ids: (B, S) the source token ids (a pointed-at position is embedded as its word).
+    first_occurrence: (B, S) first position holding the same source word (Eq. 4).
+    """
+
+    last_hidden_state: torch.FloatTensor | None = None
+    summary_hidden: torch.FloatTensor | None = None
+    summary_cell: torch.FloatTensor | None = None
+    source_input_ids: torch.LongTensor | None = None
+    first_occurrence: torch.LongTensor | None = None
+
+
+class DualDecoderEncoder(nn.Module):
+    """Embedding + single-layer BiLSTM over the natural-language query (Sec. 3.2)."""
+
+    main_input_name = "input_ids"
+
+    def __init__(self, config: DualDecoderConfig, embeddings: WordEmbeddings):
+        super().__init__()
+        self.embeddings = embeddings
+        self.rnn = RNNEncoder(config.embedding_size, config.hidden_size, num_layers=1, cell="lstm", bidirectional=True)
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor,
+        attention_mask: torch.LongTensor | None = None,
+        source_word_ids: torch.LongTensor | None = None,
+        **kwargs,
+    ) -> DualDecoderEncoderOutput:
+        """input_ids (B, S) ending in the [EOS] sentinel, attention_mask (B, S), optional
+        source_word_ids (B, S) (distinct ids per distinct OOV word) -> DualDecoderEncoderOutput."""
+        if attention_mask is None:
+            attention_mask = torch.ones_like(input_ids)
+        encoded = self.rnn(self.embeddings(input_ids), attention_mask)
+        word_ids = input_ids if source_word_ids is None else source_word_ids
+        return DualDecoderEncoderOutput(
+            last_hidden_state=encoded.outputs,
+            summary_hidden=encoded.final_hidden[:, -1],
+            summary_cell=encoded.final_cell[:, -1],
+            source_input_ids=input_ids,
+            first_occurrence=first_occurrence_positions(word_ids, attention_mask.bool()),
+        )
+
+
+@dataclass
+class _DecoderState:
+    """Recurrent state of both decoders between steps (batch-first).
+
+    pointer_hidden / pointer_cell, generator_hidden / generator_cell: (B, H);
+    in_generator: (B,) bool, True once the pointer emitted its end sentinel;
+    pointer_states: (B, P, H) pointer hidden states s^p_j so far, pointer_states_mask (B, P) bool.
+    """
+
+    pointer_hidden: torch.Tensor
+    pointer_cell: torch.Tensor
+    generator_hidden: torch.Tensor
+    generator_cell: torch.Tensor
+    in_generator: torch.Tensor
+    pointer_states: torch.Tensor
+    pointer_states_mask: torch.Tensor
+
+    FIELDS = ("pointer_hidden", "pointer_cell", "generator_hidden", "generator_cell", "in_generator",
+              "pointer_states", "pointer_states_mask")
+
+    @classmethod
+    def from_cache(cls, cache: RecurrentStateCache) -> _DecoderState:
+        return cls(**{name: cache[name] for name in cls.FIELDS})
+
+    def to_cache(self, cache: RecurrentStateCache) -> None:
+        cache.update(**{name: getattr(self, name) for name in self.FIELDS})
+
+
+class DualDecoderPreTrainedModel(PreTrainedModel):
+    config_class = DualDecoderConfig
+    base_model_prefix = "dual_decoder"
+    main_input_name = "input_ids"
+    supports_gradient_checkpointing = False
+
+    def _init_weights(self, module: nn.Module) -> None:
+        init_uniform_weights(module, self.config.init_range)
+
+
+class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, GenerationMixin):
+    """Liu et al. (2018) dual decoder: BiLSTM encoder, pointer decoder, generator decoder.
+
+    Output space: logits (B, T, V + S) are log-probabilities (each step's row is normalised over its
+    phase's part, the other part is -inf), V = ``config.output_vocab_size``.
+    """
+
+    def __init__(self, config: DualDecoderConfig):
+        super().__init__(config)
+        hidden, encoder_size = config.hidden_size, 2 * config.hidden_size
+        # one table for encoder and both decoders (Sec. 5.1: "shared the same word embeddings")
+        self.embeddings = WordEmbeddings(config.vocab_size, config.embedding_size, config.pad_token_id, config.dropout)
+        self.encoder = DualDecoderEncoder(config, self.embeddings)
+        # pointer decoder, Eq. (1)-(4)
+        self.pointer_init_hidden = nn.Linear(encoder_size, hidden)  # W_s^p, Eq. (1)
+        self.pointer_init_cell = nn.Linear(encoder_size, hidden)
+        self.pointer_rnn = build_rnn("lstm", config.embedding_size, hidden)
+        self.pointer_attention = AdditiveAttention(hidden, encoder_size, config.attention_size)  # Eq. (2)-(3)
+        if not config.pointer_only:
+            # generator decoder, Eq. (5)-(12)
+            self.generator_init_hidden = nn.Linear(encoder_size, hidden)  # W_s^g, Eq. (5)
+            self.generator_init_cell = nn.Linear(encoder_size, hidden)
+            self.generator_rnn = build_rnn("lstm", config.embedding_size, hidden)
+            self.source_attention = AdditiveAttention(hidden, encoder_size, config.attention_size)  # Eq. (6)-(8)
+            self.pointer_state_attention = AdditiveAttention(hidden, hidden, config.attention_size)  # Eq. (9)-(11)
+            self.output_dropout = nn.Dropout(config.dropout)
+            self.output_projection = nn.Linear(hidden + encoder_size + hidden, config.output_vocab_size)  # Eq. (12)
+        self.post_init()
+
+    # ------------------------------------------------------------------ HF plumbing
+    def get_encoder(self) -> DualDecoderEncoder:
+        return self.encoder
+
+    def get_input_embeddings(self) -> nn.Embedding:
+        return self.embeddings.embedding
+
+    def set_input_embeddings(self, value: nn.Embedding) -> None:
+        self.embeddings.embedding = value
+
+    @classmethod
+    def _supports_default_dynamic_cache(cls) -> bool:
+        return False  # the recurrent state lives in a RecurrentStateCache, not a key/value cache
+
+    def _reorder_cache(self, past_key_values: RecurrentStateCache, beam_idx: torch.LongTensor) -> RecurrentStateCache:
+        past_key_values.reorder_cache(beam_idx)
+        return past_key_values
+
+    # ------------------------------------------------------------------ decoding
+    def _initial_state(self, encoder_outputs: DualDecoderEncoderOutput) -> _DecoderState:
+        summary_hidden, summary_cell = encoder_outputs.summary_hidden, encoder_outputs.summary_cell
+        batch_size = summary_hidden.shape[0]
+        pointer_hidden = self.pointer_init_hidden(summary_hidden)  # Eq. (1)
+        pointer_cell = self.pointer_init_cell(summary_cell)
+        if self.config.pointer_only:
+            generator_hidden, generator_cell = torch.zeros_like(pointer_hidden), torch.zeros_like(pointer_cell)
+        else:
+            generator_hidden = self.generator_init_hidden(summary_hidden)  # Eq. (5)
+            generator_cell = self.generator_init_cell(summary_cell)
+        return _DecoderState(
+            pointer_hidden=pointer_hidden,
+            pointer_cell=pointer_cell,
+            generator_hidden=generator_hidden,
+            generator_cell=generator_cell,
+            in_generator=torch.zeros(batch_size, dtype=torch.bool, device=summary_hidden.device),
+            pointer_states=pointer_hidden.new_zeros(batch_size, 0, self.config.hidden_size),
+            pointer_states_mask=torch.zeros(batch_size, 0, dtype=torch.bool, device=summary_hidden.device),
+        )
+
+    def _pointer_log_probs(self, weights: torch.Tensor, first_occurrence: torch.Tensor,
+                           source_mask: torch.Tensor) -> torch.Tensor:
+        """Eq. (4): attention weights (B, S) summed over the positions holding the same word into
+        the slot of its first occurrence -> log-probabilities (B, S), -inf at padding and repeats."""
+        probs = torch.zeros_like(weights).scatter_add(1, first_occurrence, weights)
+        own_index = torch.arange(weights.shape[1], device=weights.device)
+        live = source_mask & (first_occurrence == own_index)
+        return probs.clamp_min(_PROBABILITY_FLOOR).log().masked_fill(~live, float("-inf"))
+
+    def _generator_log_probs(self, generator_hidden: torch.Tensor, encoder_states: torch.Tensor,
+                             source_mask: torch.Tensor, state: _DecoderState) -> torch.Tensor:
+        """Eq. (6)-(12): generator hidden (B, H) -> log-probabilities over the output vocabulary (B, V)."""
+        source_context = self.source_attention(generator_hidden, encoder_states, source_mask).context  # Eq. (6)
+        pointer_context = self.pointer_state_attention(
+            generator_hidden, state.pointer_states, state.pointer_states_mask
+        ).context  # Eq. (9)
+        features = self.output_dropout(torch.cat([generator_hidden, source_context, pointer_context], dim=-1))
+        scores = self.output_projection(features)  # Eq. (12), before the softmax
+        # [PAD] and [BOS] are never targets; masking them keeps them out of beams
+        never = [self.config.pad_token_id, self.config.decoder_start_token_id]
+        scores[:, never] = float("-inf")
+        return torch.log_softmax(scores, dim=-1)
+
+    @staticmethod
+    def _lstm_step(rnn: nn.LSTM, inputs: torch.Tensor, hidden: torch.Tensor,
+                   cell: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """One step of a single-layer batch-first LSTM: inputs (B, E), hidden/cell (B, H) -> (B, H) x 2."""
+        _, (hidden, cell) = rnn(inputs.unsqueeze(1), (hidden.unsqueeze(0).contiguous(), cell.unsqueeze(0).contiguous()))
+        return hidden.squeeze(0), cell.squeeze(0)
+
+    def _decode(self, decoder_input_ids: torch.LongTensor, encoder_outputs: DualDecoderEncoderOutput,
+                source_mask: torch.Tensor, state: _DecoderState) -> tuple[torch.Tensor, torch.Tensor, _DecoderState]:
+        """Run both decoders over decoder_input_ids (B, T) from ``state``.
+
+        Returns log-probs (B, T, V + S), the generator-phase flag of each step (B, T) and the new state.
+        Teacher forcing and cached generation go through this same loop, so their outputs agree.
+        """
+        config = self.config
+        vocab = config.output_vocab_size
+        encoder_states = encoder_outputs.last_hidden_state
+        source_ids = encoder_outputs.source_input_ids
+        batch_size, source_length = source_ids.shape
+        sentinel_id = vocab + source_mask.long().sum(dim=1) - 1  # (B,) the [EOS] closing each source
+        embedded = self.embeddings(extended_to_input_ids(decoder_input_ids, source_ids, vocab, config.unk_token_id))
+        no_vocab = encoder_states.new_full((batch_size, vocab), float("-inf"))
+        no_positions = encoder_states.new_full((batch_size, source_length), float("-inf"))
+        if config.pointer_only:  # after the sentinel only [EOS] is possible (probability 1)
+            eos_only = no_vocab.clone()
+            eos_only[:, config.eos_token_id] = 0.0
+        step_log_probs, step_phases = [], []
+        for t in range(decoder_input_ids.shape[1]):
+            generator_phase = state.in_generator | (decoder_input_ids[:, t] == sentinel_id)
+            keep = generator_phase.unsqueeze(1)
+            # pointer decoder step, Eq. (2)-(4)
+            pointer_hidden, pointer_cell = self._lstm_step(
+                self.pointer_rnn, embedded[:, t], state.pointer_hidden, state.pointer_cell
+            )
+            weights = self.pointer_attention(pointer_hidden, encoder_states, source_mask).weights  # Eq. (2)
+            pointer_log_probs = self._pointer_log_probs(weights, encoder_outputs.first_occurrence, source_mask)
+            state.pointer_states = torch.cat([state.pointer_states, pointer_hidden.unsqueeze(1)], dim=1)
+            state.pointer_states_mask = torch.cat([state.pointer_states_mask, ~keep], dim=1)
+            state.pointer_hidden = torch.where(keep, state.pointer_hidden, pointer_hidden)
+            state.pointer_cell = torch.where(keep, state.pointer_cell, pointer_cell)
+            pointer_row = torch.cat([no_vocab, pointer_log_probs], dim=-1)
+            # generator decoder step, Eq. (5)-(12)
+            if config.pointer_only:
+                generator_row = torch.cat([eos_only, no_positions], dim=-1)
+            else:
+                generator_hidden, generator_cell = self._lstm_step(
+                    self.generator_rnn, embedded[:, t], state.generator_hidden, state.generator_cell
+                )
+                generator_log_probs = self._generator_log_probs(generator_hidden, encoder_states, source_mask, state)
+                state.generator_hidden = torch.where(keep, generator_hidden, state.generator_hidden)
+                state.generator_cell = torch.where(keep, generator_cell, state.generator_cell)
+                generator_row = torch.cat([generator_log_probs, no_positions], dim=-1)
+            state.in_generator = generator_phase
+            step_log_probs.append(torch.where(keep, generator_row, pointer_row))
+            step_phases.append(generator_phase)
+        return torch.stack(step_log_probs, dim=1), torch.stack(step_phases, dim=1), state
+
+    # ------------------------------------------------------------------ loss, Eq. (13)-(14)
+    def dual_loss(self, log_probs: torch.Tensor, labels: torch.LongTensor, generator_phase: torch.Tensor,
+                  num_items_in_batch: int | torch.Tensor | None = None) -> torch.Tensor:
+        """Eq. (13)-(14): lambda * pointer NLL + (1 - lambda) * generator NLL.
+
+        Both sums run over their label tokens and are divided by the number of ALL label tokens
+        (``num_items_in_batch`` when the Trainer passes it, so gradient accumulation matches one
+        large batch). Eq. (13) divides by the number of examples instead: a constant factor (the
+        mean target length) that Adam is invariant to.
+
+        log_probs (B, T, V + S), labels (B, T) with -100 padding, generator_phase (B, T) bool.
+        """
+        if num_items_in_batch is None:
+            num_items_in_batch = (labels != _LABEL_PAD_ID).sum().clamp_min(1)
+        pointer_labels = labels.masked_fill(generator_phase, _LABEL_PAD_ID)
+        generator_labels = labels.masked_fill(~generator_phase, _LABEL_PAD_ID)
+        # token_nll applies log_softmax again: the identity on rows that are already log-probabilities
+        pointer_nll = token_nll(log_probs, pointer_labels, num_items_in_batch)
+        loss = self.config.loss_lambda * pointer_nll
+        if not self.config.pointer_only:
+            loss = loss + (1.0 - self.config.loss_lambda) * token_nll(log_probs, generator_labels, num_items_in_batch)
+        return loss
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        attention_mask: torch.LongTensor | None = None,
+        decoder_input_ids: torch.LongTensor | None = None,
+        decoder_attention_mask: torch.LongTensor | None = None,
+        encoder_outputs: DualDecoderEncoderOutput | None = None,
+        past_key_values: RecurrentStateCache | None = None,
+        labels: torch.LongTensor | None = None,
+        use_cache: bool | None = None,
+        return_dict: bool | None = None,
+        source_word_ids: torch.LongTensor | None = None,
+        **kwargs,
+    ) -> Seq2SeqLMOutput:
+        """Teacher-forced or incremental decoding.
+
+        Args:
+            input_ids: (B, S) source ids ending in [EOS] (the pointer's end sentinel), right-padded.
+            attention_mask: (B, S) 1 at real tokens.
+            decoder_input_ids: (B, T) extended-space ids fed to the decoders (default: ``labels``
+                shifted right behind ``decoder_start_token_id``); with a non-empty cache only the
+                new ids.
+            encoder_outputs: a :class:`DualDecoderEncoderOutput` (generate() passes it).
+            past_key_values: a :class:`RecurrentStateCache` holding both decoders' state.
+            labels: (B, T) extended-space targets ``[V+pos(e_1) .. V+pos(sentinel), g_1 .. g_k, EOS]``,
+                -100 at padding (see :func:`hf_querygen.tasks.nl2kw.dual_decoder_labels`).
+            source_word_ids: (B, S) optional word ids telling distinct OOV words apart (Eq. 4).
+
+        Returns:
+            Seq2SeqLMOutput with ``logits`` (B, T, V + S) log-probabilities, ``loss`` (Eq. 13) when
+            labels are given, ``past_key_values`` when caching, ``encoder_last_hidden_state`` (B, S, 2H).
+        """
+        if encoder_outputs is None:
+            if input_ids is None:
+                raise ValueError("DualDecoderForKeywordGeneration.forward needs input_ids or encoder_outputs")
+            encoder_outputs = self.encoder(input_ids, attention_mask, source_word_ids=source_word_ids)
+        source_ids = encoder_outputs.source_input_ids
+        source_mask = (attention_mask if attention_mask is not None else torch.ones_like(source_ids)).bool()
+        if decoder_input_ids is None:
+            if labels is None:
+                raise ValueError("forward needs decoder_input_ids or labels")
+            decoder_input_ids = self.shift_labels_right(labels)
+
+        use_cache = use_cache if use_cache is not None else (labels is None and self.config.use_cache)
+        if past_key_values is not None and past_key_values.get_seq_length() > 0:
+            state = _DecoderState.from_cache(past_key_values)
+        else:
+            state = self._initial_state(encoder_outputs)
+        log_probs, generator_phase, state = self._decode(decoder_input_ids, encoder_outputs, source_mask, state)
+
+        if use_cache:
+            if past_key_values is None:
+                past_key_values = RecurrentStateCache()
+            state.to_cache(past_key_values)
+            past_key_values.advance(decoder_input_ids.shape[1])
+        loss = None
+        if labels is not None:
+            loss = self.dual_loss(log_probs, labels, generator_phase, kwargs.get("num_items_in_batch"))
+        return Seq2SeqLMOutput(
+            loss=loss,
+            logits=log_probs,
+            past_key_values=past_key_values if use_cache else None,
+            encoder_last_hidden_state=encoder_outputs.last_hidden_state,
+        )
+
+    def shift_labels_right(self, labels: torch.LongTensor) -> torch.LongTensor:
+        """labels (B, T) -> decoder inputs (B, T): [decoder_start, y_1 .. y_{T-1}], -100 -> [PAD]."""
+        start = labels.new_full((labels.shape[0], 1), self.config.decoder_start_token_id)
+        shifted = torch.cat([start, labels[:, :-1]], dim=1)
+        return shifted.masked_fill(shifted == _LABEL_PAD_ID, self.config.pad_token_id)
+
+    def prepare_inputs_for_generation(
+        self,
+        decoder_input_ids: torch.LongTensor,
+        past_key_values: RecurrentStateCache | None = None,
+        attention_mask: torch.LongTensor | None = None,
+        encoder_outputs: DualDecoderEncoderOutput | None = None,
+        use_cache: bool | None = None,
+        **kwargs,
+    ) -> dict:
+        """Feed only the ids the cached state has not consumed yet."""
+        if past_key_values is not None and past_key_values.get_seq_length() > 0:
+            decoder_input_ids = decoder_input_ids[:, past_key_values.get_seq_length():]
+        return {
+            "decoder_input_ids": decoder_input_ids,
+            "past_key_values": past_key_values,
+            "attention_mask": attention_mask,
+            "encoder_outputs": encoder_outputs,
+            "use_cache": use_cache,
+        }

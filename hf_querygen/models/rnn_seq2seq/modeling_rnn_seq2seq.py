@@ -1,0 +1,390 @@
+"""One configurable RNN encoder-decoder, trained by the stock (Seq2Seq)Trainer and decoded by generate().
+
+Depending on :class:`RNNSeq2SeqConfig` it is the vanilla and attentional seq2seq baselines of Liu et al.
+(CIKM'18), Song et al.'s (SIGIR'17) model with Luong local attention, EDNet / AttNet / CopyNet of Ding &
+Balog (ICTIR'18) and the RNN segmenter of Lin et al. (eCOM'17).
+
+Shapes: B batch, S source length, T decoder steps, E embedding size, H_out encoder output size,
+H decoder hidden size, L decoder layers, V output vocabulary, C = V (copy none) or V + S (copynet,
+extended output space, see :mod:`hf_querygen.nn.copy`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from transformers import GenerationMixin, PreTrainedModel
+from transformers.modeling_outputs import Seq2SeqLMOutput
+from transformers.utils import ModelOutput
+
+from ...nn.attention import build_attention
+from ...nn.cache import RecurrentStateCache
+from ...nn.copy import CopyNet, extended_to_input_ids, first_occurrence_positions
+from ...nn.encoder import RNNEncoder, WordEmbeddings, build_rnn
+from ...nn.initialization import init_uniform_weights
+from ...nn.loss import token_nll
+from .configuration_rnn_seq2seq import RNNSeq2SeqConfig
+
+
+@dataclass
+class RNNSeq2SeqEncoderOutput(ModelOutput):
+    """Batch-first encoder results (generate() expands every tensor along dim 0 for beams).
+
+    last_hidden_state: (B, S, H_out) encoder states, zero at padding.
+    final_hidden: (B, num_encoder_layers, H_out) source summary [h_n fwd; h_1 bwd] per layer (Liu'18 Eq. 1).
+    final_cell: (B, num_encoder_layers, H_out) for LSTM, else None.
+    attention_mask: (B, S) 1 at real source tokens.
+    source_input_ids: (B, S) the source token ids (copy targets).
+    first_positions: (B, S) first position of each source word (:func:`first_occurrence_positions`).
+    """
+
+    last_hidden_state: torch.FloatTensor | None = None
+    final_hidden: torch.FloatTensor | None = None
+    final_cell: torch.FloatTensor | None = None
+    attention_mask: torch.LongTensor | None = None
+    source_input_ids: torch.LongTensor | None = None
+    first_positions: torch.LongTensor | None = None
+
+
+class RNNSeq2SeqEncoder(nn.Module):
+    """Embedding + (bi)RNN encoder; what ``generate()`` runs once per batch."""
+
+    main_input_name = "input_ids"
+
+    def __init__(self, config: RNNSeq2SeqConfig):
+        super().__init__()
+        self.pad_token_id = config.pad_token_id
+        self.embed_tokens = WordEmbeddings(config.vocab_size, config.embedding_size, config.pad_token_id, config.dropout)
+        self.rnn = RNNEncoder(config.embedding_size, config.hidden_size, config.num_encoder_layers, config.cell,
+                              config.bidirectional_encoder, config.dropout)
+
+    def forward(self, input_ids: torch.LongTensor, attention_mask: torch.Tensor | None = None,
+                source_word_ids: torch.LongTensor | None = None, **kwargs) -> RNNSeq2SeqEncoderOutput:
+        """input_ids (B, S), attention_mask (B, S) (default: input_ids != pad), source_word_ids (B, S) optional
+        ids telling distinct out-of-vocabulary words apart for copying (default: input_ids)."""
+        if input_ids is None:
+            raise ValueError("RNNSeq2SeqEncoder needs input_ids (B, S)")
+        if attention_mask is None:
+            attention_mask = (input_ids != self.pad_token_id).long()
+        encoded = self.rnn(self.embed_tokens(input_ids), attention_mask)
+        word_ids = input_ids if source_word_ids is None else source_word_ids
+        if word_ids.shape != input_ids.shape:
+            raise ValueError(f"source_word_ids {tuple(word_ids.shape)} must have the shape of input_ids "
+                             f"{tuple(input_ids.shape)}")
+        return RNNSeq2SeqEncoderOutput(
+            last_hidden_state=encoded.outputs,
+            final_hidden=encoded.final_hidden,
+            final_cell=encoded.final_cell,
+            attention_mask=attention_mask,
+            source_input_ids=input_ids,
+            first_positions=first_occurrence_positions(word_ids, attention_mask.bool()),
+        )
+
+
+class RNNSeq2SeqDecoder(nn.Module):
+    """Unidirectional RNN decoder with optional attention, input feeding and CopyNet.
+
+    One step t, with y_{t-1} the previous token, s the top-layer RNN state and h the encoder states:
+      attention_query="previous" (Bahdanau; Liu'18 Eq. 6-8 and 12; Song'17):
+          c_t = attn(s_{t-1}, h);  s_t = RNN([e(y_{t-1}); c_t], s_{t-1});  scores = W_o [s_t; c_t] + b_o
+      attention_query="current" (Luong 2015):
+          s_t = RNN([e(y_{t-1}); h~_{t-1}], s_{t-1});  c_t = attn(s_t, h);
+          h~_t = tanh(W_c [c_t; s_t]) (Luong Eq. 5);  scores = W_s h~_t (Luong Eq. 6)
+      copy="copynet": scores are the generate-mode scores of CopyNet (Gu Eq. 7) and the RNN input also
+          gets the selective read zeta(y_{t-1}) (Gu Eq. 9).
+    """
+
+    def __init__(self, config: RNNSeq2SeqConfig):
+        super().__init__()
+        self.config = config
+        key_size = config.encoder_output_size
+        hidden = config.decoder_hidden_size
+        self.is_lstm = config.cell == "lstm"
+        self.uses_attention = config.attention != "none"
+        self.attend_before_rnn = self.uses_attention and config.attention_query == "previous"
+        self.input_feeding = config.input_feeding
+        self.selective_read = config.copy == "copynet" and config.copy_selective_read
+        self.embed_tokens = WordEmbeddings(config.vocab_size, config.embedding_size, config.pad_token_id, config.dropout)
+        if config.bridge != "zeros":
+            self.bridge_hidden = nn.Linear(key_size, hidden)  # W_s of Liu'18 Eq. (1)
+            if self.is_lstm:
+                self.bridge_cell = nn.Linear(key_size, hidden)
+        if self.uses_attention:
+            self.attention = build_attention(
+                config.attention, hidden, key_size, config.attention_size,
+                window=config.local_attention_window, score=config.local_attention_score,
+            )
+        rnn_input_size = config.embedding_size
+        rnn_input_size += key_size if self.attend_before_rnn else 0
+        rnn_input_size += hidden if self.input_feeding else 0
+        rnn_input_size += key_size if self.selective_read else 0
+        self.rnn = build_rnn(config.cell, rnn_input_size, hidden, config.num_decoder_layers, False, config.dropout)
+        if self.uses_attention and not self.attend_before_rnn:
+            self.attentional_projection = nn.Linear(key_size + hidden, hidden, bias=False)  # W_c, Luong Eq. (5)
+            feature_size = hidden
+        else:
+            feature_size = hidden + (key_size if self.uses_attention else 0)
+        self.feature_dropout = nn.Dropout(config.dropout)
+        self.output_projection = nn.Linear(feature_size, config.output_vocab_size)  # W_o / W_s
+        self.copynet = (CopyNet(hidden, key_size, config.output_vocab_size, config.unk_token_id)
+                        if config.copy == "copynet" else None)
+
+    # -- state ------------------------------------------------------------------------------
+    def initial_state(self, encoder_outputs: RNNSeq2SeqEncoderOutput) -> dict[str, torch.Tensor]:
+        """Batch-first decoder state before the first step: hidden/cell (B, L, H), feed (B, H),
+        copy_probs (B, S)."""
+        config = self.config
+        summary = encoder_outputs.final_hidden  # (B, L_enc, H_out)
+        layers = config.num_decoder_layers
+        batch_size = summary.shape[0]
+
+        def bridged(source: torch.Tensor | None, projection_name: str) -> torch.Tensor:
+            if config.bridge == "zeros" or source is None:
+                return summary.new_zeros(batch_size, layers, config.decoder_hidden_size)
+            if source.shape[1] != layers:  # layer counts differ: every decoder layer starts from the top layer
+                source = source[:, -1:].expand(batch_size, layers, source.shape[-1])
+            projected = getattr(self, projection_name)(source)
+            return torch.tanh(projected) if config.bridge == "tanh" else projected
+
+        state = {"hidden": bridged(summary, "bridge_hidden")}
+        if self.is_lstm:
+            state["cell"] = bridged(encoder_outputs.final_cell, "bridge_cell")
+        if self.input_feeding:
+            state["feed"] = summary.new_zeros(batch_size, config.decoder_hidden_size)
+        if self.selective_read:
+            state["copy_probs"] = summary.new_zeros(batch_size, encoder_outputs.last_hidden_state.shape[1])
+        return state
+
+    def _run_rnn(self, rnn_input: torch.Tensor, state: dict[str, torch.Tensor]):
+        """rnn_input (B, T, I) -> outputs (B, T, H) and the new batch-first hidden/cell."""
+        hidden = state["hidden"].transpose(0, 1).contiguous()  # torch wants (L, B, H)
+        if self.is_lstm:
+            outputs, (hidden, cell) = self.rnn(rnn_input, (hidden, state["cell"].transpose(0, 1).contiguous()))
+            return outputs, {"hidden": hidden.transpose(0, 1), "cell": cell.transpose(0, 1)}
+        outputs, hidden = self.rnn(rnn_input, hidden)
+        return outputs, {"hidden": hidden.transpose(0, 1)}
+
+    # -- scoring ----------------------------------------------------------------------------
+    def _scores(self, rnn_output: torch.Tensor, context: torch.Tensor | None,
+                encoder_outputs: RNNSeq2SeqEncoderOutput) -> tuple[torch.Tensor, torch.Tensor | None,
+                                                                   torch.Tensor | None]:
+        """rnn_output (B, [T,] H), context (B, [T,] H_out) -> (scores (B, [T,] C), attentional vector h~ or None,
+        copy probabilities (B, [T,] S) or None)."""
+        attentional = None
+        if context is None:
+            features = rnn_output
+        elif self.attend_before_rnn:
+            features = torch.cat([rnn_output, context], dim=-1)  # [s_t; c_t], Liu'18 Eq. (12)
+        else:
+            attentional = torch.tanh(self.attentional_projection(torch.cat([context, rnn_output], dim=-1)))
+            features = attentional  # Luong Eq. (5)
+        scores = self.output_projection(self.feature_dropout(features))
+        if self.copynet is None:
+            return scores, attentional, None
+        copied = self.copynet(scores, rnn_output, encoder_outputs.last_hidden_state,
+                              encoder_outputs.attention_mask.bool(), encoder_outputs.source_input_ids,
+                              encoder_outputs.first_positions)
+        return copied.log_probs, attentional, copied.copy_probs
+
+    def _can_run_in_parallel(self) -> bool:
+        # nothing computed after step t-1's RNN feeds step t's RNN input: run the whole sequence at once
+        return not (self.attend_before_rnn or self.input_feeding or self.selective_read)
+
+    def forward(self, decoder_input_ids: torch.LongTensor, encoder_outputs: RNNSeq2SeqEncoderOutput,
+                state: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """decoder_input_ids (B, T) in the extended space (ids >= V copy a source position), state from
+        :meth:`initial_state` or the cache -> (scores (B, T, C), state after the last step)."""
+        keys = encoder_outputs.last_hidden_state
+        mask = encoder_outputs.attention_mask.bool()
+        token_ids = extended_to_input_ids(decoder_input_ids, encoder_outputs.source_input_ids,
+                                          self.config.output_vocab_size, self.config.unk_token_id)
+        embedded = self.embed_tokens(token_ids)  # (B, T, E)
+
+        if self._can_run_in_parallel():
+            outputs, new_state = self._run_rnn(embedded, state)
+            context = self.attention(outputs, keys, mask).context if self.uses_attention else None
+            scores, _, _ = self._scores(outputs, context, encoder_outputs)
+            return scores, new_state
+
+        step_scores = []
+        for t in range(embedded.shape[1]):
+            pieces = [embedded[:, t]]
+            if self.attend_before_rnn:
+                # Bahdanau / Liu'18 Eq. (6)-(8): attend with the previous top-layer state s_{t-1}
+                context = self.attention(state["hidden"][:, -1], keys, mask).context
+                pieces.append(context)
+            if self.input_feeding:
+                pieces.append(state["feed"])
+            if self.selective_read:
+                pieces.append(self.copynet.selective_read(
+                    decoder_input_ids[:, t], state["copy_probs"], keys, mask,
+                    encoder_outputs.source_input_ids, encoder_outputs.first_positions,
+                ))
+            output, rnn_state = self._run_rnn(torch.cat(pieces, dim=-1).unsqueeze(1), state)
+            output = output.squeeze(1)
+            if self.uses_attention and not self.attend_before_rnn:
+                context = self.attention(output, keys, mask).context  # Luong: attend with s_t
+            scores, attentional, copy_probs = self._scores(
+                output, context if self.uses_attention else None, encoder_outputs
+            )
+            state = dict(state, **rnn_state)
+            if self.input_feeding:
+                state["feed"] = attentional
+            if self.selective_read:
+                state["copy_probs"] = copy_probs
+            step_scores.append(scores)
+        return torch.stack(step_scores, dim=1), state
+
+
+class RNNSeq2SeqPreTrainedModel(PreTrainedModel):
+    config_class = RNNSeq2SeqConfig
+    base_model_prefix = "model"
+    main_input_name = "input_ids"
+    supports_gradient_checkpointing = False
+
+    def _init_weights(self, module: nn.Module) -> None:
+        init_uniform_weights(module, self.config.init_range)
+
+
+class RNNSeq2SeqForConditionalGeneration(RNNSeq2SeqPreTrainedModel, GenerationMixin):
+    """Configurable RNN encoder-decoder with a language-modelling head, for ``generate()`` and Trainer.
+
+    Labels live in the extended output space when ``config.copy == "copynet"`` (V + j = copy source
+    position j); pad them with -100 (``DataCollatorForSeq2Seq`` does).
+    """
+
+    _tied_weights_keys = {"decoder.embed_tokens.embedding.weight": "encoder.embed_tokens.embedding.weight"}
+
+    def __init__(self, config: RNNSeq2SeqConfig):
+        super().__init__(config)
+        self.encoder = RNNSeq2SeqEncoder(config)
+        self.decoder = RNNSeq2SeqDecoder(config)
+        self.post_init()
+        if self.generation_config is not None:
+            self.generation_config.max_length = config.max_decoding_length
+
+    @classmethod
+    def _supports_default_dynamic_cache(cls) -> bool:
+        return False  # the decoder state lives in a RecurrentStateCache, not a key/value cache
+
+    def get_encoder(self) -> RNNSeq2SeqEncoder:
+        return self.encoder
+
+    def get_input_embeddings(self) -> nn.Embedding:
+        return self.encoder.embed_tokens.embedding
+
+    def set_input_embeddings(self, value: nn.Embedding) -> None:
+        self.encoder.embed_tokens.embedding = value
+
+    def get_output_embeddings(self) -> None:
+        return None  # the output projection spans output_vocab_size, not the embedding table
+
+    def prepare_decoder_input_ids_from_labels(self, labels: torch.LongTensor) -> torch.LongTensor:
+        """Teacher forcing input: labels shifted right behind ``decoder_start_token_id``, -100 -> pad."""
+        start = labels.new_full((labels.shape[0], 1), self.config.decoder_start_token_id)
+        shifted = torch.cat([start, labels[:, :-1]], dim=1)
+        return shifted.masked_fill(shifted == -100, self.config.pad_token_id)
+
+    def compute_loss_from_scores(self, scores: torch.Tensor, labels: torch.LongTensor,
+                                 num_items_in_batch: int | torch.Tensor | None = None) -> torch.Tensor:
+        """Token-level NLL of ``labels`` (B, T) under ``scores`` (B, T, C): summed over the non-padding label
+        tokens (-100 or pad) and divided by their number, or by ``num_items_in_batch`` when Trainer passes it
+        (so 2 accumulation steps of 8 examples give the loss of one batch of 16)."""
+        if labels.shape != scores.shape[:2]:
+            raise ValueError(f"labels {tuple(labels.shape)} do not match the decoder steps {tuple(scores.shape[:2])}")
+        labels = labels.masked_fill(labels == self.config.pad_token_id, -100)
+        if self.config.copy == "none" and bool((labels >= self.config.output_vocab_size).any()):
+            raise ValueError(
+                f"label id {int(labels.max())} is outside the output vocabulary ({self.config.output_vocab_size}) "
+                "and the model has no copy mechanism: map such words to [UNK]"
+            )
+        if self.config.copy == "copynet":
+            label_scores = scores.gather(-1, labels.clamp(0, scores.shape[-1] - 1).unsqueeze(-1)).squeeze(-1)
+            dead = torch.isneginf(label_scores) & (labels != -100)
+            if bool(dead.any()):
+                row, step = dead.nonzero()[0].tolist()
+                raise ValueError(
+                    f"label {int(labels[row, step])} at batch row {row}, step {step} is a copy slot that cannot hold "
+                    "probability (a padded, repeated or in-vocabulary source position); labels must use the first "
+                    "occurrence of an out-of-vocabulary word and the vocabulary id of an in-vocabulary one"
+                )
+        return token_nll(scores, labels, num_items_in_batch)
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        decoder_input_ids: torch.LongTensor | None = None,
+        decoder_attention_mask: torch.Tensor | None = None,
+        encoder_outputs: RNNSeq2SeqEncoderOutput | tuple | None = None,
+        past_key_values: RecurrentStateCache | None = None,
+        labels: torch.LongTensor | None = None,
+        use_cache: bool | None = None,
+        return_dict: bool | None = None,
+        source_word_ids: torch.LongTensor | None = None,
+        num_items_in_batch: int | torch.Tensor | None = None,
+        **kwargs,
+    ) -> Seq2SeqLMOutput | tuple:
+        """Encode (unless ``encoder_outputs`` is given) and decode with teacher forcing or one cached step.
+
+        Args:
+            input_ids: (B, S) source token ids, right-padded.
+            attention_mask: (B, S) 1 at real source tokens.
+            decoder_input_ids: (B, T) decoder inputs in the output (or extended) space; with a non-empty
+                ``past_key_values`` only the tokens not yet consumed. Default: labels shifted right.
+            decoder_attention_mask: (B, T) accepted for API compatibility; a unidirectional decoder over
+                right-padded targets never looks at later (padded) steps, so it is not needed.
+            encoder_outputs: :class:`RNNSeq2SeqEncoderOutput` computed before (generate() does).
+            past_key_values: :class:`RecurrentStateCache` from the previous step.
+            labels: (B, T) target ids, -100 (or pad) where no loss is taken.
+            use_cache: return the decoder state in ``past_key_values`` (default: True unless labels are given).
+            source_word_ids: (B, S) ids telling distinct out-of-vocabulary source words apart (copy).
+            num_items_in_batch: number of label tokens in the whole (accumulated) batch, from Trainer.
+
+        Returns:
+            Seq2SeqLMOutput with ``logits`` (B, T, C): raw scores over the output vocabulary (copy none) or
+            log-probabilities over the extended output space V + S (copynet); ``loss`` when labels are given.
+        """
+        return_dict = self.config.return_dict if return_dict is None else return_dict
+        if encoder_outputs is None:
+            encoder_outputs = self.encoder(input_ids, attention_mask, source_word_ids)
+        elif not isinstance(encoder_outputs, RNNSeq2SeqEncoderOutput):
+            encoder_outputs = RNNSeq2SeqEncoderOutput(*encoder_outputs)
+        if encoder_outputs.attention_mask is None:
+            raise ValueError("encoder_outputs lacks attention_mask; build them with model.encoder(...)")
+
+        if decoder_input_ids is None:
+            if labels is None:
+                raise ValueError("RNNSeq2SeqForConditionalGeneration.forward needs decoder_input_ids or labels")
+            decoder_input_ids = self.prepare_decoder_input_ids_from_labels(labels)
+        if use_cache is None:
+            use_cache = labels is None
+
+        resuming = past_key_values is not None and past_key_values.get_seq_length() > 0
+        state = dict(past_key_values.items()) if resuming else self.decoder.initial_state(encoder_outputs)
+        scores, state = self.decoder(decoder_input_ids, encoder_outputs, state)
+
+        cache = None
+        if use_cache:
+            cache = past_key_values if past_key_values is not None else RecurrentStateCache()
+            cache.update(**state)
+            cache.advance(decoder_input_ids.shape[1])
+
+        loss = None
+        if labels is not None:
+            loss = self.compute_loss_from_scores(scores, labels, num_items_in_batch)
+
+        if not return_dict:
+            return tuple(value for value in (loss, scores, cache) if value is not None)
+        return Seq2SeqLMOutput(loss=loss, logits=scores, past_key_values=cache)
+
+
+__all__ = [
+    "RNNSeq2SeqDecoder",
+    "RNNSeq2SeqEncoder",
+    "RNNSeq2SeqEncoderOutput",
+    "RNNSeq2SeqForConditionalGeneration",
+    "RNNSeq2SeqPreTrainedModel",
+]

@@ -1,0 +1,59 @@
+"""Configuration of the (Bi)LSTM token classifier: the sequence-labeling baseline of Liu et al. (CIKM'18)
+and a neural BIO query segmenter."""
+
+from __future__ import annotations
+
+from transformers import PretrainedConfig
+
+from ...nn.encoder import RNN_CELLS
+
+
+class RNNTaggerConfig(PretrainedConfig):
+    """Flat configuration of :class:`RNNTaggerForTokenClassification`.
+
+    Args:
+        vocab_size: rows of the embedding table.
+        embedding_size: word embedding size.
+        hidden_size: RNN size per direction.
+        num_layers: stacked RNN layers.
+        cell: "lstm", "gru" or "rnn".
+        bidirectional: read both directions (BiLSTM).
+        dropout: on embeddings, between layers and before the classifier.
+        init_range: weights start uniform in [-init_range, init_range].
+        pad_token_id: padding id of the inputs.
+        id2label / label2id / num_labels: the tag set (standard transformers fields).
+    """
+
+    model_type = "rnn_tagger"
+
+    def __init__(
+        self,
+        vocab_size: int = 50,
+        embedding_size: int = 60,
+        hidden_size: int = 128,
+        num_layers: int = 1,
+        cell: str = "lstm",
+        bidirectional: bool = True,
+        dropout: float = 0.0,
+        init_range: float = 0.1,
+        pad_token_id: int = 0,
+        **kwargs,
+    ):
+        if cell not in RNN_CELLS:
+            raise ValueError(f"RNNTaggerConfig: cell={cell!r} is not one of {tuple(RNN_CELLS)}")
+        sizes = {"vocab_size": vocab_size, "embedding_size": embedding_size, "hidden_size": hidden_size,
+                 "num_layers": num_layers}
+        bad = {name: value for name, value in sizes.items() if value < 1}
+        if bad:
+            raise ValueError(f"RNNTaggerConfig: sizes must be >= 1; got {bad}")
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"RNNTaggerConfig: dropout must be in [0, 1); got {dropout}")
+        self.vocab_size = vocab_size
+        self.embedding_size = embedding_size
+        self.hidden_size = hidden_size
+        self.num_layers = num_layers
+        self.cell = cell
+        self.bidirectional = bidirectional
+        self.dropout = dropout
+        self.init_range = init_range
+        super().__init__(pad_token_id=pad_token_id, **kwargs)

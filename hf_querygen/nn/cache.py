@@ -1,0 +1,102 @@
+"""A recurrent-state cache for ``generate()`` of transformers 5.
+
+An RNN decoder needs no key/value history: one step only needs the previous recurrent state (hidden /
+cell), the input-feeding vector, and model extras (e.g. the dual decoder's pointer states or CopyNet's
+previous copy probabilities). This object holds such named batch-first tensors plus the number of
+decoded tokens, and offers what ``GenerationMixin`` calls on a cache: ``get_seq_length`` (to slice the
+next decoder input), in-place ``reorder_cache(beam_idx)`` (beam search), ``is_compileable`` and
+``is_croppable``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import torch
+
+
+class RecurrentStateCache:
+    """Named batch-first tensors (dim 0 = batch * beams) and a step counter."""
+
+    is_compileable = False  # generate() must not try to torch.compile around it
+    is_croppable = False  # assisted decoding cannot roll an RNN state back
+
+    def __init__(self, states: dict[str, torch.Tensor] | None = None, seq_length: int = 0):
+        self._states: dict[str, torch.Tensor] = {}
+        self._seq_length = seq_length
+        for name, tensor in (states or {}).items():
+            self[name] = tensor
+
+    # -- mapping interface -------------------------------------------------------------------
+    def __getitem__(self, name: str) -> torch.Tensor:
+        try:
+            return self._states[name]
+        except KeyError:
+            raise KeyError(f"RecurrentStateCache holds no state {name!r}; it has {sorted(self._states)}") from None
+
+    def __setitem__(self, name: str, tensor: torch.Tensor) -> None:
+        if not isinstance(tensor, torch.Tensor) or tensor.dim() == 0:
+            raise TypeError(f"cache state {name!r} must be a batch-first tensor with dim >= 1; got {type(tensor)}")
+        if self._states:
+            batch_size = self.batch_size
+            if tensor.shape[0] != batch_size:
+                raise ValueError(
+                    f"cache state {name!r} has batch dim {tensor.shape[0]}, the cache holds batch {batch_size}"
+                )
+        self._states[name] = tensor
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._states
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._states)
+
+    def __len__(self) -> int:
+        return len(self._states)
+
+    def get(self, name: str, default: torch.Tensor | None = None) -> torch.Tensor | None:
+        return self._states.get(name, default)
+
+    def update(self, **states: torch.Tensor) -> None:
+        # replace all at once: the batch check compares against states that are being replaced too
+        for name in states:
+            self._states.pop(name, None)
+        for name, tensor in states.items():
+            self[name] = tensor
+
+    def items(self):
+        return self._states.items()
+
+    @property
+    def batch_size(self) -> int:
+        return next(iter(self._states.values())).shape[0] if self._states else 0
+
+    # -- what generate() calls --------------------------------------------------------------
+    def get_seq_length(self, layer_idx: int = 0) -> int:
+        """Number of decoder tokens already consumed."""
+        return self._seq_length
+
+    def advance(self, num_tokens: int = 1) -> None:
+        """Count ``num_tokens`` more decoded tokens."""
+        self._seq_length += num_tokens
+
+    def reorder_cache(self, beam_idx: torch.LongTensor) -> None:
+        """In place: keep, for every row, the state of the beam it continues (``index_select`` on dim 0)."""
+        for name, tensor in self._states.items():
+            self._states[name] = tensor.index_select(0, beam_idx.to(tensor.device))
+
+    def batch_repeat_interleave(self, repeats: int) -> None:
+        """In place: repeat every row ``repeats`` times (expanding a batch for beams or samples)."""
+        for name, tensor in self._states.items():
+            self._states[name] = tensor.repeat_interleave(repeats, dim=0)
+
+    def batch_select_indices(self, indices: torch.Tensor) -> None:
+        """In place: keep only the rows in ``indices``."""
+        self.reorder_cache(indices)
+
+    def __repr__(self) -> str:
+        shapes = ", ".join(f"{name}={tuple(t.shape)}" for name, t in self._states.items())
+        return f"RecurrentStateCache(seq_length={self._seq_length}, {shapes})"
+
+
+__all__ = ["RecurrentStateCache"]

@@ -1,0 +1,192 @@
+"""Copy / pointer distributions in the *extended output space* shared by every copy model.
+
+Convention (see the project brief): decoder scores have last dim ``V + S`` where ``V`` is
+``output_vocab_size`` and ``S`` the padded source length of the batch. Id ``i < V`` is output-vocabulary
+word ``i``; id ``V + j`` means "copy source position j". Copy mass of a source word that is in the output
+vocabulary (and is not ``[UNK]``) is folded into its vocabulary id; copy mass of any other source word goes
+to the slot of its FIRST occurrence, so a word repeated in the source is one output (Liu et al. 2018,
+Eq. 4). Slots that never receive mass (padding, folded words, repeats) are "dead" and get -inf scores.
+
+Repeated words are recognised by *source word ids*: normally the input ids, but a tokenizer may pass ids
+that give each distinct out-of-vocabulary word of an example its own id, so two different unknown words
+(both ``[UNK]`` in ``input_ids``) stay two different copy targets.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from .attention import masked_softmax
+
+#: floor under probabilities before the log: keeps gradients finite where a slot has no mass
+_PROBABILITY_FLOOR = 1e-30
+
+
+def first_occurrence_positions(source_ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """source_ids (B, S) word ids, mask (B, S) True at real tokens -> (B, S) index of the first valid
+    position holding the same id (a position's own index when it is the first; padded positions map
+    to themselves)."""
+    if source_ids.shape != mask.shape or source_ids.dim() != 2:
+        raise ValueError(
+            f"first_occurrence_positions expects source_ids and mask of the same (B, S) shape; got "
+            f"{tuple(source_ids.shape)} and {tuple(mask.shape)}"
+        )
+    mask = mask.bool()
+    same_word = (source_ids.unsqueeze(2) == source_ids.unsqueeze(1)) & mask.unsqueeze(1)  # (B, S, S)
+    first = same_word.long().argmax(dim=2)  # argmax returns the first maximal index
+    own_index = torch.arange(source_ids.shape[1], device=source_ids.device).expand_as(first)
+    return torch.where(mask, first, own_index)
+
+
+def foldable_positions(source_input_ids: torch.Tensor, output_vocab_size: int, unk_token_id: int) -> torch.Tensor:
+    """(B, S) True where the source token is an output-vocabulary word whose copy mass folds into its id."""
+    return (source_input_ids < output_vocab_size) & (source_input_ids != unk_token_id)
+
+
+def extended_target_index(source_input_ids: torch.Tensor, first_positions: torch.Tensor, output_vocab_size: int,
+                          unk_token_id: int) -> torch.Tensor:
+    """(B, S) the extended-space id that receives the copy mass of each source position."""
+    return torch.where(
+        foldable_positions(source_input_ids, output_vocab_size, unk_token_id),
+        source_input_ids,
+        output_vocab_size + first_positions,
+    )
+
+
+def live_copy_slots(source_input_ids: torch.Tensor, first_positions: torch.Tensor, mask: torch.Tensor,
+                    output_vocab_size: int, unk_token_id: int) -> torch.Tensor:
+    """(B, S) True for slot ``V + j`` that can hold copy mass: a real, non-foldable first occurrence."""
+    own_index = torch.arange(source_input_ids.shape[1], device=source_input_ids.device)
+    return (
+        mask.bool()
+        & (first_positions == own_index)
+        & ~foldable_positions(source_input_ids, output_vocab_size, unk_token_id)
+    )
+
+
+def positions_to_extended(probs_over_positions: torch.Tensor, source_input_ids: torch.Tensor,
+                          first_positions: torch.Tensor, output_vocab_size: int, unk_token_id: int,
+                          extended_size: int | None = None) -> torch.Tensor:
+    """Scatter per-position probabilities into the extended output space (Liu et al. 2018, Eq. 4).
+
+    probs_over_positions (B, [T,] S), source_input_ids (B, S), first_positions (B, S) ->
+    (B, [T,] extended_size) with extended_size defaulting to V + S.
+    """
+    extended_size = extended_size or output_vocab_size + source_input_ids.shape[1]
+    index = extended_target_index(source_input_ids, first_positions, output_vocab_size, unk_token_id)
+    if probs_over_positions.dim() == 3:
+        index = index.unsqueeze(1).expand_as(probs_over_positions)
+    out = probs_over_positions.new_zeros(*probs_over_positions.shape[:-1], extended_size)
+    return out.scatter_add(-1, index, probs_over_positions)
+
+
+def extended_to_input_ids(ids: torch.Tensor, source_input_ids: torch.Tensor, output_vocab_size: int,
+                          unk_token_id: int) -> torch.Tensor:
+    """Map extended-space ids (B, T) to embeddable token ids (B, T): ``V + j`` becomes the source token at
+    position j (itself [UNK] for a word outside the shared vocabulary); negative ids (label padding -100)
+    become ``unk_token_id``."""
+    if ids.dim() != 2 or source_input_ids.dim() != 2 or ids.shape[0] != source_input_ids.shape[0]:
+        raise ValueError(
+            f"extended_to_input_ids expects ids (B, T) and source_input_ids (B, S) with the same B; got "
+            f"{tuple(ids.shape)} and {tuple(source_input_ids.shape)}"
+        )
+    source_length = source_input_ids.shape[1]
+    if ids.numel() and int(ids.max()) >= output_vocab_size + source_length:
+        raise ValueError(
+            f"extended id {int(ids.max())} is beyond output_vocab_size + source length = "
+            f"{output_vocab_size} + {source_length}"
+        )
+    positions = (ids - output_vocab_size).clamp(0, source_length - 1)
+    copied = source_input_ids.gather(1, positions)
+    mapped = torch.where(ids >= output_vocab_size, copied, ids)
+    return mapped.masked_fill(ids < 0, unk_token_id)
+
+
+def positions_matching_ids(ids: torch.Tensor, source_input_ids: torch.Tensor, first_positions: torch.Tensor,
+                           mask: torch.Tensor, output_vocab_size: int, unk_token_id: int) -> torch.Tensor:
+    """(B, S) True at the source positions whose copy mass goes to extended id ``ids`` (B,)."""
+    target = extended_target_index(source_input_ids, first_positions, output_vocab_size, unk_token_id)
+    return (target == ids.unsqueeze(1)) & mask.bool()
+
+
+@dataclass
+class CopyNetOutput:
+    """log_probs: (B, [T,] V + S) float32 log p(y) in the extended space (-inf at dead slots);
+    copy_probs: (B, [T,] S) jointly normalised probability of copying each source position;
+    generate_probs: (B, [T,] V) jointly normalised probability of generating each vocabulary word."""
+
+    log_probs: torch.Tensor
+    copy_probs: torch.Tensor
+    generate_probs: torch.Tensor
+
+
+class CopyNet(nn.Module):
+    """The copy layer of CopyNet (Gu et al., ACL 2016).
+
+    Generate-mode scores psi_g(v) = W_o s_t (Gu Eq. 7) come from the caller's output projection; copy-mode
+    scores psi_c(x_j) = tanh(W_c h_j)^T s_t (Gu Eq. 8). ONE softmax over [psi_g ; psi_c] normalises both
+    modes together (Gu Eq. 4-6), and the copy mass is scattered into the extended output space.
+    Also computes the selective read zeta(y_{t-1}) (Gu Eq. 9) for the next decoder input.
+    """
+
+    def __init__(self, state_size: int, key_size: int, output_vocab_size: int, unk_token_id: int):
+        super().__init__()
+        self.output_vocab_size = output_vocab_size
+        self.unk_token_id = unk_token_id
+        self.copy_projection = nn.Linear(key_size, state_size, bias=False)  # W_c
+
+    def copy_scores(self, state: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+        """state (B, T, Hs), keys (B, S, Hk) -> psi_c (B, T, S), Gu Eq. (8)."""
+        return torch.bmm(state, torch.tanh(self.copy_projection(keys)).transpose(1, 2))
+
+    def forward(self, generate_scores: torch.Tensor, state: torch.Tensor, keys: torch.Tensor, mask: torch.Tensor,
+                source_input_ids: torch.Tensor, first_positions: torch.Tensor) -> CopyNetOutput:
+        """generate_scores (B, [T,] V), state (B, [T,] Hs), keys (B, S, Hk), mask (B, S),
+        source_input_ids (B, S), first_positions (B, S) -> :class:`CopyNetOutput`."""
+        squeeze = generate_scores.dim() == 2
+        if squeeze:
+            generate_scores, state = generate_scores.unsqueeze(1), state.unsqueeze(1)
+        vocab_size, source_length = generate_scores.shape[-1], keys.shape[1]
+        if vocab_size != self.output_vocab_size:
+            raise ValueError(f"generate scores have {vocab_size} columns; CopyNet expects {self.output_vocab_size}")
+        _, copy_scores = masked_softmax(self.copy_scores(state, keys), mask.bool())  # -inf at padding
+        # float32: the probability floor below must survive (it underflows in half precision)
+        joint = torch.softmax(torch.cat([generate_scores, copy_scores], dim=-1).float(), dim=-1)  # Gu Eq. (4)-(6)
+        generate_probs, copy_probs = joint.split([vocab_size, source_length], dim=-1)
+        extended = positions_to_extended(copy_probs, source_input_ids, first_positions, vocab_size, self.unk_token_id)
+        extended[..., :vocab_size] += generate_probs
+        live = live_copy_slots(source_input_ids, first_positions, mask, vocab_size, self.unk_token_id)
+        dead = torch.cat([live.new_zeros(live.shape[0], vocab_size), ~live], dim=-1)  # (B, V + S)
+        log_probs = extended.clamp_min(_PROBABILITY_FLOOR).log().masked_fill(dead.unsqueeze(1), float("-inf"))
+        if squeeze:
+            return CopyNetOutput(log_probs.squeeze(1), copy_probs.squeeze(1), generate_probs.squeeze(1))
+        return CopyNetOutput(log_probs, copy_probs, generate_probs)
+
+    def selective_read(self, previous_ids: torch.Tensor, previous_copy_probs: torch.Tensor, keys: torch.Tensor,
+                       mask: torch.Tensor, source_input_ids: torch.Tensor,
+                       first_positions: torch.Tensor) -> torch.Tensor:
+        """Gu Eq. (9): zeta(y_{t-1}) = sum_j rho_j h_j, rho_j = p(x_j, copy) / K over the positions holding
+        y_{t-1} (zero when y_{t-1} is not in the source). previous_ids (B,), previous_copy_probs (B, S),
+        keys (B, S, Hk) -> (B, Hk)."""
+        matching = positions_matching_ids(
+            previous_ids, source_input_ids, first_positions, mask, self.output_vocab_size, self.unk_token_id
+        )
+        rho = previous_copy_probs * matching
+        rho = rho / rho.sum(dim=1, keepdim=True).clamp_min(_PROBABILITY_FLOOR)
+        return torch.bmm(rho.unsqueeze(1).to(keys.dtype), keys).squeeze(1)
+
+
+__all__ = [
+    "CopyNet",
+    "CopyNetOutput",
+    "extended_target_index",
+    "extended_to_input_ids",
+    "first_occurrence_positions",
+    "foldable_positions",
+    "live_copy_slots",
+    "positions_matching_ids",
+    "positions_to_extended",
+]

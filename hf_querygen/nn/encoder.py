@@ -1,0 +1,113 @@
+"""Recurrent building blocks: word embeddings and a (bi)directional LSTM/GRU/tanh-RNN encoder over
+padded batches, run with packed sequences so padding never enters the recurrence."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+RNN_CELLS: dict[str, type[nn.RNNBase]] = {"lstm": nn.LSTM, "gru": nn.GRU, "rnn": nn.RNN}
+
+
+def build_rnn(cell: str, input_size: int, hidden_size: int, num_layers: int = 1,
+              bidirectional: bool = False, dropout: float = 0.0) -> nn.RNNBase:
+    """A batch-first ``nn.LSTM`` / ``nn.GRU`` / ``nn.RNN`` (tanh) chosen by name.
+
+    ``dropout`` is applied between stacked layers only (torch warns when it is set on one layer, so
+    it is dropped there)."""
+    if cell not in RNN_CELLS:
+        raise ValueError(f"unknown RNN cell {cell!r}; expected one of {sorted(RNN_CELLS)}")
+    return RNN_CELLS[cell](
+        input_size,
+        hidden_size,
+        num_layers=num_layers,
+        batch_first=True,
+        bidirectional=bidirectional,
+        dropout=dropout if num_layers > 1 else 0.0,
+    )
+
+
+class WordEmbeddings(nn.Module):
+    """Token embedding followed by dropout (the papers regularise the embedded input)."""
+
+    def __init__(self, vocab_size: int, embedding_size: int, padding_idx: int | None = None,
+                 dropout: float = 0.0):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab_size, embedding_size, padding_idx=padding_idx)
+        self.dropout = nn.Dropout(dropout)
+
+    @property
+    def weight(self) -> nn.Parameter:
+        return self.embedding.weight
+
+    def forward(self, input_ids: torch.LongTensor) -> torch.Tensor:
+        """input_ids (B, T) -> embeddings (B, T, E)."""
+        if input_ids.numel() and (int(input_ids.min()) < 0 or int(input_ids.max()) >= self.embedding.num_embeddings):
+            raise ValueError(
+                f"token ids must lie in [0, {self.embedding.num_embeddings}); got range "
+                f"[{int(input_ids.min())}, {int(input_ids.max())}] (extended copy ids must be mapped back with "
+                "hf_querygen.nn.copy.extended_to_input_ids first)"
+            )
+        return self.dropout(self.embedding(input_ids))
+
+
+@dataclass
+class RNNEncoderOutput:
+    """What :class:`RNNEncoder` returns; every tensor is batch-first.
+
+    outputs: (B, S, H_out) per-position states, zero at padded positions.
+    final_hidden: (B, num_layers, H_out); for a bidirectional encoder the last dim is
+        [forward h_n ; backward h_1] (the source summary of Liu et al. 2018, Eq. 1).
+    final_cell: same shape as ``final_hidden`` for an LSTM, else None.
+    """
+
+    outputs: torch.Tensor
+    final_hidden: torch.Tensor
+    final_cell: torch.Tensor | None = None
+
+
+class RNNEncoder(nn.Module):
+    """A stacked (bi)directional LSTM / GRU / tanh-RNN over a padded batch.
+
+    H_out = hidden_size * (2 if bidirectional else 1) is exposed as ``output_size``.
+    """
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, cell: str = "lstm",
+                 bidirectional: bool = True, dropout: float = 0.0):
+        super().__init__()
+        self.cell = cell
+        self.hidden_size = hidden_size
+        self.num_layers = num_layers
+        self.num_directions = 2 if bidirectional else 1
+        self.output_size = hidden_size * self.num_directions
+        self.rnn = build_rnn(cell, input_size, hidden_size, num_layers, bidirectional, dropout)
+
+    def _batch_first_summary(self, state: torch.Tensor) -> torch.Tensor:
+        # torch: (layers * directions, B, H), direction fastest -> (B, layers, directions * H)
+        batch_size = state.shape[1]
+        state = state.view(self.num_layers, self.num_directions, batch_size, self.hidden_size)
+        return state.permute(2, 0, 1, 3).reshape(batch_size, self.num_layers, self.output_size)
+
+    def forward(self, inputs_embeds: torch.Tensor, attention_mask: torch.Tensor) -> RNNEncoderOutput:
+        """inputs_embeds (B, S, E), attention_mask (B, S) with 1 at real tokens (left-aligned, i.e.
+        right padding) -> :class:`RNNEncoderOutput`."""
+        if inputs_embeds.dim() != 3 or attention_mask.shape != inputs_embeds.shape[:2]:
+            raise ValueError(
+                f"RNNEncoder expects inputs_embeds (B, S, E) and attention_mask (B, S); got "
+                f"{tuple(inputs_embeds.shape)} and {tuple(attention_mask.shape)}"
+            )
+        lengths = attention_mask.long().sum(dim=1)
+        if bool((lengths == 0).any()):
+            empty = (lengths == 0).nonzero().flatten().tolist()
+            raise ValueError(f"RNNEncoder got empty source sequences (all padding) at batch rows {empty}")
+        packed = pack_padded_sequence(inputs_embeds, lengths.cpu(), batch_first=True, enforce_sorted=False)
+        packed_outputs, state = self.rnn(packed)
+        outputs, _ = pad_packed_sequence(packed_outputs, batch_first=True, total_length=inputs_embeds.shape[1])
+        # with enforce_sorted=False torch returns h_n already in the original batch order
+        if isinstance(state, tuple):
+            hidden, cell = state
+            return RNNEncoderOutput(outputs, self._batch_first_summary(hidden), self._batch_first_summary(cell))
+        return RNNEncoderOutput(outputs, self._batch_first_summary(state), None)

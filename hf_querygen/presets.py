@@ -1,0 +1,129 @@
+"""The papers' hyper-parameters by name.
+
+``PRESETS`` maps a name to config kwargs (with the ``model_type`` that selects the config class);
+``TRAINING_PRESETS`` maps the same names to training hyper-parameters named as in
+``transformers.TrainingArguments`` (``optim="adamw_torch"`` with ``weight_decay=0`` is plain Adam).
+Values the paper does not state are marked "not stated" beside them and follow the nearest source
+named there; vocabulary sizes come from the tokenizer at training time, not from here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from transformers import AutoConfig, PretrainedConfig
+
+# Liu et al. CIKM'18 Sec. 5.1: embeddings 60, BiLSTM encoder and LSTM decoders of 128, dropout 0.4,
+# encoder and decoders share the word embeddings; the same settings for every baseline they run.
+_LIU2018 = {
+    "model_type": "rnn_seq2seq",
+    "cell": "lstm",
+    "embedding_size": 60,
+    "hidden_size": 128,
+    "decoder_hidden_size": 128,
+    "bidirectional_encoder": True,
+    "dropout": 0.4,
+    "tie_word_embeddings": True,
+    "bridge": "linear",  # Eq. (1)
+}
+
+# Ding & Balog ICTIR'18 Sec. 4.1: embeddings 100 (uniform in [-0.1, 0.1]), one-layer BiGRU of 200, GRU
+# decoder of 400, dropout 0.5. EDNet: no attention; AttNet: Bahdanau attention [3]; CopyNet: + copying [10].
+_DING2018 = {
+    "model_type": "rnn_seq2seq",
+    "cell": "gru",
+    "embedding_size": 100,
+    "hidden_size": 200,
+    "decoder_hidden_size": 400,
+    "bidirectional_encoder": True,
+    "dropout": 0.5,
+    "init_range": 0.1,
+    "bridge": "tanh",  # not stated; Bahdanau et al. 2015 initialise the GRU decoder with tanh(W h_1)
+}
+
+PRESETS: dict[str, dict[str, Any]] = {
+    "liu2018-seq2seq": {**_LIU2018, "attention": "none"},
+    # Liu'18 cite Luong et al. [20] for the attentional baseline but give no score function; the
+    # Bahdanau-style additive attention matches their own Eq. (6)-(8) and (12)
+    "liu2018-attn-seq2seq": {**_LIU2018, "attention": "bahdanau"},
+    "liu2018-sequence-labeling": {
+        "model_type": "rnn_tagger",
+        "cell": "lstm",
+        "embedding_size": 60,
+        "hidden_size": 128,
+        "bidirectional": True,
+        "dropout": 0.4,
+    },
+    # Song et al. SIGIR'17 Sec. 3: BiLSTM encoder, LSTM decoder, Luong local attention scored from
+    # z_{t-1} with c_t fed into z_t = f(z_{t-1}, e(y_{t-1}), c_t); sizes are not stated (Liu'18's are used)
+    "song2017": {
+        **_LIU2018,
+        "attention": "luong-local",
+        "attention_query": "previous",
+        "local_attention_window": 2,  # not stated; Luong et al. 2015 use D = 10 for sentences of ~25 words
+        "local_attention_score": "general",
+        "dropout": 0.0,  # not stated
+    },
+    "ding2018-ednet": {**_DING2018, "attention": "none"},
+    "ding2018-attnet": {**_DING2018, "attention": "bahdanau"},
+    "ding2018-copynet": {**_DING2018, "attention": "bahdanau", "copy": "copynet", "copy_selective_read": True},
+    # Lin et al. eCOM'17 Sec. 4.1: one-hot input, 2-layer tanh RNN of 1024, dropout 0.05, no attention.
+    # A one-hot input times the first-layer matrix equals an embedding lookup, so embeddings of 1024 and
+    # an untied (separate) source / target table stand in for it; the encoder is unidirectional (Fig. 2).
+    "lin2017-segmenter": {
+        "model_type": "rnn_seq2seq",
+        "cell": "rnn",
+        "embedding_size": 1024,
+        "hidden_size": 1024,
+        "decoder_hidden_size": 1024,
+        "num_encoder_layers": 2,
+        "num_decoder_layers": 2,
+        "bidirectional_encoder": False,
+        "attention": "none",
+        "dropout": 0.05,
+        "tie_word_embeddings": False,
+        "bridge": "linear",
+    },
+}
+
+_ADAM = {"optim": "adamw_torch", "weight_decay": 0.0}
+_LIU2018_TRAINING = {**_ADAM, "learning_rate": 1e-3, "per_device_train_batch_size": 64, "max_grad_norm": 5.0}
+_DING2018_TRAINING = {
+    **_ADAM,
+    "learning_rate": 1e-4,
+    "max_grad_norm": 0.1,
+    "per_device_train_batch_size": 64,  # not stated
+}
+
+TRAINING_PRESETS: dict[str, dict[str, Any]] = {
+    "liu2018-seq2seq": dict(_LIU2018_TRAINING),
+    "liu2018-attn-seq2seq": dict(_LIU2018_TRAINING),
+    "liu2018-sequence-labeling": dict(_LIU2018_TRAINING),
+    # Song'17: "stochastic gradient descent"; rate, batch and clipping not stated: Luong et al. 2015's
+    "song2017": {"optim": "sgd", "learning_rate": 1.0, "per_device_train_batch_size": 128, "max_grad_norm": 5.0},
+    "ding2018-ednet": dict(_DING2018_TRAINING),
+    "ding2018-attnet": dict(_DING2018_TRAINING),
+    "ding2018-copynet": dict(_DING2018_TRAINING),
+    # Lin'17: Adam, learning rate 1e-4, 50,000 epochs; batch size and clipping not stated
+    "lin2017-segmenter": {**_ADAM, "learning_rate": 1e-4, "per_device_train_batch_size": 64, "max_grad_norm": 0.0},
+}
+
+
+def config_from_preset(name: str, **overrides: Any) -> PretrainedConfig:
+    """The config of preset ``name`` with ``overrides`` (e.g. ``vocab_size``, ``output_vocab_size``) applied."""
+    if name not in PRESETS:
+        raise KeyError(f"unknown preset {name!r}; known presets: {sorted(PRESETS)}")
+    import hf_querygen  # noqa: F401  (registers the model types with AutoConfig)
+
+    kwargs = {**PRESETS[name], **overrides}
+    return AutoConfig.for_model(kwargs.pop("model_type"), **kwargs)
+
+
+def training_arguments_from_preset(name: str, **overrides: Any) -> dict[str, Any]:
+    """``TrainingArguments`` kwargs of preset ``name`` (a fresh dict) with ``overrides`` applied."""
+    if name not in TRAINING_PRESETS:
+        raise KeyError(f"no training preset {name!r}; known: {sorted(TRAINING_PRESETS)}")
+    return {**TRAINING_PRESETS[name], **overrides}
+
+
+__all__ = ["PRESETS", "TRAINING_PRESETS", "config_from_preset", "training_arguments_from_preset"]
