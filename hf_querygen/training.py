@@ -327,8 +327,8 @@ def evaluate_model(
 
 
 # ---------------------------------------------------------------- CLI
-#: the --quick settings: seconds-long data subset, small step budget, greedy evaluation
-QUICK_SETTINGS = {"max_steps": 400, "eval_steps": 100, "max_validation_examples": 256}
+#: the --quick settings: a step budget, evaluation every eval_steps on a validation subset
+QUICK_SETTINGS = {"max_steps": 200, "eval_steps": 100, "max_validation_examples": 256}
 
 
 def add_commands(subparsers: argparse._SubParsersAction) -> None:
@@ -349,6 +349,8 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     train.add_argument("--max-target-length", type=int, default=16)
     train.add_argument("--num-beams", type=int, default=1, help="saved generation config")
     train.add_argument("--keep-checkpoints", action="store_true", help="keep checkpoint-* folders")
+    train.add_argument("--chinese-segmentation", action="store_true", help="segment words with jieba (zh extra)")
+    train.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
     train.set_defaults(func=_train_command)
 
     evaluate = subparsers.add_parser("evaluate", help="score a trained model on a corpus split (JSON out)")
@@ -361,6 +363,7 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     evaluate.add_argument("--batch-size", type=int, default=64)
     evaluate.add_argument("--limit", type=int, default=None, help="score only the first N examples")
     evaluate.add_argument("--predictions", type=Path, default=None, help="also write outputs (JSON lines)")
+    evaluate.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
     evaluate.set_defaults(func=_evaluate_command)
 
     generate = subparsers.add_parser("generate", help="generate from texts with a trained model")
@@ -369,10 +372,11 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     generate.add_argument("--num-beams", type=int, default=None)
     generate.add_argument("--num-return-sequences", type=int, default=1)
     generate.add_argument("--max-new-tokens", type=int, default=None)
+    generate.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
     generate.set_defaults(func=_generate_command)
 
 
-def _model_copies(config) -> bool:
+def model_copies(config) -> bool:
     """Whether the model's labels live in the extended (copy) space."""
     copy = getattr(config, "copy", None)
     if copy is not None:
@@ -397,6 +401,7 @@ def train_on_corpus(
     max_target_length: int = 16,
     num_beams: int = 1,
     keep_checkpoints: bool = False,
+    chinese_segmentation: bool = False,
 ) -> dict[str, Any]:
     """Corpus -> tokenizer -> preset model -> Seq2SeqTrainer; returns (and saves) the run's metadata.
 
@@ -433,7 +438,7 @@ def train_on_corpus(
         vocab_size=vocab_size,
         min_frequency=min_frequency,
         output_vocab_size=output_vocab_size,
-        chinese_segmentation=(config_name or "").startswith("zh"),
+        chinese_segmentation=chinese_segmentation,
     )
     output_vocab = int(tokenizer.init_kwargs["output_vocab_size"])
     model_config = config_from_preset(
@@ -447,7 +452,7 @@ def train_on_corpus(
         decoder_start_token_id=tokenizer.bos_token_id,
     )
     model = AutoModelForSeq2SeqLM.from_config(model_config)
-    copy = _model_copies(model_config)
+    copy = model_copies(model_config)
     encode = dict(
         tokenizer=tokenizer,
         source_column=task.source_column,
@@ -483,7 +488,9 @@ def train_on_corpus(
         num_beams=num_beams,
         **overrides,
     )
-    validation_metrics = trainer.evaluate()
+    # the restored best model's evaluation is already in the log: no second pass over validation
+    evaluations = [log for log in trainer.state.log_history if "eval_loss" in log]
+    validation_metrics = min(evaluations, key=lambda log: log["eval_loss"]) if evaluations else {}
     train_losses = [log["loss"] for log in trainer.state.log_history if "loss" in log]
     metadata = {
         "corpus": corpus,
@@ -530,25 +537,40 @@ def load_trained(model_dir: str | Path):
     return AutoModelForSeq2SeqLM.from_pretrained(model_dir), AutoTokenizer.from_pretrained(model_dir), metadata
 
 
+def _set_threads(threads: int | None) -> None:
+    # on a shared or small machine more threads than free cores slow training down several-fold
+    if threads is not None:
+        import torch
+
+        torch.set_num_threads(threads)
+
+
 def _train_command(args: argparse.Namespace) -> int:
-    metadata = train_on_corpus(
-        args.corpus,
-        args.preset,
-        args.output_dir,
-        config_name=args.config,
-        data_dir=args.data_dir,
-        seed=args.seed,
-        quick=args.quick,
-        max_steps=args.max_steps,
-        epochs=args.epochs,
-        vocab_size=args.vocab_size,
-        output_vocab_size=args.output_vocab_size,
-        min_frequency=args.min_frequency,
-        max_source_length=args.max_source_length,
-        max_target_length=args.max_target_length,
-        num_beams=args.num_beams,
-        keep_checkpoints=args.keep_checkpoints,
-    )
+    import contextlib
+    import sys
+
+    _set_threads(args.threads)
+    # Trainer prints its logs to stdout; keep stdout for the JSON result so that it can be piped
+    with contextlib.redirect_stdout(sys.stderr):
+        metadata = train_on_corpus(
+            args.corpus,
+            args.preset,
+            args.output_dir,
+            config_name=args.config,
+            data_dir=args.data_dir,
+            seed=args.seed,
+            quick=args.quick,
+            max_steps=args.max_steps,
+            epochs=args.epochs,
+            vocab_size=args.vocab_size,
+            output_vocab_size=args.output_vocab_size,
+            min_frequency=args.min_frequency,
+            max_source_length=args.max_source_length,
+            max_target_length=args.max_target_length,
+            num_beams=args.num_beams,
+            keep_checkpoints=args.keep_checkpoints,
+            chinese_segmentation=args.chinese_segmentation,
+        )
     print(json.dumps(metadata, indent=2))
     return 0
 
@@ -556,6 +578,7 @@ def _train_command(args: argparse.Namespace) -> int:
 def _evaluate_command(args: argparse.Namespace) -> int:
     from .corpora import load_corpus
 
+    _set_threads(args.threads)
     model, tokenizer, metadata = load_trained(args.model)
     corpus = args.corpus or metadata.get("corpus")
     if corpus is None:
@@ -593,6 +616,7 @@ def _evaluate_command(args: argparse.Namespace) -> int:
 
 
 def _generate_command(args: argparse.Namespace) -> int:
+    _set_threads(args.threads)
     model, tokenizer, metadata = load_trained(args.model)
     generate_kwargs: dict[str, Any] = {"num_return_sequences": args.num_return_sequences}
     if args.num_beams is not None:

@@ -87,9 +87,9 @@ def test_qald_questions_are_deduplicated_across_editions(built, english):
     assert removed["qald: repeated en questions across files/editions (latest edition kept)"] > 0
     for config in QALD_LANGUAGES:
         dataset_dict, _ = built[config]
-        questions = [q for ds in dataset_dict.values() for q in ds["nl_query"]]
+        questions = [q for ds in dataset_dict.values() for q in ds["nl_query"][:]]
         assert len(questions) == len({normalize_for_matching(q) for q in questions}), config
-        assert set(dataset_dict["train"]["language"]) == {config}
+        assert set(dataset_dict["train"]["language"][:]) == {config}
 
 
 def test_trec_repeats_are_removed_by_title_and_description(built, english):
@@ -146,7 +146,7 @@ def test_keyword_fields_follow_the_normalised_query(english):
 
 def test_splits_are_grouped_by_topic_with_liu_fractions(built):
     for config, (dataset_dict, _) in built.items():
-        topics = {split: set(ds["topic_id"]) for split, ds in dataset_dict.items()}
+        topics = {split: set(ds["topic_id"][:]) for split, ds in dataset_dict.items()}
         assert not topics["train"] & topics["validation"], config
         assert not topics["train"] & topics["test"], config
         assert not topics["validation"] & topics["test"], config
@@ -255,8 +255,8 @@ def test_lenient_mode_skips_and_counts(data_dir, tmp_path, built):
     broken = data_dir_with(data_dir, tmp_path / "data", {UQV100: "".join(lines).encode("utf-8")})
     dataset_dict, log = load_corpus("nl2kw", "en", data_dir=broken, strict=False, return_log=True)
     assert len(log.errors) == 1 and log.errors[0].line == 1 and log.summary()["skipped_malformed"] == 1
-    ids = {i for ds in dataset_dict.values() for i in ds["id"]}
-    expected_ids = {i for ds in built["en"][0].values() for i in ds["id"]}
+    ids = {i for ds in dataset_dict.values() for i in ds["id"][:]}
+    expected_ids = {i for ds in built["en"][0].values() for i in ds["id"][:]}
     assert expected_ids - ids == {dropped_id}
 
 
@@ -268,6 +268,6 @@ def test_a_changed_data_dir_is_parsed_again(data_dir, tmp_path, built):
             entry["keywords"] = "geänderte, Schlüsselwörter"
     changed = data_dir_with(data_dir, tmp_path / "data", {rel: json.dumps(data).encode("utf-8")})
     rebuilt = load_corpus("nl2kw", "de", data_dir=changed)
-    keywords = {k for ds in rebuilt.values() for k in ds["keyword_query"]}
+    keywords = {k for ds in rebuilt.values() for k in ds["keyword_query"][:]}
     assert "geänderte, Schlüsselwörter" in keywords
-    assert "geänderte, Schlüsselwörter" not in {k for ds in built["de"][0].values() for k in ds["keyword_query"]}
+    assert "geänderte, Schlüsselwörter" not in {k for ds in built["de"][0].values() for k in ds["keyword_query"][:]}

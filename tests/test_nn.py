@@ -20,6 +20,8 @@ from hf_querygen.nn import (
 )
 from hf_querygen.nn.loss import token_nll
 
+torch.set_num_threads(1)  # tiny tensors: threads only add contention on the shared 2-core machine
+
 
 @pytest.fixture(autouse=True)
 def _seed():

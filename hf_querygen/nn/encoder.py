@@ -12,6 +12,18 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 RNN_CELLS: dict[str, type[nn.RNNBase]] = {"lstm": nn.LSTM, "gru": nn.GRU, "rnn": nn.RNN}
 
 
+def check_rnn_hyper_parameters(owner: str, cell: str, dropout: float, **sizes: int) -> None:
+    """Raise a ValueError naming ``owner`` when the cell is unknown, a size is below 1 or the dropout
+    rate is outside [0, 1)."""
+    if cell not in RNN_CELLS:
+        raise ValueError(f"{owner}: cell={cell!r} is not one of {tuple(RNN_CELLS)}")
+    too_small = {name: value for name, value in sizes.items() if value < 1}
+    if too_small:
+        raise ValueError(f"{owner}: sizes must be >= 1; got {too_small}")
+    if not 0.0 <= dropout < 1.0:
+        raise ValueError(f"{owner}: dropout must be in [0, 1); got {dropout}")
+
+
 def build_rnn(cell: str, input_size: int, hidden_size: int, num_layers: int = 1,
               bidirectional: bool = False, dropout: float = 0.0) -> nn.RNNBase:
     """A batch-first ``nn.LSTM`` / ``nn.GRU`` / ``nn.RNN`` (tanh) chosen by name.

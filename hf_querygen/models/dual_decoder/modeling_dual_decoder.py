@@ -203,26 +203,104 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, GenerationMixi
 
     def _pointer_log_probs(self, weights: torch.Tensor, first_occurrence: torch.Tensor,
                            source_mask: torch.Tensor) -> torch.Tensor:
-        """Eq. (4): attention weights (B, S) summed over the positions holding the same word into
-        the slot of its first occurrence -> log-probabilities (B, S), -inf at padding and repeats."""
-        probs = torch.zeros_like(weights).scatter_add(1, first_occurrence, weights)
-        own_index = torch.arange(weights.shape[1], device=weights.device)
+        """Eq. (4): attention weights (B, [T,] S) summed over the positions holding the same word into
+        the slot of its first occurrence -> log-probabilities (B, [T,] S), -inf at padding and repeats."""
+        index = first_occurrence if weights.dim() == 2 else first_occurrence.unsqueeze(1).expand_as(weights)
+        probs = torch.zeros_like(weights).scatter_add(-1, index, weights)
+        own_index = torch.arange(weights.shape[-1], device=weights.device)
         live = source_mask & (first_occurrence == own_index)
+        if weights.dim() == 3:
+            live = live.unsqueeze(1)
         return probs.clamp_min(_PROBABILITY_FLOOR).log().masked_fill(~live, float("-inf"))
 
     def _generator_log_probs(self, generator_hidden: torch.Tensor, encoder_states: torch.Tensor,
-                             source_mask: torch.Tensor, state: _DecoderState) -> torch.Tensor:
-        """Eq. (6)-(12): generator hidden (B, H) -> log-probabilities over the output vocabulary (B, V)."""
-        source_context = self.source_attention(generator_hidden, encoder_states, source_mask).context  # Eq. (6)
+                             source_mask: torch.Tensor, pointer_states: torch.Tensor,
+                             pointer_states_mask: torch.Tensor) -> torch.Tensor:
+        """Eq. (6)-(12): generator hidden (B, [T,] H), encoder states (B, S, 2H), pointer hidden states
+        (B, P, H) with mask (B, P) -> log-probabilities over the output vocabulary (B, [T,] V)."""
+        source_context = self.source_attention(generator_hidden, encoder_states, source_mask).context  # Eq. (6)-(8)
         pointer_context = self.pointer_state_attention(
-            generator_hidden, state.pointer_states, state.pointer_states_mask
-        ).context  # Eq. (9)
+            generator_hidden, pointer_states, pointer_states_mask
+        ).context  # Eq. (9)-(11)
         features = self.output_dropout(torch.cat([generator_hidden, source_context, pointer_context], dim=-1))
         scores = self.output_projection(features)  # Eq. (12), before the softmax
         # [PAD] and [BOS] are never targets; masking them keeps them out of beams
         never = [self.config.pad_token_id, self.config.decoder_start_token_id]
-        scores[:, never] = float("-inf")
+        scores[..., never] = float("-inf")
         return torch.log_softmax(scores, dim=-1)
+
+    def _phase_rows(self, pointer_log_probs: torch.Tensor, generator_log_probs: torch.Tensor | None,
+                    generator_phase: torch.Tensor) -> torch.Tensor:
+        """Assemble extended-space rows (B, [T,] V + S): the pointer's over positions, the generator's
+        over the vocabulary, each step taking its phase's row (pointer-only: [EOS] after the sentinel)."""
+        vocab = self.config.output_vocab_size
+        no_vocab = pointer_log_probs.new_full((*pointer_log_probs.shape[:-1], vocab), float("-inf"))
+        pointer_rows = torch.cat([no_vocab, pointer_log_probs], dim=-1)
+        if generator_log_probs is None:  # pointer-only: after the sentinel only [EOS] (probability 1)
+            generator_log_probs = no_vocab.clone()
+            generator_log_probs[..., self.config.eos_token_id] = 0.0
+        generator_rows = torch.cat([generator_log_probs, torch.full_like(pointer_log_probs, float("-inf"))], dim=-1)
+        return torch.where(generator_phase.unsqueeze(-1), generator_rows, pointer_rows)
+
+    def _embed_decoder_inputs(self, decoder_input_ids: torch.LongTensor,
+                              encoder_outputs: DualDecoderEncoderOutput) -> torch.Tensor:
+        """(B, T) extended ids -> (B, T, E): a pointed-at position is embedded as its source word."""
+        config = self.config
+        return self.embeddings(extended_to_input_ids(
+            decoder_input_ids, encoder_outputs.source_input_ids, config.output_vocab_size, config.unk_token_id
+        ))
+
+    def _generator_phase(self, decoder_input_ids: torch.LongTensor, source_mask: torch.Tensor,
+                         already: torch.Tensor | None = None) -> torch.Tensor:
+        """(B, T) True from the step whose input is the pointer's end sentinel (the [EOS] closing the
+        source, id ``V + source_length - 1``) onwards; ``already`` (B,) = the phase before these steps."""
+        sentinel_id = self.config.output_vocab_size + source_mask.long().sum(dim=1, keepdim=True) - 1
+        phase = (decoder_input_ids == sentinel_id).long().cumsum(dim=1) > 0
+        return phase if already is None else phase | already.unsqueeze(1)
+
+    def _decode_parallel(self, decoder_input_ids: torch.LongTensor, encoder_outputs: DualDecoderEncoderOutput,
+                         source_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Teacher forcing over all T steps at once (both decoders are fed their previous output only,
+        so each LSTM runs over its whole input sequence in one call).
+
+        decoder_input_ids (B, T) -> (log-probs (B, T, V + S), generator phase (B, T))."""
+        config = self.config
+        encoder_states = encoder_outputs.last_hidden_state
+        state = self._initial_state(encoder_outputs)
+        generator_phase = self._generator_phase(decoder_input_ids, source_mask)
+        embedded = self._embed_decoder_inputs(decoder_input_ids, encoder_outputs)
+        # pointer decoder over every step; its outputs past the sentinel are masked out below
+        pointer_outputs, _ = self.pointer_rnn(
+            embedded, (state.pointer_hidden.unsqueeze(0).contiguous(), state.pointer_cell.unsqueeze(0).contiguous())
+        )
+        weights = self.pointer_attention(pointer_outputs, encoder_states, source_mask).weights  # Eq. (2)-(3)
+        pointer_log_probs = self._pointer_log_probs(weights, encoder_outputs.first_occurrence, source_mask)
+        generator_log_probs = None
+        n_generator_steps = int(generator_phase.sum(dim=1).max()) if decoder_input_ids.numel() else 0
+        if not config.pointer_only and n_generator_steps > 0:
+            # left-align each row's generator steps: they start at a different step in every row
+            batch_size, n_steps = decoder_input_ids.shape
+            first_step = (~generator_phase).sum(dim=1, keepdim=True)  # (B, 1)
+            steps = first_step + torch.arange(n_generator_steps, device=first_step.device)  # (B, Tg)
+            valid = steps < n_steps
+            gathered = embedded.gather(1, steps.clamp(max=n_steps - 1).unsqueeze(-1).expand(-1, -1, embedded.shape[-1]))
+            generator_outputs, _ = self.generator_rnn(
+                gathered,
+                (state.generator_hidden.unsqueeze(0).contiguous(), state.generator_cell.unsqueeze(0).contiguous()),
+            )
+            aligned = self._generator_log_probs(generator_outputs, encoder_states, source_mask,
+                                                pointer_outputs, ~generator_phase)  # (B, Tg, V)
+            # scatter back to the original steps; invalid slots go to a dump column n_steps
+            target = torch.where(valid, steps, torch.full_like(steps, n_steps))
+            generator_log_probs = aligned.new_full((batch_size, n_steps + 1, aligned.shape[-1]), float("-inf"))
+            generator_log_probs = generator_log_probs.scatter(
+                1, target.unsqueeze(-1).expand_as(aligned), aligned
+            )[:, :n_steps]
+        elif not config.pointer_only:
+            generator_log_probs = pointer_log_probs.new_full(
+                (*pointer_log_probs.shape[:-1], config.output_vocab_size), float("-inf")
+            )
+        return self._phase_rows(pointer_log_probs, generator_log_probs, generator_phase), generator_phase
 
     @staticmethod
     def _lstm_step(rnn: nn.LSTM, inputs: torch.Tensor, hidden: torch.Tensor,
@@ -231,55 +309,41 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, GenerationMixi
         _, (hidden, cell) = rnn(inputs.unsqueeze(1), (hidden.unsqueeze(0).contiguous(), cell.unsqueeze(0).contiguous()))
         return hidden.squeeze(0), cell.squeeze(0)
 
-    def _decode(self, decoder_input_ids: torch.LongTensor, encoder_outputs: DualDecoderEncoderOutput,
-                source_mask: torch.Tensor, state: _DecoderState) -> tuple[torch.Tensor, torch.Tensor, _DecoderState]:
-        """Run both decoders over decoder_input_ids (B, T) from ``state``.
+    def _decode_steps(self, decoder_input_ids: torch.LongTensor, encoder_outputs: DualDecoderEncoderOutput,
+                      source_mask: torch.Tensor, state: _DecoderState) -> tuple[torch.Tensor, torch.Tensor, _DecoderState]:
+        """Incremental decoding from a cached ``state`` (generation): one step at a time, carrying both
+        decoders' states, the phase flag and the pointer hidden states (Eq. 9-11 attend to them).
 
-        Returns log-probs (B, T, V + S), the generator-phase flag of each step (B, T) and the new state.
-        Teacher forcing and cached generation go through this same loop, so their outputs agree.
+        Returns log-probs (B, T, V + S), the generator phase of each step (B, T) and the new state.
         """
-        config = self.config
-        vocab = config.output_vocab_size
         encoder_states = encoder_outputs.last_hidden_state
-        source_ids = encoder_outputs.source_input_ids
-        batch_size, source_length = source_ids.shape
-        sentinel_id = vocab + source_mask.long().sum(dim=1) - 1  # (B,) the [EOS] closing each source
-        embedded = self.embeddings(extended_to_input_ids(decoder_input_ids, source_ids, vocab, config.unk_token_id))
-        no_vocab = encoder_states.new_full((batch_size, vocab), float("-inf"))
-        no_positions = encoder_states.new_full((batch_size, source_length), float("-inf"))
-        if config.pointer_only:  # after the sentinel only [EOS] is possible (probability 1)
-            eos_only = no_vocab.clone()
-            eos_only[:, config.eos_token_id] = 0.0
-        step_log_probs, step_phases = [], []
+        generator_phase = self._generator_phase(decoder_input_ids, source_mask, already=state.in_generator)
+        embedded = self._embed_decoder_inputs(decoder_input_ids, encoder_outputs)
+        rows = []
         for t in range(decoder_input_ids.shape[1]):
-            generator_phase = state.in_generator | (decoder_input_ids[:, t] == sentinel_id)
-            keep = generator_phase.unsqueeze(1)
-            # pointer decoder step, Eq. (2)-(4)
+            keep = generator_phase[:, t].unsqueeze(1)  # (B, 1): the pointer has finished
             pointer_hidden, pointer_cell = self._lstm_step(
                 self.pointer_rnn, embedded[:, t], state.pointer_hidden, state.pointer_cell
             )
-            weights = self.pointer_attention(pointer_hidden, encoder_states, source_mask).weights  # Eq. (2)
+            weights = self.pointer_attention(pointer_hidden, encoder_states, source_mask).weights  # Eq. (2)-(3)
             pointer_log_probs = self._pointer_log_probs(weights, encoder_outputs.first_occurrence, source_mask)
             state.pointer_states = torch.cat([state.pointer_states, pointer_hidden.unsqueeze(1)], dim=1)
             state.pointer_states_mask = torch.cat([state.pointer_states_mask, ~keep], dim=1)
             state.pointer_hidden = torch.where(keep, state.pointer_hidden, pointer_hidden)
             state.pointer_cell = torch.where(keep, state.pointer_cell, pointer_cell)
-            pointer_row = torch.cat([no_vocab, pointer_log_probs], dim=-1)
-            # generator decoder step, Eq. (5)-(12)
-            if config.pointer_only:
-                generator_row = torch.cat([eos_only, no_positions], dim=-1)
-            else:
+            generator_log_probs = None
+            if not self.config.pointer_only:
                 generator_hidden, generator_cell = self._lstm_step(
                     self.generator_rnn, embedded[:, t], state.generator_hidden, state.generator_cell
                 )
-                generator_log_probs = self._generator_log_probs(generator_hidden, encoder_states, source_mask, state)
+                generator_log_probs = self._generator_log_probs(
+                    generator_hidden, encoder_states, source_mask, state.pointer_states, state.pointer_states_mask
+                )
                 state.generator_hidden = torch.where(keep, generator_hidden, state.generator_hidden)
                 state.generator_cell = torch.where(keep, generator_cell, state.generator_cell)
-                generator_row = torch.cat([generator_log_probs, no_positions], dim=-1)
-            state.in_generator = generator_phase
-            step_log_probs.append(torch.where(keep, generator_row, pointer_row))
-            step_phases.append(generator_phase)
-        return torch.stack(step_log_probs, dim=1), torch.stack(step_phases, dim=1), state
+            state.in_generator = generator_phase[:, t]
+            rows.append(self._phase_rows(pointer_log_probs, generator_log_probs, generator_phase[:, t]))
+        return torch.stack(rows, dim=1), generator_phase, state
 
     # ------------------------------------------------------------------ loss, Eq. (13)-(14)
     def dual_loss(self, log_probs: torch.Tensor, labels: torch.LongTensor, generator_phase: torch.Tensor,
@@ -348,17 +412,19 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, GenerationMixi
             decoder_input_ids = self.shift_labels_right(labels)
 
         use_cache = use_cache if use_cache is not None else (labels is None and self.config.use_cache)
-        if past_key_values is not None and past_key_values.get_seq_length() > 0:
-            state = _DecoderState.from_cache(past_key_values)
-        else:
-            state = self._initial_state(encoder_outputs)
-        log_probs, generator_phase, state = self._decode(decoder_input_ids, encoder_outputs, source_mask, state)
-
-        if use_cache:
+        if use_cache:  # generation: step by step, carrying the state in the cache
+            if past_key_values is not None and past_key_values.get_seq_length() > 0:
+                state = _DecoderState.from_cache(past_key_values)
+            else:
+                state = self._initial_state(encoder_outputs)
+            log_probs, generator_phase, state = self._decode_steps(decoder_input_ids, encoder_outputs, source_mask,
+                                                                   state)
             if past_key_values is None:
                 past_key_values = RecurrentStateCache()
             state.to_cache(past_key_values)
             past_key_values.advance(decoder_input_ids.shape[1])
+        else:  # teacher forcing (training) or generation without cache: all steps at once
+            log_probs, generator_phase = self._decode_parallel(decoder_input_ids, encoder_outputs, source_mask)
         loss = None
         if labels is not None:
             loss = self.dual_loss(log_probs, labels, generator_phase, kwargs.get("num_items_in_batch"))

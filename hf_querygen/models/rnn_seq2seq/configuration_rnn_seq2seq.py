@@ -7,7 +7,7 @@ from __future__ import annotations
 from transformers import PretrainedConfig
 
 from ...nn.attention import ATTENTION_KINDS
-from ...nn.encoder import RNN_CELLS
+from ...nn.encoder import check_rnn_hyper_parameters
 
 ATTENTION_CHOICES = ("none", *ATTENTION_KINDS)
 COPY_CHOICES = ("none", "copynet")
@@ -90,7 +90,6 @@ class RNNSeq2SeqConfig(PretrainedConfig):
         decoder_hidden_size = hidden_size if decoder_hidden_size is None else decoder_hidden_size
         decoder_start_token_id = bos_token_id if decoder_start_token_id is None else decoder_start_token_id
         choices = {
-            "cell": (cell, tuple(RNN_CELLS)),
             "attention": (attention, ATTENTION_CHOICES),
             "copy": (copy, COPY_CHOICES),
             "bridge": (bridge, BRIDGE_CHOICES),
@@ -111,14 +110,11 @@ class RNNSeq2SeqConfig(PretrainedConfig):
             raise ValueError("RNNSeq2SeqConfig: copy='copynet' needs an attention (Gu et al. build on AttNet)")
         if not 0 < output_vocab_size <= vocab_size:
             raise ValueError(f"RNNSeq2SeqConfig: output_vocab_size must be in (0, {vocab_size}]; got {output_vocab_size}")
-        sizes = {"embedding_size": embedding_size, "hidden_size": hidden_size,
-                 "decoder_hidden_size": decoder_hidden_size, "num_encoder_layers": num_encoder_layers,
-                 "num_decoder_layers": num_decoder_layers, "local_attention_window": local_attention_window}
-        bad = {name: value for name, value in sizes.items() if value < 1}
-        if bad:
-            raise ValueError(f"RNNSeq2SeqConfig: sizes must be >= 1; got {bad}")
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"RNNSeq2SeqConfig: dropout must be in [0, 1); got {dropout}")
+        check_rnn_hyper_parameters(
+            "RNNSeq2SeqConfig", cell, dropout, vocab_size=vocab_size, embedding_size=embedding_size,
+            hidden_size=hidden_size, decoder_hidden_size=decoder_hidden_size, num_encoder_layers=num_encoder_layers,
+            num_decoder_layers=num_decoder_layers, local_attention_window=local_attention_window,
+        )
         specials = {"pad_token_id": pad_token_id, "unk_token_id": unk_token_id, "bos_token_id": bos_token_id,
                     "eos_token_id": eos_token_id, "decoder_start_token_id": decoder_start_token_id}
         outside = {name: i for name, i in specials.items() if not 0 <= i < output_vocab_size}

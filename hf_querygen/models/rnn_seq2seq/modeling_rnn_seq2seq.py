@@ -210,7 +210,7 @@ class RNNSeq2SeqDecoder(nn.Module):
 
         step_scores = []
         for t in range(embedded.shape[1]):
-            pieces = [embedded[:, t]]
+            pieces, context = [embedded[:, t]], None
             if self.attend_before_rnn:
                 # Bahdanau / Liu'18 Eq. (6)-(8): attend with the previous top-layer state s_{t-1}
                 context = self.attention(state["hidden"][:, -1], keys, mask).context
@@ -226,9 +226,7 @@ class RNNSeq2SeqDecoder(nn.Module):
             output = output.squeeze(1)
             if self.uses_attention and not self.attend_before_rnn:
                 context = self.attention(output, keys, mask).context  # Luong: attend with s_t
-            scores, attentional, copy_probs = self._scores(
-                output, context if self.uses_attention else None, encoder_outputs
-            )
+            scores, attentional, copy_probs = self._scores(output, context, encoder_outputs)
             state = dict(state, **rnn_state)
             if self.input_feeding:
                 state["feed"] = attentional

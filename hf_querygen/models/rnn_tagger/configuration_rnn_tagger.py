@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from transformers import PretrainedConfig
 
-from ...nn.encoder import RNN_CELLS
+from ...nn.encoder import check_rnn_hyper_parameters
 
 
 class RNNTaggerConfig(PretrainedConfig):
@@ -39,15 +39,8 @@ class RNNTaggerConfig(PretrainedConfig):
         pad_token_id: int = 0,
         **kwargs,
     ):
-        if cell not in RNN_CELLS:
-            raise ValueError(f"RNNTaggerConfig: cell={cell!r} is not one of {tuple(RNN_CELLS)}")
-        sizes = {"vocab_size": vocab_size, "embedding_size": embedding_size, "hidden_size": hidden_size,
-                 "num_layers": num_layers}
-        bad = {name: value for name, value in sizes.items() if value < 1}
-        if bad:
-            raise ValueError(f"RNNTaggerConfig: sizes must be >= 1; got {bad}")
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"RNNTaggerConfig: dropout must be in [0, 1); got {dropout}")
+        check_rnn_hyper_parameters("RNNTaggerConfig", cell, dropout, vocab_size=vocab_size,
+                                   embedding_size=embedding_size, hidden_size=hidden_size, num_layers=num_layers)
         self.vocab_size = vocab_size
         self.embedding_size = embedding_size
         self.hidden_size = hidden_size

@@ -1,0 +1,248 @@
+"""Neural query segmenters: data preparation and decoding for the RNN encoder-decoder (Lin et al.
+2017, Sec. 3.4) and the BiLSTM BIO tagger.
+
+Encoder-decoder: the encoder reads the query words; the decoder writes them again with a ``|``
+token at every break (Vocab_target = Vocab_source + {"|"}). The same trained model is decoded two
+ways:
+
+* unconstrained (as the paper ran it): plain ``generate()``; the output may drop, repeat or
+  invent words, and is read back leniently with
+  :func:`hf_querygen.tasks.segmentation.target_tokens_to_breaks`;
+* constrained: :class:`ConstrainedSegmentationLogitsProcessor` allows at each step only "write
+  the next query word", "emit a break" (not first, not twice in a row) or, after the last word,
+  ``[EOS]``; the output is then always a segmentation of the query itself.
+
+Tagger: one B/I tag per query word (``[EOS]`` gets no label), read back with
+:func:`hf_querygen.tasks.segmentation.bio_to_breaks`.
+
+Words are whitespace tokens (the tokenizer is trained with ``split_punctuation=False``), so token
+position ``j`` is query word ``j`` and breaks map back onto the caller's own words.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import torch
+from transformers import LogitsProcessor, LogitsProcessorList
+
+from .segmentation import (
+    BIO_LABELS,
+    BREAK_TOKEN,
+    bio_to_breaks,
+    breaks_to_bio,
+    segmentation_to_target,
+    target_tokens_to_breaks,
+)
+
+if TYPE_CHECKING:
+    import datasets
+    from transformers import PreTrainedModel, PreTrainedTokenizerFast
+
+TARGET_COLUMN = "segmentation_target"
+LABEL_PAD_ID = -100
+
+
+class ConstrainedSegmentationLogitsProcessor(LogitsProcessor):
+    """Masks every token except: the next query word, the break token, or EOS after the last word.
+
+    Args:
+        word_token_ids: per example, the output-space id that writes query word ``j`` - its
+            vocabulary id (a model without copying) or ``output_vocab_size + j`` (a copy model).
+        break_token_id: id of ``|``.
+        eos_token_id: id of ``[EOS]``.
+        num_beams: generate()'s rows are example-major: row ``r`` belongs to example ``r // num_beams``.
+    """
+
+    def __init__(self, word_token_ids: Sequence[Sequence[int]], break_token_id: int, eos_token_id: int,
+                 num_beams: int = 1):
+        self.word_token_ids = [list(ids) for ids in word_token_ids]
+        self.break_token_id = break_token_id
+        self.eos_token_id = eos_token_id
+        self.num_beams = num_beams
+
+    def allowed_next(self, example: int, generated: Sequence[int]) -> list[int]:
+        """Token ids allowed after ``generated`` (the decoder prefix without its start token)."""
+        words = self.word_token_ids[example]
+        words_written = sum(token != self.break_token_id for token in generated)
+        if words_written >= len(words):
+            return [self.eos_token_id]
+        allowed = [words[words_written]]
+        if generated and generated[-1] != self.break_token_id:
+            allowed.append(self.break_token_id)
+        return allowed
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        """input_ids: (B * beams, t) decoder prefix incl. the start token; scores: (B * beams, C)."""
+        mask = torch.full_like(scores, float("-inf"))
+        for row, prefix in enumerate(input_ids[:, 1:].tolist()):
+            mask[row, self.allowed_next(row // self.num_beams, prefix)] = 0.0
+        return scores + mask
+
+
+# ---------------------------------------------------------------- data preparation
+def train_segmentation_tokenizer(queries: Sequence[str], references: Sequence[str]) -> PreTrainedTokenizerFast:
+    """Whitespace word tokenizer whose target side is the references' words plus ``|``."""
+    from ..tokenization import train_word_tokenizer
+
+    return train_word_tokenizer(
+        queries,
+        target_texts=[segmentation_to_target(reference) for reference in references],
+        split_punctuation=False,
+    )
+
+
+def encode_for_seq2seq(
+    dataset: datasets.Dataset, tokenizer: PreTrainedTokenizerFast, reference_column: str = "reference"
+) -> datasets.Dataset:
+    """Model columns for the encoder-decoder: source = ``query``, target = the reference with ``|``
+    tokens (labels in the output vocabulary; the paper's model does not copy)."""
+    from .seq2seq import encode_seq2seq
+
+    with_targets = dataset.map(
+        lambda batch: {TARGET_COLUMN: [segmentation_to_target(s) for s in batch[reference_column]]},
+        batched=True,
+        desc="segmentation targets",
+    )
+    encoded = encode_seq2seq(with_targets, tokenizer, "query", TARGET_COLUMN, len(tokenizer), copy=False)
+    return encoded.select_columns(["input_ids", "attention_mask", "labels"])
+
+
+def encode_for_tagging(
+    dataset: datasets.Dataset, tokenizer: PreTrainedTokenizerFast, breaks_column: str = "breaks"
+) -> datasets.Dataset:
+    """Model columns for the BIO tagger: ``input_ids``, ``attention_mask``, ``labels`` (one B/I id
+    per word, -100 on ``[EOS]``)."""
+    from .seq2seq import encode_sources
+
+    def encode(batch):
+        encoded = encode_sources(batch["query"], tokenizer)
+        labels = []
+        for input_ids, breaks in zip(encoded["input_ids"], batch[breaks_column], strict=True):
+            tags = [BIO_LABELS.index(tag) for tag in breaks_to_bio(breaks)]
+            if len(tags) != len(input_ids) - 1:
+                raise ValueError(f"{len(input_ids) - 1} tokens for {len(tags)} words: use split_punctuation=False")
+            labels.append(tags + [LABEL_PAD_ID])
+        return {"input_ids": encoded["input_ids"], "attention_mask": encoded["attention_mask"], "labels": labels}
+
+    return dataset.map(encode, batched=True, remove_columns=dataset.column_names, desc="BIO tagging")
+
+
+def encode_queries(queries: Sequence[str], tokenizer: PreTrainedTokenizerFast) -> dict[str, list]:
+    """Encoder inputs of raw queries, with a check that tokens and whitespace words line up."""
+    from .seq2seq import encode_sources
+
+    encoded = encode_sources([" ".join(query.split()) for query in queries], tokenizer)
+    for query, source_words in zip(queries, encoded["source_words"], strict=True):
+        if len(query.split()) != len(source_words):
+            raise ValueError(f"the tokenizer splits {query!r} into {len(source_words)} tokens, not "
+                             f"{len(query.split())} words: train it with split_punctuation=False")
+    return encoded
+
+
+# ---------------------------------------------------------------- decoding (one batch)
+def _word_token_ids(model: PreTrainedModel, input_ids: torch.Tensor, lengths: Sequence[int]) -> list[list[int]]:
+    """Per example the output id that writes each query word (see the logits processor)."""
+    if getattr(model.config, "copy", "none") != "none":
+        first_copy_id = model.config.output_vocab_size
+        return [[first_copy_id + j for j in range(n)] for n in lengths]
+    if bool((input_ids >= model.config.output_vocab_size).any()):
+        raise ValueError("a query word id lies outside the output vocabulary of this model without copying")
+    return [row[:n] for row, n in zip(input_ids.tolist(), lengths, strict=True)]
+
+
+def _output_tokens(ids: Sequence[int], source_ids: Sequence[int], tokenizer: PreTrainedTokenizerFast,
+                   output_vocab_size: int) -> list[str]:
+    """Generated ids (after the start token) -> token strings up to [EOS]; a copy id
+    ``output_vocab_size + j`` becomes the token of source position ``j``. Unlike
+    :func:`hf_querygen.tasks.seq2seq.decode_extended` this keeps ``[UNK]``: it stands for a query word."""
+    tokens = []
+    for token_id in ids:
+        if token_id == tokenizer.eos_token_id:
+            break
+        if token_id == tokenizer.pad_token_id:
+            continue
+        if token_id >= output_vocab_size:
+            position = token_id - output_vocab_size
+            if position < len(source_ids):
+                tokens.append(tokenizer.convert_ids_to_tokens(source_ids[position]))
+            continue
+        tokens.append(tokenizer.convert_ids_to_tokens(token_id))
+    return tokens
+
+
+def seq2seq_batch_breaks(
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerFast,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    lengths: Sequence[int],
+    constrained: bool = True,
+    num_beams: int = 1,
+) -> list[list[int]]:
+    """Break vectors decoded by an encoder-decoder segmenter for one padded batch.
+
+    input_ids / attention_mask: (B, S) with the query words then ``[EOS]``; lengths: words per query.
+    """
+    break_id = tokenizer.convert_tokens_to_ids(BREAK_TOKEN)
+    if break_id == tokenizer.unk_token_id:
+        raise ValueError(f"the tokenizer has no {BREAK_TOKEN!r} token: it is not a segmentation tokenizer")
+    # start token + n words + (n - 1) breaks + [EOS]
+    kwargs = {"num_beams": num_beams, "do_sample": False, "max_length": 2 * max(lengths) + 1}
+    if constrained:
+        processor = ConstrainedSegmentationLogitsProcessor(
+            _word_token_ids(model, input_ids, lengths), break_id, tokenizer.eos_token_id, num_beams
+        )
+        kwargs["logits_processor"] = LogitsProcessorList([processor])
+    with torch.no_grad():
+        generated = model.generate(input_ids=input_ids.to(model.device),
+                                   attention_mask=attention_mask.to(model.device), **kwargs)
+    breaks = []
+    for row, ids, n in zip(input_ids.tolist(), generated.tolist(), lengths, strict=True):
+        tokens = _output_tokens(ids[1:], row[:n], tokenizer, model.config.output_vocab_size)
+        # [UNK] on both sides lines an out-of-vocabulary query word up with its output token
+        breaks.append(target_tokens_to_breaks(tokens, tokenizer.convert_ids_to_tokens(row[:n])))
+    return breaks
+
+
+def tagger_batch_breaks(
+    model: PreTrainedModel, input_ids: torch.Tensor, attention_mask: torch.Tensor, lengths: Sequence[int]
+) -> list[list[int]]:
+    """Break vectors from a BIO tagger's argmax tags; input_ids / attention_mask (B, S)."""
+    with torch.no_grad():
+        logits = model(input_ids=input_ids.to(model.device), attention_mask=attention_mask.to(model.device)).logits
+    label_names = [model.config.id2label[i] for i in range(logits.shape[-1])]
+    tags = logits.argmax(-1).tolist()
+    return [bio_to_breaks([label_names[t] for t in row[:n]]) for row, n in zip(tags, lengths, strict=True)]
+
+
+def is_seq2seq_segmenter(model: PreTrainedModel) -> bool:
+    return bool(getattr(model.config, "is_encoder_decoder", False))
+
+
+def segment_breaks(
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerFast,
+    queries: Sequence[str],
+    constrained: bool = True,
+    batch_size: int = 64,
+    num_beams: int = 1,
+) -> list[list[int]]:
+    """Break vector of each query (words = whitespace split) by an encoder-decoder or tagger segmenter."""
+    from .seq2seq import Seq2SeqCollator
+
+    encoded = encode_queries(queries, tokenizer)
+    collator = Seq2SeqCollator(pad_token_id=tokenizer.pad_token_id)
+    model.eval()
+    breaks: list[list[int]] = []
+    for start in range(0, len(queries), batch_size):
+        rows = range(start, min(start + batch_size, len(queries)))
+        batch = collator([{k: encoded[k][i] for k in ("input_ids", "attention_mask")} for i in rows])
+        lengths = [len(encoded["source_words"][i]) for i in rows]
+        if is_seq2seq_segmenter(model):
+            breaks += seq2seq_batch_breaks(model, tokenizer, batch["input_ids"], batch["attention_mask"], lengths,
+                                           constrained, num_beams)
+        else:
+            breaks += tagger_batch_breaks(model, batch["input_ids"], batch["attention_mask"], lengths)
+    return breaks
