@@ -263,6 +263,15 @@ def output_vocab_size_of_model(model: PreTrainedModel) -> int:
     return int(size)
 
 
+def as_max_length(generate_kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """``max_new_tokens=n`` -> ``max_length=n + 1`` (the decoder start token counts for an
+    encoder-decoder), so that a call-time limit does not clash with the saved ``max_length``."""
+    kwargs = dict(generate_kwargs)
+    if kwargs.get("max_new_tokens") is not None and kwargs.get("max_length") is None:
+        kwargs["max_length"] = kwargs.pop("max_new_tokens") + 1
+    return kwargs
+
+
 def generate_texts(
     model: PreTrainedModel,
     tokenizer: PreTrainedTokenizerFast,
@@ -285,6 +294,7 @@ def generate_texts(
         raise TypeError("generate_texts expects a list of texts, not a single string")
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    generate_kwargs = as_max_length(generate_kwargs)
     n_returns = int(generate_kwargs.get("num_return_sequences", 1))
     output_vocab_size = output_vocab_size_of_model(model)
     accepted = _forward_argument_names(model)

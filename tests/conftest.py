@@ -4,11 +4,15 @@ import os
 import socket
 
 import pytest
+import torch
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+# pytest-xdist runs one worker per core; a second torch thread per worker only busy-waits.
+torch.set_num_threads(1)
 
 _real_connect = socket.socket.connect
 

@@ -106,8 +106,11 @@ def test_generate_cache_equals_no_cache_and_batch_equals_single(name):
             for row, length in enumerate(LENGTHS):
                 alone = model.generate(input_ids=input_ids[row : row + 1, :length],
                                        attention_mask=mask[row : row + 1, :length], **settings)
-                assert torch.equal(alone, cached[row * per_row : (row + 1) * per_row, : alone.shape[1]]), (settings, row)
-        assert cached.shape == (6, cached.shape[1]) and cached.shape[1] <= 8
+                in_batch = cached[row * per_row : (row + 1) * per_row]
+                assert torch.equal(alone, in_batch[:, : alone.shape[1]]), (settings, row)
+                tail = in_batch[:, alone.shape[1] :]  # what follows a row that ended earlier than the batch
+                assert torch.all((tail == PAD) | (tail == EOS))
+        assert cached.shape[0] == 2 * len(LENGTHS) and cached.shape[1] <= 8  # beam: 2 returned per source
         torch.manual_seed(5)
         sampled = model.generate(input_ids=input_ids, attention_mask=mask, do_sample=True, top_k=5, max_length=8,
                                  num_return_sequences=2)

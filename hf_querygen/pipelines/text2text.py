@@ -22,6 +22,7 @@ import torch
 from transformers import Pipeline
 
 from ..tasks.seq2seq import decode_extended, encode_sources
+from ..training import as_max_length
 
 TASK_NAME = "query-reformulation"
 
@@ -42,7 +43,7 @@ class QueryReformulationPipeline(Pipeline):
     ):
         preprocess_params = {} if max_source_length is None else {"max_source_length": max_source_length}
         postprocess_params = {} if return_tensors is None else {"return_tensors": return_tensors}
-        return preprocess_params, generate_kwargs, postprocess_params
+        return preprocess_params, as_max_length(generate_kwargs), postprocess_params
 
     def preprocess(self, text: str, max_source_length: int | None = None) -> dict[str, Any]:
         if not isinstance(text, str):
