@@ -1,13 +1,15 @@
 """Model cards and Hub pushes (SetFit / SpanMarker style).
 
-``render_model_card`` fills ``model_cards/hf_querygen_model_card.md`` from a model's config and the
-training metadata; ``push_to_hub`` saves model, tokenizer and card into one folder and uploads it in
-a single commit with ``HfApi.upload_folder`` (the stock ``PreTrainedModel.push_to_hub`` would
-replace our card with a generic one).
+``render_model_card`` fills ``hf_querygen/model_cards/hf_querygen_model_card.md`` (package data)
+from a model's config and the training metadata (:func:`card_kwargs_from_training` reads what
+``hf-querygen train`` wrote beside the model); ``push_to_hub`` saves model, tokenizer and card into
+one folder and uploads it in a single commit with ``HfApi.upload_folder`` (the stock
+``PreTrainedModel.push_to_hub`` would replace our card with a generic one).
 """
 
 from __future__ import annotations
 
+import json
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -15,7 +17,7 @@ from typing import Any
 
 from huggingface_hub import EvalResult, HfApi, ModelCard, ModelCardData
 
-TEMPLATE_PATH = Path(__file__).resolve().parents[1] / "model_cards" / "hf_querygen_model_card.md"
+TEMPLATE_PATH = Path(__file__).resolve().parent / "model_cards" / "hf_querygen_model_card.md"
 
 #: model_type -> (paper title, citation, bibtex) for the card
 PAPERS: dict[str, tuple[str, str, str]] = {
@@ -65,6 +67,7 @@ def render_model_card(
     model: Any,
     *,
     model_name: str | None = None,
+    repo_id: str | None = None,
     task: str = "text2text-generation",
     dataset: str | None = None,
     dataset_split: str = "test",
@@ -96,9 +99,11 @@ def render_model_card(
     if eval_metrics:
         rows = "\n".join(f"| {name} | {float(value):.4f} |" for name, value in eval_metrics.items())
         table = f"Split `{dataset_split}` of `{dataset}`:\n\n| metric | value |\n|---|---|\n{rows}"
+    repo = repo_id or "REPO_ID"
     usage = (
-        'model = AutoModelForSeq2SeqLM.from_pretrained("REPO_ID")\n'
-        'tokenizer = AutoTokenizer.from_pretrained("REPO_ID")'
+        f'model = AutoModelForSeq2SeqLM.from_pretrained("{repo}")\n'
+        f'tokenizer = AutoTokenizer.from_pretrained("{repo}")\n'
+        f'reformulate = pipeline("query-reformulation", model="{repo}")  # copies unknown words from the input'
     )
     return ModelCard.from_template(
         card_data,
@@ -121,6 +126,38 @@ def render_model_card(
         or "Word-level vocabulary trained on small public corpora; see the hf-querygen README for the "
         "measured quality beside the paper's numbers.",
     )
+
+
+#: keys of ``hf_querygen_training.json`` shown as training hyper-parameters on the card
+_TRAINING_KEYS = (
+    "preset", "corpus", "config", "seed", "global_steps", "train_examples", "validation_examples",
+    "vocab_size", "output_vocab_size", "max_source_length", "max_target_length", "copy",
+)
+
+
+def card_kwargs_from_training(model_dir: str | Path) -> dict[str, Any]:
+    """``render_model_card`` keyword arguments from the metadata ``hf-querygen train`` saved in
+    ``model_dir``: corpus, validation scores and the training settings."""
+    from .training import TRAINING_METADATA_FILE
+
+    path = Path(model_dir) / TRAINING_METADATA_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} not found: the folder was not written by `hf-querygen train`")
+    metadata = json.loads(path.read_text(encoding="utf-8"))
+    validation = {
+        key.removeprefix("eval_"): value
+        for key, value in metadata.get("validation", {}).items()
+        if key.startswith("eval_") and not key.endswith(("_runtime", "_per_second")) and not key.startswith("eval_n_")
+    }
+    corpus = metadata.get("corpus")
+    return {
+        "dataset": corpus,
+        "dataset_split": "validation",
+        "eval_metrics": validation,
+        "hyperparameters": {key: metadata[key] for key in _TRAINING_KEYS if key in metadata},
+        "training_data": f"`{corpus}` (config `{metadata.get('config')}`), {metadata.get('train_examples')} "
+        f"training pairs: `{metadata.get('source_column')}` -> `{metadata.get('target_column')}`.",
+    }
 
 
 def save_for_hub(model: Any, save_directory: str | Path, tokenizer: Any = None, **card_kwargs: Any) -> Path:
@@ -149,6 +186,6 @@ def push_to_hub(
     api = HfApi(library_name="hf-querygen", token=token)
     repo_id = api.create_repo(repo_id, private=private, exist_ok=True).repo_id
     with tempfile.TemporaryDirectory() as tmp:
-        save_for_hub(model, tmp, tokenizer=tokenizer, **card_kwargs)
+        save_for_hub(model, tmp, tokenizer=tokenizer, repo_id=repo_id, **card_kwargs)
         info = api.upload_folder(repo_id=repo_id, folder_path=tmp, commit_message=commit_message)
     return str(info.commit_url)

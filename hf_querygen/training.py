@@ -338,7 +338,7 @@ def evaluate_model(
 
 # ---------------------------------------------------------------- CLI
 #: the --quick settings: a step budget, evaluation every eval_steps on a validation subset
-QUICK_SETTINGS = {"max_steps": 200, "eval_steps": 100, "max_validation_examples": 256}
+QUICK_SETTINGS = {"max_steps": 150, "eval_steps": 75, "max_validation_examples": 256}
 
 
 def add_commands(subparsers: argparse._SubParsersAction) -> None:

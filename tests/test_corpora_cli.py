@@ -31,7 +31,9 @@ def _build_tiny(config: str, data_dir: Path, log: _base.ParseLog):
         {"question": datasets.Value("string"), "keywords": datasets.List(datasets.Value("string"))}
     )
     dataset = _base.dataset_from_columns(columns, features)
-    return datasets.DatasetDict({"train": dataset.select(range(1, len(dataset))), "test": dataset.select([0])})
+    return datasets.DatasetDict(
+        {"train": dataset.select(range(1, len(dataset))), "test": dataset.select([0])}
+    )
 
 
 def corpus_stats(config: str, data_dir=None) -> dict:
@@ -47,17 +49,23 @@ def corpus_stats(config: str, data_dir=None) -> dict:
 def tiny(monkeypatch, tmp_path):
     """The corpus ``tiny`` registered for one test, with its raw data and a card with prose."""
     monkeypatch.setitem(
-        _base._REGISTRY, "tiny",
-        _base.CorpusSpec("tiny", {"plain": "as written", "upper": "upper-cased"}, "plain", _build_tiny, "test corpus"),
+        _base._REGISTRY,
+        "tiny",
+        _base.CorpusSpec(
+            "tiny", {"plain": "as written", "upper": "upper-cased"}, "plain", _build_tiny, "test corpus"
+        ),
     )
     data = tmp_path / "raw"
     (data / "tiny").mkdir(parents=True)
     (data / "tiny" / "pairs.tsv").write_text(
-        "who wrote hamlet\thamlet author\nwhere is kyoto\tkyoto\nwhat is rust\trust language\n", encoding="utf-8"
+        "who wrote hamlet\thamlet author\nwhere is kyoto\tkyoto\nwhat is rust\trust language\n",
+        encoding="utf-8",
     )
     folder = tmp_path / "tiny"
     folder.mkdir()
-    (folder / "README.md").write_text("---\nlicense: mit\n---\n# Tiny\n\nProse that the build keeps.\n", encoding="utf-8")
+    (folder / "README.md").write_text(
+        "---\nlicense: mit\n---\n# Tiny\n\nProse that the build keeps.\n", encoding="utf-8"
+    )
     return data, folder
 
 
@@ -81,7 +89,10 @@ def test_build_writes_parquet_and_the_card_header(tiny, capsys, tmp_path):
     header = card_header(folder / "README.md")
     assert header["license"] == "mit"
     assert [c["config_name"] for c in header["configs"]] == ["plain", "upper"]
-    assert {s["name"]: s["num_examples"] for s in header["dataset_info"][1]["splits"]} == {"train": 2, "test": 1}
+    assert {s["name"]: s["num_examples"] for s in header["dataset_info"][1]["splits"]} == {
+        "train": 2,
+        "test": 1,
+    }
     upper = datasets.load_dataset(str(folder), "upper", cache_dir=str(tmp_path / "cache"))
     assert upper["test"][0] == {"question": "WHO WROTE HAMLET", "keywords": ["HAMLET", "AUTHOR"]}
     assert datasets.get_dataset_config_names(str(folder)) == ["plain", "upper"]
@@ -103,9 +114,26 @@ def test_build_strict_fails_naming_file_and_line_and_lenient_skips(tiny, capsys)
 
 def test_unknown_config_is_a_usage_error(tiny, capsys):
     data, folder = tiny
-    assert main(["corpus", "build", "tiny", "--data-dir", str(data), "--out-dir", str(folder), "--config", "lower"]) == 2
+    assert (
+        main(
+            [
+                "corpus",
+                "build",
+                "tiny",
+                "--data-dir",
+                str(data),
+                "--out-dir",
+                str(folder),
+                "--config",
+                "lower",
+            ]
+        )
+        == 2
+    )
     assert "no config 'lower'; choose one of ['plain', 'upper']" in capsys.readouterr().err
     assert main(["corpus", "stats", "tiny", "--data-dir", str(data), "--config", "lower"]) == 2
+    assert main(["corpus", "build", "no-such-corpus"]) == 2
+    assert "Unknown corpus 'no-such-corpus'" in capsys.readouterr().err
     assert not (folder / "data").exists()
 
 
@@ -118,21 +146,33 @@ def test_stats_prints_tables_and_json(tiny, capsys, tmp_path):
     assert any(line.split() == ["train", "2"] for line in out.splitlines())
     document = json.loads(out_json.read_text(encoding="utf-8"))
     assert document["upper"]["splits"] == {"train": {"examples": 2}, "test": {"examples": 1}}
-    assert json.loads(out[out.index("{\n"):]) == document
+    assert json.loads(out[out.index("{\n") :]) == document
 
 
 def test_partial_build_and_stats_of_a_real_config(data_dir, capsys, tmp_path):
     import pyarrow.parquet as pq
 
-    args = ["corpus", "build", "nl2kw", "--config", "pt_BR", "--out-dir", str(tmp_path), "--data-dir", str(data_dir)]
+    args = [
+        "corpus",
+        "build",
+        "nl2kw",
+        "--config",
+        "pt_BR",
+        "--out-dir",
+        str(tmp_path),
+        "--data-dir",
+        str(data_dir),
+    ]
     assert main(args) == 0
-    sizes = {p.stem: pq.ParquetFile(p).metadata.num_rows for p in (tmp_path / "data" / "pt_BR").glob("*.parquet")}
+    sizes = {
+        p.stem: pq.ParquetFile(p).metadata.num_rows for p in (tmp_path / "data" / "pt_BR").glob("*.parquet")
+    }
     assert sizes == {"train": 157, "validation": 18, "test": 44}
     assert not (tmp_path / "README.md").exists()  # a partial build leaves the card alone
     capsys.readouterr()
     assert main(["corpus", "stats", "nl2kw", "--config", "pt_BR", "--data-dir", str(data_dir)]) == 0
     out = capsys.readouterr().out
-    stats = json.loads(out[out.index("{\n"):])["pt_BR"]
+    stats = json.loads(out[out.index("{\n") :])["pt_BR"]
     assert stats["splits"]["test"]["examples"] == 44
     assert stats["beside_paper"]["extractive_keyword_share"]["paper"] == 0.55
     header = next(line for line in out.splitlines() if line.startswith("beside_paper"))

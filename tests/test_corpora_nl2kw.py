@@ -8,6 +8,7 @@ import shutil
 from collections import Counter
 
 import pytest
+import yaml
 from _corpus_testing import card_split_sizes, data_dir_with
 
 from hf_querygen.corpora import CorpusFormatError, build_dataset_folder, load_corpus
@@ -71,9 +72,9 @@ def test_every_config_has_the_card_counts(built):
 def test_card_header_is_the_one_the_build_writes(built):
     card = dataset_folder("nl2kw") / "README.md"
     committed_header = card.read_text(encoding="utf-8").split("---\n", 2)[1]
-    import yaml
-
-    extra = {k: v for k, v in yaml.safe_load(committed_header).items() if k not in ("configs", "dataset_info")}
+    extra = {
+        k: v for k, v in yaml.safe_load(committed_header).items() if k not in ("configs", "dataset_info")
+    }
     rendered = render_card_header("nl2kw", {config: dd for config, (dd, _) in built.items()}, extra)
     assert rendered == "---\n" + committed_header + "---\n"
 
@@ -94,17 +95,24 @@ def test_qald_questions_are_deduplicated_across_editions(built, english):
 
 def test_trec_repeats_are_removed_by_title_and_description(built, english):
     rows = [r for split in english.values() for r in split]
-    pairs = Counter((normalize_for_matching(r["nl_query"]), normalize_for_matching(r["keyword_query"])) for r in rows)
+    pairs = Counter(
+        (normalize_for_matching(r["nl_query"]), normalize_for_matching(r["keyword_query"])) for r in rows
+    )
     assert max(pairs.values()) == 1
     removed = built["en"][1].removed_counts
     # shared/data/README: 43 of the 50 Core17 and 23 of the 25 re-used Core18 topics repeat Robust04.
     assert removed["duplicate (nl_query, keyword_query) pair: trec-core17 repeats trec-robust04"] == 43
     assert removed["duplicate (nl_query, keyword_query) pair: trec-core18 repeats trec-robust04"] == 23
     by_id = {r["id"]: r for r in rows}
-    assert "trec-robust04:301" in by_id and by_id["trec-robust04:301"]["keyword_query"] == "International Organized Crime"
+    assert (
+        "trec-robust04:301" in by_id
+        and by_id["trec-robust04:301"]["keyword_query"] == "International Organized Crime"
+    )
     core17_kept = [r for r in rows if r["source"] == "trec-core17"]
     assert len(core17_kept) == 7  # the reworded descriptions, same topic id as in Robust04
-    assert all(r["topic_id"] in {x["topic_id"] for x in rows if x["source"] == "trec-robust04"} for r in core17_kept)
+    assert all(
+        r["topic_id"] in {x["topic_id"] for x in rows if x["source"] == "trec-robust04"} for r in core17_kept
+    )
     # Core18's new Washington Post topics 801-825 are not Terabyte06 topics 801-825.
     assert by_id["trec-core18:801"]["topic_id"] != by_id["trec-terabyte:801"]["topic_id"]
 
@@ -112,7 +120,10 @@ def test_trec_repeats_are_removed_by_title_and_description(built, english):
 def test_web_topic_quirks_and_uqv100_descriptions(english):
     by_id = {r["id"]: r for split in english.values() for r in split}
     assert by_id["trec-web:296"]["nl_query"] == "Where can I recycle lead acid batteries?"
-    assert by_id["trec-web:269"]["nl_query"] == "Find information about Marshall County Schools in West Virginia."
+    assert (
+        by_id["trec-web:269"]["nl_query"]
+        == "Find information about Marshall County Schools in West Virginia."
+    )
     # UQV100 row "CW12|201-4|UQV100.001|slider-8939|1|4.390909091|1\tamazon raspberry pi": sub-topic 4 of 201.
     row = by_id["uqv100:201-4:slider-8939"]
     assert row["keyword_query"] == "amazon raspberry pi" and row["topic_id"] == "trec-web:201"
@@ -122,8 +133,9 @@ def test_web_topic_quirks_and_uqv100_descriptions(english):
 
 def test_epic_qa_questions_share_their_covid_topic(english):
     rows = [r for split in english.values() for r in split]
-    covid_topic_of_query = {normalize_for_matching(r["keyword_query"]): r["topic_id"] for r in rows
-                            if r["source"] == "trec-covid"}
+    covid_topic_of_query = {
+        normalize_for_matching(r["keyword_query"]): r["topic_id"] for r in rows if r["source"] == "trec-covid"
+    }
     epic = [r for r in rows if r["source"] == "epic-qa"]
     assert epic and any(r["topic_id"].startswith("trec-covid:") for r in epic)
     for row in epic:
@@ -136,7 +148,9 @@ def test_keyword_fields_follow_the_normalised_query(english):
     for rows in english.values():
         for row in rows:
             source_words = set(normalize_for_matching(row["nl_query"]).split())
-            assert row["keywords"] == list(dict.fromkeys(normalize_for_matching(row["keyword_query"]).split()))
+            assert row["keywords"] == list(
+                dict.fromkeys(normalize_for_matching(row["keyword_query"]).split())
+            )
             assert row["extractive_keywords"] == [k for k in row["keywords"] if k in source_words]
             assert row["generative_keywords"] == [k for k in row["keywords"] if k not in source_words]
             shares.append((len(row["extractive_keywords"]), len(row["keywords"])))
@@ -170,7 +184,6 @@ def test_load_dataset_of_the_folder_equals_load_corpus(data_dir, built, tmp_path
     folder.mkdir()
     shutil.copy(dataset_folder("nl2kw") / "README.md", folder / "README.md")
     build_dataset_folder("nl2kw", out_dir=folder, data_dir=data_dir, configs=["en", "hi_IN"], progress=False)
-    assert "build.py" in {p.name for p in dataset_folder("nl2kw").iterdir()}
     for config in ("en", "hi_IN"):
         loaded = datasets.load_dataset(str(folder), config, cache_dir=str(tmp_path / "cache"))
         expected, _ = built[config]
@@ -206,8 +219,17 @@ def test_sgml_topic_without_title(data_dir, tmp_path):
     rel = "trec-topics/topics.core17.txt"
     text = _read(data_dir, rel)
     start = text.index("<title>")
-    error = _expect_error(data_dir, tmp_path, rel, text[:start] + text[text.index("<desc>", start):])
+    error = _expect_error(data_dir, tmp_path, rel, text[:start] + text[text.index("<desc>", start) :])
     assert error.line == text[: text.index("<top>")].count("\n") + 1 and "<title>" in error.reason
+
+
+def test_topic_files_without_topics(data_dir, tmp_path):
+    error = _expect_error(
+        data_dir, tmp_path / "sgml", "trec-topics/topics.adhoc.51-100.txt", "not a topic file\n"
+    )
+    assert error.line == 1 and "no <top>" in error.reason
+    error = _expect_error(data_dir, tmp_path / "xml", "trec-topics/topics.covid-round5.xml", "<topics/>")
+    assert error.line == 1 and "no <topic>" in error.reason
 
 
 def test_truncated_web_track_xml(data_dir, tmp_path):
@@ -270,4 +292,6 @@ def test_a_changed_data_dir_is_parsed_again(data_dir, tmp_path, built):
     rebuilt = load_corpus("nl2kw", "de", data_dir=changed)
     keywords = {k for ds in rebuilt.values() for k in ds["keyword_query"][:]}
     assert "geänderte, Schlüsselwörter" in keywords
-    assert "geänderte, Schlüsselwörter" not in {k for ds in built["de"][0].values() for k in ds["keyword_query"][:]}
+    assert "geänderte, Schlüsselwörter" not in {
+        k for ds in built["de"][0].values() for k in ds["keyword_query"][:]
+    }

@@ -27,7 +27,9 @@ EXPECTED_SPLITS = {
 
 @pytest.fixture(scope="module")
 def built(data_dir):
-    return {config: load_corpus("wikianswers", config, data_dir=data_dir, return_log=True) for config in CONFIGS}
+    return {
+        config: load_corpus("wikianswers", config, data_dir=data_dir, return_log=True) for config in CONFIGS
+    }
 
 
 def test_question_filter_of_ding_and_balog():
@@ -49,7 +51,9 @@ def test_every_config_has_the_card_counts(built):
 def test_card_header_is_the_one_the_build_writes(built):
     card = dataset_folder("wikianswers") / "README.md"
     committed_header = card.read_text(encoding="utf-8").split("---\n", 2)[1]
-    extra = {k: v for k, v in yaml.safe_load(committed_header).items() if k not in ("configs", "dataset_info")}
+    extra = {
+        k: v for k, v in yaml.safe_load(committed_header).items() if k not in ("configs", "dataset_info")
+    }
     rendered = render_card_header("wikianswers", {config: dd for config, (dd, _) in built.items()}, extra)
     assert rendered == "---\n" + committed_header + "---\n"
 
@@ -100,8 +104,12 @@ def test_wellformedness_rating_and_ding_filter(built):
         kept = filtered[split]
         assert kept.num_rows == sum(rows["passes_question_filter"][:])
         assert all(5 <= n <= 12 for n in kept["num_terms"][:])
-        assert set(kept["id"][:]) == {i for i, p in zip(rows["id"][:], rows["passes_question_filter"][:], strict=True) if p}
-    assert sum(log.removed_counts.values()) == 25100 - sum(EXPECTED_SPLITS["wellformedness_filtered"].values())
+        assert set(kept["id"][:]) == {
+            i for i, p in zip(rows["id"][:], rows["passes_question_filter"][:], strict=True) if p
+        }
+    assert sum(log.removed_counts.values()) == 25100 - sum(
+        EXPECTED_SPLITS["wellformedness_filtered"].values()
+    )
 
 
 def test_seed_pairs_are_qald_questions_with_keywords(built):
@@ -119,7 +127,9 @@ def test_seed_pairs_are_qald_questions_with_keywords(built):
 def test_two_builds_are_identical(built, data_dir):
     for config in ("paralex", "seed_pairs"):
         again = load_corpus("wikianswers", config, data_dir=data_dir)
-        assert {s: ds.to_list() for s, ds in again.items()} == {s: ds.to_list() for s, ds in built[config][0].items()}
+        assert {s: ds.to_list() for s, ds in again.items()} == {
+            s: ds.to_list() for s, ds in built[config][0].items()
+        }
 
 
 def test_load_dataset_of_the_folder_equals_load_corpus(data_dir, built, tmp_path):
@@ -155,6 +165,11 @@ def test_truncated_comqa_json(data_dir, tmp_path):
     assert error.line == text[: len(text) // 3].count("\n") + 1 and "malformed JSON" in error.reason
 
 
+def test_empty_comqa_test_file(data_dir, tmp_path):
+    error = _expect_error(data_dir, tmp_path, "comqa", "wikianswers/comqa/comqa_test.json", "[]")
+    assert error.line == 1 and "non-empty JSON list" in error.reason
+
+
 def test_comqa_cluster_without_questions(data_dir, tmp_path):
     rel = "wikianswers/comqa/comqa_train.json"
     clusters = json.loads((data_dir / rel).read_text(encoding="utf-8"))
@@ -166,8 +181,13 @@ def test_comqa_cluster_without_questions(data_dir, tmp_path):
 def test_paralex_files_out_of_step(data_dir, tmp_path):
     rel = "wikianswers/paralex/val.q2"
     lines = (data_dir / rel).read_text(encoding="utf-8").splitlines(keepends=True)
-    error = _expect_error(data_dir, tmp_path, "paralex", "wikianswers/paralex/val.q1",
-                          (data_dir / "wikianswers/paralex/val.q1").read_text(encoding="utf-8") + "one more line\r\n")
+    error = _expect_error(
+        data_dir,
+        tmp_path,
+        "paralex",
+        "wikianswers/paralex/val.q1",
+        (data_dir / "wikianswers/paralex/val.q1").read_text(encoding="utf-8") + "one more line\r\n",
+    )
     assert error.line == len(lines) + 1 and "counterpart" in error.reason
 
 
@@ -176,7 +196,12 @@ def test_quora_blank_line_inside(data_dir, tmp_path):
     lines = (data_dir / rel).read_text(encoding="utf-8").splitlines(keepends=True)
     lines[41] = "   \n"
     error = _expect_error(data_dir, tmp_path, "quora", rel, "".join(lines))
-    assert error.line == 42
+    assert error.line == 42 and "empty question line" in error.reason
+    broken = data_dir_with(data_dir, tmp_path / "lenient", {rel: "".join(lines).encode("utf-8")})
+    dataset_dict, log = load_corpus("wikianswers", "quora", data_dir=broken, strict=False, return_log=True)
+    assert [(e.path, e.line) for e in log.errors] == [(rel, 42)]  # the pair is skipped, reported once
+    lines_of_ids = {i for ds in dataset_dict.values() for i in ds["source_line"][:]}
+    assert 42 not in lines_of_ids and 41 in lines_of_ids
 
 
 def test_wellformedness_row_with_a_missing_column(data_dir, tmp_path):
@@ -187,7 +212,9 @@ def test_wellformedness_row_with_a_missing_column(data_dir, tmp_path):
     error = _expect_error(data_dir, tmp_path, "wellformedness", rel, "".join(lines))
     assert error.line == 10
     broken = data_dir_with(data_dir, tmp_path / "lenient", {rel: "".join(lines).encode("utf-8")})
-    dataset_dict, log = load_corpus("wikianswers", "wellformedness", data_dir=broken, strict=False, return_log=True)
+    dataset_dict, log = load_corpus(
+        "wikianswers", "wellformedness", data_dir=broken, strict=False, return_log=True
+    )
     assert [(e.path, e.line) for e in log.errors] == [(rel, 10), (rel, 20)]
     assert dataset_dict["validation"].num_rows == EXPECTED_SPLITS["wellformedness"]["validation"] - 2
     assert "rating 'very good'" in log.summary()["malformed_examples"][1]

@@ -59,6 +59,23 @@ def tiny_seq2seq(tokenizer, copy: str = "none"):
     return RNNSeq2SeqForConditionalGeneration(config).eval()
 
 
+def test_logits_processor_masks_and_pools_by_hand():
+    # vocabulary: 0 pad, 1 unk, 2 bos, 3 eos, 4 "|", 5 "new", 6 "york", 7 "cats"
+    processor = ConstrainedSegmentationLogitsProcessor([[5, 6]], break_token_id=4, eos_token_id=3)
+    assert processor.allowed_next(0, []) == [5]  # never a break first
+    assert processor.allowed_next(0, [5]) == [6, 4]
+    assert processor.allowed_next(0, [5, 4]) == [6]  # never two breaks in a row
+    assert processor.allowed_next(0, [5, 4, 6]) == [3]
+    logits = torch.log(torch.tensor([[0.01, 0.01, 0.01, 0.02, 0.35, 0.05, 0.15, 0.40]]))
+    prefix = torch.tensor([[2, 5]])
+    plain = processor(prefix, logits.clone())
+    assert torch.isinf(plain[0, [0, 1, 2, 3, 5, 7]]).all() and plain[0, 4] > plain[0, 6]  # 0.35 > 0.15: break
+    pooled = ConstrainedSegmentationLogitsProcessor([[5, 6]], 4, 3, pool_word_probability=True)(prefix, logits.clone())
+    # writing any word (0.63 of the mass outside "|" and [EOS]) beats a break (0.35): continue
+    assert pooled[0, 6] == pytest.approx(torch.log(torch.tensor(0.63)).item(), abs=1e-5)
+    assert pooled[0, 6] > pooled[0, 4] and torch.isinf(pooled[0, 7])
+
+
 QUERIES = ["graffiti fonts alphabet", "cheap zzzunknown hotels new york", "new new new york", "used"]
 
 
@@ -69,13 +86,15 @@ def test_constrained_decoding_only_writes_the_query(toy, copy, num_beams):
     _, tokenizer = toy
     model = tiny_seq2seq(tokenizer, copy)
     encoded = encode_queries(QUERIES, tokenizer)
-    batch = Seq2SeqCollator()([{k: encoded[k][i] for k in ("input_ids", "attention_mask")} for i in range(len(QUERIES))])
+    keys = ("input_ids", "attention_mask") + (("source_word_ids",) if copy != "none" else ())
+    batch = Seq2SeqCollator()([{k: encoded[k][i] for k in keys} for i in range(len(QUERIES))])
     lengths = [len(q.split()) for q in QUERIES]
     break_id = tokenizer.convert_tokens_to_ids("|")
-    if copy == "none":
-        word_ids = [row[:n] for row, n in zip(batch["input_ids"].tolist(), lengths, strict=True)]
-    else:
-        word_ids = [[model.config.output_vocab_size + j for j in range(n)] for n in lengths]
+    vocab, size = tokenizer.get_vocab(), model.config.output_vocab_size
+    # the id that writes each query word: its vocabulary id, or (copy model, OOV word) V + first position
+    word_ids = [[vocab[w] if w in vocab else (size + q.split().index(w) if copy != "none" else 1)
+                 for w in q.split()] for q in QUERIES]
+    assert any(i >= size for ids in word_ids for i in ids) == (copy != "none")
     processor = ConstrainedSegmentationLogitsProcessor(word_ids, break_id, tokenizer.eos_token_id, num_beams)
     generated = model.generate(**batch, logits_processor=[processor], num_beams=num_beams, do_sample=False,
                                max_length=2 * max(lengths) + 1, num_return_sequences=num_beams)

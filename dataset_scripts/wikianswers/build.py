@@ -1,17 +1,15 @@
-"""Rebuild this folder from the raw files: ``python dataset_scripts/wikianswers/build.py [--data-dir DIR]``.
+"""Rebuild this folder from the raw files: ``python build.py [--data-dir DIR] [--lenient]``.
 
 Writes ``data/<config>/<split>.parquet`` beside this script and regenerates the YAML header of
-``README.md`` from the built data (same as ``hf-querygen corpus build wikianswers``).
+``README.md`` from the built data: ``hf-querygen corpus build wikianswers`` with this folder as output.
 """
 
-import argparse
+import sys
 from pathlib import Path
 
-from hf_querygen.corpora import build_dataset_folder
+from hf_querygen.cli import main
+
+CORPUS, FOLDER = "wikianswers", Path(__file__).resolve().parent
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data-dir", type=Path, default=None, help="raw corpora (default ../shared/data)")
-    parser.add_argument("--lenient", action="store_true", help="skip malformed records instead of failing")
-    args = parser.parse_args()
-    print(build_dataset_folder("wikianswers", out_dir=Path(__file__).parent, data_dir=args.data_dir, strict=not args.lenient))
+    sys.exit(main(["corpus", "build", CORPUS, "--out-dir", str(FOLDER), *sys.argv[1:]]))

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
+import re
 import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
+from xml.etree import ElementTree
 
 if TYPE_CHECKING:  # datasets costs ~0.7 s at import; only the builders need it
     import datasets
@@ -173,7 +176,9 @@ def corpus_stats(name: str, config: str | None = None, data_dir: str | os.PathLi
     module = importlib.import_module(spec.build.__module__)
     stats_function = getattr(module, "corpus_stats", None)
     if stats_function is None:
-        raise NotImplementedError(f"Corpus {name!r} ({module.__name__}) defines no corpus_stats(config, data_dir)")
+        raise NotImplementedError(
+            f"Corpus {name!r} ({module.__name__}) defines no corpus_stats(config, data_dir)"
+        )
     return stats_function(spec.check_config(config), data_dir)
 
 
@@ -194,6 +199,52 @@ def dataset_from_columns(columns: dict[str, list], features: datasets.Features) 
         raise ValueError(f"columns missing for features {sorted(missing)}")
     table = pa.Table.from_pydict({name: columns[name] for name in features}, schema=features.arrow_schema)
     return datasets.Dataset(InMemoryTable(table), info=datasets.DatasetInfo(features=features))
+
+
+# ---------------------------------------------------------------- raw-file readers
+def line_numbers(text: str, pattern: str) -> list[int]:
+    """The 1-based line of every match of the regex ``pattern`` in ``text``, in one pass (for
+    error messages: ElementTree and json keep no line numbers of their elements)."""
+    lines, line, previous = [], 1, 0
+    for match in re.finditer(pattern, text):
+        line += text.count("\n", previous, match.start())
+        previous = match.start()
+        lines.append(line)
+    return lines
+
+
+def read_xml(
+    path: Path, rel: str, log: ParseLog, element: str
+) -> tuple[ElementTree.Element | None, list[int]]:
+    """The root of an XML file and the line of each ``<element`` opening tag, in document order.
+
+    A file that is not well-formed (reported with the line of the parse error; ``rel`` names it) or
+    holds no ``<element>`` at all gives ``(None, [])``, so a lenient build skips the whole file.
+    """
+    raw = path.read_bytes()
+    try:
+        root = ElementTree.fromstring(raw)
+    except ElementTree.ParseError as err:
+        log.error(rel, err.position[0], f"malformed XML: {err}")
+        return None, []
+    if root.find(f".//{element}") is None and root.tag != element:
+        log.error(rel, 1, f"no <{element}> element in the file")
+        return None, []
+    return root, line_numbers(raw.decode("utf-8", errors="replace"), rf"<{re.escape(element)}[\s>/]")
+
+
+def read_json(path: Path, rel: str, log: ParseLog, expected: type) -> object | None:
+    """A parsed JSON file (a leading BOM is allowed), or ``None`` after reporting a syntax error with
+    its line, or a top-level value that is empty or not of the ``expected`` type (``list`` / ``dict``)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8-sig"))
+    except json.JSONDecodeError as err:
+        log.error(rel, err.lineno, f"malformed JSON: {err.msg}")
+        return None
+    if not isinstance(data, expected) or not data:
+        log.error(rel, 1, f"expected a non-empty JSON {expected.__name__} at the top level, got {data!r:.40}")
+        return None
+    return data
 
 
 # ---------------------------------------------------------------- deterministic splits

@@ -9,14 +9,18 @@ same way, through :func:`deduplicated_qald_pairs`.
 from __future__ import annotations
 
 import functools
-import json
-import re
-import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ._base import CorpusFormatError, ParseLog, collapse_whitespace, normalize_for_matching
+from ._base import (
+    CorpusFormatError,
+    ParseLog,
+    collapse_whitespace,
+    normalize_for_matching,
+    read_json,
+    read_xml,
+)
 
 QALD_DIR = "qald"
 
@@ -55,26 +59,10 @@ def _text(value: object) -> str:
     return collapse_whitespace(value) if isinstance(value, str) else ""
 
 
-def _line_numbers(text: str, offsets: list[int]) -> list[int]:
-    """1-based line number of each (ascending) character offset in ``text``, in one pass."""
-    lines, line, previous = [], 1, 0
-    for offset in offsets:
-        line += text.count("\n", previous, offset)
-        previous = offset
-        lines.append(line)
-    return lines
-
-
 def _iter_xml_entries(path: Path, rel: str, edition: int, log: ParseLog) -> Iterator[QaldEntry]:
-    raw = path.read_bytes()
-    try:
-        root = ET.fromstring(raw)
-    except ET.ParseError as err:
-        log.error(rel, err.position[0], f"malformed QALD XML: {err}")
+    root, question_lines = read_xml(path, rel, log, "question")
+    if root is None:
         return
-    # ElementTree keeps no line numbers: locate each <question> opening tag in the raw text instead.
-    text = raw.decode("utf-8", errors="replace")
-    question_lines = _line_numbers(text, [m.start() for m in re.finditer(r"<question[\s>]", text)])
     for index, question in enumerate(root.iter("question")):
         line = question_lines[index] if index < len(question_lines) else None
         question_id = question.get("id")
@@ -110,12 +98,10 @@ def _json_language_entries(record: dict) -> tuple[object, list | None, str]:
 
 
 def _iter_json_entries(path: Path, rel: str, edition: int, log: ParseLog) -> Iterator[QaldEntry]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8-sig"))
-    except json.JSONDecodeError as err:
-        log.error(rel, err.lineno, f"malformed QALD JSON: {err.msg}")
+    data = read_json(path, rel, log, dict)
+    if data is None:
         return
-    questions = data.get("questions") if isinstance(data, dict) else None
+    questions = data.get("questions")
     if not isinstance(questions, list):
         log.error(rel, 1, 'expected a JSON object with a "questions" list')
         return
@@ -166,9 +152,7 @@ def iter_qald_entries(data_dir: Path, log: ParseLog) -> Iterator[QaldEntry]:
     ``seed_pairs`` each need every file); skipped records of a lenient parse are re-reported to
     ``log`` on every call.
     """
-    signature = tuple(
-        (p.as_posix(), p.stat().st_size, p.stat().st_mtime_ns) for p in qald_files(data_dir)
-    )
+    signature = tuple((p.as_posix(), p.stat().st_size, p.stat().st_mtime_ns) for p in qald_files(data_dir))
     entries, errors = _cached_entries(data_dir.resolve(), signature, log.strict)
     log.errors.extend(errors)
     yield from entries
@@ -180,7 +164,7 @@ def deduplicated_qald_pairs(data_dir: Path, language: str, log: ParseLog) -> lis
     The same question recurs across files and editions (answers / no answers, XML / JSON twins,
     later editions re-using earlier questions). Questions are identified by
     :func:`normalize_for_matching`; the entry of the latest edition wins (ties: the first file in
-    path order), as later editions corrected earlier annotations. Removed repeats are counted in
+    path order): the newest annotation is taken as the current one. Removed repeats are counted in
     ``log``; entries without keywords (e.g. QALD-5 hybrid questions) are counted too.
     """
     winners: dict[str, QaldEntry] = {}

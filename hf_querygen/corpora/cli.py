@@ -15,19 +15,29 @@ from pathlib import Path
 
 
 def add_commands(subparsers: argparse._SubParsersAction) -> None:
-    corpus = subparsers.add_parser("corpus", help="build corpora as Hub-ready datasets; print their statistics")
+    corpus = subparsers.add_parser(
+        "corpus", help="build corpora as Hub-ready datasets; print their statistics"
+    )
     commands = corpus.add_subparsers(dest="corpus_command", required=True)
 
     listing = commands.add_parser("list", help="registered corpora and their configs")
     listing.set_defaults(func=_list)
 
-    build = commands.add_parser("build", help="write dataset_scripts/NAME/data/<config>/<split>.parquet + card header")
+    build = commands.add_parser(
+        "build", help="write dataset_scripts/NAME/data/<config>/<split>.parquet + card header"
+    )
     build.add_argument("name", help="corpus name (see `hf-querygen corpus list`)")
     build.add_argument("--out-dir", type=Path, default=None, help="default: dataset_scripts/NAME")
     build.add_argument("--data-dir", type=Path, default=None, help="raw corpora (default ../shared/data)")
-    build.add_argument("--config", action="append", default=None,
-                       help="build only this config (repeatable; the card header is then left as it is)")
-    build.add_argument("--lenient", action="store_true", help="skip malformed records (counted) instead of failing")
+    build.add_argument(
+        "--config",
+        action="append",
+        default=None,
+        help="build only this config (repeatable; the card header is then left as it is)",
+    )
+    build.add_argument(
+        "--lenient", action="store_true", help="skip malformed records (counted) instead of failing"
+    )
     build.set_defaults(func=_build)
 
     stats = commands.add_parser("stats", help="paper-style statistics of a corpus")
@@ -53,8 +63,8 @@ def _list(args: argparse.Namespace) -> int:
 def _build(args: argparse.Namespace) -> int:
     from ._base import CorpusFormatError, build_dataset_folder, get_corpus_spec
 
-    spec = get_corpus_spec(args.name)
-    try:
+    try:  # unknown corpus or config: a usage error, not a traceback
+        spec = get_corpus_spec(args.name)
         for config in args.config or []:
             spec.check_config(config)
     except ValueError as err:
@@ -63,8 +73,13 @@ def _build(args: argparse.Namespace) -> int:
     logs: dict = {}
     try:
         out = build_dataset_folder(
-            args.name, out_dir=args.out_dir, data_dir=args.data_dir, configs=args.config,
-            strict=not args.lenient, progress=True, logs=logs,
+            args.name,
+            out_dir=args.out_dir,
+            data_dir=args.data_dir,
+            configs=args.config,
+            strict=not args.lenient,
+            progress=True,
+            logs=logs,
         )
     except CorpusFormatError as err:
         print(f"error: {err}\n(re-run with --lenient to skip malformed records)", file=sys.stderr)
@@ -75,8 +90,10 @@ def _build(args: argparse.Namespace) -> int:
             split: _count_rows(out / "data" / config / f"{split}.parquet")
             for split in sorted(p.stem for p in (out / "data" / config).glob("*.parquet"))
         }
-        print(f"{args.name}/{config}: {counts}; skipped malformed: {summary['skipped_malformed']}; "
-              f"removed: {summary['removed'] or 'nothing'}")
+        print(
+            f"{args.name}/{config}: {counts}; skipped malformed: {summary['skipped_malformed']}; "
+            f"removed: {summary['removed'] or 'nothing'}"
+        )
         for message in summary["malformed_examples"]:
             print(f"  skipped: {message}")
     print(f"wrote {out}")
@@ -138,7 +155,9 @@ def render_stats(name: str, stats: Mapping) -> str:
         parts.append(format_table({row: _flatten(values) for row, values in stats[key].items()}, key))
     rest = {k: v for k, v in stats.items() if k not in (*tables, "paper", "config")}
     if rest:
-        parts.append(format_table({key: {"value": value} for key, value in _flatten(rest).items()}, "statistic"))
+        parts.append(
+            format_table({key: {"value": value} for key, value in _flatten(rest).items()}, "statistic")
+        )
     if isinstance(stats.get("paper"), Mapping):
         paper = _flatten(stats["paper"])
         parts.append(format_table({key: {"paper": value} for key, value in paper.items()}, "paper statistic"))
@@ -150,14 +169,16 @@ def _stats(args: argparse.Namespace) -> int:
 
     from ._base import corpus_stats, get_corpus_spec
 
-    spec = get_corpus_spec(args.name)
     try:
+        spec = get_corpus_spec(args.name)
         configs = [spec.check_config(args.config)] if args.config else list(spec.configs)
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     results = {}
-    for config in tqdm(configs, desc=f"statistics of {args.name}", disable=len(configs) == 1, file=sys.stderr):
+    for config in tqdm(
+        configs, desc=f"statistics of {args.name}", disable=len(configs) == 1, file=sys.stderr
+    ):
         results[config] = corpus_stats(args.name, config, data_dir=args.data_dir)
     for config, stats in results.items():
         print(render_stats(args.name, {"config": config, **stats}))

@@ -24,7 +24,6 @@ grouped by ``topic_id`` and deterministic (:func:`grouped_split`).
 
 from __future__ import annotations
 
-import json
 import re
 import xml.etree.ElementTree as ET
 from collections import Counter
@@ -37,8 +36,11 @@ from ._base import (
     collapse_whitespace,
     dataset_from_columns,
     grouped_split,
+    line_numbers,
     normalize_for_matching,
     quiet_progress,
+    read_json,
+    read_xml,
     register_corpus,
 )
 from ._qald import deduplicated_qald_pairs
@@ -46,9 +48,11 @@ from ._qald import deduplicated_qald_pairs
 __all__ = [
     "CONFIGS",
     "PAPER_STATISTICS",
+    "WebTopic",
     "build_nl2kw",
     "corpus_stats",
     "normalize_for_matching",
+    "read_web_topics",
     "split_keywords",
 ]
 
@@ -90,7 +94,9 @@ _TREC_WEB_FILES = tuple(
 )
 _COVID_FILE = "topics.covid-round5.xml"
 _EPICQA_FILES = tuple(
-    f"topics.epidemic-qa.{kind}.{rnd}.json" for kind in ("consumer", "expert") for rnd in ("prelim", "primary")
+    f"topics.epidemic-qa.{kind}.{rnd}.json"
+    for kind in ("consumer", "expert")
+    for rnd in ("prelim", "primary")
 )
 
 
@@ -144,7 +150,9 @@ def split_keywords(nl_query: str, keyword_query: str) -> tuple[list[str], list[s
 
 
 def _add_keyword_fields(batch: dict) -> dict:
-    columns = [split_keywords(nl, kw) for nl, kw in zip(batch["nl_query"], batch["keyword_query"], strict=True)]
+    columns = [
+        split_keywords(nl, kw) for nl, kw in zip(batch["nl_query"], batch["keyword_query"], strict=True)
+    ]
     return {
         "keywords": [c[0] for c in columns],
         "extractive_keywords": [c[1] for c in columns],
@@ -177,10 +185,10 @@ def _iter_trec_sgml(data_dir: Path, file_name: str, source: str, log: ParseLog) 
     path = data_dir / TREC_DIR / file_name
     rel = path.relative_to(data_dir).as_posix()
     text = path.read_text(encoding="utf-8")
-    position, line = 0, 1
-    for opening in re.finditer(r"<top>", text):
-        line += text.count("\n", position, opening.start())
-        position = opening.start()
+    openings = list(re.finditer(r"<top>", text))
+    if not openings:
+        log.error(rel, 1, "no <top> topic block in a TREC topic file")
+    for opening, line in zip(openings, line_numbers(text, r"<top>"), strict=True):
         closing = text.find("</top>", opening.end())
         next_opening = text.find("<top>", opening.end())
         if closing < 0 or (0 <= next_opening < closing):
@@ -210,23 +218,6 @@ def _iter_trec_sgml(data_dir: Path, file_name: str, source: str, log: ParseLog) 
 
 
 # ---------------------------------------------------------------- TREC XML
-def _parse_xml(path: Path, rel: str, log: ParseLog) -> tuple[ET.Element | None, list[int]]:
-    """Root element and the line of each ``<topic`` opening tag (ElementTree keeps no lines)."""
-    raw = path.read_bytes()
-    try:
-        root = ET.fromstring(raw)
-    except ET.ParseError as err:
-        log.error(rel, err.position[0], f"malformed XML: {err}")
-        return None, []
-    text = raw.decode("utf-8", errors="replace")
-    lines, line, previous = [], 1, 0
-    for match in re.finditer(r"<topic[\s>]", text):
-        line += text.count("\n", previous, match.start())
-        previous = match.start()
-        lines.append(line)
-    return root, lines
-
-
 @dataclass
 class WebTopic:
     """A TREC Web-track topic: its keyword query, description and sub-topic descriptions."""
@@ -236,6 +227,10 @@ class WebTopic:
     description: str
     subtopics: dict[int, str] = field(default_factory=dict)
     file: str = ""
+
+    def need(self, subtopic: int) -> str | None:
+        """The description of the whole topic (``subtopic`` 0) or of one sub-topic."""
+        return self.description if subtopic == 0 else self.subtopics.get(subtopic)
 
 
 def _web_topic_description(topic: ET.Element) -> str:
@@ -256,7 +251,7 @@ def read_web_topics(data_dir: Path, log: ParseLog) -> dict[int, WebTopic]:
     for file_name in _TREC_WEB_FILES:
         path = data_dir / TREC_DIR / file_name
         rel = path.relative_to(data_dir).as_posix()
-        root, lines = _parse_xml(path, rel, log)
+        root, lines = read_xml(path, rel, log, "topic")
         if root is None:
             continue
         for index, topic in enumerate(root.iter("topic")):
@@ -280,7 +275,7 @@ def read_web_topics(data_dir: Path, log: ParseLog) -> dict[int, WebTopic]:
 def _iter_covid(data_dir: Path, log: ParseLog) -> Iterator[_Pair]:
     path = data_dir / TREC_DIR / _COVID_FILE
     rel = path.relative_to(data_dir).as_posix()
-    root, lines = _parse_xml(path, rel, log)
+    root, lines = read_xml(path, rel, log, "topic")
     if root is None:
         return
     for index, topic in enumerate(root.iter("topic")):
@@ -288,8 +283,11 @@ def _iter_covid(data_dir: Path, log: ParseLog) -> Iterator[_Pair]:
         query = collapse_whitespace(topic.findtext("query") or "")
         question = collapse_whitespace(topic.findtext("question") or "")
         if not number.isdigit() or not query or not question:
-            log.error(rel, lines[index] if index < len(lines) else None,
-                      "TREC-COVID <topic> needs a numeric number, a <query> and a <question>")
+            log.error(
+                rel,
+                lines[index] if index < len(lines) else None,
+                "TREC-COVID <topic> needs a numeric number, a <query> and a <question>",
+            )
             continue
         yield _Pair(f"trec-covid:{number}", "trec-covid", f"trec-covid:{number}", question, query, "en", rel)
 
@@ -298,18 +296,18 @@ def _iter_epicqa(data_dir: Path, covid_topic_of_query: dict[str, str], log: Pars
     for file_name in _EPICQA_FILES:
         path = data_dir / TREC_DIR / file_name
         rel = path.relative_to(data_dir).as_posix()
-        try:
-            records = json.loads(path.read_text(encoding="utf-8-sig"))
-        except json.JSONDecodeError as err:
-            log.error(rel, err.lineno, f"malformed EPIC-QA JSON: {err.msg}")
-            continue
-        if not isinstance(records, list):
-            log.error(rel, 1, "expected a JSON array of EPIC-QA questions")
+        records = read_json(path, rel, log, list)
+        if records is None:
             continue
         for index, record in enumerate(records):
-            values = [record.get(k) if isinstance(record, dict) else None for k in ("question_id", "question", "query")]
+            values = [
+                record.get(k) if isinstance(record, dict) else None
+                for k in ("question_id", "question", "query")
+            ]
             if not all(isinstance(v, str) and v.strip() for v in values):
-                log.error(rel, f"record {index}", "EPIC-QA record needs non-empty question_id, question and query")
+                log.error(
+                    rel, f"record {index}", "EPIC-QA record needs non-empty question_id, question and query"
+                )
                 continue
             question_id, question, query = (collapse_whitespace(v) for v in values)
             topic_id = covid_topic_of_query.get(normalize_for_matching(query), f"epic-qa:{question_id}")
@@ -334,11 +332,13 @@ def _iter_uqv100(data_dir: Path, web_topics: dict[int, WebTopic], log: ParseLog)
             topic_match = re.fullmatch(r"(\d+)-(\d+)", topic_field)
             query = collapse_whitespace(columns[1])
             if not topic_match or not raw_count.isdigit() or not query:
-                log.error(rel, line_number, f"bad topic field {topic_field!r}, count {raw_count!r} or empty query")
+                log.error(
+                    rel, line_number, f"bad topic field {topic_field!r}, count {raw_count!r} or empty query"
+                )
                 continue
             topic_number, subtopic = int(topic_match.group(1)), int(topic_match.group(2))
             topic = web_topics.get(topic_number)
-            need = None if topic is None else topic.description if subtopic == 0 else topic.subtopics.get(subtopic)
+            need = topic.need(subtopic) if topic is not None else None
             if not need:
                 log.error(rel, line_number, f"no Web-track description for topic {topic_field}")
                 continue
@@ -375,11 +375,20 @@ def _english_pairs(data_dir: Path, log: ParseLog) -> Iterator[_Pair]:
         yield from _iter_trec_sgml(data_dir, file_name, source, log)
     web_topics = read_web_topics(data_dir, log)
     for topic in web_topics.values():
-        yield _Pair(f"trec-web:{topic.number}", "trec-web", f"trec-web:{topic.number}",
-                    topic.description, topic.query, "en", topic.file)
+        yield _Pair(
+            f"trec-web:{topic.number}",
+            "trec-web",
+            f"trec-web:{topic.number}",
+            topic.description,
+            topic.query,
+            "en",
+            topic.file,
+        )
     covid = list(_iter_covid(data_dir, log))
     yield from covid
-    yield from _iter_epicqa(data_dir, {normalize_for_matching(p.keyword_query): p.topic_id for p in covid}, log)
+    yield from _iter_epicqa(
+        data_dir, {normalize_for_matching(p.keyword_query): p.topic_id for p in covid}, log
+    )
     yield from _iter_uqv100(data_dir, web_topics, log)
     yield from _iter_qald(data_dir, "en", log)
 
@@ -414,7 +423,9 @@ def build_nl2kw(config: str, data_dir: Path, log: ParseLog):
 
     raw = _english_pairs(data_dir, log) if config == "en" else _iter_qald(data_dir, config, log)
     pairs = sorted(_deduplicate(raw, log), key=lambda p: p.id)
-    split_of = grouped_split([p.topic_id for p in pairs], test_fraction=0.2, validation_fraction=0.1, salt="nl2kw")
+    split_of = grouped_split(
+        [p.topic_id for p in pairs], test_fraction=0.2, validation_fraction=0.1, salt="nl2kw"
+    )
     features = _features()
     base_features = datasets.Features({name: features[name] for name in _Pair.__dataclass_fields__})
     splits = {}
@@ -459,12 +470,17 @@ def corpus_stats(config: str, data_dir: str | Path | None = None) -> dict:
         "extractive_keyword_share": round(totals["extractive"] / max(totals["keywords"], 1), 4),
     }
     stats["beside_paper"] = {
-        "question_keyword_query_pairs": {"ours": totals["examples"], "paper": PAPER_STATISTICS["question_keyword_query_pairs"]},
+        "question_keyword_query_pairs": {
+            "ours": totals["examples"],
+            "paper": PAPER_STATISTICS["question_keyword_query_pairs"],
+        },
         "avg_keywords_per_keyword_query": {
-            "ours": stats["total"]["avg_keywords"], "paper": PAPER_STATISTICS["avg_keywords_per_keyword_query"]
+            "ours": stats["total"]["avg_keywords"],
+            "paper": PAPER_STATISTICS["avg_keywords_per_keyword_query"],
         },
         "extractive_keyword_share": {
-            "ours": stats["total"]["extractive_keyword_share"], "paper": PAPER_STATISTICS["extractive_keyword_share"]
+            "ours": stats["total"]["extractive_keyword_share"],
+            "paper": PAPER_STATISTICS["extractive_keyword_share"],
         },
     }
     stats["examples_per_source"] = dict(sorted(sources.items()))

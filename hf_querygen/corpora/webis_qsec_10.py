@@ -34,7 +34,7 @@ from ..tasks.segmentation import (
     breaks_to_string,
     parse_segmentation,
 )
-from ._base import ParseLog, kfold_assignment, register_corpus, resolve_data_dir
+from ._base import ParseLog, dataset_from_columns, kfold_assignment, register_corpus, resolve_data_dir
 
 if TYPE_CHECKING:
     import datasets
@@ -110,21 +110,30 @@ def read_queries(data_dir: Path, log: ParseLog) -> dict[str, str]:
     return queries
 
 
-def read_crowd_votes(data_dir: Path, queries: dict[str, str], log: ParseLog) -> dict[str, list[tuple[int, str]]]:
-    """query id -> [(votes, segmentation), ...] from the crowdsourcing file (a Python list literal
-    per line: single-quoted strings, double-quoted when they hold an apostrophe)."""
-    path = data_dir / CORPUS_FOLDER / CROWD_FILE
-    votes_of: dict[str, list[tuple[int, str]]] = {}
-    for line_no, (raw_id, literal) in _tab_records(path, 2, log):
+def _records_of_known_queries(path: Path, queries: dict[str, str], log: ParseLog) -> Iterator[tuple[int, str, str]]:
+    """(line number, query id, value) of a ``<query-id>\t<value>`` file whose ids must be known
+    queries, each at most once; anything else goes to ``log``."""
+    seen: set[str] = set()
+    for line_no, (raw_id, value) in _tab_records(path, 2, log):
         query_id = _query_id(path, line_no, raw_id, log)
         if query_id is None:
             continue
         if query_id not in queries:
             log.error(path, line_no, f"query id {query_id} is not in {QUERIES_FILE}")
             continue
-        if query_id in votes_of:
+        if query_id in seen:
             log.error(path, line_no, f"duplicate query id {query_id}")
             continue
+        seen.add(query_id)
+        yield line_no, query_id, value
+
+
+def read_crowd_votes(data_dir: Path, queries: dict[str, str], log: ParseLog) -> dict[str, list[tuple[int, str]]]:
+    """query id -> [(votes, segmentation), ...] from the crowdsourcing file (a Python list literal
+    per line: single-quoted strings, double-quoted when they hold an apostrophe)."""
+    path = data_dir / CORPUS_FOLDER / CROWD_FILE
+    votes_of: dict[str, list[tuple[int, str]]] = {}
+    for line_no, query_id, literal in _records_of_known_queries(path, queries, log):
         try:
             value = ast.literal_eval(literal)
         except (ValueError, SyntaxError) as err:
@@ -167,13 +176,7 @@ def read_algorithm_outputs(data_dir: Path, queries: dict[str, str], log: ParseLo
     for column in PUBLISHED_ALGORITHMS:
         path = _algorithm_path(data_dir, column)
         by_id: dict[str, str] = {}
-        for line_no, (raw_id, segmentation) in _tab_records(path, 2, log):
-            query_id = _query_id(path, line_no, raw_id, log)
-            if query_id is None:
-                continue
-            if query_id not in queries:
-                log.error(path, line_no, f"query id {query_id} is not in {QUERIES_FILE}")
-                continue
+        for line_no, query_id, segmentation in _records_of_known_queries(path, queries, log):
             try:
                 parse_segmentation(segmentation, queries[query_id])
             except SegmentationError as err:
@@ -354,7 +357,7 @@ def build(config: str, data_dir: Path, log: ParseLog) -> datasets.DatasetDict:
             "fold": [folds[q] for q in kept],
         }
         features = _algorithm_features()
-    return datasets.DatasetDict({"train": datasets.Dataset.from_dict(columns, features=features)})
+    return datasets.DatasetDict({"train": dataset_from_columns(columns, features)})
 
 
 # ---------------------------------------------------------------- statistics

@@ -21,7 +21,6 @@ Every question row carries ``num_terms`` and ``passes_question_filter``: Ding'18
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -32,6 +31,7 @@ from ._base import (
     grouped_split,
     normalize_for_matching,
     quiet_progress,
+    read_json,
     register_corpus,
 )
 from ._qald import deduplicated_qald_pairs, iter_qald_entries
@@ -53,8 +53,8 @@ CONFIGS = {
     "paralex": "WikiAnswers paraphrase pairs (Paralex, lemmatised; ParaGEN validation split), clustered",
     "quora": "Quora Question Pairs duplicates (ParaGEN validation split), clustered",
     "wellformedness": "Query-wellformedness: 25,100 Paralex queries with their well-formedness rating",
-    "wellformedness_filtered": "Query-wellformedness after Ding'18's filter (WH-word/auxiliary first, 5-12 terms)",
-    "seed_pairs": "QALD English questions with their hand-written keyword queries (stand-in for Ding'18 T_0)",
+    "wellformedness_filtered": "Query-wellformedness after Ding'18's filter (WH/auxiliary first, 5-12 terms)",
+    "seed_pairs": "QALD English questions with hand-written keyword queries (stand-in for Ding'18 T_0)",
 }
 
 # Ding & Balog Sec. 4 (dataset) and Sec. 5.1.
@@ -69,8 +69,8 @@ PAPER_STATISTICS = {
 
 WH_WORDS = frozenset("what which who whom whose when where why how".split())
 AUXILIARY_VERBS = frozenset(
-    "am is are was were be been being do does did have has had can could will would shall should may might must"
-    .split()
+    "am is are was were be been being do does did have has had".split()
+    + "can could will would shall should may might must".split()
 )
 MIN_QUESTION_TERMS, MAX_QUESTION_TERMS = 5, 12
 
@@ -90,9 +90,8 @@ def passes_question_filter(question: str) -> bool:
     """Ding & Balog Sec. 4 preprocessing: the question starts with a WH-word or an auxiliary verb
     (Dror et al.'s heuristic for natural-language questions) and has 5-12 terms."""
     terms = question_terms(question)
-    return (
-        MIN_QUESTION_TERMS <= len(terms) <= MAX_QUESTION_TERMS
-        and (terms[0] in WH_WORDS or terms[0] in AUXILIARY_VERBS)
+    return MIN_QUESTION_TERMS <= len(terms) <= MAX_QUESTION_TERMS and (
+        terms[0] in WH_WORDS or terms[0] in AUXILIARY_VERBS
     )
 
 
@@ -100,10 +99,16 @@ def _with_filter_fields(batch: dict, keep_only_passing: bool = False) -> dict:
     """Add ``num_terms`` and ``passes_question_filter``; drop the failing rows when asked (a batched
     map that returns fewer rows filters without leaving an index mapping behind)."""
     passing = [passes_question_filter(q) for q in batch["question"]]
-    batch = {**batch, "num_terms": [len(question_terms(q)) for q in batch["question"]],
-             "passes_question_filter": passing}
+    batch = {
+        **batch,
+        "num_terms": [len(question_terms(q)) for q in batch["question"]],
+        "passes_question_filter": passing,
+    }
     if keep_only_passing:
-        batch = {name: [v for v, keep in zip(values, passing, strict=True) if keep] for name, values in batch.items()}
+        batch = {
+            name: [v for v, keep in zip(values, passing, strict=True) if keep]
+            for name, values in batch.items()
+        }
     return batch
 
 
@@ -120,32 +125,43 @@ def _features(config: str):
             else {"source_line": datasets.Value("int32")}
         )
         return datasets.Features(
-            {"id": text, "cluster_id": text, "question": text, "paraphrases": words, **origin, **filter_fields}
+            {
+                "id": text,
+                "cluster_id": text,
+                "question": text,
+                "paraphrases": words,
+                **origin,
+                **filter_fields,
+            }
         )
     if config.startswith("wellformedness"):
         return datasets.Features(
-            {"id": text, "query": text, "question": text, "rating": datasets.Value("float32"),
-             "is_well_formed": datasets.Value("bool"), "source_line": datasets.Value("int32"), **filter_fields}
+            {
+                "id": text,
+                "query": text,
+                "question": text,
+                "rating": datasets.Value("float32"),
+                "is_well_formed": datasets.Value("bool"),
+                "source_line": datasets.Value("int32"),
+                **filter_fields,
+            }
         )
     return datasets.Features(  # seed_pairs
-        {"id": text, "question": text, "keyword_query": text, "keyword_phrases": words, "keywords": words,
-         "keyword_query_variants": words, "source": text, "source_file": text, **filter_fields}
+        {
+            "id": text,
+            "question": text,
+            "keyword_query": text,
+            "keyword_phrases": words,
+            "keywords": words,
+            "keyword_query_variants": words,
+            "source": text,
+            "source_file": text,
+            **filter_fields,
+        }
     )
 
 
 # ---------------------------------------------------------------- ComQA
-def _read_json_array(path: Path, rel: str, log: ParseLog) -> list:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8-sig"))
-    except json.JSONDecodeError as err:
-        log.error(rel, err.lineno, f"malformed JSON: {err.msg}")
-        return []
-    if not isinstance(data, list):
-        log.error(rel, 1, "expected a JSON array")
-        return []
-    return data
-
-
 def _comqa_answers(record: dict) -> list[str]:
     # An unanswered question is stored as [""]; keep only real answers.
     return [collapse_whitespace(a) for a in record.get("answers") or [] if isinstance(a, str) and a.strip()]
@@ -155,11 +171,14 @@ def _comqa_rows(data_dir: Path, log: ParseLog) -> dict[str, list[dict]]:
     rows: dict[str, list[dict]] = {"train": [], "test": []}
     rel = f"{COMQA_DIR}/comqa_train.json"
     repeats = 0
-    for index, cluster in enumerate(_read_json_array(data_dir / rel, rel, log)):
+    for index, cluster in enumerate(read_json(data_dir / rel, rel, log, list) or []):
         questions = cluster.get("questions") if isinstance(cluster, dict) else None
         cluster_id = cluster.get("cluster_id") if isinstance(cluster, dict) else None
-        if not isinstance(cluster_id, str) or not isinstance(questions, list) or not questions or not all(
-            isinstance(q, str) and q.strip() for q in questions
+        if (
+            not isinstance(cluster_id, str)
+            or not isinstance(questions, list)
+            or not questions
+            or not all(isinstance(q, str) and q.strip() for q in questions)
         ):
             log.error(rel, f"record {index}", 'cluster needs a "cluster_id" and a non-empty "questions" list')
             continue
@@ -167,13 +186,18 @@ def _comqa_rows(data_dir: Path, log: ParseLog) -> dict[str, list[dict]]:
         repeats += len(questions) - len(distinct)
         for position, question in enumerate(distinct):
             rows["train"].append(
-                {"id": f"comqa:{cluster_id}:{position}", "cluster_id": f"comqa:{cluster_id}", "question": question,
-                 "paraphrases": [q for q in distinct if q != question], "answers": _comqa_answers(cluster),
-                 "source_record": index}
+                {
+                    "id": f"comqa:{cluster_id}:{position}",
+                    "cluster_id": f"comqa:{cluster_id}",
+                    "question": question,
+                    "paraphrases": [q for q in distinct if q != question],
+                    "answers": _comqa_answers(cluster),
+                    "source_record": index,
+                }
             )
     log.removed("comqa: question repeated inside its train cluster", repeats)
     rel = f"{COMQA_DIR}/comqa_test.json"
-    for index, record in enumerate(_read_json_array(data_dir / rel, rel, log)):
+    for index, record in enumerate(read_json(data_dir / rel, rel, log, list) or []):
         question = record.get("question") if isinstance(record, dict) else None
         question_id = record.get("id") if isinstance(record, dict) else None
         if not isinstance(question, str) or not question.strip() or not isinstance(question_id, int):
@@ -181,28 +205,34 @@ def _comqa_rows(data_dir: Path, log: ParseLog) -> dict[str, list[dict]]:
             continue
         # The test release has no cluster ids: every test question is its own cluster.
         rows["test"].append(
-            {"id": f"comqa:test-{question_id}", "cluster_id": f"comqa:test-{question_id}",
-             "question": collapse_whitespace(question), "paraphrases": [], "answers": _comqa_answers(record),
-             "source_record": index}
+            {
+                "id": f"comqa:test-{question_id}",
+                "cluster_id": f"comqa:test-{question_id}",
+                "question": collapse_whitespace(question),
+                "paraphrases": [],
+                "answers": _comqa_answers(record),
+                "source_record": index,
+            }
         )
     return rows
 
 
 # ---------------------------------------------------------------- aligned pair files
-def _read_lines(path: Path, rel: str, log: ParseLog) -> list[tuple[int, str]]:
-    """(line number, whitespace-collapsed text) of a one-question-per-line file. Blank lines at the
-    end of the file are no records (Quora's files end with one); a blank line inside is an error."""
+def _read_lines(path: Path, rel: str, log: ParseLog) -> tuple[dict[int, str], int]:
+    """Whitespace-collapsed question of each line of a one-question-per-line file, and the number
+    of lines. Blank lines at the end of the file are no records (Quora's files end with one); a
+    blank line inside is an error."""
     lines = path.read_text(encoding="utf-8-sig").splitlines()
     while lines and not lines[-1].strip():
         lines.pop()
-    records = []
+    records = {}
     for number, line in enumerate(lines, start=1):
         text = collapse_whitespace(line)
         if not text:
             log.error(rel, number, "empty question line")
             continue
-        records.append((number, text))
-    return records
+        records[number] = text
+    return records, len(lines)
 
 
 def _paired_rows(data_dir: Path, folder: str, source: str, log: ParseLog) -> list[dict]:
@@ -210,16 +240,17 @@ def _paired_rows(data_dir: Path, folder: str, source: str, log: ParseLog) -> lis
 
     Line i of both files is a paraphrase pair; pairs sharing a question (normalised by
     :func:`normalize_for_matching`) join one cluster (union-find), the paraphrase clusters that
-    Ding'18 reads from WikiAnswers. One row per distinct question.
+    Ding'18 reads from WikiAnswers. One row per distinct question, at its first occurrence.
     """
-    rel1, rel2 = f"{folder}/val.q1", f"{folder}/val.q2"
-    first = dict(_read_lines(data_dir / rel1, rel1, log))
-    second = dict(_read_lines(data_dir / rel2, rel2, log))
-    for rel, own, other in ((rel1, first, second), (rel2, second, first)):
-        unpaired = sorted(set(own) - set(other))
-        if unpaired:
-            log.error(rel, unpaired[0], f"question has no counterpart on the same line of the other file "
-                                        f"({len(unpaired)} such lines)")
+    rels = (f"{folder}/val.q1", f"{folder}/val.q2")
+    (first, n_first), (second, n_second) = (_read_lines(data_dir / rel, rel, log) for rel in rels)
+    if n_first != n_second:
+        longer = rels[0] if n_first > n_second else rels[1]
+        log.error(
+            longer,
+            min(n_first, n_second) + 1,
+            f"question has no counterpart: the two files of the pairs have {n_first} and {n_second} lines",
+        )
     parent: dict[str, str] = {}
 
     def find(key: str) -> str:
@@ -228,29 +259,40 @@ def _paired_rows(data_dir: Path, folder: str, source: str, log: ParseLog) -> lis
             key = parent[key]
         return key
 
-    surface: dict[str, tuple[int, str]] = {}  # normalised key -> (first line, first spelling)
-    identical = 0
+    # normalised question -> (line, file 1 or 2, first spelling); a pair with a malformed side is skipped
+    first_seen: dict[str, tuple[int, int, str]] = {}
+    identical = occurrences = 0
     for line in sorted(set(first) & set(second)):
         keys = [normalize_for_matching(first[line]), normalize_for_matching(second[line])]
-        for key, text in zip(keys, (first[line], second[line]), strict=True):
-            surface.setdefault(key, (line, text))
+        for which, (key, text) in enumerate(zip(keys, (first[line], second[line]), strict=True), start=1):
+            first_seen.setdefault(key, (line, which, text))
+        occurrences += 2
         identical += keys[0] == keys[1]
         root_a, root_b = find(keys[0]), find(keys[1])
         if root_a != root_b:
             parent[max(root_a, root_b)] = min(root_a, root_b)
     log.removed(f"{source}: pair of two identical questions (kept once, no paraphrase)", identical)
-    members: dict[str, list[str]] = {}
-    for key in sorted(surface, key=lambda k: surface[k]):
-        members.setdefault(find(key), []).append(key)
+    log.removed(
+        f"{source}: repeated occurrence of a question in other pairs (one row per distinct question)",
+        occurrences - identical - len(first_seen),
+    )
+    clusters: dict[str, list[str]] = {}
+    for key in sorted(first_seen, key=first_seen.__getitem__):
+        clusters.setdefault(find(key), []).append(key)
     rows = []
-    for cluster in members.values():
-        cluster_line = surface[cluster[0]][0]
-        texts = [surface[key][1] for key in cluster]
-        for position, key in enumerate(cluster):
+    for members in clusters.values():
+        cluster_line = first_seen[members[0]][0]
+        texts = [first_seen[key][2] for key in members]
+        for key in members:
+            line, which, text = first_seen[key]
             rows.append(
-                {"id": f"{source}:{surface[key][0]}:{position}", "cluster_id": f"{source}:{cluster_line}",
-                 "question": surface[key][1], "paraphrases": [t for t in texts if t != surface[key][1]],
-                 "source_line": surface[key][0]}
+                {
+                    "id": f"{source}:q{which}:{line}",
+                    "cluster_id": f"{source}:{cluster_line}",
+                    "question": text,
+                    "paraphrases": [t for t in texts if t != text],
+                    "source_line": line,
+                }
             )
     return rows
 
@@ -276,10 +318,15 @@ def _wellformedness_rows(data_dir: Path, log: ParseLog) -> dict[str, list[dict]]
                     continue
                 query = collapse_whitespace(columns[0])
                 rows[split].append(
-                    {"id": f"wellformedness:{split}:{number}", "query": query,
-                     # the upstream tokenisation puts a space before the final '?'
-                     "question": query[:-2] + "?" if query.endswith(" ?") else query,
-                     "rating": rating, "is_well_formed": rating >= WELL_FORMED_RATING, "source_line": number}
+                    {
+                        "id": f"wellformedness:{split}:{number}",
+                        "query": query,
+                        # the upstream tokenisation puts a space before the final '?'
+                        "question": query[:-2] + "?" if query.endswith(" ?") else query,
+                        "rating": rating,
+                        "is_well_formed": rating >= WELL_FORMED_RATING,
+                        "source_line": number,
+                    }
                 )
     return rows
 
@@ -298,11 +345,16 @@ def _seed_pair_rows(data_dir: Path, log: ParseLog) -> list[dict]:
         keyword_query = ", ".join(entry.keyword_phrases)
         others = [v for v in variants[normalize_for_matching(entry.question)] if v != keyword_query]
         rows.append(
-            {"id": f"qald-{entry.edition}:{Path(entry.file).stem}:{entry.question_id}",
-             "question": entry.question, "keyword_query": keyword_query, "keyword_phrases": entry.keyword_phrases,
-             "keywords": list(dict.fromkeys(normalize_for_matching(keyword_query).split())),
-             "keyword_query_variants": [keyword_query, *others], "source": f"qald-{entry.edition}",
-             "source_file": entry.file}
+            {
+                "id": f"qald-{entry.edition}:{Path(entry.file).stem}:{entry.question_id}",
+                "question": entry.question,
+                "keyword_query": keyword_query,
+                "keyword_phrases": entry.keyword_phrases,
+                "keywords": list(dict.fromkeys(normalize_for_matching(keyword_query).split())),
+                "keyword_query_variants": [keyword_query, *others],
+                "source": f"qald-{entry.edition}",
+                "source_file": entry.file,
+            }
         )
     return rows
 
@@ -311,15 +363,17 @@ def _seed_pair_rows(data_dir: Path, log: ParseLog) -> list[dict]:
 def _grouped(rows: list[dict], group_of: Callable[[dict], str], salt: str) -> dict[str, list[dict]]:
     """Liu'18-style 20% test / 10% validation split, grouped (clusters never straddle splits)."""
     split_of = grouped_split([group_of(row) for row in rows], 0.2, 0.1, salt=salt)
-    return {split: [r for r, s in zip(rows, split_of, strict=True) if s == split]
-            for split in ("train", "validation", "test")}
+    return {
+        split: [r for r, s in zip(rows, split_of, strict=True) if s == split]
+        for split in ("train", "validation", "test")
+    }
 
 
 @register_corpus(
     "wikianswers",
     configs=CONFIGS,
     default_config="comqa",
-    description="Question corpora and seed keyword-question pairs for keyword -> question (Ding & Balog ICTIR'18)",
+    description="Question corpora and seed keyword-question pairs for keyword -> question (Ding & Balog '18)",
 )
 def build_wikianswers(config: str, data_dir: Path, log: ParseLog):
     """Build one ``wikianswers`` config as a ``DatasetDict``."""
@@ -329,28 +383,39 @@ def build_wikianswers(config: str, data_dir: Path, log: ParseLog):
         splits = _comqa_rows(data_dir, log)
     elif config in ("paralex", "quora"):
         folder = PARALEX_DIR if config == "paralex" else QUORA_DIR
-        splits = _grouped(_paired_rows(data_dir, folder, config, log), lambda row: row["cluster_id"], salt=config)
+        splits = _grouped(
+            _paired_rows(data_dir, folder, config, log), lambda row: row["cluster_id"], salt=config
+        )
     elif config.startswith("wellformedness"):
         splits = _wellformedness_rows(data_dir, log)
     else:
         splits = _grouped(
-            _seed_pair_rows(data_dir, log), lambda row: normalize_for_matching(row["question"]), salt="seed_pairs"
+            _seed_pair_rows(data_dir, log),
+            lambda row: normalize_for_matching(row["question"]),
+            salt="seed_pairs",
         )
     features = _features(config)
     result = {}
     with quiet_progress():
         for split, rows in splits.items():
-            base = datasets.Features({k: v for k, v in features.items() if k not in ("num_terms", "passes_question_filter")})
+            base = datasets.Features(
+                {k: v for k, v in features.items() if k not in ("num_terms", "passes_question_filter")}
+            )
             columns = {name: [row[name] for row in rows] for name in base}
             dataset = dataset_from_columns(columns, base)
             filtered = config == "wellformedness_filtered"
             result[split] = dataset.map(
-                _with_filter_fields, batched=True, features=features, remove_columns=dataset.column_names,
+                _with_filter_fields,
+                batched=True,
+                features=features,
+                remove_columns=dataset.column_names,
                 fn_kwargs={"keep_only_passing": filtered},
             )
             if filtered:
-                log.removed(f"wellformedness {split}: fails Ding'18 filter (WH/auxiliary first, 5-12 terms)",
-                            dataset.num_rows - result[split].num_rows)
+                log.removed(
+                    f"wellformedness {split}: fails Ding'18 filter (WH/auxiliary first, 5-12 terms)",
+                    dataset.num_rows - result[split].num_rows,
+                )
     return datasets.DatasetDict(result)
 
 
@@ -363,7 +428,9 @@ def _statistics(columns: dict[str, list]) -> dict:
     }
     if "cluster_id" in columns:
         clusters = len(set(columns["cluster_id"]))
-        entry.update(clusters=clusters, avg_questions_per_cluster=round(len(columns["question"]) / max(clusters, 1), 2))
+        entry.update(
+            clusters=clusters, avg_questions_per_cluster=round(len(columns["question"]) / max(clusters, 1), 2)
+        )
     if "is_well_formed" in columns:
         entry["well_formed_share"] = round(sum(columns["is_well_formed"]) / n, 4)
     if "keywords" in columns:
@@ -380,18 +447,28 @@ def corpus_stats(config: str, data_dir: str | Path | None = None) -> dict:
     dataset_dict, log = load_corpus("wikianswers", config, data_dir=data_dir, return_log=True)
     # whole columns at once: iterating a datasets Column decodes row by row
     per_split = {split: ds.to_dict() for split, ds in dataset_dict.items()}
-    pooled = {name: [v for columns in per_split.values() for v in columns[name]] for name in next(iter(per_split.values()))}
+    pooled = {
+        name: [v for columns in per_split.values() for v in columns[name]]
+        for name in next(iter(per_split.values()))
+    }
     stats: dict = {"config": config, "splits": {split: _statistics(c) for split, c in per_split.items()}}
     stats["splits"]["all"] = total = _statistics(pooled)
     if config == "seed_pairs":
         stats["beside_paper"] = {
-            "hand_labelled_pairs": {"ours": total["examples"], "paper": PAPER_STATISTICS["hand_labelled_pairs"]},
+            "hand_labelled_pairs": {
+                "ours": total["examples"],
+                "paper": PAPER_STATISTICS["hand_labelled_pairs"],
+            },
         }
     elif "clusters" in total:
         stats["beside_paper"] = {
-            "paraphrase_clusters": {"ours": total["clusters"], "paper": PAPER_STATISTICS["paraphrase_clusters_after_filter"]},
+            "paraphrase_clusters": {
+                "ours": total["clusters"],
+                "paper": PAPER_STATISTICS["paraphrase_clusters_after_filter"],
+            },
             "avg_questions_per_cluster": {
-                "ours": total["avg_questions_per_cluster"], "paper": PAPER_STATISTICS["avg_questions_per_cluster"]
+                "ours": total["avg_questions_per_cluster"],
+                "paper": PAPER_STATISTICS["avg_questions_per_cluster"],
             },
         }
     stats["build_log"] = log.summary()

@@ -53,21 +53,21 @@ class QuerySegmentationPipeline(Pipeline):
         return {
             "input_ids": torch.tensor(encoded["input_ids"]),  # (1, S)
             "attention_mask": torch.tensor(encoded["attention_mask"]),  # (1, S)
+            "source_word_ids": torch.tensor(encoded["source_word_ids"]),  # (1, S)
             "num_words": torch.tensor([len(query.split())]),  # (1,)
-            "words": query.split(),
+            "words": query.split(),  # as given, for the output
+            "source_words": encoded["source_words"][0],  # normalised, for the model
         }
 
     def _forward(self, model_inputs: dict[str, Any], constrained: bool = True, num_beams: int = 1) -> dict[str, Any]:
-        words = model_inputs["words"]
-        if words and isinstance(words[0], str):  # an unbatched call hands over one word list
-            words = [words]
-        lengths = model_inputs["num_words"].tolist()
-        input_ids, attention_mask = model_inputs["input_ids"], model_inputs["attention_mask"]
+        words, source_words = model_inputs["words"], model_inputs["source_words"]
+        if isinstance(words[0], str):  # an unbatched call hands over one word list, not a list of them
+            words, source_words = [words], [source_words]
         if is_seq2seq_segmenter(self.model):
-            breaks = seq2seq_batch_breaks(self.model, self.tokenizer, input_ids, attention_mask, lengths,
-                                          constrained, num_beams)
+            breaks = seq2seq_batch_breaks(self.model, self.tokenizer, model_inputs, source_words, constrained, num_beams)
         else:
-            breaks = tagger_batch_breaks(self.model, input_ids, attention_mask, lengths)
+            lengths = model_inputs["num_words"].tolist()
+            breaks = tagger_batch_breaks(self.model, model_inputs["input_ids"], model_inputs["attention_mask"], lengths)
         return {"segments": [breaks_to_segments(w, b) for w, b in zip(words, breaks, strict=True)]}
 
     def postprocess(self, model_outputs: dict[str, Any]) -> list[str]:

@@ -53,14 +53,19 @@ class ConstrainedSegmentationLogitsProcessor(LogitsProcessor):
         break_token_id: id of ``|``.
         eos_token_id: id of ``[EOS]``.
         num_beams: generate()'s rows are example-major: row ``r`` belongs to example ``r // num_beams``.
+        pool_word_probability: score "write the next word" with the probability of writing ANY
+            word (logsumexp over every token but ``|`` and ``[EOS]``) instead of that word's own
+            probability. The choice is then "break or continue" by the model's break probability;
+            without pooling a model that cannot predict a rare next word always breaks.
     """
 
     def __init__(self, word_token_ids: Sequence[Sequence[int]], break_token_id: int, eos_token_id: int,
-                 num_beams: int = 1):
+                 num_beams: int = 1, pool_word_probability: bool = False):
         self.word_token_ids = [list(ids) for ids in word_token_ids]
         self.break_token_id = break_token_id
         self.eos_token_id = eos_token_id
         self.num_beams = num_beams
+        self.pool_word_probability = pool_word_probability
 
     def allowed_next(self, example: int, generated: Sequence[int]) -> list[int]:
         """Token ids allowed after ``generated`` (the decoder prefix without its start token)."""
@@ -74,11 +79,23 @@ class ConstrainedSegmentationLogitsProcessor(LogitsProcessor):
         return allowed
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
-        """input_ids: (B * beams, t) decoder prefix incl. the start token; scores: (B * beams, C)."""
-        mask = torch.full_like(scores, float("-inf"))
+        """input_ids: (B * beams, t) decoder prefix incl. the start token; scores: (B * beams, C)
+        log-probabilities (or logits) of the next token. Returns scores with -inf outside the allowed set."""
+        out = torch.full_like(scores, float("-inf"))
+        if self.pool_word_probability:
+            log_probs = scores.log_softmax(-1)
+            non_word = torch.zeros(scores.shape[-1], dtype=torch.bool, device=scores.device)
+            non_word[[self.break_token_id, self.eos_token_id]] = True
+            any_word = log_probs.masked_fill(non_word, float("-inf")).logsumexp(-1)  # (B * beams,)
         for row, prefix in enumerate(input_ids[:, 1:].tolist()):
-            mask[row, self.allowed_next(row // self.num_beams, prefix)] = 0.0
-        return scores + mask
+            allowed = self.allowed_next(row // self.num_beams, prefix)
+            if self.pool_word_probability:
+                out[row, allowed] = log_probs[row, allowed]
+                if allowed[0] != self.eos_token_id:  # the first allowed token writes the next word
+                    out[row, allowed[0]] = any_word[row]
+            else:
+                out[row, allowed] = scores[row, allowed]
+        return out
 
 
 # ---------------------------------------------------------------- data preparation
@@ -142,20 +159,25 @@ def encode_queries(queries: Sequence[str], tokenizer: PreTrainedTokenizerFast) -
 
 
 # ---------------------------------------------------------------- decoding (one batch)
-def _word_token_ids(model: PreTrainedModel, input_ids: torch.Tensor, lengths: Sequence[int]) -> list[list[int]]:
-    """Per example the output id that writes each query word (see the logits processor)."""
-    if getattr(model.config, "copy", "none") != "none":
-        first_copy_id = model.config.output_vocab_size
-        return [[first_copy_id + j for j in range(n)] for n in lengths]
-    if bool((input_ids >= model.config.output_vocab_size).any()):
-        raise ValueError("a query word id lies outside the output vocabulary of this model without copying")
-    return [row[:n] for row, n in zip(input_ids.tolist(), lengths, strict=True)]
+def _word_token_ids(
+    model: PreTrainedModel, tokenizer: PreTrainedTokenizerFast, source_words: Sequence[Sequence[str]]
+) -> list[list[int]]:
+    """Per example the output id that writes each query word (see the logits processor): the id a
+    label of that word would have (:func:`hf_querygen.tasks.seq2seq.extended_target_ids`), i.e. its
+    output-vocabulary id, or for a copy model and a word outside the output vocabulary
+    ``output_vocab_size + `` its first source position."""
+    from .seq2seq import extended_target_ids
+
+    vocab = tokenizer.get_vocab()
+    copies = getattr(model.config, "copy", "none") != "none"
+    size = model.config.output_vocab_size
+    return [extended_target_ids(words, words, vocab, size, copy=copies) for words in source_words]
 
 
-def _output_tokens(ids: Sequence[int], source_ids: Sequence[int], tokenizer: PreTrainedTokenizerFast,
-                   output_vocab_size: int) -> list[str]:
+def _output_tokens(ids: Sequence[int], query_tokens: Sequence[str], tokenizer: PreTrainedTokenizerFast,
+                   model: PreTrainedModel) -> list[str]:
     """Generated ids (after the start token) -> token strings up to [EOS]; a copy id
-    ``output_vocab_size + j`` becomes the token of source position ``j``. Unlike
+    ``output_vocab_size + j`` becomes query token ``j``. Unlike
     :func:`hf_querygen.tasks.seq2seq.decode_extended` this keeps ``[UNK]``: it stands for a query word."""
     tokens = []
     for token_id in ids:
@@ -163,10 +185,10 @@ def _output_tokens(ids: Sequence[int], source_ids: Sequence[int], tokenizer: Pre
             break
         if token_id == tokenizer.pad_token_id:
             continue
-        if token_id >= output_vocab_size:
-            position = token_id - output_vocab_size
-            if position < len(source_ids):
-                tokens.append(tokenizer.convert_ids_to_tokens(source_ids[position]))
+        if token_id >= model.config.output_vocab_size:
+            position = token_id - model.config.output_vocab_size
+            if position < len(query_tokens):
+                tokens.append(query_tokens[position])
             continue
         tokens.append(tokenizer.convert_ids_to_tokens(token_id))
     return tokens
@@ -175,34 +197,39 @@ def _output_tokens(ids: Sequence[int], source_ids: Sequence[int], tokenizer: Pre
 def seq2seq_batch_breaks(
     model: PreTrainedModel,
     tokenizer: PreTrainedTokenizerFast,
-    input_ids: torch.Tensor,
-    attention_mask: torch.Tensor,
-    lengths: Sequence[int],
+    batch: dict[str, torch.Tensor],
+    source_words: Sequence[Sequence[str]],
     constrained: bool = True,
     num_beams: int = 1,
+    pool_word_probability: bool = True,
 ) -> list[list[int]]:
     """Break vectors decoded by an encoder-decoder segmenter for one padded batch.
 
-    input_ids / attention_mask: (B, S) with the query words then ``[EOS]``; lengths: words per query.
+    batch: ``input_ids`` / ``attention_mask`` (B, S) with the query words then ``[EOS]``, and
+    ``source_word_ids`` (B, S) for a copy model; source_words: the normalised words per query.
+    constrained: decode with :class:`ConstrainedSegmentationLogitsProcessor` (with
+    ``pool_word_probability``, "continue" is scored by the probability of writing any word).
     """
     break_id = tokenizer.convert_tokens_to_ids(BREAK_TOKEN)
     if break_id == tokenizer.unk_token_id:
         raise ValueError(f"the tokenizer has no {BREAK_TOKEN!r} token: it is not a segmentation tokenizer")
+    lengths = [len(words) for words in source_words]
     # start token + n words + (n - 1) breaks + [EOS]
     kwargs = {"num_beams": num_beams, "do_sample": False, "max_length": 2 * max(lengths) + 1}
     if constrained:
         processor = ConstrainedSegmentationLogitsProcessor(
-            _word_token_ids(model, input_ids, lengths), break_id, tokenizer.eos_token_id, num_beams
+            _word_token_ids(model, tokenizer, source_words), break_id, tokenizer.eos_token_id, num_beams,
+            pool_word_probability,
         )
         kwargs["logits_processor"] = LogitsProcessorList([processor])
+    inputs = ["input_ids", "attention_mask"] + (["source_word_ids"] if model.config.copy != "none" else [])
     with torch.no_grad():
-        generated = model.generate(input_ids=input_ids.to(model.device),
-                                   attention_mask=attention_mask.to(model.device), **kwargs)
+        generated = model.generate(**{key: batch[key].to(model.device) for key in inputs}, **kwargs)
     breaks = []
-    for row, ids, n in zip(input_ids.tolist(), generated.tolist(), lengths, strict=True):
-        tokens = _output_tokens(ids[1:], row[:n], tokenizer, model.config.output_vocab_size)
+    for row, ids, n in zip(batch["input_ids"].tolist(), generated.tolist(), lengths, strict=True):
+        query_tokens = tokenizer.convert_ids_to_tokens(row[:n])
         # [UNK] on both sides lines an out-of-vocabulary query word up with its output token
-        breaks.append(target_tokens_to_breaks(tokens, tokenizer.convert_ids_to_tokens(row[:n])))
+        breaks.append(target_tokens_to_breaks(_output_tokens(ids[1:], query_tokens, tokenizer, model), query_tokens))
     return breaks
 
 
@@ -228,8 +255,10 @@ def segment_breaks(
     constrained: bool = True,
     batch_size: int = 64,
     num_beams: int = 1,
+    pool_word_probability: bool = True,
 ) -> list[list[int]]:
-    """Break vector of each query (words = whitespace split) by an encoder-decoder or tagger segmenter."""
+    """Break vector of each query (words = whitespace split) by an encoder-decoder or tagger segmenter;
+    ``constrained`` / ``num_beams`` / ``pool_word_probability``: see :func:`seq2seq_batch_breaks`."""
     from .seq2seq import Seq2SeqCollator
 
     encoded = encode_queries(queries, tokenizer)
@@ -238,11 +267,11 @@ def segment_breaks(
     breaks: list[list[int]] = []
     for start in range(0, len(queries), batch_size):
         rows = range(start, min(start + batch_size, len(queries)))
-        batch = collator([{k: encoded[k][i] for k in ("input_ids", "attention_mask")} for i in rows])
-        lengths = [len(encoded["source_words"][i]) for i in rows]
+        batch = collator([{k: encoded[k][i] for k in ("input_ids", "attention_mask", "source_word_ids")} for i in rows])
         if is_seq2seq_segmenter(model):
-            breaks += seq2seq_batch_breaks(model, tokenizer, batch["input_ids"], batch["attention_mask"], lengths,
-                                           constrained, num_beams)
+            breaks += seq2seq_batch_breaks(model, tokenizer, batch, [encoded["source_words"][i] for i in rows],
+                                           constrained, num_beams, pool_word_probability)
         else:
+            lengths = [len(encoded["source_words"][i]) for i in rows]
             breaks += tagger_batch_breaks(model, batch["input_ids"], batch["attention_mask"], lengths)
     return breaks

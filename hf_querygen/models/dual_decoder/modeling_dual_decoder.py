@@ -143,9 +143,11 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, GenerationMixi
     def __init__(self, config: DualDecoderConfig):
         super().__init__(config)
         hidden, encoder_size = config.hidden_size, 2 * config.hidden_size
-        # one table for encoder and both decoders (Sec. 5.1: "shared the same word embeddings")
-        self.embeddings = WordEmbeddings(config.vocab_size, config.embedding_size, config.pad_token_id, config.dropout)
-        self.encoder = DualDecoderEncoder(config, self.embeddings)
+        # one table for encoder and both decoders (Sec. 5.1: "shared the same word embeddings"); it is
+        # registered once, under the encoder, and reached by the decoders through ``self.embeddings``
+        self.encoder = DualDecoderEncoder(
+            config, WordEmbeddings(config.vocab_size, config.embedding_size, config.pad_token_id, config.dropout)
+        )
         # pointer decoder, Eq. (1)-(4)
         self.pointer_init_hidden = nn.Linear(encoder_size, hidden)  # W_s^p, Eq. (1)
         self.pointer_init_cell = nn.Linear(encoder_size, hidden)
@@ -163,6 +165,10 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, GenerationMixi
         self.post_init()
 
     # ------------------------------------------------------------------ HF plumbing
+    @property
+    def embeddings(self) -> WordEmbeddings:
+        return self.encoder.embeddings
+
     def get_encoder(self) -> DualDecoderEncoder:
         return self.encoder
 

@@ -1,0 +1,109 @@
+"""Model cards render offline; push_to_hub really commits model, tokenizer and card.
+
+The Hub transport of ``HfApi`` (create_repo / create_commit) is replaced by a local git repository,
+so everything up to the wire (saving, card rendering, upload_folder's file selection) stays real;
+the pushed repository is then loaded back with ``from_pretrained``.
+"""
+
+import json
+import subprocess
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import torch
+import yaml
+from _seq2seq_toy import copy_task_tokenizer, tiny_copy_model
+from huggingface_hub import HfApi, ModelCard
+from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+import hf_querygen  # noqa: F401  (registers the Auto classes)
+from hf_querygen.hub import card_kwargs_from_training, push_to_hub, render_model_card
+from hf_querygen.training import TRAINING_METADATA_FILE, configure_generation, generate_texts
+
+
+@pytest.fixture()
+def local_hub(tmp_path, monkeypatch):
+    """HfApi.create_repo / create_commit (and the server's card YAML check) work on git repositories
+    under tmp_path/hub/<repo_id>."""
+    import huggingface_hub.hf_api
+
+    root = tmp_path / "hub"
+
+    def create_repo(self, repo_id, **kwargs):
+        path = root / repo_id
+        if not (path / ".git").exists():
+            path.mkdir(parents=True)
+            subprocess.run(["git", "init", "-q", str(path)], check=True)
+        return SimpleNamespace(repo_id=repo_id, url=str(path))
+
+    def create_commit(self, repo_id, operations, *, commit_message, **kwargs):
+        path = root / repo_id
+        for operation in operations:
+            target = path / operation.path_in_repo
+            target.parent.mkdir(parents=True, exist_ok=True)
+            source = operation.path_or_fileobj
+            target.write_bytes(source if isinstance(source, bytes) else Path(source).read_bytes())
+        git = ["git", "-C", str(path), "-c", "user.name=test", "-c", "user.email=test@example.com"]
+        subprocess.run(git + ["add", "-A"], check=True)
+        subprocess.run(git + ["commit", "-q", "-m", commit_message], check=True)
+        oid = subprocess.run(git + ["rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
+        return SimpleNamespace(oid=oid, commit_url=f"file://{path}/commit/{oid}")
+
+    def validate_yaml(self, content, **kwargs):  # the server-side card check, done locally
+        header = content.split("---\n")[1]
+        assert isinstance(yaml.safe_load(header), dict), "model card YAML header is not a mapping"
+
+    monkeypatch.setattr(HfApi, "create_repo", create_repo)
+    monkeypatch.setattr(HfApi, "_validate_yaml", validate_yaml)
+    monkeypatch.setattr(HfApi, "create_commit", create_commit)
+    monkeypatch.setattr(huggingface_hub.hf_api, "is_xet_available", lambda: False)  # the single-commit path
+    return root
+
+
+def _trained_folder(tmp_path):
+    tokenizer = copy_task_tokenizer()
+    model = tiny_copy_model(tokenizer).eval()
+    configure_generation(model, tokenizer, max_new_tokens=4)
+    folder = tmp_path / "trained"
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    metadata = {"corpus": "nl2kw", "config": "en", "preset": "liu2018-attn-seq2seq", "seed": 7,
+                "train_examples": 123, "source_column": "nl_query", "target_column": "keyword_query",
+                "validation": {"eval_loss": 2.5, "eval_f1": 0.25, "eval_runtime": 1.0, "eval_n_queries": 9.0}}
+    (folder / TRAINING_METADATA_FILE).write_text(json.dumps(metadata))
+    return model, tokenizer, folder
+
+
+def test_card_renders_training_metadata_offline(tmp_path):
+    model, _, folder = _trained_folder(tmp_path)
+    kwargs = card_kwargs_from_training(folder)
+    assert kwargs["eval_metrics"] == {"loss": 2.5, "f1": 0.25}  # no runtime / count entries
+    card = render_model_card(model, model_name="toy", repo_id="me/toy", **kwargs)
+    text = str(card)
+    assert "| f1 | 0.2500 |" in text and "| preset | liu2018-attn-seq2seq |" in text
+    assert 'pipeline("query-reformulation", model="me/toy")' in text
+    assert card.data.model_name == "toy" and "hf-querygen" in card.data.tags
+    assert card.data.eval_results[0].dataset_name == "nl2kw"
+    with pytest.raises(FileNotFoundError, match=TRAINING_METADATA_FILE):
+        card_kwargs_from_training(tmp_path)
+
+
+def test_push_to_hub_commits_a_loadable_model(tmp_path, local_hub):
+    model, tokenizer, folder = _trained_folder(tmp_path)
+    url = push_to_hub(model, "me/toy", tokenizer=tokenizer, **card_kwargs_from_training(folder))
+    repo = local_hub / "me" / "toy"
+    assert url.startswith(f"file://{repo}/commit/")
+    pushed = {p.name for p in repo.iterdir() if p.name != ".git"}
+    assert {"README.md", "config.json", "model.safetensors", "tokenizer.json", "generation_config.json"} <= pushed
+    assert ModelCard.load(repo / "README.md").data.model_name == "hf-querygen rnn_seq2seq"
+
+    loaded = AutoModelForSeq2SeqLM.from_pretrained(repo).eval()
+    loaded_tokenizer = AutoTokenizer.from_pretrained(repo)
+    batch = tokenizer(["please find alpha qwzrtx beta"], return_tensors="pt")
+    with torch.no_grad():
+        expected = model(**batch, decoder_input_ids=torch.tensor([[2, 4, 5]])).logits
+        actual = loaded(**batch, decoder_input_ids=torch.tensor([[2, 4, 5]])).logits
+    torch.testing.assert_close(actual, expected)
+    texts = ["please find gamma zzkrpt delta"]
+    assert generate_texts(loaded, loaded_tokenizer, texts) == generate_texts(model, tokenizer, texts)
