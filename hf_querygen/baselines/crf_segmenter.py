@@ -195,8 +195,7 @@ class CRFSegmenter:
     def predict_breaks(
         self, word_lists: Sequence[Sequence[str]], pos_tag_lists: Sequence[Sequence[str] | None] | None = None
     ) -> list[list[int]]:
-        import pycrfsuite
-
+        pycrfsuite = _require_crfsuite()
         tagger = self._get_tagger()
         pos_tag_lists = pos_tag_lists or [None] * len(word_lists)
         return [
