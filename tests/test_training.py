@@ -137,6 +137,26 @@ def test_seq2seq_trainer_learns_copy_task_with_generate_metrics(tmp_path):
     assert len(beams) == 6 and beams[0] == outputs[0]  # the best beam of text 0 comes first
 
 
+def test_early_stopping_on_validation_loss(tmp_path):
+    # validation targets belong to OTHER sources: the better the model copies, the worse its
+    # validation loss, so training must stop after `patience` evaluations without improvement
+    tokenizer = copy_task_tokenizer()
+    train, _, _ = _toy_splits(tokenizer, train_size=192)
+    rows = copy_task_rows(32, seed=9)
+    shuffled = [{"source": row["source"], "target": rows[(i + 1) % len(rows)]["target"]} for i, row in enumerate(rows)]
+    validation = encode_seq2seq(datasets.Dataset.from_list(shuffled), tokenizer, "source", "target",
+                                output_vocab_size_of(tokenizer))
+    trainer = train_seq2seq(
+        tiny_copy_model(tokenizer), tokenizer, train, validation, tmp_path, num_train_epochs=20,
+        early_stopping_patience=2, per_device_train_batch_size=16, learning_rate=1e-2,
+    )
+    evaluations = [log["eval_loss"] for log in trainer.state.log_history if "eval_loss" in log]
+    assert trainer.state.epoch < 20 and len(evaluations) < 20
+    best = evaluations.index(min(evaluations))
+    assert len(evaluations) == best + 3  # stopped two evaluations after the best one
+    assert trainer.state.best_metric == min(evaluations)
+
+
 def _one_sgd_step(tmp_path, batch_size, accumulation, train):
     tokenizer = copy_task_tokenizer()
     model = tiny_copy_model(tokenizer, seed=3)

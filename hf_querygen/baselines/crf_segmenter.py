@@ -30,7 +30,7 @@ from hf_querygen.tasks.segmentation import bio_to_breaks, breaks_to_bio, breaks_
 FEATURE_SETS = ("paper", "paper+corpus")
 #: (c1, c2) candidates: L1 only, L2 only, both (chosen on a validation part of the train folds)
 REGULARIZATION_GRID: tuple[tuple[float, float], ...] = (
-    (0.0, 0.01), (0.0, 0.1), (0.0, 1.0), (0.01, 0.0), (0.1, 0.0), (1.0, 0.0), (0.1, 0.1), (0.05, 0.5),
+    (0.0, 0.01), (0.0, 0.1), (0.0, 1.0), (0.1, 0.0), (1.0, 0.0), (0.1, 0.1),
 )
 
 

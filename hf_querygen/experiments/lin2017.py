@@ -74,12 +74,12 @@ logger = logging.getLogger(__name__)
 class NeuralSettings:
     """Sizes and training budget of the neural segmenters (the paper's are in presets.py)."""
 
-    rnn_hidden_size: int = 256
+    rnn_hidden_size: int = 128
     rnn_layers: int = 2
     tagger_embedding_size: int = 64
     tagger_hidden_size: int = 128
-    max_epochs: int = 10
-    patience: int = 2
+    max_epochs: int = 6
+    patience: int = 1
     learning_rate: float = 1e-3
     batch_size: int = 64
     validation_fraction: float = 0.1
@@ -222,7 +222,7 @@ def run(out_dir: str | Path, quick: bool = False, seeds: int | None = None, data
     n_seeds = seeds or 1
     neural = QUICK if quick else NeuralSettings()
     crf_grid = REGULARIZATION_GRID[:2] if quick else REGULARIZATION_GRID
-    crf_iterations = 50 if quick else 200
+    crf_iterations = 50 if quick else 100
 
     corpus = load_corpus("webis_qsec_10", "segmentations", data_dir=data_dir)["train"]
     algorithms = load_corpus("webis_qsec_10", "algorithms", data_dir=data_dir)["train"]

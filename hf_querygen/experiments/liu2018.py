@@ -219,6 +219,7 @@ def train_system(system: str, data: PreparedData, seed: int, work_dir: Path, bud
         num_train_epochs=budget.epochs,
         seed=seed,
         save_total_limit=1,
+        label_names=["labels"],  # the joint model's optional tag_labels must not hide the eval loss
     )
     model = trainer.model
     shutil.rmtree(output_dir, ignore_errors=True)  # checkpoints are not part of the results
