@@ -11,7 +11,7 @@ import importlib
 MODEL_PACKAGES: tuple[str, ...] = ("rnn_seq2seq", "rnn_tagger", "dual_decoder", "joint_seq2seq_tagger")
 
 #: modules under hf_querygen.pipelines whose ``register_pipeline()`` adds a pipeline task
-PIPELINE_MODULES: tuple[str, ...] = ("text2text", "segmentation")
+PIPELINE_MODULES: tuple[str, ...] = ("text2text", "segmentation", "keyword_query")
 
 _done = False
 
@@ -22,6 +22,8 @@ def register_all() -> None:
         return
     for package in MODEL_PACKAGES:
         importlib.import_module(f"hf_querygen.models.{package}").register()
+    # AutoTokenizer must know our tokenizer classes by name before a pipeline loads a saved model
+    importlib.import_module("hf_querygen.tokenization").register_tokenizers()
     for module in PIPELINE_MODULES:
         importlib.import_module(f"hf_querygen.pipelines.{module}").register_pipeline()
     _done = True

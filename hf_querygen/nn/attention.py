@@ -73,12 +73,20 @@ class AdditiveAttention(nn.Module):
         self.query_projection = nn.Linear(query_size, attention_size, bias=False)  # W_s
         self.energy = nn.Linear(attention_size, 1, bias=False)  # v
 
-    def forward(self, query: torch.Tensor, keys: torch.Tensor, mask: torch.Tensor, **kwargs) -> AttentionOutput:
-        """query (B, [T,] Hq), keys (B, S, Hk), mask (B, S) -> AttentionOutput."""
+    def project_keys(self, keys: torch.Tensor) -> torch.Tensor:
+        """keys (B, S, Hk) -> W_h h_i (B, S, A): the query-independent half, computed once per sequence."""
+        return self.key_projection(keys)
+
+    def forward(self, query: torch.Tensor, keys: torch.Tensor, mask: torch.Tensor,
+                projected_keys: torch.Tensor | None = None, **kwargs) -> AttentionOutput:
+        """query (B, [T,] Hq), keys (B, S, Hk), mask (B, S), optional ``project_keys(keys)`` (B, S, A) that a
+        step-by-step decoder computes once -> AttentionOutput."""
         _check_keys(keys, mask, self.key_size)
         query, squeeze = _as_steps(query)
+        if projected_keys is None:
+            projected_keys = self.project_keys(keys)
         # (B, 1, S, A) + (B, T, 1, A) -> (B, T, S, A) -> (B, T, S)   Eq. (3) / (8)
-        hidden = torch.tanh(self.key_projection(keys).unsqueeze(1) + self.query_projection(query).unsqueeze(2))
+        hidden = torch.tanh(projected_keys.unsqueeze(1) + self.query_projection(query).unsqueeze(2))
         scores = self.energy(hidden).squeeze(-1)
         weights, scores = masked_softmax(scores, mask)  # Eq. (2) / (7)
         return _finish(weights, scores, keys, squeeze)  # Eq. (6)
@@ -110,20 +118,27 @@ class LuongAttention(nn.Module):
             self.key_projection = nn.Linear(key_size, attention_size, bias=False)
             self.energy = nn.Linear(attention_size, 1, bias=False)  # v_a
 
-    def compute_scores(self, query: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+    def project_keys(self, keys: torch.Tensor) -> torch.Tensor:
+        """keys (B, S, Hk) -> the query-independent part of the score (W_a h_s; h_s itself for dot)."""
+        return keys if self.score == "dot" else self.key_projection(keys)
+
+    def compute_scores(self, query: torch.Tensor, keys: torch.Tensor,
+                       projected_keys: torch.Tensor | None = None) -> torch.Tensor:
         """query (B, T, Hq), keys (B, S, Hk) -> unnormalised scores (B, T, S)."""
-        if self.score == "dot":
-            return torch.bmm(query, keys.transpose(1, 2))
-        if self.score == "general":
-            return torch.bmm(query, self.key_projection(keys).transpose(1, 2))
-        hidden = torch.tanh(self.key_projection(keys).unsqueeze(1) + self.query_projection(query).unsqueeze(2))
+        if projected_keys is None:
+            projected_keys = self.project_keys(keys)
+        if self.score in ("dot", "general"):
+            return torch.bmm(query, projected_keys.transpose(1, 2))
+        hidden = torch.tanh(projected_keys.unsqueeze(1) + self.query_projection(query).unsqueeze(2))
         return self.energy(hidden).squeeze(-1)
 
-    def forward(self, query: torch.Tensor, keys: torch.Tensor, mask: torch.Tensor, **kwargs) -> AttentionOutput:
-        """query (B, [T,] Hq), keys (B, S, Hk), mask (B, S) -> AttentionOutput (Luong Eq. 7)."""
+    def forward(self, query: torch.Tensor, keys: torch.Tensor, mask: torch.Tensor,
+                projected_keys: torch.Tensor | None = None, **kwargs) -> AttentionOutput:
+        """query (B, [T,] Hq), keys (B, S, Hk), mask (B, S), optional ``project_keys(keys)`` -> AttentionOutput
+        (Luong Eq. 7)."""
         _check_keys(keys, mask, self.key_size)
         query, squeeze = _as_steps(query)
-        weights, scores = masked_softmax(self.compute_scores(query, keys), mask)
+        weights, scores = masked_softmax(self.compute_scores(query, keys, projected_keys), mask)
         return _finish(weights, scores, keys, squeeze)
 
 
@@ -152,7 +167,8 @@ class LocalPredictiveAttention(LuongAttention):
         last_position = (mask.sum(dim=1, keepdim=True) - 1).clamp_min(0).to(query.dtype)  # (B, 1)
         return last_position * torch.sigmoid(self.position_energy(torch.tanh(self.position_hidden(query)))).squeeze(-1)
 
-    def forward(self, query: torch.Tensor, keys: torch.Tensor, mask: torch.Tensor, **kwargs) -> AttentionOutput:
+    def forward(self, query: torch.Tensor, keys: torch.Tensor, mask: torch.Tensor,
+                projected_keys: torch.Tensor | None = None, **kwargs) -> AttentionOutput:
         """query (B, [T,] Hq), keys (B, S, Hk), mask (B, S) -> AttentionOutput whose weights are zero outside
         the window of each step."""
         _check_keys(keys, mask, self.key_size)
@@ -162,7 +178,7 @@ class LocalPredictiveAttention(LuongAttention):
         positions = torch.arange(keys.shape[1], device=keys.device, dtype=query.dtype).view(1, 1, -1)
         distance = positions - aligned  # (B, T, S)
         in_window = (distance.abs() <= self.window) & mask.unsqueeze(1)
-        align, scores = masked_softmax(self.compute_scores(query, keys), in_window)
+        align, scores = masked_softmax(self.compute_scores(query, keys, projected_keys), in_window)
         sigma = self.window / 2.0
         gaussian = torch.exp(-distance.pow(2) / (2.0 * sigma * sigma))
         weights = align * gaussian  # Eq. (10)

@@ -86,13 +86,9 @@ def register_pipeline() -> None:
     from transformers import AutoModelForSeq2SeqLM
     from transformers.pipelines import PIPELINE_REGISTRY
 
-    from ..tokenization import register_tokenizers
-
     PIPELINE_REGISTRY.register_pipeline(
         TASK_NAME,
         pipeline_class=QueryReformulationPipeline,
         pt_model=AutoModelForSeq2SeqLM,
         type="text",
     )
-    # AutoTokenizer must know our tokenizer class by name before a pipeline loads a saved model
-    register_tokenizers()

@@ -208,12 +208,14 @@ class RNNSeq2SeqDecoder(nn.Module):
             scores, _, _ = self._scores(outputs, context, encoder_outputs)
             return scores, new_state
 
+        # the key half of the attention score does not change across steps: project the keys once
+        projected_keys = self.attention.project_keys(keys) if self.uses_attention else None
         step_scores = []
         for t in range(embedded.shape[1]):
             pieces, context = [embedded[:, t]], None
             if self.attend_before_rnn:
                 # Bahdanau / Liu'18 Eq. (6)-(8): attend with the previous top-layer state s_{t-1}
-                context = self.attention(state["hidden"][:, -1], keys, mask).context
+                context = self.attention(state["hidden"][:, -1], keys, mask, projected_keys).context
                 pieces.append(context)
             if self.input_feeding:
                 pieces.append(state["feed"])
@@ -225,7 +227,7 @@ class RNNSeq2SeqDecoder(nn.Module):
             output, rnn_state = self._run_rnn(torch.cat(pieces, dim=-1).unsqueeze(1), state)
             output = output.squeeze(1)
             if self.uses_attention and not self.attend_before_rnn:
-                context = self.attention(output, keys, mask).context  # Luong: attend with s_t
+                context = self.attention(output, keys, mask, projected_keys).context  # Luong: attend with s_t
             scores, attentional, copy_probs = self._scores(output, context, encoder_outputs)
             state = dict(state, **rnn_state)
             if self.input_feeding:
