@@ -1,7 +1,7 @@
 """Model cards and Hub pushes (SetFit / SpanMarker style).
 
-``render_model_card`` fills ``hf_querygen/model_cards/hf_querygen_model_card.md`` (package data)
-from a model's config and the training metadata (:func:`card_kwargs_from_training` reads what
+``render_model_card`` fills ``model_cards/hf_querygen_model_card.md`` (shipped as package data through
+the ``hf_querygen/model_cards`` link) from a model's config and the training metadata (:func:`card_kwargs_from_training` reads what
 ``hf-querygen train`` wrote beside the model); ``push_to_hub`` saves model, tokenizer and card into
 one folder and uploads it in a single commit with ``HfApi.upload_folder`` (the stock
 ``PreTrainedModel.push_to_hub`` would replace our card with a generic one).

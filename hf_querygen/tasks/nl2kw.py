@@ -126,7 +126,11 @@ def keyword_targets(
     for position, word in enumerate(source_words):
         if norm(word):  # punctuation is never a keyword
             first_position.setdefault(norm(word), position)
-    ordered = unique_words(w for w in ordered_keyword_words if norm(w))[:max_words]
+    by_form: dict[str, str] = {}  # one target per normalised form ("Beijing" = "beijing")
+    for word in ordered_keyword_words:
+        if norm(word):  # punctuation is never a keyword
+            by_form.setdefault(norm(word), word)
+    ordered = list(by_form.values())[:max_words]
     extractive, generative, positions = [], [], []
     for word in ordered:
         position = first_position.get(norm(word))
