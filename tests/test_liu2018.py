@@ -6,7 +6,11 @@ import pytest
 import torch
 
 import hf_querygen  # noqa: F401  (registers models and pipelines)
-from hf_querygen.baselines.keyword_query import YakeKeywordExtractor, raw_query_keywords, union_keyword_queries
+from hf_querygen.baselines.keyword_query import (
+    YakeKeywordExtractor,
+    raw_query_keywords,
+    union_keyword_queries,
+)
 from hf_querygen.tasks.nl2kw import (
     TfidfKeywordOrder,
     decode_dual_decoder_ids,
@@ -205,3 +209,28 @@ def test_report_renders_both_tables_and_the_claim_verdict():
     winning = results_document("liu2018", {"sequence_labeling": runs(0.4), "dual_decoder": runs(0.5)},
                                liu2018.PAPER_NUMBERS, config)
     assert "Claim HOLDS (margin larger than the seed std)" in liu2018.claim_check(winning)
+
+
+def test_prepared_nl2kw_data_respects_the_dual_decoder_conventions(data_dir):
+    """On the real corpus (capped): vocabulary, output vocabulary and labels of every model kind."""
+    from hf_querygen.experiments import liu2018
+
+    data = liu2018.prepare_data(data_dir, liu2018.Budget(epochs=1, patience=1, max_train=300, max_validation=40,
+                                                         max_test=40))
+    assert [len(data.splits[s]) for s in ("train", "validation", "test")] == [300, 40, 40]
+    assert 4 < data.output_vocab_size < len(data.tokenizer)
+    vocab = data.output_vocab_size
+    dual = data.encoded["dual"]["train"]
+    n_extractive = n_generative = 0
+    for row in dual:
+        sentinel = vocab + len(row["input_ids"]) - 1
+        labels = row["labels"]
+        assert labels.count(sentinel) == 1 and labels[-1] == 3  # [EOS]
+        end = labels.index(sentinel)
+        assert all(vocab <= i < sentinel for i in labels[:end]) and all(i < vocab for i in labels[end + 1 :])
+        n_extractive += end
+        n_generative += len(labels) - end - 2
+    # both decoders have work to do on this corpus (Liu'18: 55% of keywords are extractive)
+    assert 0.3 < n_extractive / (n_extractive + n_generative) < 0.9
+    pointer = data.encoded["pointer"]["train"]
+    assert all(row["labels"][-1] == vocab + len(row["input_ids"]) - 1 for row in pointer)

@@ -16,22 +16,14 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hf_querygen.tasks.nl2kw import unique_words
+from hf_querygen.tasks.nl2kw import resolve_normalizer, unique_words
 
 Normalizer = Callable[[str], str]
 
 
-def _normalizer(normalize: Normalizer | None) -> Normalizer:
-    if normalize is not None:
-        return normalize
-    from hf_querygen.corpora.nl2kw import normalize_for_matching
-
-    return normalize_for_matching
-
-
 def raw_query_keywords(nl_query: str, normalize: Normalizer | None = None) -> list[str]:
     """The raw-query baseline: all words of the natural-language query, without repeats."""
-    return unique_words(_normalizer(normalize)(nl_query).split())
+    return unique_words(resolve_normalizer(normalize)(nl_query).split())
 
 
 def union_keyword_queries(*systems: Sequence[Sequence[str]]) -> list[list[str]]:
@@ -70,7 +62,7 @@ class YakeKeywordExtractor:
         self._extractor = yake.KeywordExtractor(lan=self.language, n=self.max_ngram, top=self.top)
 
     def __call__(self, nl_query: str) -> list[str]:
-        norm = _normalizer(self.normalize)
+        norm = resolve_normalizer(self.normalize)
         phrases = [phrase for phrase, _score in self._extractor.extract_keywords(nl_query)]
         return unique_words(word for phrase in phrases for word in norm(phrase).split())
 

@@ -360,7 +360,7 @@ def run(out_dir: str | Path = "results/liu2018", quick: bool = False, seeds: int
         raw_query_keywords,
         union_keyword_queries,
     )
-    from hf_querygen.experiments._report import results_document, write_results
+    from hf_querygen.experiments._report import results_document
 
     torch.set_num_threads(threads_per_worker)
     datasets.disable_progress_bars()
@@ -435,10 +435,20 @@ def run(out_dir: str | Path = "results/liu2018", quick: bool = False, seeds: int
         "timings_s": {k: round(v, 1) for k, v in timings.items()},
     }
     document = results_document("liu2018", runs, PAPER_NUMBERS, config)
-    write_results(document, out, render_markdown(document))
-    plot_lambda_sweep(validation_f1, out / "lambda_sweep.png")
-    plot_f1_by_length(config["f1_by_length_test"], out / "f1_by_length.png")
+    write_report(document, out)
     return document
+
+
+def write_report(document: dict, out_dir: str | Path) -> Path:
+    """results.json, results.md and the two plots, all from ``document`` alone (so a finished run's
+    report can be re-rendered: ``write_report(json.load(open("results.json")), out_dir)``)."""
+    from hf_querygen.experiments._report import write_results
+
+    out = write_results(document, out_dir, render_markdown(document))
+    config = document["config"]
+    plot_lambda_sweep(config["lambda_sweep_validation_f1"], out / "lambda_sweep.png")
+    plot_f1_by_length(config["f1_by_length_test"], out / "f1_by_length.png")
+    return out
 
 
 def _mean_length_profiles(lengths: dict[str, list[list[dict[str, float]]]]) -> dict[str, list[dict[str, float]]]:
@@ -484,12 +494,16 @@ def render_markdown(document: dict) -> str:
         claim_check(document),
         "## Fig. 4: lambda sweep (validation F1, per-query mean; see lambda_sweep.png)",
         "",
-        "| lambda | F1 (validation) | runs |",
-        "|---|---|---|",
+        "Every lambda is trained with seed 0 (the curve); lambda = 0.5 also has the main runs' other seeds.",
+        "",
+        "| lambda | F1 (validation), seed 0 | mean ± std over all runs | runs |",
+        "|---|---|---|---|",
     ]
     for lam, values in config["lambda_sweep_validation_f1"].items():
-        mean = statistics.fmean(values) if values else float("nan")
-        lines.append(f"| {lam} | {mean:.3f} | {len(values)} |")
+        if not values:
+            continue
+        spread = statistics.stdev(values) if len(values) > 1 else 0.0
+        lines.append(f"| {lam} | {values[0]:.3f} | {statistics.fmean(values):.3f} ± {spread:.3f} | {len(values)} |")
     lines += ["", "## Fig. 5: F1 by query length in words (test; see f1_by_length.png)", ""]
     profiles = config["f1_by_length_test"]
     buckets = [row["bucket"] for row in next(iter(profiles.values()))]
@@ -526,19 +540,26 @@ def claim_check(document: dict) -> str:
     )
 
 
-def plot_lambda_sweep(validation_f1: dict[float, list[float]], path: Path) -> None:
+def plot_lambda_sweep(validation_f1: dict, path: Path) -> None:
+    """Fig. 4: validation F1 against lambda for seed 0 (every lambda was trained with it), plus the
+    mean ± std of all seeds where there are several (lambda = 0.5, from the main runs)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    lambdas = [lam for lam in LAMBDAS if validation_f1.get(lam)]
-    means = [statistics.fmean(validation_f1[lam]) for lam in lambdas]
+    points = sorted((float(lam), values) for lam, values in validation_f1.items() if values)
     fig, ax = plt.subplots(figsize=(4.5, 3.2))
-    ax.plot(lambdas, means, marker="o")
+    ax.plot([lam for lam, _ in points], [values[0] for _, values in points], marker="o", label="seed 0")
+    several = [(lam, values) for lam, values in points if len(values) > 1]
+    if several:
+        ax.errorbar([lam for lam, _ in several], [statistics.fmean(v) for _, v in several],
+                    yerr=[statistics.stdev(v) for _, v in several], fmt="s", capsize=3,
+                    label=f"mean ± std ({len(several[0][1])} seeds)")
     ax.set_xlabel("lambda (Eq. 13)")
     ax.set_ylabel("F1 (validation)")
     ax.set_title("Fig. 4: dual decoder, lambda sweep")
+    ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=120)

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 import datasets
 import evaluate
 
+from hf_querygen.tasks.nl2kw import resolve_normalizer
+
 Keywords = str | Sequence[str]
 Normalizer = Callable[[str], str]
 
@@ -63,12 +65,6 @@ Examples:
 """
 
 
-def _default_normalizer() -> Normalizer:
-    from hf_querygen.corpora.nl2kw import normalize_for_matching
-
-    return normalize_for_matching
-
-
 def keyword_words(keywords: Keywords, normalize: Normalizer | None = None) -> list[str]:
     """The normalised words of a keyword query, first occurrence order, without duplicates.
 
@@ -79,7 +75,7 @@ def keyword_words(keywords: Keywords, normalize: Normalizer | None = None) -> li
         keywords = [keywords]
     elif not isinstance(keywords, Sequence):
         raise TypeError(f"keywords must be a string or a sequence of strings, got {type(keywords).__name__}")
-    normalize = normalize or _default_normalizer()
+    normalize = resolve_normalizer(normalize)
     words: dict[str, None] = {}
     for position, keyword in enumerate(keywords):
         if not isinstance(keyword, str):
@@ -143,7 +139,7 @@ def keyword_prf(
     _check_lengths("references", references, predictions)
     if not predictions:
         raise ValueError("keyword_prf: no predictions to score")
-    normalize = normalize or _default_normalizer()
+    normalize = resolve_normalizer(normalize)
     counts = [query_counts(p, r, normalize) for p, r in zip(predictions, references, strict=True)]
     n = len(counts)
     tp = sum(c.true_positives for c in counts)
@@ -175,7 +171,7 @@ def extractive_generative_recall(
     """Recall on extractive gold words (in the normalised source), generative ones (not in it) and
     all of them, pooled over queries (Liu'18 Table 3: a per-query mean is undefined for the many
     queries without any generative, or without any extractive, keyword)."""
-    normalize = normalize or _default_normalizer()
+    normalize = resolve_normalizer(normalize)
     found = {"extractive": 0, "generative": 0}
     total = {"extractive": 0, "generative": 0}
     for prediction, reference, source in zip(predictions, references, sources, strict=True):
@@ -212,7 +208,7 @@ def f1_by_length(
     _check_lengths("sources", sources, predictions)
     if not bin_edges or list(bin_edges) != sorted(set(bin_edges)):
         raise ValueError(f"f1_by_length: bin_edges must be strictly increasing and non-empty, got {bin_edges}")
-    normalize = normalize or _default_normalizer()
+    normalize = resolve_normalizer(normalize)
     sums = [0.0] * len(bin_edges)
     sizes = [0] * len(bin_edges)
     for prediction, reference, source in zip(predictions, references, sources, strict=True):

@@ -38,7 +38,9 @@ Normalizer = Callable[[str], str]
 TAG_LABELS: dict[int, str] = {0: "O", 1: "KEYWORD"}
 
 
-def _normalizer(normalize: Normalizer | None) -> Normalizer:
+def resolve_normalizer(normalize: Normalizer | None = None) -> Normalizer:
+    """``normalize`` if given, else the corpus' :func:`~hf_querygen.corpora.nl2kw.normalize_for_matching`
+    (imported lazily: the corpus module pulls in the builders' dependencies)."""
     if normalize is not None:
         return normalize
     from hf_querygen.corpora.nl2kw import normalize_for_matching
@@ -69,7 +71,7 @@ class TfidfKeywordOrder:
     @classmethod
     def fit(cls, documents: Iterable[str], normalize: Normalizer | None = None) -> TfidfKeywordOrder:
         """Count document frequencies over ``documents`` (give it the training split only)."""
-        norm = _normalizer(normalize)
+        norm = resolve_normalizer(normalize)
         frequency: Counter = Counter()
         n_documents = 0
         for document in documents:
@@ -85,7 +87,7 @@ class TfidfKeywordOrder:
 
     def order(self, keyword_words: Sequence[str], nl_query: str) -> list[str]:
         """The unique ``keyword_words`` sorted by descending TF-IDF in ``nl_query`` + keywords."""
-        norm = _normalizer(self.normalize)
+        norm = resolve_normalizer(self.normalize)
         words = unique_words(keyword_words)
         context = Counter(norm(nl_query).split()) + Counter(norm(" ".join(keyword_words)).split())
 
@@ -121,7 +123,7 @@ def keyword_targets(
     """Split the (already TF-IDF-ordered) keyword words into extractive (a source word has the
     same normalised form) and generative ones; ``max_words`` caps their total, keeping the
     highest-ranked words."""
-    norm = _normalizer(normalize)
+    norm = resolve_normalizer(normalize)
     first_position: dict[str, int] = {}
     for position, word in enumerate(source_words):
         if norm(word):  # punctuation is never a keyword
@@ -146,7 +148,7 @@ def keyword_tag_labels(source_words: Sequence[str], keyword_words: Sequence[str]
                        normalize: Normalizer | None = None) -> list[int]:
     """1 for each source word whose normalised form is a gold keyword word, else 0 (every
     occurrence is tagged: the tagger cannot know which occurrence the annotator meant)."""
-    norm = _normalizer(normalize)
+    norm = resolve_normalizer(normalize)
     gold = {norm(w) for w in keyword_words} - {""}
     return [int(norm(word) in gold) for word in source_words]
 
@@ -258,7 +260,7 @@ def add_keyword_targets(
     keyword lists) are not keywords and are dropped."""
     from hf_querygen.tokenization import word_tokenize
 
-    norm = _normalizer(normalize)
+    norm = resolve_normalizer(normalize)
 
     def add(batch: dict[str, list]) -> dict[str, list]:
         ordered = [
