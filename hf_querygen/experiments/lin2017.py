@@ -78,8 +78,8 @@ class NeuralSettings:
     rnn_layers: int = 2
     tagger_embedding_size: int = 64
     tagger_hidden_size: int = 128
-    max_epochs: int = 8
-    patience: int = 2
+    max_epochs: int = 6
+    patience: int = 1
     learning_rate: float = 1e-3
     batch_size: int = 64
     validation_fraction: float = 0.1
