@@ -247,8 +247,13 @@ def tagged_words(tag_logits, attention_mask, source_words: Sequence[Sequence[str
     return out
 
 
-def predict_keywords(system: str, model, data: PreparedData, split: str, batch_size: int = 64) -> list[list[str]]:
-    """Keyword words predicted for every example of ``split`` (greedy decoding)."""
+def predict_keywords(system: str, model, data: PreparedData, split: str, batch_size: int = 64,
+                     suppress_unk: bool = False) -> list[list[str]]:
+    """Keyword words predicted for every example of ``split`` (greedy decoding).
+
+    ``suppress_unk`` forbids the decoders to emit [UNK] (it would be dropped from the keyword query
+    anyway); without it a decoder trained on TF-IDF-ordered targets, whose rarest (often
+    out-of-vocabulary) word comes first, can spend its greedy steps on [UNK]."""
     import torch
 
     from hf_querygen.baselines.keyword_query import union_keyword_queries
@@ -263,8 +268,11 @@ def predict_keywords(system: str, model, data: PreparedData, split: str, batch_s
                 logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
                 out += tagged_words(logits, batch["attention_mask"], encoded["source_words"][start:start + len(logits)])
         return out
+    from hf_querygen.tokenization import UNK_ID
+
+    extra = {"suppress_tokens": [UNK_ID]} if suppress_unk else {}
     texts = generate_texts(model, data.tokenizer, sources, batch_size=batch_size, max_source_length=MAX_SOURCE_LENGTH,
-                           num_beams=1, do_sample=False)
+                           num_beams=1, do_sample=False, **extra)
     generated = [text.split() for text in texts]
     if system != "joint_ats2s_sl":
         return generated
@@ -309,7 +317,7 @@ class Job:
 _WORKER: dict[str, Any] = {}
 
 
-def _init_worker(data_dir: str | Path | None, budget: Budget, threads: int) -> None:
+def _init_worker(data_dir: str | Path | None, budget: Budget, threads: int, suppress_unk: bool = False) -> None:
     """Per worker process: one torch thread (two processes use two cores far better than one process
     with two threads on a shared machine), quiet logs, and the prepared data (deterministic)."""
     import torch
@@ -321,6 +329,7 @@ def _init_worker(data_dir: str | Path | None, budget: Budget, threads: int) -> N
     datasets.disable_progress_bars()
     _WORKER["data"] = prepare_data(data_dir, budget)
     _WORKER["budget"] = budget
+    _WORKER["suppress_unk"] = suppress_unk
 
 
 def _run_job(job: Job) -> dict[str, Any]:
@@ -330,10 +339,11 @@ def _run_job(job: Job) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="liu2018-") as tmp:
         model = train_system(job.system, data, job.seed, Path(tmp), budget, loss_lambda=job.loss_lambda)
     out: dict[str, Any] = {"job": job}
+    suppress_unk = _WORKER["suppress_unk"]
     if job.main:
-        out["test"] = predict_keywords(job.system, model, data, "test")
+        out["test"] = predict_keywords(job.system, model, data, "test", suppress_unk=suppress_unk)
     if job.system == "dual_decoder":
-        out["validation"] = predict_keywords(job.system, model, data, "validation")
+        out["validation"] = predict_keywords(job.system, model, data, "validation", suppress_unk=suppress_unk)
     out["seconds"] = time.time() - started
     return out
 
@@ -344,10 +354,13 @@ _JOB_COST = {"attentional_seq2seq": 3, "joint_ats2s_sl": 3, "luong_local_seq2seq
 
 
 def run(out_dir: str | Path = "results/liu2018", quick: bool = False, seeds: int | None = None,
-        data_dir: str | Path | None = None, workers: int = 2, threads_per_worker: int = 1) -> dict:
+        data_dir: str | Path | None = None, workers: int = 2, threads_per_worker: int = 1,
+        suppress_unk: bool = False, lambda_sweep: bool = True) -> dict:
     """Train and evaluate every system; write results.json / results.md / the two plots to ``out_dir``.
 
     Training runs go to ``workers`` processes (default 2: the 2 CPU cores the full run is sized for).
+    ``suppress_unk``: decode without [UNK] (see :func:`predict_keywords`); ``lambda_sweep=False``
+    skips the Fig. 4 runs.
     """
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
@@ -387,12 +400,13 @@ def run(out_dir: str | Path = "results/liu2018", quick: bool = False, seeds: int
 
     jobs = [Job(system, seed) for seed in range(n_seeds) for system in NEURAL_SYSTEMS]
     # Fig. 4: lambda on the VALIDATION split (lambda = 0.5 comes from the main runs)
-    jobs += [Job("dual_decoder", seed, lam) for seed in range(min(budget.sweep_seeds, n_seeds))
-             for lam in LAMBDAS if lam != 0.5]
+    if lambda_sweep:
+        jobs += [Job("dual_decoder", seed, lam) for seed in range(min(budget.sweep_seeds, n_seeds))
+                 for lam in LAMBDAS if lam != 0.5]
     jobs.sort(key=lambda job: -_JOB_COST[job.system])
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker,
-                             initargs=(data_dir, budget, threads_per_worker)) as pool:
+                             initargs=(data_dir, budget, threads_per_worker, suppress_unk)) as pool:
         results = list(pool.map(_run_job, jobs))
     test_predictions: dict[tuple[str, int], list[list[str]]] = {}
     for result in sorted(results, key=lambda r: (r["job"].seed, NEURAL_SYSTEMS.index(r["job"].system))):
@@ -421,7 +435,7 @@ def run(out_dir: str | Path = "results/liu2018", quick: bool = False, seeds: int
         "output_vocab_size": data.output_vocab_size,
         "max_source_length": MAX_SOURCE_LENGTH,
         "max_target_length": MAX_TARGET_LENGTH,
-        "decoding": "greedy",
+        "decoding": "greedy" + (", [UNK] suppressed" if suppress_unk else ", [UNK] allowed (dropped afterwards)"),
         "training": "Adam lr 1e-3, batch 64, grad clip 5, dropout 0.4, emb 60, LSTM 128, early stopping on "
                     "validation loss (Liu'18 Sec. 5.1) within the epoch cap",
         "metric_averaging": "precision/recall/f1 = mean over test queries; pooled_* = micro over all keywords; "
