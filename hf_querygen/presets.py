@@ -13,6 +13,8 @@ from typing import Any
 
 from transformers import AutoConfig, PretrainedConfig
 
+from .models.dual_decoder.configuration_dual_decoder import LIU2018_DUAL_DECODER
+
 # Liu et al. CIKM'18 Sec. 5.1: embeddings 60, BiLSTM encoder and LSTM decoders of 128, dropout 0.4,
 # encoder and decoders share the word embeddings; the same settings for every baseline they run.
 _LIU2018 = {
@@ -46,6 +48,9 @@ PRESETS: dict[str, dict[str, Any]] = {
     # Liu'18 cite Luong et al. [20] for the attentional baseline but give no score function; the
     # Bahdanau-style additive attention matches their own Eq. (6)-(8) and (12)
     "liu2018-attn-seq2seq": {**_LIU2018, "attention": "bahdanau"},
+    # Liu'18 Sec. 3 / 5.1: the dual decoder, and its pointer decoder alone (the Pointer Network row)
+    "liu2018-dual-decoder": {"model_type": "dual_decoder", **LIU2018_DUAL_DECODER},
+    "liu2018-pointer-network": {"model_type": "dual_decoder", **LIU2018_DUAL_DECODER, "pointer_only": True},
     "liu2018-sequence-labeling": {
         "model_type": "rnn_tagger",
         "cell": "lstm",
@@ -98,6 +103,8 @@ _DING2018_TRAINING = {
 TRAINING_PRESETS: dict[str, dict[str, Any]] = {
     "liu2018-seq2seq": dict(_LIU2018_TRAINING),
     "liu2018-attn-seq2seq": dict(_LIU2018_TRAINING),
+    "liu2018-dual-decoder": dict(_LIU2018_TRAINING),
+    "liu2018-pointer-network": dict(_LIU2018_TRAINING),
     "liu2018-sequence-labeling": dict(_LIU2018_TRAINING),
     # Song'17: "stochastic gradient descent"; rate, batch and clipping not stated: Luong et al. 2015's
     "song2017": {"optim": "sgd", "learning_rate": 1.0, "per_device_train_batch_size": 128, "max_grad_norm": 5.0},

@@ -434,6 +434,13 @@ def train_on_corpus(
     task = get_seq2seq_task(corpus)
     if preset not in PRESETS:
         raise ValueError(f"Unknown model preset {preset!r}; available: {sorted(PRESETS)}")
+    if PRESETS[preset]["model_type"] != "rnn_seq2seq":
+        # the dual decoder needs pointer/generator targets (tasks.nl2kw.encode_nl2kw(mode="dual")), the
+        # tagger BIO labels: both are trained by their reproductions, not by this generic path
+        raise ValueError(
+            f"`train` fits rnn_seq2seq presets; {preset!r} is a {PRESETS[preset]['model_type']!r} model, "
+            "trained by `hf-querygen reproduce liu2018` / `lin2017`"
+        )
     config_name = config_name or task.default_config
     started = time.perf_counter()
     set_seed(seed)
