@@ -24,6 +24,8 @@ from collections.abc import Iterable, Sequence
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
 from transformers import PreTrainedTokenizerFast
 
+from .utils import require_extra
+
 PAD_TOKEN, UNK_TOKEN, BOS_TOKEN, EOS_TOKEN = "[PAD]", "[UNK]", "[BOS]", "[EOS]"
 #: the four special tokens in id order 0..3; every model config uses these ids
 SPECIAL_TOKENS: tuple[str, ...] = (PAD_TOKEN, UNK_TOKEN, BOS_TOKEN, EOS_TOKEN)
@@ -31,12 +33,7 @@ PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
 
 
 def _jieba():
-    try:
-        import jieba
-    except ImportError as err:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            "Chinese word segmentation needs jieba: pip install 'hf-querygen[zh]' (or pip install jieba)"
-        ) from err
+    jieba = require_extra("jieba", "zh", "Chinese word segmentation")
     jieba.setLogLevel(logging.WARNING)  # jieba logs its dictionary loading at INFO on first use
     return jieba
 

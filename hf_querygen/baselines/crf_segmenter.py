@@ -26,6 +26,7 @@ from pathlib import Path
 from hf_querygen.corpora._base import stable_unit_hash
 from hf_querygen.corpora.webis_qsec_10 import SegmentationResources
 from hf_querygen.tasks.segmentation import bio_to_breaks, breaks_to_bio, breaks_to_string, query_words
+from hf_querygen.utils import require_extra
 
 FEATURE_SETS = ("paper", "paper+corpus")
 #: (c1, c2) candidates: L1 only, L2 only, both (chosen on a validation part of the train folds)
@@ -35,13 +36,7 @@ REGULARIZATION_GRID: tuple[tuple[float, float], ...] = (
 
 
 def _require_crfsuite():
-    try:
-        import pycrfsuite
-    except ImportError as err:  # pragma: no cover - depends on the installation
-        raise ImportError(
-            "The CRF segmenter needs python-crfsuite: pip install 'hf-querygen[crf]'"
-        ) from err
-    return pycrfsuite
+    return require_extra("pycrfsuite", "crf", "The CRF segmenter", package="python-crfsuite")
 
 
 # ---------------------------------------------------------------- features

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hf_querygen.tasks.nl2kw import resolve_normalizer, unique_words
+from hf_querygen.utils import require_extra
 
 Normalizer = Callable[[str], str]
 
@@ -53,12 +54,7 @@ class YakeKeywordExtractor:
     def __post_init__(self) -> None:
         if self.top < 1 or self.max_ngram < 1:
             raise ValueError(f"YakeKeywordExtractor: top and max_ngram must be >= 1, got {self.top}, {self.max_ngram}")
-        try:
-            import yake
-        except ImportError as err:  # optional dependency
-            raise ImportError(
-                "YakeKeywordExtractor needs the 'yake' package: pip install 'hf-querygen[keywords]'"
-            ) from err
+        yake = require_extra("yake", "keywords", "YakeKeywordExtractor")
         self._extractor = yake.KeywordExtractor(lan=self.language, n=self.max_ngram, top=self.top)
 
     def __call__(self, nl_query: str) -> list[str]:

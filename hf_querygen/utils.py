@@ -1,0 +1,20 @@
+"""Small helpers shared across the package."""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+
+def require_extra(module: str, extra: str, purpose: str, package: str | None = None) -> ModuleType:
+    """Import an optional dependency, or fail with the ``pip install 'hf-querygen[extra]'`` that brings it.
+
+    ``purpose`` says what needs it ("The CRF segmenter"); ``package`` is its PyPI name when that differs
+    from the module name (python-crfsuite -> pycrfsuite).
+    """
+    try:
+        return importlib.import_module(module)
+    except ImportError as err:  # depends on the installation
+        raise ImportError(
+            f"{purpose} needs {package or module}: pip install 'hf-querygen[{extra}]'"
+        ) from err
