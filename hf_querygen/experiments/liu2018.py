@@ -554,14 +554,31 @@ def claim_check(document: dict) -> str:
     )
 
 
+def _pyplot():
+    """matplotlib.pyplot on the file-only Agg backend (the ``plots`` extra)."""
+    from hf_querygen.utils import require_extra
+
+    require_extra("matplotlib", "plots", "Plotting the liu2018 figures").use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save_figure(plt, fig, ax, xlabel: str, ylabel: str, title: str, path: Path) -> None:
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
 def plot_lambda_sweep(validation_f1: dict, path: Path) -> None:
     """Fig. 4: validation F1 against lambda for seed 0 (every lambda was trained with it), plus the
     mean ± std of all seeds where there are several (lambda = 0.5, from the main runs)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     points = sorted((float(lam), values) for lam, values in validation_f1.items() if values)
     fig, ax = plt.subplots(figsize=(4.5, 3.2))
     ax.plot([lam for lam, _ in points], [values[0] for _, values in points], marker="o", label="seed 0")
@@ -570,22 +587,11 @@ def plot_lambda_sweep(validation_f1: dict, path: Path) -> None:
         ax.errorbar([lam for lam, _ in several], [statistics.fmean(v) for _, v in several],
                     yerr=[statistics.stdev(v) for _, v in several], fmt="s", capsize=3,
                     label=f"mean ± std ({len(several[0][1])} seeds)")
-    ax.set_xlabel("lambda (Eq. 13)")
-    ax.set_ylabel("F1 (validation)")
-    ax.set_title("Fig. 4: dual decoder, lambda sweep")
-    ax.legend(fontsize=7)
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _save_figure(plt, fig, ax, "lambda (Eq. 13)", "F1 (validation)", "Fig. 4: dual decoder, lambda sweep", path)
 
 
 def plot_f1_by_length(profiles: dict[str, list[dict[str, float]]], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 4))
     for system in ("raw_query", "attentional_seq2seq", "sequence_labeling", "pointer_network", "joint_ats2s_sl",
                    "dual_decoder"):
@@ -593,11 +599,5 @@ def plot_f1_by_length(profiles: dict[str, list[dict[str, float]]], path: Path) -
             continue
         rows = profiles[system]
         ax.plot([r["bucket"] for r in rows], [r["f1"] for r in rows], marker="o", label=SYSTEM_LABELS[system])
-    ax.set_xlabel("natural-language query length (words)")
-    ax.set_ylabel("F1 (test)")
-    ax.set_title("Fig. 5: F1 by query length")
-    ax.legend(fontsize=7)
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _save_figure(plt, fig, ax, "natural-language query length (words)", "F1 (test)", "Fig. 5: F1 by query length",
+                 path)
