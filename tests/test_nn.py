@@ -10,6 +10,7 @@ from hf_querygen.nn import (
     CopyNet,
     LocalPredictiveAttention,
     LuongAttention,
+    RecurrentEncoderOutput,
     RecurrentStateCache,
     RNNEncoder,
     build_attention,
@@ -17,6 +18,7 @@ from hf_querygen.nn import (
     first_occurrence_positions,
     live_copy_slots,
     positions_to_extended,
+    recurrent_encoder_output,
 )
 from hf_querygen.nn.loss import token_nll
 
@@ -65,6 +67,24 @@ def test_encoder_rejects_empty_rows_and_bad_shapes():
     with pytest.raises(ValueError, match="unknown RNN cell"):
         RNNEncoder(5, 4, cell="transformer")
 
+
+
+def test_recurrent_encoder_output_wraps_the_encoder_and_validates_word_ids():
+    encoder = RNNEncoder(5, 4).eval()
+    inputs, mask = _padded_batch([4, 2])
+    input_ids = torch.tensor([[7, 3, 7, 2], [3, 3, 0, 0]])
+    encoded = encoder(inputs, mask)
+    out = recurrent_encoder_output(encoded, input_ids, mask)
+    assert isinstance(out, RecurrentEncoderOutput)
+    assert out.last_hidden_state is encoded.outputs and out.final_hidden is encoded.final_hidden
+    assert out.final_cell is encoded.final_cell and out.attention_mask is mask and out.source_input_ids is input_ids
+    assert out.first_positions.tolist() == [[0, 1, 0, 3], [0, 0, 2, 3]]
+    # distinct source word ids keep two [UNK]-like repeats apart
+    word_ids = torch.tensor([[7, 3, 8, 2], [3, 4, 0, 0]])
+    assert recurrent_encoder_output(encoded, input_ids, mask, word_ids).first_positions.tolist() == [
+        [0, 1, 2, 3], [0, 1, 2, 3]]
+    with pytest.raises(ValueError, match="source_word_ids"):
+        recurrent_encoder_output(encoded, input_ids, mask, word_ids[:, :3])
 
 # -- attention -------------------------------------------------------------------------------
 @pytest.mark.parametrize("kind", [k for k in ATTENTION_KINDS if k != "luong-local"])

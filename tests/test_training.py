@@ -157,6 +157,26 @@ def test_early_stopping_on_validation_loss(tmp_path):
     assert trainer.state.best_metric == min(evaluations)
 
 
+def test_group_by_length_batches_similar_decoding_costs(tmp_path):
+    tokenizer = copy_task_tokenizer()
+    rows = copy_task_rows(256, seed=4)
+    for i, row in enumerate(rows):  # targets of 1..8 words
+        row["target"] = " ".join([row["target"]] + ["alpha"] * (i % 8))
+    train = encode_seq2seq(datasets.Dataset.from_list(rows), tokenizer, "source", "target",
+                           output_vocab_size_of(tokenizer), remove_columns=True)
+    trainer = train_seq2seq(
+        tiny_copy_model(tokenizer), tokenizer, train, None, tmp_path, num_train_epochs=1,
+        per_device_train_batch_size=16, group_by_length=True,
+    )
+    assert trainer.args.train_sampling_strategy == "group_by_length"
+    batches = list(trainer.get_train_dataloader())
+    widths = [int((batch["labels"] != -100).sum(-1).max() - (batch["labels"] != -100).sum(-1).min()) for batch in batches]
+    # random batches of 16 over 8+ target lengths almost surely span >= 6 tokens; sorted ones span 1-2
+    assert max(widths) <= 3 and sum(widths) / len(widths) <= 2
+    assert sum(len(batch["labels"]) for batch in batches) == len(train)  # every example, once
+    assert set(batches[0]) == {"input_ids", "attention_mask", "labels", "source_word_ids"}  # no sort key
+
+
 def _one_sgd_step(tmp_path, batch_size, accumulation, train):
     tokenizer = copy_task_tokenizer()
     model = tiny_copy_model(tokenizer, seed=3)

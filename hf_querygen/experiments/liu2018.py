@@ -220,6 +220,7 @@ def train_system(system: str, data: PreparedData, seed: int, work_dir: Path, bud
         seed=seed,
         save_total_limit=1,
         label_names=["labels"],  # the joint model's optional tag_labels must not hide the eval loss
+        group_by_length=True,
     )
     model = trainer.model
     shutil.rmtree(output_dir, ignore_errors=True)  # checkpoints are not part of the results
@@ -389,8 +390,12 @@ def run(out_dir: str | Path = "results/liu2018", quick: bool = False, seeds: int
     lengths: dict[str, list[list[dict[str, float]]]] = {}
     validation_f1: dict[float, list[float]] = {lam: [] for lam in LAMBDAS}
 
+    empty_outputs: dict[str, list[float]] = {}
+
     def record(system: str, predictions: list[list[str]]) -> None:
         runs.setdefault(system, []).append(score(predictions, data, "test"))
+        # share of test queries left without a keyword (a decoder that only emits [UNK] ends here)
+        empty_outputs.setdefault(system, []).append(sum(not p for p in predictions) / max(len(predictions), 1))
         lengths.setdefault(system, []).append(length_profile(predictions, data, "test"))
 
     # non-neural systems are deterministic: one run each
@@ -444,6 +449,8 @@ def run(out_dir: str | Path = "results/liu2018", quick: bool = False, seeds: int
         "yake_validation_f1": yake_grid,
         "lambda_sweep_validation_f1": {str(k): v for k, v in validation_f1.items()},
         "f1_by_length_test": _mean_length_profiles(lengths),
+        "empty_prediction_rate_test": {k: round(statistics.fmean(v), 4) for k, v in empty_outputs.items()},
+        "batching": "training batches grouped by target then source length (train_sampling_strategy=group_by_length)",
         "length_bin_edges_words": list(LENGTH_BIN_EDGES),
         "paper_retrieval_numbers_not_reproduced": PAPER_RETRIEVAL,
         "timings_s": {k: round(v, 1) for k, v in timings.items()},

@@ -1,7 +1,7 @@
-"""Pure-torch building blocks shared by every model: embeddings, (bi)RNN encoders with packing,
-attention (Bahdanau additive, Luong dot / general / concat, Luong local-p), copy distributions in the
-extended output space (CopyNet), a recurrent-state cache that beam search can reorder, the token NLL
-with Trainer's normalisation, and the uniform weight initialisation."""
+"""Building blocks shared by every model: embeddings, (bi)RNN encoders with packing and the encoder
+output the RNN encoder-decoders share, attention (Bahdanau additive, Luong dot / general / concat, Luong
+local-p), copy distributions in the extended output space (CopyNet), a recurrent-state cache that beam
+search can reorder, the token NLL with Trainer's normalisation, and the uniform weight initialisation."""
 
 from .attention import (
     ATTENTION_KINDS,
@@ -25,11 +25,13 @@ from .copy import (
 )
 from .encoder import (
     RNN_CELLS,
+    RecurrentEncoderOutput,
     RNNEncoder,
     RNNEncoderOutput,
     WordEmbeddings,
     build_rnn,
     check_rnn_hyper_parameters,
+    recurrent_encoder_output,
 )
 from .initialization import init_uniform_weights
 from .loss import token_nll
@@ -45,6 +47,7 @@ __all__ = [
     "RNN_CELLS",
     "RNNEncoder",
     "RNNEncoderOutput",
+    "RecurrentEncoderOutput",
     "RecurrentStateCache",
     "WordEmbeddings",
     "build_attention",
@@ -58,5 +61,6 @@ __all__ = [
     "masked_softmax",
     "positions_matching_ids",
     "positions_to_extended",
+    "recurrent_encoder_output",
     "token_nll",
 ]

@@ -1,5 +1,6 @@
-"""Recurrent building blocks: word embeddings and a (bi)directional LSTM/GRU/tanh-RNN encoder over
-padded batches, run with packed sequences so padding never enters the recurrence."""
+"""Recurrent building blocks: word embeddings, a (bi)directional LSTM/GRU/tanh-RNN encoder over
+padded batches, run with packed sequences so padding never enters the recurrence, and the encoder output
+that the RNN encoder-decoder models hand to their decoders (and ``generate()`` expands for beams)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,9 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+from transformers.utils import ModelOutput
+
+from .copy import first_occurrence_positions
 
 RNN_CELLS: dict[str, type[nn.RNNBase]] = {"lstm": nn.LSTM, "gru": nn.GRU, "rnn": nn.RNN}
 
@@ -123,3 +127,47 @@ class RNNEncoder(nn.Module):
             hidden, cell = state
             return RNNEncoderOutput(outputs, self._batch_first_summary(hidden), self._batch_first_summary(cell))
         return RNNEncoderOutput(outputs, self._batch_first_summary(state), None)
+
+
+@dataclass
+class RecurrentEncoderOutput(ModelOutput):
+    """Batch-first encoder results of the RNN encoder-decoder models (generate() expands every tensor
+    along dim 0 for beams).
+
+    last_hidden_state: (B, S, H_out) encoder states, zero at padding; for a BiLSTM h_i = [fw h_i ; bw h_i].
+    final_hidden: (B, num_encoder_layers, H_out) source summary [h_n fwd; h_1 bwd] per layer (Liu'18 Eq. 1);
+        ``final_hidden[:, -1]`` is the top layer's.
+    final_cell: (B, num_encoder_layers, H_out) for LSTM, else None.
+    attention_mask: (B, S) 1 at real source tokens.
+    source_input_ids: (B, S) the source token ids (copy / pointer targets).
+    first_positions: (B, S) first position of each source word (:func:`first_occurrence_positions`,
+        Liu'18 Eq. 4).
+    """
+
+    last_hidden_state: torch.FloatTensor | None = None
+    final_hidden: torch.FloatTensor | None = None
+    final_cell: torch.FloatTensor | None = None
+    attention_mask: torch.LongTensor | None = None
+    source_input_ids: torch.LongTensor | None = None
+    first_positions: torch.LongTensor | None = None
+
+
+def recurrent_encoder_output(encoded: RNNEncoderOutput, input_ids: torch.LongTensor, attention_mask: torch.Tensor,
+                             source_word_ids: torch.LongTensor | None = None) -> RecurrentEncoderOutput:
+    """Wrap what :class:`RNNEncoder` returned for ``input_ids`` (B, S) / ``attention_mask`` (B, S) into a
+    :class:`RecurrentEncoderOutput`.
+
+    ``source_word_ids`` (B, S) optionally tells distinct out-of-vocabulary words apart for copying /
+    pointing (default: ``input_ids``); it decides ``first_positions``."""
+    word_ids = input_ids if source_word_ids is None else source_word_ids
+    if word_ids.shape != input_ids.shape:
+        raise ValueError(f"source_word_ids {tuple(word_ids.shape)} must have the shape of input_ids "
+                         f"{tuple(input_ids.shape)}")
+    return RecurrentEncoderOutput(
+        last_hidden_state=encoded.outputs,
+        final_hidden=encoded.final_hidden,
+        final_cell=encoded.final_cell,
+        attention_mask=attention_mask,
+        source_input_ids=input_ids,
+        first_positions=first_occurrence_positions(word_ids, attention_mask.bool()),
+    )

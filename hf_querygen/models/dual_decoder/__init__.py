@@ -2,7 +2,6 @@
 
 from .configuration_dual_decoder import LIU2018_DUAL_DECODER, DualDecoderConfig
 from .modeling_dual_decoder import (
-    DualDecoderEncoderOutput,
     DualDecoderForKeywordGeneration,
     DualDecoderPreTrainedModel,
 )
@@ -19,7 +18,6 @@ def register() -> None:
 __all__ = [
     "LIU2018_DUAL_DECODER",
     "DualDecoderConfig",
-    "DualDecoderEncoderOutput",
     "DualDecoderForKeywordGeneration",
     "DualDecoderPreTrainedModel",
     "register",

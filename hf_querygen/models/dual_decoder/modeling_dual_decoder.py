@@ -30,12 +30,17 @@ import torch
 from torch import nn
 from transformers import GenerationMixin, PreTrainedModel
 from transformers.modeling_outputs import Seq2SeqLMOutput
-from transformers.utils import ModelOutput
 
 from hf_querygen.nn.attention import AdditiveAttention
 from hf_querygen.nn.cache import RecurrentStateCache
-from hf_querygen.nn.copy import extended_to_input_ids, first_occurrence_positions
-from hf_querygen.nn.encoder import RNNEncoder, WordEmbeddings, build_rnn
+from hf_querygen.nn.copy import extended_to_input_ids
+from hf_querygen.nn.encoder import (
+    RecurrentEncoderOutput,
+    RNNEncoder,
+    WordEmbeddings,
+    build_rnn,
+    recurrent_encoder_output,
+)
 from hf_querygen.nn.initialization import init_uniform_weights
 from hf_querygen.nn.loss import token_nll
 
@@ -44,23 +49,6 @@ from .configuration_dual_decoder import DualDecoderConfig
 #: floor under pointer probabilities before the log (keeps gradients finite at dead slots)
 _PROBABILITY_FLOOR = 1e-30
 _LABEL_PAD_ID = -100
-
-
-@dataclass
-class DualDecoderEncoderOutput(ModelOutput):
-    """Batch-first encoder outputs (generate() expands every field along dim 0 for beams).
-
-    last_hidden_state: (B, S, 2H) BiLSTM states h_i = [fw h_i ; bw h_i] (Sec. 3.2).
-    summary_hidden / summary_cell: (B, 2H) [fw h_n ; bw h_1] (and the cells), input of Eq. (1)/(5).
-    source_input_ids: (B, S) the source token ids (a pointed-at position is embedded as its word).
-    first_occurrence: (B, S) first position holding the same source word (Eq. 4).
-    """
-
-    last_hidden_state: torch.FloatTensor | None = None
-    summary_hidden: torch.FloatTensor | None = None
-    summary_cell: torch.FloatTensor | None = None
-    source_input_ids: torch.LongTensor | None = None
-    first_occurrence: torch.LongTensor | None = None
 
 
 class DualDecoderEncoder(nn.Module):
@@ -79,20 +67,16 @@ class DualDecoderEncoder(nn.Module):
         attention_mask: torch.LongTensor | None = None,
         source_word_ids: torch.LongTensor | None = None,
         **kwargs,
-    ) -> DualDecoderEncoderOutput:
+    ) -> RecurrentEncoderOutput:
         """input_ids (B, S) ending in the [EOS] sentinel, attention_mask (B, S), optional
-        source_word_ids (B, S) (distinct ids per distinct OOV word) -> DualDecoderEncoderOutput."""
+        source_word_ids (B, S) (distinct ids per distinct OOV word) -> :class:`RecurrentEncoderOutput`:
+        last_hidden_state (B, S, 2H) BiLSTM states h_i = [fw h_i ; bw h_i] (Sec. 3.2), final_hidden /
+        final_cell (B, 1, 2H) [fw h_n ; bw h_1] (and the cells), input of Eq. (1)/(5), first_positions
+        (B, S) first position holding the same source word (Eq. 4)."""
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
         encoded = self.rnn(self.embeddings(input_ids), attention_mask)
-        word_ids = input_ids if source_word_ids is None else source_word_ids
-        return DualDecoderEncoderOutput(
-            last_hidden_state=encoded.outputs,
-            summary_hidden=encoded.final_hidden[:, -1],
-            summary_cell=encoded.final_cell[:, -1],
-            source_input_ids=input_ids,
-            first_occurrence=first_occurrence_positions(word_ids, attention_mask.bool()),
-        )
+        return recurrent_encoder_output(encoded, input_ids, attention_mask, source_word_ids)
 
 
 @dataclass
@@ -187,8 +171,9 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, GenerationMixi
         return past_key_values
 
     # ------------------------------------------------------------------ decoding
-    def _initial_state(self, encoder_outputs: DualDecoderEncoderOutput) -> _DecoderState:
-        summary_hidden, summary_cell = encoder_outputs.summary_hidden, encoder_outputs.summary_cell
+    def _initial_state(self, encoder_outputs: RecurrentEncoderOutput) -> _DecoderState:
+        # (B, 2H) [fw h_n ; bw h_1] of the (single-layer) BiLSTM and its cell
+        summary_hidden, summary_cell = encoder_outputs.final_hidden[:, -1], encoder_outputs.final_cell[:, -1]
         batch_size = summary_hidden.shape[0]
         pointer_hidden = self.pointer_init_hidden(summary_hidden)  # Eq. (1)
         pointer_cell = self.pointer_init_cell(summary_cell)
@@ -249,7 +234,7 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, GenerationMixi
         return torch.where(generator_phase.unsqueeze(-1), generator_rows, pointer_rows)
 
     def _embed_decoder_inputs(self, decoder_input_ids: torch.LongTensor,
-                              encoder_outputs: DualDecoderEncoderOutput) -> torch.Tensor:
+                              encoder_outputs: RecurrentEncoderOutput) -> torch.Tensor:
         """(B, T) extended ids -> (B, T, E): a pointed-at position is embedded as its source word."""
         config = self.config
         return self.embeddings(extended_to_input_ids(
@@ -264,7 +249,7 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, GenerationMixi
         phase = (decoder_input_ids == sentinel_id).long().cumsum(dim=1) > 0
         return phase if already is None else phase | already.unsqueeze(1)
 
-    def _decode_parallel(self, decoder_input_ids: torch.LongTensor, encoder_outputs: DualDecoderEncoderOutput,
+    def _decode_parallel(self, decoder_input_ids: torch.LongTensor, encoder_outputs: RecurrentEncoderOutput,
                          source_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Teacher forcing over all T steps at once (both decoders are fed their previous output only,
         so each LSTM runs over its whole input sequence in one call).
@@ -280,7 +265,7 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, GenerationMixi
             embedded, (state.pointer_hidden.unsqueeze(0).contiguous(), state.pointer_cell.unsqueeze(0).contiguous())
         )
         weights = self.pointer_attention(pointer_outputs, encoder_states, source_mask).weights  # Eq. (2)-(3)
-        pointer_log_probs = self._pointer_log_probs(weights, encoder_outputs.first_occurrence, source_mask)
+        pointer_log_probs = self._pointer_log_probs(weights, encoder_outputs.first_positions, source_mask)
         generator_log_probs = None
         n_generator_steps = int(generator_phase.sum(dim=1).max()) if decoder_input_ids.numel() else 0
         if not config.pointer_only and n_generator_steps > 0:
@@ -315,7 +300,7 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, GenerationMixi
         _, (hidden, cell) = rnn(inputs.unsqueeze(1), (hidden.unsqueeze(0).contiguous(), cell.unsqueeze(0).contiguous()))
         return hidden.squeeze(0), cell.squeeze(0)
 
-    def _decode_steps(self, decoder_input_ids: torch.LongTensor, encoder_outputs: DualDecoderEncoderOutput,
+    def _decode_steps(self, decoder_input_ids: torch.LongTensor, encoder_outputs: RecurrentEncoderOutput,
                       source_mask: torch.Tensor, state: _DecoderState) -> tuple[torch.Tensor, torch.Tensor, _DecoderState]:
         """Incremental decoding from a cached ``state`` (generation): one step at a time, carrying both
         decoders' states, the phase flag and the pointer hidden states (Eq. 9-11 attend to them).
@@ -332,7 +317,7 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, GenerationMixi
                 self.pointer_rnn, embedded[:, t], state.pointer_hidden, state.pointer_cell
             )
             weights = self.pointer_attention(pointer_hidden, encoder_states, source_mask).weights  # Eq. (2)-(3)
-            pointer_log_probs = self._pointer_log_probs(weights, encoder_outputs.first_occurrence, source_mask)
+            pointer_log_probs = self._pointer_log_probs(weights, encoder_outputs.first_positions, source_mask)
             state.pointer_states = torch.cat([state.pointer_states, pointer_hidden.unsqueeze(1)], dim=1)
             state.pointer_states_mask = torch.cat([state.pointer_states_mask, ~keep], dim=1)
             state.pointer_hidden = torch.where(keep, state.pointer_hidden, pointer_hidden)
@@ -380,7 +365,7 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, GenerationMixi
         attention_mask: torch.LongTensor | None = None,
         decoder_input_ids: torch.LongTensor | None = None,
         decoder_attention_mask: torch.LongTensor | None = None,
-        encoder_outputs: DualDecoderEncoderOutput | None = None,
+        encoder_outputs: RecurrentEncoderOutput | None = None,
         past_key_values: RecurrentStateCache | None = None,
         labels: torch.LongTensor | None = None,
         use_cache: bool | None = None,
@@ -396,7 +381,7 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, GenerationMixi
             decoder_input_ids: (B, T) extended-space ids fed to the decoders (default: ``labels``
                 shifted right behind ``decoder_start_token_id``); with a non-empty cache only the
                 new ids.
-            encoder_outputs: a :class:`DualDecoderEncoderOutput` (generate() passes it).
+            encoder_outputs: a :class:`RecurrentEncoderOutput` (generate() passes it).
             past_key_values: a :class:`RecurrentStateCache` holding both decoders' state.
             labels: (B, T) extended-space targets ``[V+pos(e_1) .. V+pos(sentinel), g_1 .. g_k, EOS]``,
                 -100 at padding (see :func:`hf_querygen.tasks.nl2kw.dual_decoder_labels`).
@@ -452,7 +437,7 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, GenerationMixi
         decoder_input_ids: torch.LongTensor,
         past_key_values: RecurrentStateCache | None = None,
         attention_mask: torch.LongTensor | None = None,
-        encoder_outputs: DualDecoderEncoderOutput | None = None,
+        encoder_outputs: RecurrentEncoderOutput | None = None,
         use_cache: bool | None = None,
         **kwargs,
     ) -> dict:

@@ -22,8 +22,9 @@ from torch import nn
 from transformers.modeling_outputs import Seq2SeqLMOutput
 
 from ...nn.cache import RecurrentStateCache
+from ...nn.encoder import RecurrentEncoderOutput
 from ...nn.loss import token_nll
-from ..rnn_seq2seq.modeling_rnn_seq2seq import RNNSeq2SeqEncoderOutput, RNNSeq2SeqForConditionalGeneration
+from ..rnn_seq2seq.modeling_rnn_seq2seq import RNNSeq2SeqForConditionalGeneration
 from .configuration_joint_seq2seq_tagger import JointSeq2SeqTaggerConfig
 
 _LABEL_PAD_ID = -100
@@ -49,7 +50,7 @@ class JointSeq2SeqTaggerForConditionalGeneration(RNNSeq2SeqForConditionalGenerat
         self.tag_classifier = nn.Linear(config.encoder_output_size, config.num_tag_labels)
         self.post_init()
 
-    def tag_labels_from_labels(self, labels: torch.LongTensor, encoder_outputs: RNNSeq2SeqEncoderOutput) -> torch.LongTensor:
+    def tag_labels_from_labels(self, labels: torch.LongTensor, encoder_outputs: RecurrentEncoderOutput) -> torch.LongTensor:
         """labels (B, T) in the extended space -> tag labels (B, S): 1 where the source word is in the
         target, 0 elsewhere, -100 at padding and at the final [EOS] of the source."""
         config = self.config
@@ -64,7 +65,7 @@ class JointSeq2SeqTaggerForConditionalGeneration(RNNSeq2SeqForConditionalGenerat
         last = mask.long().sum(dim=1) - 1  # the [EOS] closing each source is not a word
         return tags.scatter(1, last.unsqueeze(1), _LABEL_PAD_ID)
 
-    def tag(self, encoder_outputs: RNNSeq2SeqEncoderOutput) -> torch.Tensor:
+    def tag(self, encoder_outputs: RecurrentEncoderOutput) -> torch.Tensor:
         """Tag scores (B, S, num_tag_labels) from the shared encoder states (B, S, H_out)."""
         return self.tag_classifier(self.tag_dropout(encoder_outputs.last_hidden_state))
 
@@ -74,7 +75,7 @@ class JointSeq2SeqTaggerForConditionalGeneration(RNNSeq2SeqForConditionalGenerat
         attention_mask: torch.Tensor | None = None,
         decoder_input_ids: torch.LongTensor | None = None,
         decoder_attention_mask: torch.Tensor | None = None,
-        encoder_outputs: RNNSeq2SeqEncoderOutput | tuple | None = None,
+        encoder_outputs: RecurrentEncoderOutput | tuple | None = None,
         past_key_values: RecurrentStateCache | None = None,
         labels: torch.LongTensor | None = None,
         use_cache: bool | None = None,
@@ -97,8 +98,8 @@ class JointSeq2SeqTaggerForConditionalGeneration(RNNSeq2SeqForConditionalGenerat
         """
         if encoder_outputs is None:
             encoder_outputs = self.encoder(input_ids, attention_mask, source_word_ids)
-        elif not isinstance(encoder_outputs, RNNSeq2SeqEncoderOutput):
-            encoder_outputs = RNNSeq2SeqEncoderOutput(*encoder_outputs)
+        elif not isinstance(encoder_outputs, RecurrentEncoderOutput):
+            encoder_outputs = RecurrentEncoderOutput(*encoder_outputs)
         decoder_labels = None
         if labels is not None:
             if tag_labels is None:

@@ -11,41 +11,27 @@ extended output space, see :mod:`hf_querygen.nn.copy`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 from torch import nn
 from transformers import GenerationMixin, PreTrainedModel
 from transformers.modeling_outputs import Seq2SeqLMOutput
-from transformers.utils import ModelOutput
 
 from ...nn.attention import build_attention
 from ...nn.cache import RecurrentStateCache
-from ...nn.copy import CopyNet, extended_to_input_ids, first_occurrence_positions
-from ...nn.encoder import RNNEncoder, WordEmbeddings, build_rnn
+from ...nn.copy import CopyNet, extended_to_input_ids
+from ...nn.encoder import (
+    RecurrentEncoderOutput,
+    RNNEncoder,
+    WordEmbeddings,
+    build_rnn,
+    recurrent_encoder_output,
+)
 from ...nn.initialization import init_uniform_weights
 from ...nn.loss import token_nll
 from .configuration_rnn_seq2seq import RNNSeq2SeqConfig
 
-
-@dataclass
-class RNNSeq2SeqEncoderOutput(ModelOutput):
-    """Batch-first encoder results (generate() expands every tensor along dim 0 for beams).
-
-    last_hidden_state: (B, S, H_out) encoder states, zero at padding.
-    final_hidden: (B, num_encoder_layers, H_out) source summary [h_n fwd; h_1 bwd] per layer (Liu'18 Eq. 1).
-    final_cell: (B, num_encoder_layers, H_out) for LSTM, else None.
-    attention_mask: (B, S) 1 at real source tokens.
-    source_input_ids: (B, S) the source token ids (copy targets).
-    first_positions: (B, S) first position of each source word (:func:`first_occurrence_positions`).
-    """
-
-    last_hidden_state: torch.FloatTensor | None = None
-    final_hidden: torch.FloatTensor | None = None
-    final_cell: torch.FloatTensor | None = None
-    attention_mask: torch.LongTensor | None = None
-    source_input_ids: torch.LongTensor | None = None
-    first_positions: torch.LongTensor | None = None
+#: historical name of this model's encoder output (the class is shared with the dual decoder)
+RNNSeq2SeqEncoderOutput = RecurrentEncoderOutput
 
 
 class RNNSeq2SeqEncoder(nn.Module):
@@ -61,7 +47,7 @@ class RNNSeq2SeqEncoder(nn.Module):
                               config.bidirectional_encoder, config.dropout)
 
     def forward(self, input_ids: torch.LongTensor, attention_mask: torch.Tensor | None = None,
-                source_word_ids: torch.LongTensor | None = None, **kwargs) -> RNNSeq2SeqEncoderOutput:
+                source_word_ids: torch.LongTensor | None = None, **kwargs) -> RecurrentEncoderOutput:
         """input_ids (B, S), attention_mask (B, S) (default: input_ids != pad), source_word_ids (B, S) optional
         ids telling distinct out-of-vocabulary words apart for copying (default: input_ids)."""
         if input_ids is None:
@@ -69,18 +55,7 @@ class RNNSeq2SeqEncoder(nn.Module):
         if attention_mask is None:
             attention_mask = (input_ids != self.pad_token_id).long()
         encoded = self.rnn(self.embed_tokens(input_ids), attention_mask)
-        word_ids = input_ids if source_word_ids is None else source_word_ids
-        if word_ids.shape != input_ids.shape:
-            raise ValueError(f"source_word_ids {tuple(word_ids.shape)} must have the shape of input_ids "
-                             f"{tuple(input_ids.shape)}")
-        return RNNSeq2SeqEncoderOutput(
-            last_hidden_state=encoded.outputs,
-            final_hidden=encoded.final_hidden,
-            final_cell=encoded.final_cell,
-            attention_mask=attention_mask,
-            source_input_ids=input_ids,
-            first_positions=first_occurrence_positions(word_ids, attention_mask.bool()),
-        )
+        return recurrent_encoder_output(encoded, input_ids, attention_mask, source_word_ids)
 
 
 class RNNSeq2SeqDecoder(nn.Module):
@@ -132,7 +107,7 @@ class RNNSeq2SeqDecoder(nn.Module):
                         if config.copy == "copynet" else None)
 
     # -- state ------------------------------------------------------------------------------
-    def initial_state(self, encoder_outputs: RNNSeq2SeqEncoderOutput) -> dict[str, torch.Tensor]:
+    def initial_state(self, encoder_outputs: RecurrentEncoderOutput) -> dict[str, torch.Tensor]:
         """Batch-first decoder state before the first step: hidden/cell (B, L, H), feed (B, H),
         copy_probs (B, S)."""
         config = self.config
@@ -168,7 +143,7 @@ class RNNSeq2SeqDecoder(nn.Module):
 
     # -- scoring ----------------------------------------------------------------------------
     def _scores(self, rnn_output: torch.Tensor, context: torch.Tensor | None,
-                encoder_outputs: RNNSeq2SeqEncoderOutput) -> tuple[torch.Tensor, torch.Tensor | None,
+                encoder_outputs: RecurrentEncoderOutput) -> tuple[torch.Tensor, torch.Tensor | None,
                                                                    torch.Tensor | None]:
         """rnn_output (B, [T,] H), context (B, [T,] H_out) -> (scores (B, [T,] C), attentional vector h~ or None,
         copy probabilities (B, [T,] S) or None)."""
@@ -192,7 +167,7 @@ class RNNSeq2SeqDecoder(nn.Module):
         # nothing computed after step t-1's RNN feeds step t's RNN input: run the whole sequence at once
         return not (self.attend_before_rnn or self.input_feeding or self.selective_read)
 
-    def forward(self, decoder_input_ids: torch.LongTensor, encoder_outputs: RNNSeq2SeqEncoderOutput,
+    def forward(self, decoder_input_ids: torch.LongTensor, encoder_outputs: RecurrentEncoderOutput,
                 state: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """decoder_input_ids (B, T) in the extended space (ids >= V copy a source position), state from
         :meth:`initial_state` or the cache -> (scores (B, T, C), state after the last step)."""
@@ -318,7 +293,7 @@ class RNNSeq2SeqForConditionalGeneration(RNNSeq2SeqPreTrainedModel, GenerationMi
         attention_mask: torch.Tensor | None = None,
         decoder_input_ids: torch.LongTensor | None = None,
         decoder_attention_mask: torch.Tensor | None = None,
-        encoder_outputs: RNNSeq2SeqEncoderOutput | tuple | None = None,
+        encoder_outputs: RecurrentEncoderOutput | tuple | None = None,
         past_key_values: RecurrentStateCache | None = None,
         labels: torch.LongTensor | None = None,
         use_cache: bool | None = None,
@@ -336,7 +311,7 @@ class RNNSeq2SeqForConditionalGeneration(RNNSeq2SeqPreTrainedModel, GenerationMi
                 ``past_key_values`` only the tokens not yet consumed. Default: labels shifted right.
             decoder_attention_mask: (B, T) accepted for API compatibility; a unidirectional decoder over
                 right-padded targets never looks at later (padded) steps, so it is not needed.
-            encoder_outputs: :class:`RNNSeq2SeqEncoderOutput` computed before (generate() does).
+            encoder_outputs: :class:`RecurrentEncoderOutput` computed before (generate() does).
             past_key_values: :class:`RecurrentStateCache` from the previous step.
             labels: (B, T) target ids, -100 (or pad) where no loss is taken.
             use_cache: return the decoder state in ``past_key_values`` (default: True unless labels are given).
@@ -350,8 +325,8 @@ class RNNSeq2SeqForConditionalGeneration(RNNSeq2SeqPreTrainedModel, GenerationMi
         return_dict = self.config.return_dict if return_dict is None else return_dict
         if encoder_outputs is None:
             encoder_outputs = self.encoder(input_ids, attention_mask, source_word_ids)
-        elif not isinstance(encoder_outputs, RNNSeq2SeqEncoderOutput):
-            encoder_outputs = RNNSeq2SeqEncoderOutput(*encoder_outputs)
+        elif not isinstance(encoder_outputs, RecurrentEncoderOutput):
+            encoder_outputs = RecurrentEncoderOutput(*encoder_outputs)
         if encoder_outputs.attention_mask is None:
             raise ValueError("encoder_outputs lacks attention_mask; build them with model.encoder(...)")
 
