@@ -157,24 +157,45 @@ def test_early_stopping_on_validation_loss(tmp_path):
     assert trainer.state.best_metric == min(evaluations)
 
 
-def test_group_by_length_batches_similar_decoding_costs(tmp_path):
+def test_group_by_length_batches_similar_source_lengths_in_random_order(tmp_path):
     tokenizer = copy_task_tokenizer()
     rows = copy_task_rows(256, seed=4)
-    for i, row in enumerate(rows):  # targets of 1..8 words
-        row["target"] = " ".join([row["target"]] + ["alpha"] * (i % 8))
+    for i, row in enumerate(rows):  # sources of 2..9+ words
+        row["source"] = " ".join([row["source"]] + ["alpha"] * (i % 8))
     train = encode_seq2seq(datasets.Dataset.from_list(rows), tokenizer, "source", "target",
                            output_vocab_size_of(tokenizer), remove_columns=True)
     trainer = train_seq2seq(
         tiny_copy_model(tokenizer), tokenizer, train, None, tmp_path, num_train_epochs=1,
         per_device_train_batch_size=16, group_by_length=True,
     )
-    assert trainer.args.train_sampling_strategy == "group_by_length"
-    batches = list(trainer.get_train_dataloader())
-    widths = [int((batch["labels"] != -100).sum(-1).max() - (batch["labels"] != -100).sum(-1).min()) for batch in batches]
-    # random batches of 16 over 8+ target lengths almost surely span >= 6 tokens; sorted ones span 1-2
-    assert max(widths) <= 3 and sum(widths) / len(widths) <= 2
-    assert sum(len(batch["labels"]) for batch in batches) == len(train)  # every example, once
-    assert set(batches[0]) == {"input_ids", "attention_mask", "labels", "source_word_ids"}  # no sort key
+    epochs = [list(trainer.get_train_dataloader()) for _ in range(2)]
+    for batches in epochs:
+        source_lengths = [batch["attention_mask"].sum(-1) for batch in batches]
+        widths = [int(lengths.max() - lengths.min()) for lengths in source_lengths]
+        # random batches of 16 over 8+ source lengths almost surely span >= 6 tokens; sorted ones span 1-2
+        assert max(widths) <= 3 and sum(widths) / len(widths) <= 2
+        assert sum(len(batch["input_ids"]) for batch in batches) == len(train)  # every example, once
+        # ... and the batches are NOT walked from longest to shortest (the stock sampler's order)
+        maxima = [int(lengths.max()) for lengths in source_lengths]
+        assert maxima != sorted(maxima, reverse=True) and maxima != sorted(maxima)
+    assert [b["input_ids"].tolist() for b in epochs[0]] != [b["input_ids"].tolist() for b in epochs[1]]
+
+
+def test_bucketed_batch_sampler_keeps_the_incomplete_batch_last():
+    import torch
+
+    from hf_querygen.training import BucketedBatchSampler
+
+    torch.manual_seed(0)
+    keys = [(i * 7) % 5 for i in range(23)]
+    indices = list(BucketedBatchSampler(keys, batch_size=4, mega_batch_size=2))
+    assert sorted(indices) == list(range(23))
+    batches = [indices[i:i + 4] for i in range(0, 23, 4)]
+    assert len(batches[-1]) == 3
+    for batch in batches:  # each batch is a run of one sorted mega-batch
+        assert [keys[i] for i in batch] == sorted(keys[i] for i in batch)
+    with pytest.raises(ValueError, match="batch_size"):
+        BucketedBatchSampler(keys, batch_size=0)
 
 
 def _one_sgd_step(tmp_path, batch_size, accumulation, train):
@@ -242,6 +263,7 @@ def test_cli_train_evaluate_generate(data_dir, tmp_path, capsys):
                      "--quick", "--max-steps", "12", "--data-dir", str(data_dir), "--max-source-length", "24"]) == 0
     trained = json.loads(capsys.readouterr().out)
     assert trained["global_steps"] == 12 and trained["train_examples"] > 1000 and trained["quick"]
+    assert trained["group_by_length"]
     assert trained["validation_examples"] == 256 and "eval_f1" in trained["validation"]
     assert json.loads((out / TRAINING_METADATA_FILE).read_text()) == trained
     assert not list(out.glob("checkpoint-*")) and (out / "model.safetensors").is_file()

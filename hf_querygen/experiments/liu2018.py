@@ -450,7 +450,7 @@ def run(out_dir: str | Path = "results/liu2018", quick: bool = False, seeds: int
         "lambda_sweep_validation_f1": {str(k): v for k, v in validation_f1.items()},
         "f1_by_length_test": _mean_length_profiles(lengths),
         "empty_prediction_rate_test": {k: round(statistics.fmean(v), 4) for k, v in empty_outputs.items()},
-        "batching": "training batches grouped by target then source length (train_sampling_strategy=group_by_length)",
+        "batching": "random batches of similar source length, in random order (hf_querygen.training.BucketedBatchSampler)",
         "length_bin_edges_words": list(LENGTH_BIN_EDGES),
         "paper_retrieval_numbers_not_reproduced": PAPER_RETRIEVAL,
         "timings_s": {k: round(v, 1) for k, v in timings.items()},
