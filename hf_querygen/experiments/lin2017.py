@@ -78,8 +78,8 @@ class NeuralSettings:
     rnn_layers: int = 2
     tagger_embedding_size: int = 64
     tagger_hidden_size: int = 128
-    max_epochs: int = 6
-    patience: int = 1
+    max_epochs: int = 20
+    patience: int = 2
     learning_rate: float = 1e-3
     batch_size: int = 64
     validation_fraction: float = 0.1
@@ -141,7 +141,7 @@ def _train(model, tokenizer, train_set, validation_set, work_dir: Path, settings
     trainer = train_seq2seq(
         model, tokenizer, train_set, validation_set, work_dir, training_preset=arguments,
         max_new_tokens=24, early_stopping_patience=settings.patience, num_train_epochs=settings.max_epochs,
-        seed=seed, save_total_limit=1,
+        seed=seed, save_total_limit=1, group_by_length=True,
     )
     epochs = trainer.state.epoch
     shutil.rmtree(work_dir, ignore_errors=True)  # checkpoints are not part of the results
