@@ -17,6 +17,7 @@ not reproduced, and the epoch budget is capped so the whole run fits 30 minutes 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import math
@@ -78,7 +79,9 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class Budget:
-    """Training budget: epochs cap (early stopping on validation loss inside it) and data caps."""
+    """Training budget: epochs cap (early stopping on validation loss inside it), data caps, and whether
+    training batches are bucketed by source length (faster; see :class:`hf_querygen.training.BucketedBatchSampler`
+    and NOTES.md for what it costs the pointer network)."""
 
     epochs: float
     patience: int
@@ -86,6 +89,7 @@ class Budget:
     max_validation: int | None = None
     max_test: int | None = None
     sweep_seeds: int = 1
+    group_by_length: bool = True
 
 
 FULL_BUDGET = Budget(epochs=12, patience=2)
@@ -220,7 +224,7 @@ def train_system(system: str, data: PreparedData, seed: int, work_dir: Path, bud
         seed=seed,
         save_total_limit=1,
         label_names=["labels"],  # the joint model's optional tag_labels must not hide the eval loss
-        group_by_length=True,
+        group_by_length=budget.group_by_length,
     )
     model = trainer.model
     shutil.rmtree(output_dir, ignore_errors=True)  # checkpoints are not part of the results
@@ -356,12 +360,12 @@ _JOB_COST = {"attentional_seq2seq": 3, "joint_ats2s_sl": 3, "luong_local_seq2seq
 
 def run(out_dir: str | Path = "results/liu2018", quick: bool = False, seeds: int | None = None,
         data_dir: str | Path | None = None, workers: int = 2, threads_per_worker: int = 1,
-        suppress_unk: bool = False, lambda_sweep: bool = True) -> dict:
+        suppress_unk: bool = False, lambda_sweep: bool = True, group_by_length: bool = True) -> dict:
     """Train and evaluate every system; write results.json / results.md / the two plots to ``out_dir``.
 
     Training runs go to ``workers`` processes (default 2: the 2 CPU cores the full run is sized for).
     ``suppress_unk``: decode without [UNK] (see :func:`predict_keywords`); ``lambda_sweep=False``
-    skips the Fig. 4 runs.
+    skips the Fig. 4 runs; ``group_by_length=False`` trains on plain random batches (slower).
     """
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
@@ -379,7 +383,7 @@ def run(out_dir: str | Path = "results/liu2018", quick: bool = False, seeds: int
     torch.set_num_threads(threads_per_worker)
     datasets.disable_progress_bars()
     started = time.time()
-    budget = QUICK_BUDGET if quick else FULL_BUDGET
+    budget = dataclasses.replace(QUICK_BUDGET if quick else FULL_BUDGET, group_by_length=group_by_length)
     n_seeds = seeds or (1 if quick else 3)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -450,7 +454,8 @@ def run(out_dir: str | Path = "results/liu2018", quick: bool = False, seeds: int
         "lambda_sweep_validation_f1": {str(k): v for k, v in validation_f1.items()},
         "f1_by_length_test": _mean_length_profiles(lengths),
         "empty_prediction_rate_test": {k: round(statistics.fmean(v), 4) for k, v in empty_outputs.items()},
-        "batching": "random batches of similar source length, in random order (hf_querygen.training.BucketedBatchSampler)",
+        "batching": ("random batches of similar source length, in random order (hf_querygen.training.BucketedBatchSampler)"
+                     if budget.group_by_length else "random batches"),
         "length_bin_edges_words": list(LENGTH_BIN_EDGES),
         "paper_retrieval_numbers_not_reproduced": PAPER_RETRIEVAL,
         "timings_s": {k: round(v, 1) for k, v in timings.items()},
