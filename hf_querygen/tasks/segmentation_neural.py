@@ -35,6 +35,7 @@ from .segmentation import (
     segmentation_to_target,
     target_tokens_to_breaks,
 )
+from .seq2seq import decode_extended
 
 if TYPE_CHECKING:
     import datasets
@@ -174,26 +175,6 @@ def _word_token_ids(
     return [extended_target_ids(words, words, vocab, size, copy=copies) for words in source_words]
 
 
-def _output_tokens(ids: Sequence[int], query_tokens: Sequence[str], tokenizer: PreTrainedTokenizerFast,
-                   model: PreTrainedModel) -> list[str]:
-    """Generated ids (after the start token) -> token strings up to [EOS]; a copy id
-    ``output_vocab_size + j`` becomes query token ``j``. Unlike
-    :func:`hf_querygen.tasks.seq2seq.decode_extended` this keeps ``[UNK]``: it stands for a query word."""
-    tokens = []
-    for token_id in ids:
-        if token_id == tokenizer.eos_token_id:
-            break
-        if token_id == tokenizer.pad_token_id:
-            continue
-        if token_id >= model.config.output_vocab_size:
-            position = token_id - model.config.output_vocab_size
-            if position < len(query_tokens):
-                tokens.append(query_tokens[position])
-            continue
-        tokens.append(tokenizer.convert_ids_to_tokens(token_id))
-    return tokens
-
-
 def seq2seq_batch_breaks(
     model: PreTrainedModel,
     tokenizer: PreTrainedTokenizerFast,
@@ -228,8 +209,11 @@ def seq2seq_batch_breaks(
     breaks = []
     for row, ids, n in zip(batch["input_ids"].tolist(), generated.tolist(), lengths, strict=True):
         query_tokens = tokenizer.convert_ids_to_tokens(row[:n])
-        # [UNK] on both sides lines an out-of-vocabulary query word up with its output token
-        breaks.append(target_tokens_to_breaks(_output_tokens(ids[1:], query_tokens, tokenizer, model), query_tokens))
+        # only padding is skipped: [UNK] on both sides lines an out-of-vocabulary query word up with its
+        # output token (ids[1:]: after the start token)
+        output_tokens = decode_extended(ids[1:], query_tokens, tokenizer, model.config.output_vocab_size,
+                                        skip_token_ids={tokenizer.pad_token_id})
+        breaks.append(target_tokens_to_breaks(output_tokens, query_tokens))
     return breaks
 
 

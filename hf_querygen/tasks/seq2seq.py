@@ -21,7 +21,7 @@ copied from the source comes out as itself, never as ``[UNK]``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..tokenization import EOS_ID, UNK_ID, word_tokenize
@@ -224,16 +224,18 @@ def decode_extended(
     source_words: Sequence[str],
     tokenizer: PreTrainedTokenizerFast,
     output_vocab_size: int,
+    skip_token_ids: Collection[int] | None = None,
 ) -> list[str]:
     """Extended-space ids -> words: ``id >= output_vocab_size`` is the source word at position
-    ``id - output_vocab_size``; stops at ``[EOS]``; skips special tokens and -100 padding.
+    ``id - output_vocab_size``; stops at ``[EOS]``; skips ``skip_token_ids`` (default: every special
+    token) and -100 padding.
 
     A copy id pointing past the source words (the ``[EOS]`` position or batch padding) yields no
     word. Leading ``decoder_start_token_id`` / ``[BOS]`` are specials and therefore skipped.
     """
     if hasattr(ids, "tolist"):
         ids = ids.tolist()
-    special_ids = set(tokenizer.all_special_ids)
+    special_ids = set(tokenizer.all_special_ids if skip_token_ids is None else skip_token_ids)
     words: list[str] = []
     for token_id in ids:
         if token_id == EOS_ID:
