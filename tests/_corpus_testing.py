@@ -45,3 +45,17 @@ def card_split_sizes(card: Path) -> dict[str, dict[str, int]]:
         info["config_name"]: {split["name"]: split["num_examples"] for split in info["splits"]}
         for info in card_header(card)["dataset_info"]
     }
+
+
+def assert_card_header_is_rendered(corpus: str, built: dict) -> None:
+    """The committed card's YAML header equals what the build renders for ``built`` (config ->
+    (DatasetDict, build log)), keeping the card's hand-written keys (all but configs / dataset_info)."""
+    from hf_querygen.corpora._base import dataset_folder, render_card_header
+
+    card = dataset_folder(corpus) / "README.md"
+    committed_header = card.read_text(encoding="utf-8").split("---\n", 2)[1]
+    extra = {
+        k: v for k, v in yaml.safe_load(committed_header).items() if k not in ("configs", "dataset_info")
+    }
+    rendered = render_card_header(corpus, {config: dd for config, (dd, _) in built.items()}, extra)
+    assert rendered == "---\n" + committed_header + "---\n"

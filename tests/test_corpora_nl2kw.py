@@ -8,11 +8,10 @@ import shutil
 from collections import Counter
 
 import pytest
-import yaml
-from _corpus_testing import card_split_sizes, data_dir_with
+from _corpus_testing import assert_card_header_is_rendered, card_split_sizes, data_dir_with
 
 from hf_querygen.corpora import CorpusFormatError, build_dataset_folder, load_corpus
-from hf_querygen.corpora._base import dataset_folder, render_card_header
+from hf_querygen.corpora._base import dataset_folder
 from hf_querygen.corpora.nl2kw import CONFIGS, QALD_LANGUAGES, normalize_for_matching, split_keywords
 
 # The counts the dataset card states (dataset_scripts/nl2kw/README.md).
@@ -70,13 +69,7 @@ def test_every_config_has_the_card_counts(built):
 
 
 def test_card_header_is_the_one_the_build_writes(built):
-    card = dataset_folder("nl2kw") / "README.md"
-    committed_header = card.read_text(encoding="utf-8").split("---\n", 2)[1]
-    extra = {
-        k: v for k, v in yaml.safe_load(committed_header).items() if k not in ("configs", "dataset_info")
-    }
-    rendered = render_card_header("nl2kw", {config: dd for config, (dd, _) in built.items()}, extra)
-    assert rendered == "---\n" + committed_header + "---\n"
+    assert_card_header_is_rendered("nl2kw", built)
 
 
 def test_qald_questions_are_deduplicated_across_editions(built, english):

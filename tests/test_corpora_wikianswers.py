@@ -7,11 +7,10 @@ import json
 import shutil
 
 import pytest
-import yaml
-from _corpus_testing import card_split_sizes, data_dir_with
+from _corpus_testing import assert_card_header_is_rendered, card_split_sizes, data_dir_with
 
 from hf_querygen.corpora import CorpusFormatError, build_dataset_folder, load_corpus
-from hf_querygen.corpora._base import dataset_folder, normalize_for_matching, render_card_header
+from hf_querygen.corpora._base import dataset_folder, normalize_for_matching
 from hf_querygen.corpora.wikianswers import CONFIGS, passes_question_filter, question_terms
 
 # The counts the dataset card states (dataset_scripts/wikianswers/README.md).
@@ -49,13 +48,7 @@ def test_every_config_has_the_card_counts(built):
 
 
 def test_card_header_is_the_one_the_build_writes(built):
-    card = dataset_folder("wikianswers") / "README.md"
-    committed_header = card.read_text(encoding="utf-8").split("---\n", 2)[1]
-    extra = {
-        k: v for k, v in yaml.safe_load(committed_header).items() if k not in ("configs", "dataset_info")
-    }
-    rendered = render_card_header("wikianswers", {config: dd for config, (dd, _) in built.items()}, extra)
-    assert rendered == "---\n" + committed_header + "---\n"
+    assert_card_header_is_rendered("wikianswers", built)
 
 
 def test_comqa_clusters_and_answers(built):
