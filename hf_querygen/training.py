@@ -179,9 +179,9 @@ def source_length_keys(dataset: datasets.Dataset) -> list[int]:
 
     Not the target length, although an RNN decoder loops over the longest target of the batch: batches
     of equal target length are batches of equal stopping decisions (a pointer decoder trained on a
-    batch of one-word targets learns "stop at once"). On nl2kw (liu2018, seed 0) the pointer network's
-    validation F1 was 0.380 with random batches, 0.350 grouped by source length and 0.286 grouped by
-    target then source length."""
+    batch of one-word targets learns "stop at once"). On nl2kw (liu2018) the pointer network's
+    validation F1 was 0.394 +- 0.012 with random batches and 0.369 +- 0.035 grouped by source length
+    (3 seeds), 0.286 grouped by target then source length (seed 0)."""
     if "input_ids" not in dataset.column_names:
         raise ValueError("group_by_length needs an input_ids column in the training dataset")
     return [len(ids) for ids in dataset["input_ids"]]
@@ -191,13 +191,14 @@ class BucketedBatchSampler:
     """Random batches of similar source length, in random order (a bucket iterator).
 
     Every epoch: shuffle the examples, cut them into mega-batches of ``mega_batch_size`` batches, sort
-    each mega-batch by ``keys`` (:func:`source_length_keys`), cut it into batches and SHUFFLE THE BATCHES. The last
-    step is what transformers' ``LengthGroupedSampler`` does not do: it walks each mega-batch from the
-    longest to the shortest examples, so every epoch ends on a run of the shortest ones just before the
-    evaluation that picks the checkpoint. Yields example
-    indices; the DataLoader's ``batch_size`` cuts them back into the same batches (the one incomplete
-    batch, if any, comes last). A plain iterable with ``__len__`` is all a DataLoader sampler needs, which
-    keeps torch out of this module's import.
+    each mega-batch by ``keys`` (:func:`source_length_keys`), cut it into batches and SHUFFLE THE
+    BATCHES. The last step is what transformers' ``LengthGroupedSampler`` does not do: it walks each
+    mega-batch from the longest to the shortest examples, so every epoch ends on a run of the shortest
+    ones just before the evaluation that picks the checkpoint.
+
+    Yields example indices; the DataLoader's ``batch_size`` cuts them back into the same batches (the
+    one incomplete batch, if any, comes last). A plain iterable with ``__len__`` is all a DataLoader
+    sampler needs, which keeps torch out of this module's import.
     """
 
     def __init__(self, keys: Sequence[int], batch_size: int, mega_batch_size: int = 50):
