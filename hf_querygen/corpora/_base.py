@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from xml.etree import ElementTree
 
+from ..errors import CorpusFormatError
+
 if TYPE_CHECKING:  # datasets costs ~0.7 s at import; only the builders need it
     import datasets
 
@@ -45,17 +47,6 @@ def resolve_data_dir(data_dir: str | os.PathLike | None = None) -> Path:
     raise FileNotFoundError(
         f"No corpus data directory found (tried {tried}). Pass data_dir=... or set ${DATA_DIR_ENV}."
     )
-
-
-class CorpusFormatError(ValueError):
-    """A malformed record in a raw corpus file; the message names file, line/record and the problem."""
-
-    def __init__(self, path: str | os.PathLike, line: int | str | None, message: str):
-        self.path = str(path)
-        self.line = line
-        self.reason = message
-        where = f"{self.path}:{line}" if line is not None else self.path
-        super().__init__(f"{where}: {message}")
 
 
 @dataclass

@@ -20,13 +20,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..errors import InvalidInputError
+
 #: the break symbol of the Webis-QSeC-10 notation and the extra target token of the RNN segmenter
 BREAK_TOKEN = "|"
 #: tag names, index = label id (ClassLabel order of the corpus)
 BIO_LABELS: tuple[str, str] = ("B", "I")
 
 
-class SegmentationError(ValueError):
+class SegmentationError(InvalidInputError):
     """A segmentation that does not fit its query (wrong words, wrong length, bad tag)."""
 
 

@@ -1,0 +1,33 @@
+"""The library's exception types: one base class, so callers can catch everything we raise on purpose.
+
+Every error raised on purpose for bad input derives from :class:`InvalidInputError` (a ``ValueError``,
+so existing ``except ValueError`` code keeps working); its message says what is wrong, where (file
+and line for corpus files) and what to do. Unexpected failures stay the exceptions Python raises.
+"""
+
+from __future__ import annotations
+
+import os
+
+
+class HFQueryGenError(Exception):
+    """Base class of every exception hf-querygen raises on purpose."""
+
+
+class InvalidInputError(HFQueryGenError, ValueError):
+    """Input that the called function cannot accept: the message names the argument and the fix."""
+
+
+class CorpusFormatError(InvalidInputError):
+    """A malformed record in a raw corpus file; the message names file, line/record and the problem."""
+
+    def __init__(self, path: str | os.PathLike, line: int | str | None, message: str):
+        self.path = str(path)
+        self.line = line
+        self.reason = message
+        where = f"{self.path}:{line}" if line is not None else self.path
+        super().__init__(f"{where}: {message}")
+
+
+class ModelFolderError(InvalidInputError):
+    """A model or index folder that is missing, incomplete or corrupted (names the folder and the file)."""
