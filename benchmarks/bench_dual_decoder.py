@@ -31,18 +31,38 @@ def build_models(tokenizer, output_vocab_size: int) -> dict:
     sizes = {"vocab_size": len(tokenizer), "output_vocab_size": output_vocab_size}
     return {
         "dual_decoder": DualDecoderForKeywordGeneration(DualDecoderConfig(**LIU2018_DUAL_DECODER, **sizes)),
-        "attentional_seq2seq": RNNSeq2SeqForConditionalGeneration(config_from_preset("liu2018-attn-seq2seq", **sizes)),
+        "attentional_seq2seq": RNNSeq2SeqForConditionalGeneration(
+            config_from_preset("liu2018-attn-seq2seq", **sizes)
+        ),
     }
 
 
-def queries_per_second(model, tokenizer, texts: list[str], batch_size: int, num_beams: int, new_tokens: int) -> float:
+def queries_per_second(
+    model, tokenizer, texts: list[str], batch_size: int, num_beams: int, new_tokens: int
+) -> float:
     from hf_querygen.training import generate_texts
 
-    generate_texts(model, tokenizer, texts[:batch_size], batch_size=batch_size, num_beams=num_beams,
-                   max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=False)  # warm-up
+    generate_texts(
+        model,
+        tokenizer,
+        texts[:batch_size],
+        batch_size=batch_size,
+        num_beams=num_beams,
+        max_new_tokens=new_tokens,
+        min_new_tokens=new_tokens,
+        do_sample=False,
+    )  # warm-up
     started = time.perf_counter()
-    generate_texts(model, tokenizer, texts, batch_size=batch_size, num_beams=num_beams,
-                   max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=False)
+    generate_texts(
+        model,
+        tokenizer,
+        texts,
+        batch_size=batch_size,
+        num_beams=num_beams,
+        max_new_tokens=new_tokens,
+        min_new_tokens=new_tokens,
+        do_sample=False,
+    )
     return len(texts) / (time.perf_counter() - started)
 
 
@@ -67,8 +87,12 @@ def main(argv: list[str] | None = None) -> dict:
     texts = list(splits["validation"]["nl_query"])[: args.queries]
     output_vocab_size = tokenizer.init_kwargs["output_vocab_size"]
     results: dict = {
-        "machine": {"python": platform.python_version(), "torch": torch.__version__, "threads": args.threads,
-                    "processor": platform.processor() or platform.machine()},
+        "machine": {
+            "python": platform.python_version(),
+            "torch": torch.__version__,
+            "threads": args.threads,
+            "processor": platform.processor() or platform.machine(),
+        },
         "queries": len(texts),
         "new_tokens_per_query": args.new_tokens,
         "vocab_size": len(tokenizer),

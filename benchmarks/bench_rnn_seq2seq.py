@@ -60,17 +60,42 @@ def bench_preset(preset: str, args: argparse.Namespace) -> dict:
     tokenizer = train_word_tokenizer(train_raw["nl_query"], target_texts=train_raw["keyword_query"])
     V = output_vocab_size_of(tokenizer)
     config = config_from_preset(
-        preset, vocab_size=len(tokenizer), output_vocab_size=V, pad_token_id=0, unk_token_id=1, bos_token_id=2,
-        eos_token_id=3, decoder_start_token_id=2,
+        preset,
+        vocab_size=len(tokenizer),
+        output_vocab_size=V,
+        pad_token_id=0,
+        unk_token_id=1,
+        bos_token_id=2,
+        eos_token_id=3,
+        decoder_start_token_id=2,
     )
     model = AutoModelForSeq2SeqLM.from_config(config)
-    train = encode_seq2seq(train_raw, tokenizer, "nl_query", "keyword_query", V, 64, 16,
-                           copy=model_copies(config), remove_columns=True)
+    train = encode_seq2seq(
+        train_raw,
+        tokenizer,
+        "nl_query",
+        "keyword_query",
+        V,
+        64,
+        16,
+        copy=model_copies(config),
+        remove_columns=True,
+    )
     batch_size = TRAINING_PRESETS.get(preset, {}).get("per_device_train_batch_size", 64)
     rss_before = _peak_rss_mib()
     with tempfile.TemporaryDirectory() as out:
-        trainer = train_seq2seq(model, tokenizer, train, None, out, training_preset=preset, max_new_tokens=16,
-                                max_steps=args.train_steps, save_strategy="no", logging_steps=10**6)
+        trainer = train_seq2seq(
+            model,
+            tokenizer,
+            train,
+            None,
+            out,
+            training_preset=preset,
+            max_new_tokens=16,
+            max_steps=args.train_steps,
+            save_strategy="no",
+            logging_steps=10**6,
+        )
     rss_after = _peak_rss_mib()
     train_metrics = next(log for log in trainer.state.log_history if "train_samples_per_second" in log)
 
@@ -81,12 +106,28 @@ def bench_preset(preset: str, args: argparse.Namespace) -> dict:
         for batch in (1, 64):
             n_queries = args.queries_batch1 if batch == 1 else args.queries_batch64
             texts = list(sources[:n_queries])
-            generate_texts(model, tokenizer, texts[: min(batch, 4)], batch_size=batch, num_beams=beams,
-                           max_new_tokens=args.new_tokens, min_new_tokens=args.new_tokens)  # warm-up
+            generate_texts(
+                model,
+                tokenizer,
+                texts[: min(batch, 4)],
+                batch_size=batch,
+                num_beams=beams,
+                max_new_tokens=args.new_tokens,
+                min_new_tokens=args.new_tokens,
+            )  # warm-up
             started = time.perf_counter()
-            generate_texts(model, tokenizer, texts, batch_size=batch, num_beams=beams,
-                           max_new_tokens=args.new_tokens, min_new_tokens=args.new_tokens)
-            generation[f"{search}_batch{batch}_queries_per_s"] = round(n_queries / (time.perf_counter() - started), 2)
+            generate_texts(
+                model,
+                tokenizer,
+                texts,
+                batch_size=batch,
+                num_beams=beams,
+                max_new_tokens=args.new_tokens,
+                min_new_tokens=args.new_tokens,
+            )
+            generation[f"{search}_batch{batch}_queries_per_s"] = round(
+                n_queries / (time.perf_counter() - started), 2
+            )
     return {
         "preset": preset,
         "parameters": sum(p.numel() for p in model.parameters()),
@@ -118,11 +159,18 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     results = []
     for preset in args.presets:
-        command = [sys.executable, os.path.abspath(__file__), "--one", "--presets", preset] + [
-            flag for name in ("threads", "train_steps", "new_tokens", "queries_batch1", "queries_batch64")
-            for flag in (f"--{name.replace('_', '-')}", str(getattr(args, name)))
-        ] + (["--data-dir", args.data_dir] if args.data_dir else [])
-        done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+        command = (
+            [sys.executable, os.path.abspath(__file__), "--one", "--presets", preset]
+            + [
+                flag
+                for name in ("threads", "train_steps", "new_tokens", "queries_batch1", "queries_batch64")
+                for flag in (f"--{name.replace('_', '-')}", str(getattr(args, name)))
+            ]
+            + (["--data-dir", args.data_dir] if args.data_dir else [])
+        )
+        done = subprocess.run(
+            command, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"}
+        )
         if done.returncode != 0:
             results.append({"preset": preset, "error": done.stderr.strip().splitlines()[-1:]})
             continue
@@ -130,19 +178,26 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     import transformers
 
-    print(json.dumps({
-        "benchmark": "rnn_seq2seq",
-        "device": "cpu",
-        "torch_threads": args.threads,
-        "cpu_count": os.cpu_count(),
-        "load_average_1min_at_end": round(os.getloadavg()[0], 2),
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-        "transformers": transformers.__version__,
-        "memory_measure": "growth of peak RSS (getrusage ru_maxrss) during training, per preset process",
-        "generation_setting": f"{args.new_tokens} new tokens per query (min = max), nl2kw validation sources",
-        "results": results,
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "benchmark": "rnn_seq2seq",
+                "device": "cpu",
+                "torch_threads": args.threads,
+                "cpu_count": os.cpu_count(),
+                "load_average_1min_at_end": round(os.getloadavg()[0], 2),
+                "python": platform.python_version(),
+                "torch": torch.__version__,
+                "transformers": transformers.__version__,
+                "memory_measure": "growth of peak RSS (getrusage ru_maxrss) during training, per preset "
+                "process",
+                "generation_setting": f"{args.new_tokens} new tokens per query (min = max), nl2kw "
+                "validation sources",
+                "results": results,
+            },
+            indent=2,
+        )
+    )
     return 0
 
 

@@ -56,8 +56,13 @@ def main() -> dict:
     train = corpus.filter(lambda row: row["fold"] != 0)
     test = corpus.filter(lambda row: row["fold"] == 0)
     queries, n = test["query"], test.num_rows
-    results: dict = {"device": "cpu", "threads": args.threads, "python": platform.python_version(),
-                     "torch": torch.__version__, "test_queries": n}
+    results: dict = {
+        "device": "cpu",
+        "threads": args.threads,
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "test_queries": n,
+    }
 
     for name, strict in (("wt", False), ("wt_snp", True)):
         segmenter = WikipediaTitleSegmenter(resources, strict)
@@ -70,19 +75,36 @@ def main() -> dict:
         start = time.perf_counter()
         model = CRFSegmenter(settings, resources).fit(train["words"], train["breaks"], train_pos)
         train_seconds = time.perf_counter() - start
-        results[name] = {**_rate(lambda m=model: m.predict_breaks(test["words"], test_pos), n),
-                         "train_seconds": round(train_seconds, 2), "train_queries": train.num_rows}
+        results[name] = {
+            **_rate(lambda m=model: m.predict_breaks(test["words"], test_pos), n),
+            "train_seconds": round(train_seconds, 2),
+            "train_queries": train.num_rows,
+        }
 
     settings = NeuralSettings()
     tokenizer = train_segmentation_tokenizer(train["query"], train["reference"])
     size = settings.rnn_hidden_size
-    rnn = RNNSeq2SeqForConditionalGeneration(config_from_preset(
-        "lin2017-segmenter", vocab_size=len(tokenizer), output_vocab_size=len(tokenizer), embedding_size=size,
-        hidden_size=size, decoder_hidden_size=size, num_encoder_layers=settings.rnn_layers,
-        num_decoder_layers=settings.rnn_layers)).eval()
-    tagger = RNNTaggerForTokenClassification(RNNTaggerConfig(
-        vocab_size=len(tokenizer), embedding_size=settings.tagger_embedding_size,
-        hidden_size=settings.tagger_hidden_size, id2label={0: "B", 1: "I"}, label2id={"B": 0, "I": 1})).eval()
+    rnn = RNNSeq2SeqForConditionalGeneration(
+        config_from_preset(
+            "lin2017-segmenter",
+            vocab_size=len(tokenizer),
+            output_vocab_size=len(tokenizer),
+            embedding_size=size,
+            hidden_size=size,
+            decoder_hidden_size=size,
+            num_encoder_layers=settings.rnn_layers,
+            num_decoder_layers=settings.rnn_layers,
+        )
+    ).eval()
+    tagger = RNNTaggerForTokenClassification(
+        RNNTaggerConfig(
+            vocab_size=len(tokenizer),
+            embedding_size=settings.tagger_embedding_size,
+            hidden_size=settings.tagger_hidden_size,
+            id2label={0: "B", 1: "I"},
+            label2id={"B": 0, "I": 1},
+        )
+    ).eval()
     few = queries[: args.batch1_queries]
     variants = {
         "rnn_encoder_decoder_constrained": (rnn, {"constrained": True}),
@@ -92,11 +114,19 @@ def main() -> dict:
     }
     for name, (model, kwargs) in variants.items():
         results[name] = {
-            "batch_1": _rate(lambda m=model, k=kwargs: segment_breaks(m, tokenizer, few, batch_size=1, **k), len(few)),
-            "batch_64": _rate(lambda m=model, k=kwargs: segment_breaks(m, tokenizer, queries, batch_size=64, **k), n),
+            "batch_1": _rate(
+                lambda m=model, k=kwargs: segment_breaks(m, tokenizer, few, batch_size=1, **k), len(few)
+            ),
+            "batch_64": _rate(
+                lambda m=model, k=kwargs: segment_breaks(m, tokenizer, queries, batch_size=64, **k), n
+            ),
         }
-    results["neural_sizes"] = {"rnn_hidden_size": size, "rnn_layers": settings.rnn_layers,
-                               "tagger_hidden_size": settings.tagger_hidden_size, "vocab_size": len(tokenizer)}
+    results["neural_sizes"] = {
+        "rnn_hidden_size": size,
+        "rnn_layers": settings.rnn_layers,
+        "tagger_hidden_size": settings.tagger_hidden_size,
+        "vocab_size": len(tokenizer),
+    }
     print(json.dumps(results, indent=2))
     return results
 

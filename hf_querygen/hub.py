@@ -1,7 +1,8 @@
 """Model cards and Hub pushes (SetFit / SpanMarker style).
 
 ``render_model_card`` fills ``model_cards/hf_querygen_model_card.md`` (shipped as package data through
-the ``hf_querygen/model_cards`` link) from a model's config and the training metadata (:func:`card_kwargs_from_training` reads what
+the ``hf_querygen/model_cards`` link) from a model's config and the training metadata
+(:func:`card_kwargs_from_training` reads what
 ``hf-querygen train`` wrote beside the model); ``push_to_hub`` saves model, tokenizer and card into
 one folder and uploads it in a single commit with ``HfApi.upload_folder`` (the stock
 ``PreTrainedModel.push_to_hub`` would replace our card with a generic one).
@@ -93,7 +94,9 @@ def render_model_card(
         tags=["hf-querygen", model_type, "query-reformulation"],
         datasets=[dataset] if dataset else None,
         metrics=sorted(eval_metrics) or None,
-        eval_results=_eval_results(eval_metrics, task, dataset, dataset_split) if eval_metrics and dataset else None,
+        eval_results=_eval_results(eval_metrics, task, dataset, dataset_split)
+        if eval_metrics and dataset
+        else None,
     )
     table = ""
     if eval_metrics:
@@ -103,7 +106,8 @@ def render_model_card(
     usage = (
         f'model = AutoModelForSeq2SeqLM.from_pretrained("{repo}")\n'
         f'tokenizer = AutoTokenizer.from_pretrained("{repo}")\n'
-        f'reformulate = pipeline("query-reformulation", model="{repo}")  # copies unknown words from the input'
+        f'reformulate = pipeline("query-reformulation", model="{repo}")  # copies unknown words from '
+        "the input"
     )
     return ModelCard.from_template(
         card_data,
@@ -130,8 +134,18 @@ def render_model_card(
 
 #: keys of ``hf_querygen_training.json`` shown as training hyper-parameters on the card
 _TRAINING_KEYS = (
-    "preset", "corpus", "config", "seed", "global_steps", "train_examples", "validation_examples",
-    "vocab_size", "output_vocab_size", "max_source_length", "max_target_length", "copy",
+    "preset",
+    "corpus",
+    "config",
+    "seed",
+    "global_steps",
+    "train_examples",
+    "validation_examples",
+    "vocab_size",
+    "output_vocab_size",
+    "max_source_length",
+    "max_target_length",
+    "copy",
 )
 
 
@@ -147,7 +161,9 @@ def card_kwargs_from_training(model_dir: str | Path) -> dict[str, Any]:
     validation = {
         key.removeprefix("eval_"): value
         for key, value in metadata.get("validation", {}).items()
-        if key.startswith("eval_") and not key.endswith(("_runtime", "_per_second")) and not key.startswith("eval_n_")
+        if key.startswith("eval_")
+        and not key.endswith(("_runtime", "_per_second"))
+        and not key.startswith("eval_n_")
     }
     corpus = metadata.get("corpus")
     return {

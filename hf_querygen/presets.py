@@ -71,7 +71,12 @@ PRESETS: dict[str, dict[str, Any]] = {
     },
     "ding2018-ednet": {**_DING2018, "attention": "none"},
     "ding2018-attnet": {**_DING2018, "attention": "bahdanau"},
-    "ding2018-copynet": {**_DING2018, "attention": "bahdanau", "copy": "copynet", "copy_selective_read": True},
+    "ding2018-copynet": {
+        **_DING2018,
+        "attention": "bahdanau",
+        "copy": "copynet",
+        "copy_selective_read": True,
+    },
     # Lin et al. eCOM'17 Sec. 4.1: one-hot input, 2-layer tanh RNN of 1024, dropout 0.05, no attention.
     # A one-hot input times the first-layer matrix equals an embedding lookup, so embeddings of 1024 and
     # an untied (separate) source / target table stand in for it; the encoder is unidirectional (Fig. 2).
@@ -107,17 +112,28 @@ TRAINING_PRESETS: dict[str, dict[str, Any]] = {
     "liu2018-pointer-network": dict(_LIU2018_TRAINING),
     "liu2018-sequence-labeling": dict(_LIU2018_TRAINING),
     # Song'17: "stochastic gradient descent"; rate, batch and clipping not stated: Luong et al. 2015's
-    "song2017": {"optim": "sgd", "learning_rate": 1.0, "per_device_train_batch_size": 128, "max_grad_norm": 5.0},
+    "song2017": {
+        "optim": "sgd",
+        "learning_rate": 1.0,
+        "per_device_train_batch_size": 128,
+        "max_grad_norm": 5.0,
+    },
     "ding2018-ednet": dict(_DING2018_TRAINING),
     "ding2018-attnet": dict(_DING2018_TRAINING),
     "ding2018-copynet": dict(_DING2018_TRAINING),
     # Lin'17: Adam, learning rate 1e-4, 50,000 epochs; batch size and clipping not stated
-    "lin2017-segmenter": {**_ADAM, "learning_rate": 1e-4, "per_device_train_batch_size": 64, "max_grad_norm": 0.0},
+    "lin2017-segmenter": {
+        **_ADAM,
+        "learning_rate": 1e-4,
+        "per_device_train_batch_size": 64,
+        "max_grad_norm": 0.0,
+    },
 }
 
 
 def config_from_preset(name: str, **overrides: Any) -> PretrainedConfig:
-    """The config of preset ``name`` with ``overrides`` (e.g. ``vocab_size``, ``output_vocab_size``) applied."""
+    """The config of preset ``name`` with ``overrides`` (e.g. ``vocab_size``, ``output_vocab_size``)
+    applied."""
     if name not in PRESETS:
         raise KeyError(f"unknown preset {name!r}; known presets: {sorted(PRESETS)}")
     import hf_querygen  # noqa: F401  (registers the model types with AutoConfig)

@@ -57,7 +57,9 @@ class JiebaWordTokenizer(PreTrainedTokenizerFast):
         if not is_split_into_words:
             text = _segment_any(text)
             text_pair = _segment_any(text_pair)
-        return super()._encode_plus(text, text_pair=text_pair, is_split_into_words=is_split_into_words, **kwargs)
+        return super()._encode_plus(
+            text, text_pair=text_pair, is_split_into_words=is_split_into_words, **kwargs
+        )
 
 
 def _segment_any(text):

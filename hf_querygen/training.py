@@ -135,7 +135,8 @@ def configure_generation(
         bos_token_id=tokenizer.bos_token_id,
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
-        decoder_start_token_id=getattr(model.config, "decoder_start_token_id", None) or tokenizer.bos_token_id,
+        decoder_start_token_id=getattr(model.config, "decoder_start_token_id", None)
+        or tokenizer.bos_token_id,
     )
 
 
@@ -214,12 +215,16 @@ class BucketedBatchSampler:
     def __iter__(self):
         import torch
 
-        permutation = torch.randperm(len(self.keys)).tolist()  # torch's RNG: seeded by Trainer like the stock samplers
+        permutation = torch.randperm(
+            len(self.keys)
+        ).tolist()  # torch's RNG: seeded by Trainer like the stock samplers
         span = self.batch_size * self.mega_batch_size
         batches = []
         for start in range(0, len(permutation), span):
-            mega_batch = sorted(permutation[start:start + span], key=self.keys.__getitem__)
-            batches += [mega_batch[i:i + self.batch_size] for i in range(0, len(mega_batch), self.batch_size)]
+            mega_batch = sorted(permutation[start : start + span], key=self.keys.__getitem__)
+            batches += [
+                mega_batch[i : i + self.batch_size] for i in range(0, len(mega_batch), self.batch_size)
+            ]
         incomplete = [batches.pop()] if batches and len(batches[-1]) < self.batch_size else []
         order = torch.randperm(len(batches)).tolist()
         for batch in [batches[i] for i in order] + incomplete:
@@ -233,8 +238,10 @@ def _bucketed_trainer_class():
     class BucketedSeq2SeqTrainer(Seq2SeqTrainer):
         def _get_train_sampler(self, train_dataset=None):
             dataset = self.train_dataset if train_dataset is None else train_dataset
-            return BucketedBatchSampler(source_length_keys(dataset),
-                                        self.args.train_batch_size * self.args.gradient_accumulation_steps)
+            return BucketedBatchSampler(
+                source_length_keys(dataset),
+                self.args.train_batch_size * self.args.gradient_accumulation_steps,
+            )
 
     return BucketedSeq2SeqTrainer
 
@@ -292,12 +299,20 @@ def train_seq2seq(
         "generation_max_length": None,
         "generation_num_beams": num_beams,
     }
-    arguments.setdefault("dataloader_pin_memory", torch.cuda.is_available())  # pinning warns on CPU-only hosts
+    arguments.setdefault(
+        "dataloader_pin_memory", torch.cuda.is_available()
+    )  # pinning warns on CPU-only hosts
     if eval_dataset is None:
         arguments.update(eval_strategy="no", load_best_model_at_end=False)
         early_stopping_patience = None
-    if arguments.get("max_steps", -1) > 0 and arguments["eval_strategy"] == "epoch" and eval_dataset is not None:
-        raise ValueError("with max_steps, evaluate every eval_steps: pass eval_strategy='steps' and eval_steps")
+    if (
+        arguments.get("max_steps", -1) > 0
+        and arguments["eval_strategy"] == "epoch"
+        and eval_dataset is not None
+    ):
+        raise ValueError(
+            "with max_steps, evaluate every eval_steps: pass eval_strategy='steps' and eval_steps"
+        )
     args = Seq2SeqTrainingArguments(**arguments)
 
     configure_generation(model, tokenizer, max_new_tokens, num_beams)
@@ -376,7 +391,10 @@ def generate_texts(
     model.eval()
     for start in range(0, len(order), batch_size):
         indices = order[start : start + batch_size]
-        features = [{key: encoded[key][i] for key in ("input_ids", "attention_mask", "source_word_ids")} for i in indices]
+        features = [
+            {key: encoded[key][i] for key in ("input_ids", "attention_mask", "source_word_ids")}
+            for i in indices
+        ]
         batch = {k: v.to(model.device) for k, v in collator(features).items() if k in accepted}
         with torch.no_grad():
             generated = model.generate(**batch, **generate_kwargs)
@@ -427,15 +445,23 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     train.add_argument("--seed", type=int, default=42)
     train.add_argument("--data-dir", type=Path, default=None, help="raw corpora (default ../shared/data)")
     train.add_argument("--vocab-size", type=int, default=None, help="cap on the whole vocabulary")
-    train.add_argument("--output-vocab-size", type=int, default=None, help="decoder vocabulary (default all targets)")
+    train.add_argument(
+        "--output-vocab-size", type=int, default=None, help="decoder vocabulary (default all targets)"
+    )
     train.add_argument("--min-frequency", type=int, default=1)
     train.add_argument("--max-source-length", type=int, default=64)
     train.add_argument("--max-target-length", type=int, default=16)
     train.add_argument("--num-beams", type=int, default=1, help="saved generation config")
     train.add_argument("--keep-checkpoints", action="store_true", help="keep checkpoint-* folders")
-    train.add_argument("--group-by-length", action=argparse.BooleanOptionalAction, default=True,
-                       help="batch examples of similar source length (faster; default on)")
-    train.add_argument("--chinese-segmentation", action="store_true", help="segment words with jieba (zh extra)")
+    train.add_argument(
+        "--group-by-length",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="batch examples of similar source length (faster; default on)",
+    )
+    train.add_argument(
+        "--chinese-segmentation", action="store_true", help="segment words with jieba (zh extra)"
+    )
     train.add_argument("--threads", type=int, default=1, help=THREADS_HELP)
     train.set_defaults(func=_train_command)
 
@@ -612,7 +638,9 @@ def train_on_corpus(
         "seconds": round(time.perf_counter() - started, 1),
         "torch_threads": torch.get_num_threads(),
     }
-    Path(output_dir, TRAINING_METADATA_FILE).write_text(json.dumps(metadata, indent=2) + "\n", encoding="utf-8")
+    Path(output_dir, TRAINING_METADATA_FILE).write_text(
+        json.dumps(metadata, indent=2) + "\n", encoding="utf-8"
+    )
     if not keep_checkpoints:
         for checkpoint in Path(output_dir).glob("checkpoint-*"):
             shutil.rmtree(checkpoint)
@@ -630,7 +658,11 @@ def load_trained(model_dir: str | Path):
         raise FileNotFoundError(f"{model_dir} holds no trained model (no config.json)")
     metadata_path = model_dir / TRAINING_METADATA_FILE
     metadata = json.loads(metadata_path.read_text(encoding="utf-8")) if metadata_path.is_file() else {}
-    return AutoModelForSeq2SeqLM.from_pretrained(model_dir), AutoTokenizer.from_pretrained(model_dir), metadata
+    return (
+        AutoModelForSeq2SeqLM.from_pretrained(model_dir),
+        AutoTokenizer.from_pretrained(model_dir),
+        metadata,
+    )
 
 
 def _set_threads(threads: int) -> None:

@@ -15,6 +15,4 @@ def require_extra(module: str, extra: str, purpose: str, package: str | None = N
     try:
         return importlib.import_module(module)
     except ImportError as err:  # depends on the installation
-        raise ImportError(
-            f"{purpose} needs {package or module}: pip install 'hf-querygen[{extra}]'"
-        ) from err
+        raise ImportError(f"{purpose} needs {package or module}: pip install 'hf-querygen[{extra}]'") from err

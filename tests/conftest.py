@@ -23,7 +23,9 @@ class NetworkCallInTest(RuntimeError):
 
 def _guarded_connect(self, address):
     host = address[0] if isinstance(address, tuple) else address
-    if isinstance(host, str) and (host.startswith("127.") or host in ("localhost", "::1") or host.startswith("/")):
+    if isinstance(host, str) and (
+        host.startswith("127.") or host in ("localhost", "::1") or host.startswith("/")
+    ):
         return _real_connect(self, address)
     raise NetworkCallInTest(f"test tried to open a network connection to {address!r}")
 

@@ -19,7 +19,12 @@ SPLIT_SIZES = {
     "semeval": {"train": 1224, "validation": 87, "test": 221},
     "nfcorpus": {"train": 154, "validation": 13, "test": 37},
 }
-QUERIES_PER_SOURCE = {"semeval2016-original": 159, "semeval2016-related": 1206, "semeval2015": 167, "nfcorpus": 204}
+QUERIES_PER_SOURCE = {
+    "semeval2016-original": 159,
+    "semeval2016-related": 1206,
+    "semeval2015": 167,
+    "nfcorpus": 204,
+}
 REMOVED = {
     "semeval2016-original: no relevant document (removed as in the paper, Sec. 3.2)": 28,
     "semeval2016-related: empty description": 31,
@@ -76,7 +81,10 @@ def test_quadruples_follow_the_paper(built):
                 assert relevant == {"Good"} and "Good" not in irrelevant
             for document in example["relevant_documents"] + example["irrelevant_documents"]:
                 assert document["sentences"] and all(s and s == s.strip() for s in document["sentences"])
-            key = (q2id.normalize_for_matching(example["query"]), q2id.normalize_for_matching(example["description"]))
+            key = (
+                q2id.normalize_for_matching(example["query"]),
+                q2id.normalize_for_matching(example["description"]),
+            )
             assert key not in keys, f"duplicate question {example['id']}"
             keys.add(key)
 
@@ -112,23 +120,41 @@ def test_stats_on_a_hand_made_dataset():
         return {"doc_id": "d", "label": "x", "sentences": ["s"] * n_sentences}
 
     rows = [
-        {"id": "a", "source": "semeval2015", "source_split": "dev", "query_type": "question",
-         "query": "visa in 2015 for Qatar", "description": "one two three four",
-         "relevant_documents": [document(1), document(3)], "irrelevant_documents": []},
-        {"id": "b", "source": "nfcorpus", "source_split": "dev", "query_type": "title",
-         "query": "café 42", "description": "a b",
-         "relevant_documents": [document(2)], "irrelevant_documents": [document(5), document(1), document(3)]},
+        {
+            "id": "a",
+            "source": "semeval2015",
+            "source_split": "dev",
+            "query_type": "question",
+            "query": "visa in 2015 for Qatar",
+            "description": "one two three four",
+            "relevant_documents": [document(1), document(3)],
+            "irrelevant_documents": [],
+        },
+        {
+            "id": "b",
+            "source": "nfcorpus",
+            "source_split": "dev",
+            "query_type": "title",
+            "query": "café 42",
+            "description": "a b",
+            "relevant_documents": [document(2)],
+            "irrelevant_documents": [document(5), document(1), document(3)],
+        },
     ]
     dataset_dict = datasets.DatasetDict(
-        {"train": datasets.Dataset.from_list(rows[:1], features=q2id.q2id_features()),
-         "test": datasets.Dataset.from_list(rows[1:], features=q2id.q2id_features())}
+        {
+            "train": datasets.Dataset.from_list(rows[:1], features=q2id.q2id_features()),
+            "test": datasets.Dataset.from_list(rows[1:], features=q2id.q2id_features()),
+        }
     )
     stats = q2id.stats(dataset_dict)
     assert stats["queries"] == 2 and stats["train"] == 1 and stats["test"] == 1
     assert stats["avg_query_words"] == 2.5  # "visa in for qatar" (digits dropped), "caf" (non-ASCII dropped)
     assert stats["avg_relevant_documents"] == 1.5 and stats["avg_irrelevant_documents"] == 1.5
     assert stats["relevant_documents"] == 3 and stats["irrelevant_documents"] == 3
-    assert stats["avg_relevant_document_sentences"] == 2.0 and stats["avg_irrelevant_document_sentences"] == 3.0
+    assert (
+        stats["avg_relevant_document_sentences"] == 2.0 and stats["avg_irrelevant_document_sentences"] == 3.0
+    )
     assert stats["avg_description_words"] == 3.0
     assert stats["queries_without_irrelevant_documents"] == 1
     assert stats["queries_per_source"] == {"nfcorpus": 1, "semeval2015": 1}
@@ -161,7 +187,8 @@ def test_hub_folder_loads_like_load_corpus(built, data_dir, tmp_path):
     committed = dataset_folder("q2id")
     header = yaml.safe_load((committed / "README.md").read_text(encoding="utf-8").split("---\n")[1])
     card_sizes = {
-        info["config_name"]: {s["name"]: s["num_examples"] for s in info["splits"]} for info in header["dataset_info"]
+        info["config_name"]: {s["name"]: s["num_examples"] for s in info["splits"]}
+        for info in header["dataset_info"]
     }
     assert card_sizes == SPLIT_SIZES
     built_here = (committed / "data" / "all" / "train.parquet").exists()
@@ -176,12 +203,12 @@ def test_hub_folder_loads_like_load_corpus(built, data_dir, tmp_path):
 
 # ---------------------------------------------------------------- sentence splitting and words
 def test_split_sentences_rules():
-    text = "Hi Dr. Smith, see e.g. the J. Doe post.. It works!! Really?\nNew line \"quoted.\" end"
+    text = 'Hi Dr. Smith, see e.g. the J. Doe post.. It works!! Really?\nNew line "quoted." end'
     assert q2id.split_sentences(text) == [
         "Hi Dr. Smith, see e.g. the J. Doe post..",
         "It works!!",
         "Really?",
-        "New line \"quoted.\"",
+        'New line "quoted."',
         "end",
     ]
     assert q2id.split_sentences("version 2.5 costs 8.000 QAR; www.qatarliving.com ok") == [
@@ -192,7 +219,13 @@ def test_split_sentences_rules():
 
 @pytest.mark.parametrize(
     "text",
-    ["a. b. c", "Ok..\r\n\r\nthanks  a lot!:)", "Mr. X. Y? (yes.) no", "  lead\tand trail  ", "one\u2028two. three"],
+    [
+        "a. b. c",
+        "Ok..\r\n\r\nthanks  a lot!:)",
+        "Mr. X. Y? (yes.) no",
+        "  lead\tand trail  ",
+        "one\u2028two. three",
+    ],
 )
 def test_split_sentences_keeps_every_word(text):
     assert " ".join(q2id.split_sentences(text)) == collapse_whitespace(text)
@@ -223,7 +256,9 @@ def line_at(content: bytes, index: int) -> int:
     return content[:index].count(b"\n") + 1
 
 
-def corrupted_copy(data_dir: Path, tmp_path: Path, relative: str, old: bytes, new: bytes, occurrence: int = 1):
+def corrupted_copy(
+    data_dir: Path, tmp_path: Path, relative: str, old: bytes, new: bytes, occurrence: int = 1
+):
     """A data dir in ``tmp_path`` linking every raw q2id file, with ``relative`` copied and its
     ``occurrence``-th ``old`` replaced by ``new``; returns (data dir, corrupted path, line of the change)."""
     root = tmp_path / "data"
@@ -244,7 +279,9 @@ def assert_error_at(err: pytest.ExceptionInfo, path: Path, line: int, reason: st
 
 
 def test_semeval2015_malformed_xml(data_dir, tmp_path):
-    root, path, line = corrupted_copy(data_dir, tmp_path, q2id.SEMEVAL2015_XML, b"</QSubject>", b"</QSubj>", 11)
+    root, path, line = corrupted_copy(
+        data_dir, tmp_path, q2id.SEMEVAL2015_XML, b"</QSubject>", b"</QSubj>", 11
+    )
     with pytest.raises(CorpusFormatError) as err:
         q2id.read_semeval2015(root, ParseLog())
     assert_error_at(err, path, line, "malformed XML: mismatched tag")
@@ -256,7 +293,9 @@ def test_semeval2015_malformed_xml(data_dir, tmp_path):
 def test_semeval2015_unknown_label_in_reader_and_load_corpus(built, data_dir, tmp_path):
     # The sixth Good comment belongs to Q2603, a training query of the real build.
     assert "semeval2015/dev/Q2603" in built["semeval"][0]["train"]["id"]
-    root, path, line = corrupted_copy(data_dir, tmp_path, q2id.SEMEVAL2015_XML, b'CGOLD="Good"', b'CGOLD="Great"', 6)
+    root, path, line = corrupted_copy(
+        data_dir, tmp_path, q2id.SEMEVAL2015_XML, b'CGOLD="Good"', b'CGOLD="Great"', 6
+    )
     with pytest.raises(CorpusFormatError) as err:
         q2id.read_semeval2015(root, ParseLog())
     assert_error_at(err, path, line, "unknown CGOLD label: 'Great'")
@@ -272,13 +311,17 @@ def test_semeval2015_unknown_label_in_reader_and_load_corpus(built, data_dir, tm
     assert log.summary()["skipped_malformed"] == 1
     assert log.summary()["malformed_examples"][0].startswith(f"{path}:{line}:")
     expected = built["semeval"][0]
-    assert list(dataset_dict["train"]["id"]) == [i for i in expected["train"]["id"] if i != "semeval2015/dev/Q2603"]
+    assert list(dataset_dict["train"]["id"]) == [
+        i for i in expected["train"]["id"] if i != "semeval2015/dev/Q2603"
+    ]
     for split in ("validation", "test"):
         assert same_rows(dataset_dict[split], expected[split])
 
 
 def test_semeval2015_unexpected_element(data_dir, tmp_path):
-    root, path, line = corrupted_copy(data_dir, tmp_path, q2id.SEMEVAL2015_XML, b"<root>\r\n", b"<root>\r\n<Note/>\r\n")
+    root, path, line = corrupted_copy(
+        data_dir, tmp_path, q2id.SEMEVAL2015_XML, b"<root>\r\n", b"<root>\r\n<Note/>\r\n"
+    )
     with pytest.raises(CorpusFormatError) as err:
         q2id.read_semeval2015(root, ParseLog())
     assert_error_at(err, path, line + 1, "unexpected <Note> element (expected <Question>)")
@@ -307,7 +350,9 @@ def test_semeval2016_missing_element(data_dir, tmp_path):
     element_line = line_at(content, content.rindex(b"<OrgQuestion ", 0, start))
     with pytest.raises(CorpusFormatError) as err:
         q2id.read_semeval2016_xml(root, "dev", ParseLog())
-    assert_error_at(err, path, element_line, "<OrgQuestion> must have exactly one <OrgQBody> element, found 0")
+    assert_error_at(
+        err, path, element_line, "<OrgQuestion> must have exactly one <OrgQBody> element, found 0"
+    )
     log = ParseLog(strict=False)
     originals, related = q2id.read_semeval2016_xml(root, "dev", log)
     assert (len(originals), len(related), len(log.errors)) == (50, 499, 1)
@@ -338,11 +383,23 @@ def test_semeval2016_test_csv(data_dir, tmp_path, old, new, reason):
 @pytest.mark.parametrize(
     ("relative", "old", "new", "reason", "errors"),
     [
-        ("nfcorpus/dev.2-1-0.qrel", b"MED-2422\t", b"MED-99999\t", "judged document MED-99999 is not in nfcorpus/dev.docs", 1),
+        (
+            "nfcorpus/dev.2-1-0.qrel",
+            b"MED-2422\t",
+            b"MED-99999\t",
+            "judged document MED-99999 is not in nfcorpus/dev.docs",
+            1,
+        ),
         ("nfcorpus/test.3-2-1.qrel", b"\t0\tMED-", b"\t1\tMED-", "malformed qrels line", 1),
         ("nfcorpus/test.2-1-0.qrel", b"\t2\n", b"\t7\n", "unknown relevance level '7'", 1),
         # the title line is lost, so its description has no title either: two errors
-        ("nfcorpus/dev.vid-titles.queries", b"PLAIN-2439\t", b"PLAIN-2439 ", "expected 2 tab-separated columns", 2),
+        (
+            "nfcorpus/dev.vid-titles.queries",
+            b"PLAIN-2439\t",
+            b"PLAIN-2439 ",
+            "expected 2 tab-separated columns",
+            2,
+        ),
     ],
 )
 def test_nfcorpus_malformed_lines(data_dir, tmp_path, relative, old, new, reason, errors):
@@ -358,7 +415,10 @@ def test_nfcorpus_malformed_lines(data_dir, tmp_path, relative, old, new, reason
 
 @pytest.mark.parametrize(
     ("new", "reason"),
-    [(b"MED118\talkylphenols", "malformed id 'MED118'"), (b"MED-118\talkyl\xffphenols", "not valid UTF-8 (byte 0xff at column 14)")],
+    [
+        (b"MED118\talkylphenols", "malformed id 'MED118'"),
+        (b"MED-118\talkyl\xffphenols", "not valid UTF-8 (byte 0xff at column 14)"),
+    ],
 )
 def test_nfcorpus_malformed_document_line(data_dir, tmp_path, new, reason):
     root, path, line = corrupted_copy(data_dir, tmp_path, "nfcorpus/dev.docs", b"MED-118\talkylphenols", new)

@@ -17,8 +17,15 @@ from hf_querygen.corpora.webis_qsec_10 import (
 CROWD = f"webis-qsec-10/{CROWD_FILE}"
 QUERIES = f"webis-qsec-10/{QUERIES_FILE}"
 MORE_THAN_TEN_VOTES = {
-    "1710241058": 19, "1761623024": 20, "1859104272": 16, "2371167945": 18, "3530952206": 14,
-    "4042050915": 13, "4247813540": 16, "4284741415": 22, "851325886": 18,
+    "1710241058": 19,
+    "1761623024": 20,
+    "1859104272": 16,
+    "2371167945": 18,
+    "3530952206": 14,
+    "4042050915": 13,
+    "4247813540": 16,
+    "4284741415": 22,
+    "851325886": 18,
 }
 
 
@@ -63,20 +70,32 @@ def test_algorithms_config_has_every_published_output(data_dir, segmentations):
 def test_stats_and_feature_resources(data_dir):
     stats = corpus_stats("segmentations", data_dir)
     assert stats["queries"] == 4848 and stats["votes_per_query"]["queries_over_10_votes"] == 9
-    assert stats["words_per_query"]["histogram"][3] == 2164 and stats["words_per_query"]["histogram"][10] == 23
+    assert (
+        stats["words_per_query"]["histogram"][3] == 2164 and stats["words_per_query"]["histogram"][10] == 23
+    )
     assert stats["paper"]["training_queries"] == 4850
     resources = load_segmentation_resources(data_dir)
     sizes = {name: len(value) for name, value in vars(resources).items()}
-    assert sizes == {"google_counts": 20319, "normalized_weights": 20319, "wikipedia_titles": 4130,
-                     "msn_unigram_logprob": 7405, "msn_bigram_logprob": 13199, "pmi": 13199,
-                     "ngram_pos": 33176, "query_pos": 4848}
+    assert sizes == {
+        "google_counts": 20319,
+        "normalized_weights": 20319,
+        "wikipedia_titles": 4130,
+        "msn_unigram_logprob": 7405,
+        "msn_bigram_logprob": 13199,
+        "pmi": 13199,
+        "ngram_pos": 33176,
+        "query_pos": 4848,
+    }
 
 
 def test_hub_folder_loads_with_load_dataset(tmp_path, data_dir, segmentations):
     import datasets
 
     folder = build_dataset_folder("webis_qsec_10", out_dir=tmp_path, data_dir=data_dir, progress=False)
-    assert card_split_sizes(folder / "README.md") == {"segmentations": {"train": 4848}, "algorithms": {"train": 4848}}
+    assert card_split_sizes(folder / "README.md") == {
+        "segmentations": {"train": 4848},
+        "algorithms": {"train": 4848},
+    }
     loaded = datasets.load_dataset(str(folder), "segmentations", split="train")
     assert loaded.features == segmentations.features
     assert loaded["reference"] == segmentations["reference"]

@@ -16,7 +16,13 @@ PAD, UNK, BOS, EOS = 0, 1, 2, 3
 
 
 def tiny_config(**overrides) -> DualDecoderConfig:
-    settings = {"vocab_size": 40, "output_vocab_size": V, "embedding_size": 8, "hidden_size": 12, "dropout": 0.0}
+    settings = {
+        "vocab_size": 40,
+        "output_vocab_size": V,
+        "embedding_size": 8,
+        "hidden_size": 12,
+        "dropout": 0.0,
+    }
     return DualDecoderConfig(**{**settings, **overrides})
 
 
@@ -67,8 +73,12 @@ def test_loss_normalisation_matches_trainer_accumulation():
     whole = model(input_ids=SOURCES, attention_mask=MASK, labels=LABELS).loss
     n_tokens = int((LABELS != -100).sum())
     halves = sum(
-        model(input_ids=SOURCES[i : i + 1], attention_mask=MASK[i : i + 1], labels=LABELS[i : i + 1],
-              num_items_in_batch=n_tokens).loss
+        model(
+            input_ids=SOURCES[i : i + 1],
+            attention_mask=MASK[i : i + 1],
+            labels=LABELS[i : i + 1],
+            num_items_in_batch=n_tokens,
+        ).loss
         for i in range(2)
     )
     assert halves.item() == pytest.approx(whole.item(), rel=1e-5)
@@ -79,10 +89,12 @@ def test_teacher_forcing_equals_step_by_step_decoding():
         model = tiny_model(pointer_only=pointer_only)
         labels = LABELS if not pointer_only else torch.tensor([[V + 1, V + 4, -100], [V + 0, V + 2, -100]])
         decoder_input_ids = model.shift_labels_right(labels)
-        parallel = model(input_ids=SOURCES, attention_mask=MASK, decoder_input_ids=decoder_input_ids,
-                         use_cache=False).logits
-        steps = model(input_ids=SOURCES, attention_mask=MASK, decoder_input_ids=decoder_input_ids,
-                      use_cache=True).logits
+        parallel = model(
+            input_ids=SOURCES, attention_mask=MASK, decoder_input_ids=decoder_input_ids, use_cache=False
+        ).logits
+        steps = model(
+            input_ids=SOURCES, attention_mask=MASK, decoder_input_ids=decoder_input_ids, use_cache=True
+        ).logits
         assert torch.equal(torch.isinf(parallel), torch.isinf(steps))
         finite = torch.isfinite(parallel)
         assert torch.allclose(parallel[finite], steps[finite], atol=1e-5)
@@ -91,8 +103,13 @@ def test_teacher_forcing_equals_step_by_step_decoding():
 @pytest.mark.parametrize("num_beams", [1, 3])
 def test_generate_with_cache_equals_without(num_beams):
     model = tiny_model(seed=3)
-    kwargs = {"input_ids": SOURCES, "attention_mask": MASK, "max_new_tokens": 8, "num_beams": num_beams,
-              "do_sample": False}
+    kwargs = {
+        "input_ids": SOURCES,
+        "attention_mask": MASK,
+        "max_new_tokens": 8,
+        "num_beams": num_beams,
+        "do_sample": False,
+    }
     cached = model.generate(**kwargs)
     uncached = model.generate(**kwargs, use_cache=False)
     assert torch.equal(cached, uncached)
@@ -100,8 +117,14 @@ def test_generate_with_cache_equals_without(num_beams):
 
 def test_beam_search_returns_several_sequences():
     model = tiny_model(seed=4)
-    out = model.generate(input_ids=SOURCES, attention_mask=MASK, max_new_tokens=6, num_beams=4,
-                         num_return_sequences=3, do_sample=False)
+    out = model.generate(
+        input_ids=SOURCES,
+        attention_mask=MASK,
+        max_new_tokens=6,
+        num_beams=4,
+        num_return_sequences=3,
+        do_sample=False,
+    )
     assert out.shape[0] == 6
     assert (out[:, 0] == BOS).all()
 
@@ -111,8 +134,12 @@ def test_padded_batch_gives_what_each_example_gives_alone():
     batch = model.generate(input_ids=SOURCES, attention_mask=MASK, max_new_tokens=8, do_sample=False)
     for row in range(2):
         length = int(MASK[row].sum())
-        alone = model.generate(input_ids=SOURCES[row : row + 1, :length], attention_mask=MASK[row : row + 1, :length],
-                               max_new_tokens=8, do_sample=False)
+        alone = model.generate(
+            input_ids=SOURCES[row : row + 1, :length],
+            attention_mask=MASK[row : row + 1, :length],
+            max_new_tokens=8,
+            do_sample=False,
+        )
         assert trimmed(batch[row]) == trimmed(alone[0])
 
 
@@ -182,9 +209,12 @@ def toy_batch(examples):
         return torch.tensor([r + [value] * (w - len(r)) for r in rows])
 
     input_ids = pad([e[0] for e in examples], width, PAD)
-    return {"input_ids": input_ids, "attention_mask": (input_ids != PAD).long(),
-            "source_word_ids": pad([e[1] for e in examples], width, PAD),
-            "labels": pad([e[2] for e in examples], target_width, -100)}
+    return {
+        "input_ids": input_ids,
+        "attention_mask": (input_ids != PAD).long(),
+        "source_word_ids": pad([e[1] for e in examples], width, PAD),
+        "labels": pad([e[2] for e in examples], target_width, -100),
+    }
 
 
 class _Vocab:
@@ -209,11 +239,18 @@ def test_toy_task_needs_pointer_and_generator_and_keeps_oov_names():
     model.eval()
     test = [toy_example(random.Random(1000 + i)) for i in range(60)]
     batch = toy_batch(test)
-    generated = model.generate(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
-                               source_word_ids=batch["source_word_ids"], max_new_tokens=8, do_sample=False)
+    generated = model.generate(
+        input_ids=batch["input_ids"],
+        attention_mask=batch["attention_mask"],
+        source_word_ids=batch["source_word_ids"],
+        max_new_tokens=8,
+        do_sample=False,
+    )
     exact = extracted_ok = generated_ok = oov_seen = oov_kept = 0
     for sequence, (_, _, labels, source_words, names) in zip(generated, test, strict=True):
-        query = decode_dual_decoder_ids(sequence, source_words, _Vocab(), V, EOS, skip_token_ids=(PAD, UNK, BOS))
+        query = decode_dual_decoder_ids(
+            sequence, source_words, _Vocab(), V, EOS, skip_token_ids=(PAD, UNK, BOS)
+        )
         expected_category = f"w{labels[-2]}"
         extracted_ok += query.extracted == names
         generated_ok += query.generated == [expected_category]

@@ -47,7 +47,9 @@ def local_hub(tmp_path, monkeypatch):
         git = ["git", "-C", str(path), "-c", "user.name=test", "-c", "user.email=test@example.com"]
         subprocess.run(git + ["add", "-A"], check=True)
         subprocess.run(git + ["commit", "-q", "-m", commit_message], check=True)
-        oid = subprocess.run(git + ["rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
+        oid = subprocess.run(
+            git + ["rev-parse", "HEAD"], check=True, capture_output=True, text=True
+        ).stdout.strip()
         return SimpleNamespace(oid=oid, commit_url=f"file://{path}/commit/{oid}")
 
     def validate_yaml(self, content, **kwargs):  # the server-side card check, done locally
@@ -68,9 +70,16 @@ def _trained_folder(tmp_path):
     folder = tmp_path / "trained"
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
-    metadata = {"corpus": "nl2kw", "config": "en", "preset": "liu2018-attn-seq2seq", "seed": 7,
-                "train_examples": 123, "source_column": "nl_query", "target_column": "keyword_query",
-                "validation": {"eval_loss": 2.5, "eval_f1": 0.25, "eval_runtime": 1.0, "eval_n_queries": 9.0}}
+    metadata = {
+        "corpus": "nl2kw",
+        "config": "en",
+        "preset": "liu2018-attn-seq2seq",
+        "seed": 7,
+        "train_examples": 123,
+        "source_column": "nl_query",
+        "target_column": "keyword_query",
+        "validation": {"eval_loss": 2.5, "eval_f1": 0.25, "eval_runtime": 1.0, "eval_n_queries": 9.0},
+    }
     (folder / TRAINING_METADATA_FILE).write_text(json.dumps(metadata))
     return model, tokenizer, folder
 
@@ -95,7 +104,13 @@ def test_push_to_hub_commits_a_loadable_model(tmp_path, local_hub):
     repo = local_hub / "me" / "toy"
     assert url.startswith(f"file://{repo}/commit/")
     pushed = {p.name for p in repo.iterdir() if p.name != ".git"}
-    assert {"README.md", "config.json", "model.safetensors", "tokenizer.json", "generation_config.json"} <= pushed
+    assert {
+        "README.md",
+        "config.json",
+        "model.safetensors",
+        "tokenizer.json",
+        "generation_config.json",
+    } <= pushed
     assert ModelCard.load(repo / "README.md").data.model_name == "hf-querygen rnn_seq2seq"
 
     loaded = AutoModelForSeq2SeqLM.from_pretrained(repo).eval()

@@ -14,11 +14,21 @@ def test_neural_fold_trains_and_scores_every_neural_system(data_dir, tmp_path):
     corpus = load_corpus("webis_qsec_10", "segmentations", data_dir=data_dir)["train"]
     train = corpus.select(range(0, 400))
     test = corpus.select(range(400, 460))
-    settings = NeuralSettings(rnn_hidden_size=24, rnn_layers=1, tagger_embedding_size=16, tagger_hidden_size=16,
-                              max_epochs=2, patience=1)
+    settings = NeuralSettings(
+        rnn_hidden_size=24,
+        rnn_layers=1,
+        tagger_embedding_size=16,
+        tagger_hidden_size=16,
+        max_epochs=2,
+        patience=1,
+    )
     out = run_neural_fold(train, test, settings, seed=0, work_dir=tmp_path)
-    assert set(out) == {"rnn_encoder_decoder", "rnn_encoder_decoder_constrained",
-                        "rnn_encoder_decoder_constrained_word_only", "neural_tagger"}
+    assert set(out) == {
+        "rnn_encoder_decoder",
+        "rnn_encoder_decoder_constrained",
+        "rnn_encoder_decoder_constrained_word_only",
+        "neural_tagger",
+    }
     for system, result in out.items():
         scores = result["scores"]
         assert 0.0 <= scores["query_accuracy"] <= scores["break_accuracy"] <= 1.0, system

@@ -51,8 +51,9 @@ def test_extractive_generative_split_and_labels():
     targets = keyword_targets(source, ["beijing", "sightseeing", "?", "Beijing"])
     assert targets.extractive == ["beijing"] and targets.generative == ["sightseeing"]
     assert targets.pointer_positions == [2]  # the first occurrence (Eq. 4); punctuation is no keyword
-    labels = dual_decoder_labels(targets, sentinel_position=5, output_vocab_size=10, target_token_ids=[7],
-                                 eos_token_id=3)
+    labels = dual_decoder_labels(
+        targets, sentinel_position=5, output_vocab_size=10, target_token_ids=[7], eos_token_id=3
+    )
     assert labels == [10 + 2, 10 + 5, 7, 3]
     assert dual_decoder_labels(targets, 5, 10, [7], 3, pointer_only=True) == [12, 15]
     assert keyword_tag_labels(source, ["Beijing", "?"]) == [0, 0, 1, 0, 1]
@@ -70,8 +71,9 @@ class _Words:
 def test_decoding_three_phases_keeps_source_words_and_deduplicates():
     source = ["trip", "to", "zhangjiajie"]  # zhangjiajie: outside every vocabulary
     ids = [2, 10 + 2, 10 + 2, 10 + 3, 5, 1, 6, 5, 3, 7]
-    query = decode_dual_decoder_ids(ids, source, _Words(), output_vocab_size=10, eos_token_id=3,
-                                    skip_token_ids=(0, 1, 2))
+    query = decode_dual_decoder_ids(
+        ids, source, _Words(), output_vocab_size=10, eos_token_id=3, skip_token_ids=(0, 1, 2)
+    )
     assert query.extracted == ["zhangjiajie"]
     assert query.generated == ["word5", "word6"]
     assert query.text == "zhangjiajie word5 word6"
@@ -101,7 +103,11 @@ def test_encode_nl2kw_modes(tokenizer):
     assert first["source_words"][first["labels"][0] - output_vocab_size] == "beijing"
     tagging = encode_nl2kw(dataset, tokenizer, order, "tagging", output_vocab_size)
     row = tagging[1]
-    assert [w for w, t in zip(row["source_words"], row["labels"], strict=False) if t == 1] == ["cheap", "flights", "paris"]
+    assert [w for w, t in zip(row["source_words"], row["labels"], strict=False) if t == 1] == [
+        "cheap",
+        "flights",
+        "paris",
+    ]
     assert row["labels"][-1] == -100 and len(row["labels"]) == len(row["input_ids"])
     joint = encode_nl2kw(dataset, tokenizer, order, "joint", output_vocab_size)
     seq2seq = encode_nl2kw(dataset, tokenizer, order, "seq2seq", output_vocab_size)
@@ -121,7 +127,9 @@ def test_raw_query_union_and_yake_baselines():
     extractor = YakeKeywordExtractor(top=1, max_ngram=1)
     words = extractor("where can i buy cheap flights to paris")
     assert len(words) == 1 and words[0] in {"cheap", "flights", "paris", "buy"}
-    best, grid = YakeKeywordExtractor.select_on_validation(NL_QUERIES, KEYWORD_QUERIES, tops=(1, 3), max_ngrams=(1,))
+    best, grid = YakeKeywordExtractor.select_on_validation(
+        NL_QUERIES, KEYWORD_QUERIES, tops=(1, 3), max_ngrams=(1,)
+    )
     assert set(grid) == {"top=1,max_ngram=1", "top=3,max_ngram=1"}
     assert grid[f"top={best.top},max_ngram={best.max_ngram}"] == max(grid.values())
     with pytest.raises(ValueError, match="must be >= 1"):
@@ -135,8 +143,14 @@ def _tiny_joint():
     )
 
     torch.manual_seed(0)
-    config = JointSeq2SeqTaggerConfig(vocab_size=30, output_vocab_size=10, embedding_size=8, hidden_size=8,
-                                      attention="bahdanau", dropout=0.0)
+    config = JointSeq2SeqTaggerConfig(
+        vocab_size=30,
+        output_vocab_size=10,
+        embedding_size=8,
+        hidden_size=8,
+        attention="bahdanau",
+        dropout=0.0,
+    )
     return JointSeq2SeqTaggerForConditionalGeneration(config).eval()
 
 
@@ -170,9 +184,15 @@ def test_keyword_query_pipeline_on_a_saved_dual_decoder(tmp_path, tokenizer):
 
     torch.manual_seed(0)
     output_vocab_size = tokenizer.init_kwargs["output_vocab_size"]
-    model = DualDecoderForKeywordGeneration(DualDecoderConfig(
-        vocab_size=len(tokenizer), output_vocab_size=output_vocab_size, embedding_size=8, hidden_size=8, dropout=0.0
-    ))
+    model = DualDecoderForKeywordGeneration(
+        DualDecoderConfig(
+            vocab_size=len(tokenizer),
+            output_vocab_size=output_vocab_size,
+            embedding_size=8,
+            hidden_size=8,
+            dropout=0.0,
+        )
+    )
     model.generation_config.max_new_tokens = 6
     model.save_pretrained(tmp_path)
     tokenizer.save_pretrained(tmp_path)
@@ -192,22 +212,42 @@ def test_report_renders_both_tables_and_the_claim_verdict():
     from hf_querygen.experiments._report import results_document
 
     def runs(f1):
-        return [{"precision": f1, "recall": f1, "f1": f1 + d, "recall_extractive": 0.5, "recall_generative": 0.1,
-                 "recall_total": 0.3, "pooled_precision": f1, "pooled_recall": f1, "pooled_f1": f1}
-                for d in (-0.01, 0.0, 0.01)]
+        return [
+            {
+                "precision": f1,
+                "recall": f1,
+                "f1": f1 + d,
+                "recall_extractive": 0.5,
+                "recall_generative": 0.1,
+                "recall_total": 0.3,
+                "pooled_precision": f1,
+                "pooled_recall": f1,
+                "pooled_f1": f1,
+            }
+            for d in (-0.01, 0.0, 0.01)
+        ]
 
-    config = {"split_sizes": {"test": 3}, "seeds": 3, "quick": False, "vocab_size": 10, "output_vocab_size": 5,
-              "lambda_sweep_validation_f1": {"0.3": [0.2], "0.5": [0.3, 0.32]},
-              "f1_by_length_test": {s: [{"bucket": "1-5", "n": 2, "f1": 0.4}] for s in ("sequence_labeling",
-                                                                                     "dual_decoder")},
-              "timings_s": {"total_s": 1.0}}
-    losing = results_document("liu2018", {"sequence_labeling": runs(0.5), "dual_decoder": runs(0.4)},
-                              liu2018.PAPER_NUMBERS, config)
+    config = {
+        "split_sizes": {"test": 3},
+        "seeds": 3,
+        "quick": False,
+        "vocab_size": 10,
+        "output_vocab_size": 5,
+        "lambda_sweep_validation_f1": {"0.3": [0.2], "0.5": [0.3, 0.32]},
+        "f1_by_length_test": {
+            s: [{"bucket": "1-5", "n": 2, "f1": 0.4}] for s in ("sequence_labeling", "dual_decoder")
+        },
+        "timings_s": {"total_s": 1.0},
+    }
+    losing = results_document(
+        "liu2018", {"sequence_labeling": runs(0.5), "dual_decoder": runs(0.4)}, liu2018.PAPER_NUMBERS, config
+    )
     text = liu2018.render_markdown(losing)
     assert "Table 2" in text and "Table 3" in text and "0.514" in text and "0.467" in text
     assert "DOES NOT HOLD" in text
-    winning = results_document("liu2018", {"sequence_labeling": runs(0.4), "dual_decoder": runs(0.5)},
-                               liu2018.PAPER_NUMBERS, config)
+    winning = results_document(
+        "liu2018", {"sequence_labeling": runs(0.4), "dual_decoder": runs(0.5)}, liu2018.PAPER_NUMBERS, config
+    )
     assert "Claim HOLDS (margin larger than the seed std)" in liu2018.claim_check(winning)
 
 
@@ -215,8 +255,9 @@ def test_prepared_nl2kw_data_respects_the_dual_decoder_conventions(data_dir):
     """On the real corpus (capped): vocabulary, output vocabulary and labels of every model kind."""
     from hf_querygen.experiments import liu2018
 
-    data = liu2018.prepare_data(data_dir, liu2018.Budget(epochs=1, patience=1, max_train=300, max_validation=40,
-                                                         max_test=40))
+    data = liu2018.prepare_data(
+        data_dir, liu2018.Budget(epochs=1, patience=1, max_train=300, max_validation=40, max_test=40)
+    )
     assert [len(data.splits[s]) for s in ("train", "validation", "test")] == [300, 40, 40]
     assert 4 < data.output_vocab_size < len(data.tokenizer)
     vocab = data.output_vocab_size

@@ -68,7 +68,6 @@ def test_encoder_rejects_empty_rows_and_bad_shapes():
         RNNEncoder(5, 4, cell="transformer")
 
 
-
 def test_recurrent_encoder_output_wraps_the_encoder_and_validates_word_ids():
     encoder = RNNEncoder(5, 4).eval()
     inputs, mask = _padded_batch([4, 2])
@@ -77,14 +76,21 @@ def test_recurrent_encoder_output_wraps_the_encoder_and_validates_word_ids():
     out = recurrent_encoder_output(encoded, input_ids, mask)
     assert isinstance(out, RecurrentEncoderOutput)
     assert out.last_hidden_state is encoded.outputs and out.final_hidden is encoded.final_hidden
-    assert out.final_cell is encoded.final_cell and out.attention_mask is mask and out.source_input_ids is input_ids
+    assert (
+        out.final_cell is encoded.final_cell
+        and out.attention_mask is mask
+        and out.source_input_ids is input_ids
+    )
     assert out.first_positions.tolist() == [[0, 1, 0, 3], [0, 0, 2, 3]]
     # distinct source word ids keep two [UNK]-like repeats apart
     word_ids = torch.tensor([[7, 3, 8, 2], [3, 4, 0, 0]])
     assert recurrent_encoder_output(encoded, input_ids, mask, word_ids).first_positions.tolist() == [
-        [0, 1, 2, 3], [0, 1, 2, 3]]
+        [0, 1, 2, 3],
+        [0, 1, 2, 3],
+    ]
     with pytest.raises(ValueError, match="source_word_ids"):
         recurrent_encoder_output(encoded, input_ids, mask, word_ids[:, :3])
+
 
 # -- attention -------------------------------------------------------------------------------
 @pytest.mark.parametrize("kind", [k for k in ATTENTION_KINDS if k != "luong-local"])
@@ -183,7 +189,10 @@ def test_first_occurrence_and_extended_scatter():
     assert math.isclose(float(extended[0, 3]), 0.2, abs_tol=1e-6)  # [EOS] is foldable too
     assert float(extended[0, UNK]) == 0.0
     live = live_copy_slots(input_ids, first, mask, V, UNK)
-    assert live.tolist() == [[True, False, False, True, True, False], [True, False, False, False, False, False]]
+    assert live.tolist() == [
+        [True, False, False, True, True, False],
+        [True, False, False, False, False, False],
+    ]
 
 
 def test_extended_to_input_ids():
@@ -201,7 +210,9 @@ def test_copynet_joint_distribution_and_selective_read():
     keys = torch.randn(2, 6, 3)
     out = copynet(torch.randn(2, 5, V), torch.randn(2, 5, 4), keys, mask, input_ids, first)
     assert out.log_probs.shape == (2, 5, V + 6)
-    assert torch.allclose(out.log_probs.exp().sum(-1), torch.ones(2, 5), atol=1e-5)  # ONE softmax over both modes
+    assert torch.allclose(
+        out.log_probs.exp().sum(-1), torch.ones(2, 5), atol=1e-5
+    )  # ONE softmax over both modes
     assert torch.allclose(out.copy_probs.sum(-1) + out.generate_probs.sum(-1), torch.ones(2, 5), atol=1e-5)
     assert torch.all(out.copy_probs[1, :, 2:] == 0)
     dead = ~live_copy_slots(input_ids, first, mask, V, UNK)
@@ -216,7 +227,9 @@ def test_copynet_joint_distribution_and_selective_read():
 
 # -- cache -----------------------------------------------------------------------------------
 def test_recurrent_state_cache_reorders_and_validates():
-    cache = RecurrentStateCache({"hidden": torch.arange(6.0).view(3, 1, 2), "feed": torch.arange(3.0).view(3, 1)})
+    cache = RecurrentStateCache(
+        {"hidden": torch.arange(6.0).view(3, 1, 2), "feed": torch.arange(3.0).view(3, 1)}
+    )
     assert cache.get_seq_length() == 0 and cache.batch_size == 3
     cache.advance(2)
     assert cache.get_seq_length() == 2

@@ -29,10 +29,25 @@ EXPECTED = {0: "qwzrtx alpha", 1: "mmbvcx gamma", 2: "ztrplk epsilon", 4: "hjkgf
 def model_dir(tmp_path_factory):
     out = tmp_path_factory.mktemp("copy_model")
     tokenizer = copy_task_tokenizer()
-    train = encode_seq2seq(datasets.Dataset.from_list(copy_task_rows(384, seed=11)), tokenizer, "source", "target",
-                           output_vocab_size_of(tokenizer))
-    train_seq2seq(tiny_copy_model(tokenizer, seed=1), tokenizer, train, None, out, max_new_tokens=5,
-                  num_train_epochs=4, per_device_train_batch_size=16, learning_rate=1e-2, save_strategy="no")
+    train = encode_seq2seq(
+        datasets.Dataset.from_list(copy_task_rows(384, seed=11)),
+        tokenizer,
+        "source",
+        "target",
+        output_vocab_size_of(tokenizer),
+    )
+    train_seq2seq(
+        tiny_copy_model(tokenizer, seed=1),
+        tokenizer,
+        train,
+        None,
+        out,
+        max_new_tokens=5,
+        num_train_epochs=4,
+        per_device_train_batch_size=16,
+        learning_rate=1e-2,
+        save_strategy="no",
+    )
     return out
 
 
@@ -60,8 +75,9 @@ def test_batched_pipeline_equals_unbatched_and_generate_texts(reformulate):
 def test_pipeline_beam_search_returns_n_sequences_per_input(reformulate):
     beams = reformulate(TEXTS[:3], batch_size=2, num_beams=3, num_return_sequences=2)
     assert [len(output) for output in beams] == [2, 2, 2]
-    expected = generate_texts(reformulate.model, reformulate.tokenizer, TEXTS[:3], num_beams=3,
-                              num_return_sequences=2)
+    expected = generate_texts(
+        reformulate.model, reformulate.tokenizer, TEXTS[:3], num_beams=3, num_return_sequences=2
+    )
     assert [o["generated_text"] for output in beams for o in output] == expected
     ids = reformulate(TEXTS[0], return_tensors=True)[0]["generated_token_ids"]
     assert int(ids.max()) >= reformulate.model.config.output_vocab_size  # a copy id in the extended space

@@ -18,25 +18,42 @@ torch.set_num_threads(1)  # tiny models: threads only add contention on the shar
 
 CONFIGS = {
     "lstm-vanilla": dict(attention="none"),
-    "gru-bahdanau-2layers-untied": dict(cell="gru", attention="bahdanau", num_encoder_layers=2, num_decoder_layers=2,
-                                        tie_word_embeddings=False),
+    "gru-bahdanau-2layers-untied": dict(
+        cell="gru",
+        attention="bahdanau",
+        num_encoder_layers=2,
+        num_decoder_layers=2,
+        tie_word_embeddings=False,
+    ),
     "lstm-luong-dot": dict(attention="luong-dot", decoder_hidden_size=16),
     "lstm-luong-general": dict(attention="luong-general"),
     "gru-luong-concat-no-input-feeding": dict(cell="gru", attention="luong-concat", input_feeding=False),
     "lstm-luong-local": dict(attention="luong-local", local_attention_window=1),
     "lstm-song2017-local-previous": dict(attention="luong-local", attention_query="previous"),
-    "rnn-unidirectional": dict(cell="rnn", bidirectional_encoder=False, num_encoder_layers=2, num_decoder_layers=2),
+    "rnn-unidirectional": dict(
+        cell="rnn", bidirectional_encoder=False, num_encoder_layers=2, num_decoder_layers=2
+    ),
     "gru-copynet": dict(cell="gru", attention="bahdanau", copy="copynet"),
     # no input feeding and no selective read: the decoder runs all teacher-forced steps in one RNN call
-    "lstm-copynet-luong-parallel": dict(attention="luong-general", copy="copynet", copy_selective_read=False,
-                                        input_feeding=False),
+    "lstm-copynet-luong-parallel": dict(
+        attention="luong-general", copy="copynet", copy_selective_read=False, input_feeding=False
+    ),
 }
 
 
 def tiny_model(seed: int = 0, **overrides) -> RNNSeq2SeqForConditionalGeneration:
     torch.manual_seed(seed)
-    kwargs = dict(vocab_size=VOCAB, output_vocab_size=OUTPUT_VOCAB, embedding_size=8, hidden_size=8,
-                  decoder_hidden_size=12, pad_token_id=PAD, unk_token_id=UNK, bos_token_id=BOS, eos_token_id=EOS)
+    kwargs = dict(
+        vocab_size=VOCAB,
+        output_vocab_size=OUTPUT_VOCAB,
+        embedding_size=8,
+        hidden_size=8,
+        decoder_hidden_size=12,
+        pad_token_id=PAD,
+        unk_token_id=UNK,
+        bos_token_id=BOS,
+        eos_token_id=EOS,
+    )
     kwargs.update(overrides)
     model = RNNSeq2SeqForConditionalGeneration(RNNSeq2SeqConfig(**kwargs)).eval()
     with torch.no_grad():  # sharpen the random model so that decoding makes real choices
@@ -104,26 +121,44 @@ def test_generate_cache_equals_no_cache_and_batch_equals_single(name):
             assert torch.equal(cached, uncached), settings
             per_row = cached.shape[0] // len(LENGTHS)
             for row, length in enumerate(LENGTHS):
-                alone = model.generate(input_ids=input_ids[row : row + 1, :length],
-                                       attention_mask=mask[row : row + 1, :length], **settings)
+                alone = model.generate(
+                    input_ids=input_ids[row : row + 1, :length],
+                    attention_mask=mask[row : row + 1, :length],
+                    **settings,
+                )
                 in_batch = cached[row * per_row : (row + 1) * per_row]
                 assert torch.equal(alone, in_batch[:, : alone.shape[1]]), (settings, row)
                 tail = in_batch[:, alone.shape[1] :]  # what follows a row that ended earlier than the batch
                 assert torch.all((tail == PAD) | (tail == EOS))
         assert cached.shape[0] == 2 * len(LENGTHS) and cached.shape[1] <= 8  # beam: 2 returned per source
         torch.manual_seed(5)
-        sampled = model.generate(input_ids=input_ids, attention_mask=mask, do_sample=True, top_k=5, max_length=8,
-                                 num_return_sequences=2)
+        sampled = model.generate(
+            input_ids=input_ids,
+            attention_mask=mask,
+            do_sample=True,
+            top_k=5,
+            max_length=8,
+            num_return_sequences=2,
+        )
         torch.manual_seed(5)
-        sampled_uncached = model.generate(input_ids=input_ids, attention_mask=mask, do_sample=True, top_k=5,
-                                          max_length=8, num_return_sequences=2, use_cache=False)
+        sampled_uncached = model.generate(
+            input_ids=input_ids,
+            attention_mask=mask,
+            do_sample=True,
+            top_k=5,
+            max_length=8,
+            num_return_sequences=2,
+            use_cache=False,
+        )
     assert sampled.shape[0] == 6 and torch.equal(sampled, sampled_uncached)
     output_space = OUTPUT_VOCAB + (source_length if model.config.copy == "copynet" else 0)
     assert 0 <= int(sampled.min()) and int(sampled.max()) < output_space
 
 
-@pytest.mark.parametrize("name", ["lstm-luong-general", "lstm-song2017-local-previous", "gru-copynet",
-                                  "lstm-copynet-luong-parallel"])
+@pytest.mark.parametrize(
+    "name",
+    ["lstm-luong-general", "lstm-song2017-local-previous", "gru-copynet", "lstm-copynet-luong-parallel"],
+)
 def test_teacher_forcing_equals_incremental_decoding_with_the_cache(name):
     model = tiny_model(**CONFIGS[name])
     input_ids, mask = source_batch()
@@ -134,8 +169,12 @@ def test_teacher_forcing_equals_incremental_decoding_with_the_cache(name):
         encoder_outputs = model.get_encoder()(input_ids, mask)
         cache = None
         for t in range(labels.shape[1]):
-            step = model(encoder_outputs=encoder_outputs, decoder_input_ids=decoder_input_ids[:, t : t + 1],
-                         past_key_values=cache, use_cache=True)
+            step = model(
+                encoder_outputs=encoder_outputs,
+                decoder_input_ids=decoder_input_ids[:, t : t + 1],
+                past_key_values=cache,
+                use_cache=True,
+            )
             cache = step.past_key_values
             assert torch.allclose(step.logits[:, 0], full[:, t], atol=1e-5, equal_nan=True)
     assert isinstance(cache, RecurrentStateCache) and cache.get_seq_length() == labels.shape[1]
@@ -183,11 +222,17 @@ def test_loss_normalisation_makes_gradient_accumulation_equal_one_big_batch():
         loss = model(input_ids=input_ids[half], labels=labels[half], num_items_in_batch=num_items).loss
         grads = gradients(loss)
         accumulated_loss += loss.item()
-        accumulated_grads = grads if accumulated_grads is None else [a + g for a, g in zip(accumulated_grads, grads, strict=True)]
+        accumulated_grads = (
+            grads
+            if accumulated_grads is None
+            else [a + g for a, g in zip(accumulated_grads, grads, strict=True)]
+        )
     assert abs(accumulated_loss - full_loss.item()) < 1e-5
     assert all(torch.allclose(a, f, atol=1e-5) for a, f in zip(accumulated_grads, full_grads, strict=True))
     # plain mean over tokens when Trainer passes nothing: not the mean of per-example means
-    half_means = [model(input_ids=input_ids[h], labels=labels[h]).loss.item() for h in (slice(0, 8), slice(8, 16))]
+    half_means = [
+        model(input_ids=input_ids[h], labels=labels[h]).loss.item() for h in (slice(0, 8), slice(8, 16))
+    ]
     assert abs(sum(half_means) / 2 - full_loss.item()) > 1e-4
 
 
@@ -214,19 +259,34 @@ def test_bad_labels_and_configs_fail_with_clear_errors():
 
 def test_presets_carry_the_papers_hyper_parameters():
     liu = config_from_preset("liu2018-attn-seq2seq", vocab_size=60)
-    assert (liu.cell, liu.embedding_size, liu.hidden_size, liu.dropout, liu.attention) == ("lstm", 60, 128, 0.4, "bahdanau")
+    assert (liu.cell, liu.embedding_size, liu.hidden_size, liu.dropout, liu.attention) == (
+        "lstm",
+        60,
+        128,
+        0.4,
+        "bahdanau",
+    )
     assert liu.tie_word_embeddings and liu.bidirectional_encoder
     ding = config_from_preset("ding2018-copynet", vocab_size=60, output_vocab_size=30)
     assert (ding.cell, ding.embedding_size, ding.hidden_size, ding.decoder_hidden_size, ding.dropout) == (
-        "gru", 100, 200, 400, 0.5)
+        "gru",
+        100,
+        200,
+        400,
+        0.5,
+    )
     assert ding.copy == "copynet" and ding.output_vocab_size == 30
     song = config_from_preset("song2017")
     assert song.attention == "luong-local" and song.cell == "lstm" and song.bidirectional_encoder
     lin = config_from_preset("lin2017-segmenter")
     assert (lin.cell, lin.hidden_size, lin.num_encoder_layers, lin.dropout) == ("rnn", 1024, 2, 0.05)
     assert training_arguments_from_preset("liu2018-seq2seq") == {
-        "optim": "adamw_torch", "weight_decay": 0.0, "learning_rate": 1e-3, "per_device_train_batch_size": 64,
-        "max_grad_norm": 5.0}
+        "optim": "adamw_torch",
+        "weight_decay": 0.0,
+        "learning_rate": 1e-3,
+        "per_device_train_batch_size": 64,
+        "max_grad_norm": 5.0,
+    }
     assert TRAINING_PRESETS["ding2018-attnet"]["max_grad_norm"] == 0.1
     assert set(TRAINING_PRESETS) == set(PRESETS)
     with pytest.raises(KeyError, match="unknown preset"):
@@ -268,7 +328,9 @@ def copy_task_batch(size: int, generator: torch.Generator):
 def copy_task_exact_match(model, generator: torch.Generator) -> float:
     input_ids, mask, words, _ = copy_task_batch(200, generator)
     with torch.no_grad():
-        generated = model.generate(input_ids=input_ids, attention_mask=mask, source_word_ids=words, max_length=9)
+        generated = model.generate(
+            input_ids=input_ids, attention_mask=mask, source_word_ids=words, max_length=9
+        )
     hits = 0
     for row in range(len(input_ids)):
         predicted = []
@@ -276,15 +338,24 @@ def copy_task_exact_match(model, generator: torch.Generator) -> float:
             if token in (EOS, PAD):
                 break
             # a copy slot decodes to the source WORD at that position, never to [UNK]
-            predicted.append(int(words[row, token - COPY_OUTPUT_VOCAB]) if token >= COPY_OUTPUT_VOCAB else token)
+            predicted.append(
+                int(words[row, token - COPY_OUTPUT_VOCAB]) if token >= COPY_OUTPUT_VOCAB else token
+            )
         hits += predicted == words[row, : int(mask[row].sum()) - 1].tolist()
     return hits / len(input_ids)
 
 
 def train_on_copy_task(copy: str, steps: int = 60) -> RNNSeq2SeqForConditionalGeneration:
     torch.manual_seed(0)
-    config = RNNSeq2SeqConfig(vocab_size=COPY_VOCAB, output_vocab_size=COPY_OUTPUT_VOCAB, embedding_size=16,
-                              hidden_size=16, decoder_hidden_size=32, attention="bahdanau", copy=copy)
+    config = RNNSeq2SeqConfig(
+        vocab_size=COPY_VOCAB,
+        output_vocab_size=COPY_OUTPUT_VOCAB,
+        embedding_size=16,
+        hidden_size=16,
+        decoder_hidden_size=32,
+        attention="bahdanau",
+        copy=copy,
+    )
     model = RNNSeq2SeqForConditionalGeneration(config)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
     generator = torch.Generator().manual_seed(1)

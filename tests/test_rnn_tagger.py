@@ -15,8 +15,13 @@ TAGS = {0: "O", 1: "B", 2: "I"}
 
 def tiny_tagger(**overrides) -> RNNTaggerForTokenClassification:
     torch.manual_seed(0)
-    kwargs = dict(vocab_size=30, embedding_size=8, hidden_size=8, id2label=TAGS,
-                  label2id={tag: i for i, tag in TAGS.items()})
+    kwargs = dict(
+        vocab_size=30,
+        embedding_size=8,
+        hidden_size=8,
+        id2label=TAGS,
+        label2id={tag: i for i, tag in TAGS.items()},
+    )
     kwargs.update(overrides)
     return RNNTaggerForTokenClassification(RNNTaggerConfig(**kwargs)).eval()
 
@@ -92,6 +97,11 @@ def test_liu2018_sequence_labeling_preset_builds_the_bilstm():
     config = config_from_preset("liu2018-sequence-labeling", vocab_size=40, num_labels=2)
     assert isinstance(config, RNNTaggerConfig)
     assert (config.cell, config.bidirectional, config.embedding_size, config.hidden_size, config.dropout) == (
-        "lstm", True, 60, 128, 0.4)
+        "lstm",
+        True,
+        60,
+        128,
+        0.4,
+    )
     model = RNNTaggerForTokenClassification(config)
     assert model(torch.tensor([[5, 6, 7]])).logits.shape == (1, 3, 2)

@@ -126,7 +126,9 @@ def test_evaluate_loads_the_metric_file_offline():
     import evaluate
 
     metric = evaluate.load(str(METRIC_FILE))
-    result = metric.compute(predictions=["graffiti fonts|alphabet", "a|b"], references=["graffiti fonts|alphabet", "a b"])
+    result = metric.compute(
+        predictions=["graffiti fonts|alphabet", "a|b"], references=["graffiti fonts|alphabet", "a b"]
+    )
     assert result["query_accuracy"] == 0.5 and isinstance(result["query_accuracy"], float)
     assert result["break_accuracy"] == 0.5 and result["n_queries"] == 2
 
@@ -152,8 +154,11 @@ def test_wt_weights_equal_the_corpus_normalized_file(resources):
     # the corpus ships the WWW'11 weights of every n-gram: titles |s|^2 + |s| * max 2-gram count,
     # others |s| * count; ours are computed from the Google counts and the title list
     segmenter = WikipediaTitleSegmenter(resources)
-    mismatches = [ngram for ngram, weight in resources.normalized_weights.items()
-                  if segmenter.weight(ngram.split()) != weight]
+    mismatches = [
+        ngram
+        for ngram, weight in resources.normalized_weights.items()
+        if segmenter.weight(ngram.split()) != weight
+    ]
     assert not mismatches and len(resources.normalized_weights) == 20319
 
 
@@ -205,7 +210,9 @@ def test_crf_learns_and_beats_the_trivial_baseline(small_folds, tmp_path, resour
     from hf_querygen.metrics.segmentation_scores import segmentation_scores
 
     train, test = small_folds
-    model = CRFSegmenter(CRFSettings("paper", c1=0.0, c2=0.1, max_iterations=60)).fit(train["words"], train["breaks"])
+    model = CRFSegmenter(CRFSettings("paper", c1=0.0, c2=0.1, max_iterations=60)).fit(
+        train["words"], train["breaks"]
+    )
     predictions = model.segment(test["query"])
     ours = segmentation_scores(predictions, test["reference"])
     every_word = segmentation_scores([q.replace(" ", "|") for q in test["query"]], test["reference"])
@@ -219,7 +226,8 @@ def test_crf_learns_and_beats_the_trivial_baseline(small_folds, tmp_path, resour
     rich.fit(train["words"], train["breaks"], [resources.query_pos[i] for i in train["id"]])
     rich_predictions = rich.predict_breaks(test["words"], [resources.query_pos[i] for i in test["id"]])
     rich_scores = segmentation_scores(
-        [breaks_to_string(w, b) for w, b in zip(test["words"], rich_predictions, strict=True)], test["reference"]
+        [breaks_to_string(w, b) for w, b in zip(test["words"], rich_predictions, strict=True)],
+        test["reference"],
     )
     assert rich_scores["query_accuracy"] > ours["query_accuracy"]
 
@@ -229,8 +237,9 @@ def test_crf_model_selection_uses_only_the_training_data(small_folds):
 
     train, _ = small_folds
     grid = ((0.0, 0.1), (0.5, 0.0))
-    settings, trials = select_regularization(train["words"], train["breaks"], train["id"], grid=grid,
-                                             max_iterations=20)
+    settings, trials = select_regularization(
+        train["words"], train["breaks"], train["id"], grid=grid, max_iterations=20
+    )
     assert (settings.c1, settings.c2) in grid and len(trials) == 2
     held_out = sum(validation_mask(train["id"], 0.15))
     assert all(trial["n_queries"] == held_out for trial in trials) and 0 < held_out < len(train)

@@ -34,8 +34,15 @@ def toy_corpus(n: int, seed: int) -> list[dict]:
         for unit in units:
             breaks += [0] * (len(unit.split()) - 1) + [1]
         breaks = breaks[:-1]
-        rows.append({"id": str(i), "query": " ".join(words), "words": words, "breaks": breaks,
-                     "reference": breaks_to_string(words, breaks)})
+        rows.append(
+            {
+                "id": str(i),
+                "query": " ".join(words),
+                "words": words,
+                "breaks": breaks,
+                "reference": breaks_to_string(words, breaks),
+            }
+        )
     return rows
 
 
@@ -53,8 +60,13 @@ def tiny_seq2seq(tokenizer, copy: str = "none"):
 
     torch.manual_seed(0)
     config = RNNSeq2SeqConfig(
-        vocab_size=len(tokenizer), embedding_size=8, hidden_size=12, cell="gru", bidirectional_encoder=False,
-        attention="none" if copy == "none" else "bahdanau", copy=copy,
+        vocab_size=len(tokenizer),
+        embedding_size=8,
+        hidden_size=12,
+        cell="gru",
+        bidirectional_encoder=False,
+        attention="none" if copy == "none" else "bahdanau",
+        copy=copy,
     )
     return RNNSeq2SeqForConditionalGeneration(config).eval()
 
@@ -70,7 +82,9 @@ def test_logits_processor_masks_and_pools_by_hand():
     prefix = torch.tensor([[2, 5]])
     plain = processor(prefix, logits.clone())
     assert torch.isinf(plain[0, [0, 1, 2, 3, 5, 7]]).all() and plain[0, 4] > plain[0, 6]  # 0.35 > 0.15: break
-    pooled = ConstrainedSegmentationLogitsProcessor([[5, 6]], 4, 3, pool_word_probability=True)(prefix, logits.clone())
+    pooled = ConstrainedSegmentationLogitsProcessor([[5, 6]], 4, 3, pool_word_probability=True)(
+        prefix, logits.clone()
+    )
     # writing any word (0.63 of the mass outside "|" and [EOS]) beats a break (0.35): continue
     assert pooled[0, 6] == pytest.approx(torch.log(torch.tensor(0.63)).item(), abs=1e-5)
     assert pooled[0, 6] > pooled[0, 4] and torch.isinf(pooled[0, 7])
@@ -92,17 +106,27 @@ def test_constrained_decoding_only_writes_the_query(toy, copy, num_beams):
     break_id = tokenizer.convert_tokens_to_ids("|")
     vocab, size = tokenizer.get_vocab(), model.config.output_vocab_size
     # the id that writes each query word: its vocabulary id, or (copy model, OOV word) V + first position
-    word_ids = [[vocab[w] if w in vocab else (size + q.split().index(w) if copy != "none" else 1)
-                 for w in q.split()] for q in QUERIES]
+    word_ids = [
+        [vocab[w] if w in vocab else (size + q.split().index(w) if copy != "none" else 1) for w in q.split()]
+        for q in QUERIES
+    ]
     assert any(i >= size for ids in word_ids for i in ids) == (copy != "none")
     processor = ConstrainedSegmentationLogitsProcessor(word_ids, break_id, tokenizer.eos_token_id, num_beams)
-    generated = model.generate(**batch, logits_processor=[processor], num_beams=num_beams, do_sample=False,
-                               max_length=2 * max(lengths) + 1, num_return_sequences=num_beams)
+    generated = model.generate(
+        **batch,
+        logits_processor=[processor],
+        num_beams=num_beams,
+        do_sample=False,
+        max_length=2 * max(lengths) + 1,
+        num_return_sequences=num_beams,
+    )
     for row, sequence in enumerate(generated.tolist()):
         expected = word_ids[row // num_beams]
         body = sequence[1 : sequence.index(tokenizer.eos_token_id)]
         assert [t for t in body if t != break_id] == expected  # every query word, in order, nothing else
-        assert body[0] != break_id and all(not (a == b == break_id) for a, b in zip(body, body[1:], strict=False))
+        assert body[0] != break_id and all(
+            not (a == b == break_id) for a, b in zip(body, body[1:], strict=False)
+        )
     # through the public helper the break vectors fit the queries
     breaks = segment_breaks(model, tokenizer, QUERIES, constrained=True, num_beams=num_beams)
     assert [len(b) for b in breaks] == [n - 1 for n in lengths]
@@ -142,14 +166,28 @@ def trained_tagger(toy, tmp_path_factory):
     train, tokenizer = toy
     validation = datasets.Dataset.from_list(toy_corpus(40, seed=1))
     torch.manual_seed(0)
-    config = RNNTaggerConfig(vocab_size=len(tokenizer), embedding_size=16, hidden_size=16,
-                             id2label={0: "B", 1: "I"}, label2id={"B": 0, "I": 1})
+    config = RNNTaggerConfig(
+        vocab_size=len(tokenizer),
+        embedding_size=16,
+        hidden_size=16,
+        id2label={0: "B", 1: "I"},
+        label2id={"B": 0, "I": 1},
+    )
     out = tmp_path_factory.mktemp("tagger")
     trainer = train_seq2seq(
-        RNNTaggerForTokenClassification(config), tokenizer, encode_for_tagging(train, tokenizer),
-        encode_for_tagging(validation, tokenizer), out, num_train_epochs=12, learning_rate=0.02,
-        per_device_train_batch_size=16, early_stopping_patience=None, save_strategy="no",
-        eval_strategy="no", load_best_model_at_end=False, seed=0,
+        RNNTaggerForTokenClassification(config),
+        tokenizer,
+        encode_for_tagging(train, tokenizer),
+        encode_for_tagging(validation, tokenizer),
+        out,
+        num_train_epochs=12,
+        learning_rate=0.02,
+        per_device_train_batch_size=16,
+        early_stopping_patience=None,
+        save_strategy="no",
+        eval_strategy="no",
+        load_best_model_at_end=False,
+        seed=0,
     )
     trainer.save_model(str(out))
     return out, validation

@@ -71,13 +71,20 @@ def test_save_and_load_with_autotokenizer(tmp_path):
     texts = ["Who wrote Hamlet and Othello?", "population of FRANCE"]
     assert loaded(texts, padding=True)["input_ids"] == tokenizer(texts, padding=True)["input_ids"]
     assert word_tokenize(loaded, texts[0]) == word_tokenize(tokenizer, texts[0])
-    assert (loaded.pad_token_id, loaded.unk_token_id, loaded.bos_token_id, loaded.eos_token_id) == (0, 1, 2, 3)
+    assert (loaded.pad_token_id, loaded.unk_token_id, loaded.bos_token_id, loaded.eos_token_id) == (
+        0,
+        1,
+        2,
+        3,
+    )
 
 
 def test_chinese_segmentation_round_trip(tmp_path):
     pytest.importorskip("jieba")
     sources = ["我想知道北京天安门的历史", "北京是中国的首都"]
-    tokenizer = train_word_tokenizer(sources, target_texts=["北京 历史", "中国 首都"], chinese_segmentation=True)
+    tokenizer = train_word_tokenizer(
+        sources, target_texts=["北京 历史", "中国 首都"], chinese_segmentation=True
+    )
     assert isinstance(tokenizer, JiebaWordTokenizer)
     words = word_tokenize(tokenizer, "北京的历史")
     assert words == ["北京", "的", "历史"]  # words, not characters and not one unsplit run
@@ -86,7 +93,9 @@ def test_chinese_segmentation_round_trip(tmp_path):
     tokenizer.save_pretrained(tmp_path)
     loaded = AutoTokenizer.from_pretrained(tmp_path)
     assert isinstance(loaded, JiebaWordTokenizer)
-    assert loaded(["北京的历史", "中国首都"])["input_ids"] == tokenizer(["北京的历史", "中国首都"])["input_ids"]
+    assert (
+        loaded(["北京的历史", "中国首都"])["input_ids"] == tokenizer(["北京的历史", "中国首都"])["input_ids"]
+    )
 
 
 def test_chinese_without_jieba_names_the_extra(monkeypatch):

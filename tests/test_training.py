@@ -49,7 +49,12 @@ def test_labels_in_extended_space(small_tokenizer):
     assert first["source_words"] == ["population", "of", "zorblax", "and", "zorblax"]
     assert first["input_ids"][-1] == tok.eos_token_id and len(first["input_ids"]) == 6
     # OOV target word -> V + its FIRST source position; vocabulary word -> id; absent word -> [UNK]; EOS
-    assert first["labels"] == [V + 2, tok.convert_tokens_to_ids("population"), tok.unk_token_id, tok.eos_token_id]
+    assert first["labels"] == [
+        V + 2,
+        tok.convert_tokens_to_ids("population"),
+        tok.unk_token_id,
+        tok.eos_token_id,
+    ]
     # the two [UNK] source words share an id (same word), distinct from any vocabulary id
     word_ids = first["source_word_ids"]
     assert word_ids[2] == word_ids[4] >= len(tok) and word_ids[3] >= len(tok) and word_ids[3] != word_ids[2]
@@ -58,7 +63,12 @@ def test_labels_in_extended_space(small_tokenizer):
     assert second["labels"] == [V + 1, V + 2, tok.convert_tokens_to_ids("capital"), tok.eos_token_id]
 
     no_copy = encode_seq2seq(datasets.Dataset.from_dict(rows), tok, "src", "tgt", V, copy=False)
-    assert no_copy[1]["labels"] == [tok.unk_token_id, tok.unk_token_id, tok.convert_tokens_to_ids("capital"), 3]
+    assert no_copy[1]["labels"] == [
+        tok.unk_token_id,
+        tok.unk_token_id,
+        tok.convert_tokens_to_ids("capital"),
+        3,
+    ]
     truncated = encode_seq2seq(datasets.Dataset.from_dict(rows), tok, "src", "tgt", V, 3, 2)
     assert truncated[0]["labels"] == [tok.unk_token_id, tok.eos_token_id]  # zorblax cut from the source
     assert truncated[0]["source_words"] == ["population", "of"]
@@ -72,15 +82,23 @@ def test_decode_extended_maps_copies_back_to_source_words(small_tokenizer):
     assert decode_extended(ids, words, tok, V) == ["zorblax", "capital"]  # V + 3 is the [EOS] slot
     labels = torch.tensor([V + 2, 5, 3, -100, -100])
     assert decode_extended(labels, words, tok, V) == ["zorblax", tok.convert_ids_to_tokens(5)]
-    batch = decode_extended_batch(torch.tensor([[V + 2, 3], [V, 3], [V + 1, 3], [V + 2, 3]]),
-                                  [words, ["qux", "zed", "zorblax"]], tok, V, num_return_sequences=2)
+    batch = decode_extended_batch(
+        torch.tensor([[V + 2, 3], [V, 3], [V + 1, 3], [V + 2, 3]]),
+        [words, ["qux", "zed", "zorblax"]],
+        tok,
+        V,
+        num_return_sequences=2,
+    )
     assert batch == ["zorblax", "population", "zed", "zorblax"]
     with pytest.raises(ValueError, match="3 sequences for 2 sources"):
         decode_extended_batch([[3], [3], [3]], [words, words], tok, V)
 
 
 def test_collator_pads_with_the_right_values(small_tokenizer):
-    rows = {"src": ["who wrote", "the capital of the zorblax"], "tgt": ["capital", "zorblax population capital"]}
+    rows = {
+        "src": ["who wrote", "the capital of the zorblax"],
+        "tgt": ["capital", "zorblax population capital"],
+    }
     encoded = encode_seq2seq(datasets.Dataset.from_dict(rows), small_tokenizer, "src", "tgt", 6)
     batch = Seq2SeqCollator(pad_token_id=0)(list(encoded))
     assert set(batch) == {"input_ids", "attention_mask", "labels", "source_word_ids"}
@@ -96,7 +114,9 @@ def test_encode_errors_name_the_problem(small_tokenizer):
     with pytest.raises(ValueError, match="output_vocab_size=99"):
         encode_seq2seq(dataset, small_tokenizer, "src", "tgt", 99)
     with pytest.raises(TypeError, match="column 'tgt', row 0"):
-        encode_seq2seq(datasets.Dataset.from_dict({"src": ["a"], "tgt": [3]}), small_tokenizer, "src", "tgt", 6)
+        encode_seq2seq(
+            datasets.Dataset.from_dict({"src": ["a"], "tgt": [3]}), small_tokenizer, "src", "tgt", 6
+        )
 
 
 def _toy_splits(tokenizer, train_size=384, eval_size=48):
@@ -114,8 +134,17 @@ def test_seq2seq_trainer_learns_copy_task_with_generate_metrics(tmp_path):
     model = tiny_copy_model(tokenizer)
     metrics = make_compute_metrics(validation, tokenizer, V, "source", "target")
     trainer = train_seq2seq(
-        model, tokenizer, train, validation, tmp_path, compute_metrics=metrics, max_new_tokens=5,
-        num_train_epochs=4, per_device_train_batch_size=16, learning_rate=1e-2, logging_steps=10,
+        model,
+        tokenizer,
+        train,
+        validation,
+        tmp_path,
+        compute_metrics=metrics,
+        max_new_tokens=5,
+        num_train_epochs=4,
+        per_device_train_batch_size=16,
+        learning_rate=1e-2,
+        logging_steps=10,
     )
     evaluations = [log for log in trainer.state.log_history if "eval_loss" in log]
     assert len(evaluations) == 4 and {"eval_exact_match", "eval_bleu"} <= set(evaluations[0])
@@ -143,12 +172,22 @@ def test_early_stopping_on_validation_loss(tmp_path):
     tokenizer = copy_task_tokenizer()
     train, _, _ = _toy_splits(tokenizer, train_size=192)
     rows = copy_task_rows(32, seed=9)
-    shuffled = [{"source": row["source"], "target": rows[(i + 1) % len(rows)]["target"]} for i, row in enumerate(rows)]
-    validation = encode_seq2seq(datasets.Dataset.from_list(shuffled), tokenizer, "source", "target",
-                                output_vocab_size_of(tokenizer))
+    shuffled = [
+        {"source": row["source"], "target": rows[(i + 1) % len(rows)]["target"]} for i, row in enumerate(rows)
+    ]
+    validation = encode_seq2seq(
+        datasets.Dataset.from_list(shuffled), tokenizer, "source", "target", output_vocab_size_of(tokenizer)
+    )
     trainer = train_seq2seq(
-        tiny_copy_model(tokenizer), tokenizer, train, validation, tmp_path, num_train_epochs=20,
-        early_stopping_patience=2, per_device_train_batch_size=16, learning_rate=1e-2,
+        tiny_copy_model(tokenizer),
+        tokenizer,
+        train,
+        validation,
+        tmp_path,
+        num_train_epochs=20,
+        early_stopping_patience=2,
+        per_device_train_batch_size=16,
+        learning_rate=1e-2,
     )
     evaluations = [log["eval_loss"] for log in trainer.state.log_history if "eval_loss" in log]
     assert trainer.state.epoch < 20 and len(evaluations) < 20
@@ -162,11 +201,23 @@ def test_group_by_length_batches_similar_source_lengths_in_random_order(tmp_path
     rows = copy_task_rows(256, seed=4)
     for i, row in enumerate(rows):  # sources of 2..9+ words
         row["source"] = " ".join([row["source"]] + ["alpha"] * (i % 8))
-    train = encode_seq2seq(datasets.Dataset.from_list(rows), tokenizer, "source", "target",
-                           output_vocab_size_of(tokenizer), remove_columns=True)
+    train = encode_seq2seq(
+        datasets.Dataset.from_list(rows),
+        tokenizer,
+        "source",
+        "target",
+        output_vocab_size_of(tokenizer),
+        remove_columns=True,
+    )
     trainer = train_seq2seq(
-        tiny_copy_model(tokenizer), tokenizer, train, None, tmp_path, num_train_epochs=1,
-        per_device_train_batch_size=16, group_by_length=True,
+        tiny_copy_model(tokenizer),
+        tokenizer,
+        train,
+        None,
+        tmp_path,
+        num_train_epochs=1,
+        per_device_train_batch_size=16,
+        group_by_length=True,
     )
     epochs = [list(trainer.get_train_dataloader()) for _ in range(2)]
     for batches in epochs:
@@ -190,7 +241,7 @@ def test_bucketed_batch_sampler_keeps_the_incomplete_batch_last():
     keys = [(i * 7) % 5 for i in range(23)]
     indices = list(BucketedBatchSampler(keys, batch_size=4, mega_batch_size=2))
     assert sorted(indices) == list(range(23))
-    batches = [indices[i:i + 4] for i in range(0, 23, 4)]
+    batches = [indices[i : i + 4] for i in range(0, 23, 4)]
     assert len(batches[-1]) == 3
     for batch in batches:  # each batch is a run of one sorted mega-batch
         assert [keys[i] for i in batch] == sorted(keys[i] for i in batch)
@@ -202,9 +253,20 @@ def _one_sgd_step(tmp_path, batch_size, accumulation, train):
     tokenizer = copy_task_tokenizer()
     model = tiny_copy_model(tokenizer, seed=3)
     args = Seq2SeqTrainingArguments(
-        output_dir=str(tmp_path), per_device_train_batch_size=batch_size, gradient_accumulation_steps=accumulation,
-        max_steps=1, optim="sgd", learning_rate=1.0, lr_scheduler_type="constant", max_grad_norm=1e9,
-        report_to="none", save_strategy="no", logging_steps=1, seed=0, data_seed=0, disable_tqdm=True,
+        output_dir=str(tmp_path),
+        per_device_train_batch_size=batch_size,
+        gradient_accumulation_steps=accumulation,
+        max_steps=1,
+        optim="sgd",
+        learning_rate=1.0,
+        lr_scheduler_type="constant",
+        max_grad_norm=1e9,
+        report_to="none",
+        save_strategy="no",
+        logging_steps=1,
+        seed=0,
+        data_seed=0,
+        disable_tqdm=True,
         dataloader_pin_memory=False,
     )
     trainer = Seq2SeqTrainer(model=model, args=args, train_dataset=train, data_collator=Seq2SeqCollator())
@@ -220,8 +282,14 @@ def test_gradient_accumulation_2x8_equals_batch_16(tmp_path):
     rows = copy_task_rows(16, seed=5)
     for i, row in enumerate(rows):  # unequal target lengths: per-token normalisation matters
         row["target"] = " ".join([row["target"]] + ["alpha"] * (i % 4))
-    train = encode_seq2seq(datasets.Dataset.from_list(rows), tokenizer, "source", "target",
-                           output_vocab_size_of(tokenizer), remove_columns=True)
+    train = encode_seq2seq(
+        datasets.Dataset.from_list(rows),
+        tokenizer,
+        "source",
+        "target",
+        output_vocab_size_of(tokenizer),
+        remove_columns=True,
+    )
     loss_16, gradients_16 = _one_sgd_step(tmp_path / "a", 16, 1, train)
     loss_8x2, gradients_8x2 = _one_sgd_step(tmp_path / "b", 8, 2, train)
     assert loss_8x2 == pytest.approx(loss_16, rel=1e-4)
@@ -239,15 +307,34 @@ def test_training_loss_falls_on_a_real_nl2kw_slice(data_dir, tmp_path):
     train_raw, validation_raw = splits["train"].select(range(512)), splits["validation"].select(range(128))
     tokenizer = train_word_tokenizer(train_raw["nl_query"], target_texts=train_raw["keyword_query"])
     V = output_vocab_size_of(tokenizer)
-    encode = dict(tokenizer=tokenizer, source_column="nl_query", target_column="keyword_query",
-                  output_vocab_size=V, max_source_length=32, max_target_length=8)
+    encode = dict(
+        tokenizer=tokenizer,
+        source_column="nl_query",
+        target_column="keyword_query",
+        output_vocab_size=V,
+        max_source_length=32,
+        max_target_length=8,
+    )
     torch.manual_seed(0)
-    config = RNNSeq2SeqConfig(vocab_size=len(tokenizer), output_vocab_size=V, embedding_size=32, hidden_size=32,
-                              attention="bahdanau", copy="copynet", cell="gru")
+    config = RNNSeq2SeqConfig(
+        vocab_size=len(tokenizer),
+        output_vocab_size=V,
+        embedding_size=32,
+        hidden_size=32,
+        attention="bahdanau",
+        copy="copynet",
+        cell="gru",
+    )
     trainer = train_seq2seq(
-        RNNSeq2SeqForConditionalGeneration(config), tokenizer, encode_seq2seq(train_raw, **encode),
-        encode_seq2seq(validation_raw, **encode), tmp_path, training_preset="liu2018-attn-seq2seq",
-        num_train_epochs=3, per_device_train_batch_size=32, logging_steps=4,
+        RNNSeq2SeqForConditionalGeneration(config),
+        tokenizer,
+        encode_seq2seq(train_raw, **encode),
+        encode_seq2seq(validation_raw, **encode),
+        tmp_path,
+        training_preset="liu2018-attn-seq2seq",
+        num_train_epochs=3,
+        per_device_train_batch_size=32,
+        logging_steps=4,
     )
     train_losses = [log["loss"] for log in trainer.state.log_history if "loss" in log]
     eval_losses = [log["eval_loss"] for log in trainer.state.log_history if "eval_loss" in log]
@@ -259,8 +346,27 @@ def test_training_loss_falls_on_a_real_nl2kw_slice(data_dir, tmp_path):
 @pytest.mark.slow
 def test_cli_train_evaluate_generate(data_dir, tmp_path, capsys):
     out = tmp_path / "model"
-    assert cli_main(["train", "--corpus", "nl2kw", "--preset", "liu2018-attn-seq2seq", "--output-dir", str(out),
-                     "--quick", "--max-steps", "12", "--data-dir", str(data_dir), "--max-source-length", "24"]) == 0
+    assert (
+        cli_main(
+            [
+                "train",
+                "--corpus",
+                "nl2kw",
+                "--preset",
+                "liu2018-attn-seq2seq",
+                "--output-dir",
+                str(out),
+                "--quick",
+                "--max-steps",
+                "12",
+                "--data-dir",
+                str(data_dir),
+                "--max-source-length",
+                "24",
+            ]
+        )
+        == 0
+    )
     trained = json.loads(capsys.readouterr().out)
     assert trained["global_steps"] == 12 and trained["train_examples"] > 1000 and trained["quick"]
     assert trained["group_by_length"]
@@ -268,13 +374,40 @@ def test_cli_train_evaluate_generate(data_dir, tmp_path, capsys):
     assert json.loads((out / TRAINING_METADATA_FILE).read_text()) == trained
     assert not list(out.glob("checkpoint-*")) and (out / "model.safetensors").is_file()
 
-    assert cli_main(["evaluate", "--model", str(out), "--split", "validation", "--limit", "40",
-                     "--data-dir", str(data_dir)]) == 0
+    assert (
+        cli_main(
+            [
+                "evaluate",
+                "--model",
+                str(out),
+                "--split",
+                "validation",
+                "--limit",
+                "40",
+                "--data-dir",
+                str(data_dir),
+            ]
+        )
+        == 0
+    )
     evaluated = json.loads(capsys.readouterr().out)
     assert evaluated["corpus"] == "nl2kw" and evaluated["examples"] == 40
     assert {"precision", "recall", "f1", "exact_match"} <= set(evaluated["metrics"])
     assert all(0.0 <= evaluated["metrics"][k] <= 1.0 for k in ("precision", "recall", "f1"))
 
-    assert cli_main(["generate", "--model", str(out), "what is the history of the Zorblax river",
-                     "--num-beams", "2", "--num-return-sequences", "2"]) == 0
+    assert (
+        cli_main(
+            [
+                "generate",
+                "--model",
+                str(out),
+                "what is the history of the Zorblax river",
+                "--num-beams",
+                "2",
+                "--num-return-sequences",
+                "2",
+            ]
+        )
+        == 0
+    )
     assert len(capsys.readouterr().out.splitlines()) == 2

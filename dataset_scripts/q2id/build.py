@@ -22,7 +22,9 @@ from hf_querygen.corpora.q2id import CONFIGS, CORPUS_NAME, corpus_stats
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir", type=Path, default=None, help="raw corpora (default ../shared/data)")
-    parser.add_argument("--lenient", action="store_true", help="skip malformed records (counted) instead of failing")
+    parser.add_argument(
+        "--lenient", action="store_true", help="skip malformed records (counted) instead of failing"
+    )
     args = parser.parse_args(argv)
     folder = build_dataset_folder(
         CORPUS_NAME, out_dir=Path(__file__).resolve().parent, data_dir=args.data_dir, strict=not args.lenient

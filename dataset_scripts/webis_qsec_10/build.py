@@ -14,4 +14,8 @@ if __name__ == "__main__":
     parser.add_argument("--data-dir", type=Path, default=None, help="raw corpora (default ../shared/data)")
     parser.add_argument("--lenient", action="store_true", help="skip malformed records instead of failing")
     args = parser.parse_args()
-    print(build_dataset_folder("webis_qsec_10", out_dir=Path(__file__).parent, data_dir=args.data_dir, strict=not args.lenient))
+    print(
+        build_dataset_folder(
+            "webis_qsec_10", out_dir=Path(__file__).parent, data_dir=args.data_dir, strict=not args.lenient
+        )
+    )

@@ -31,7 +31,12 @@ from hf_querygen.utils import require_extra
 FEATURE_SETS = ("paper", "paper+corpus")
 #: (c1, c2) candidates: L1 only, L2 only, both (chosen on a validation part of the train folds)
 REGULARIZATION_GRID: tuple[tuple[float, float], ...] = (
-    (0.0, 0.01), (0.0, 0.1), (0.0, 1.0), (0.1, 0.0), (1.0, 0.0), (0.1, 0.1),
+    (0.0, 0.01),
+    (0.0, 0.1),
+    (0.0, 1.0),
+    (0.1, 0.0),
+    (1.0, 0.0),
+    (0.1, 0.1),
 )
 
 
@@ -64,7 +69,9 @@ def _pair_features(prefix: str, left: str, right: str, resources: SegmentationRe
     bigram = f"{left} {right}"
     features: dict[str, float] = {}
     count = resources.google_counts.get(bigram)
-    features[f"{prefix}.log10count=" + ("none" if count is None else str(_bin(math.log10(count + 1), 1.0)))] = 1.0
+    features[
+        f"{prefix}.log10count=" + ("none" if count is None else str(_bin(math.log10(count + 1), 1.0)))
+    ] = 1.0
     pmi = resources.pmi.get(bigram)
     features[f"{prefix}.pmi=" + ("none" if pmi is None else str(_bin(pmi, 1.0)))] = 1.0
     logprob = resources.msn_bigram_logprob.get(bigram)
@@ -132,13 +139,17 @@ class CRFSegmenter:
         if self.settings.feature_set not in FEATURE_SETS:
             raise ValueError(f"feature_set {self.settings.feature_set!r} is not one of {FEATURE_SETS}")
         if self.settings.feature_set == "paper+corpus" and resources is None:
-            raise ValueError("feature_set 'paper+corpus' needs the corpus resources (load_segmentation_resources())")
+            raise ValueError(
+                "feature_set 'paper+corpus' needs the corpus resources (load_segmentation_resources())"
+            )
         self.resources = resources
         self._model_bytes: bytes | None = None
         self._tagger = None
 
     # -- features
-    def item_features(self, words: Sequence[str], pos_tags: Sequence[str] | None = None) -> list[dict[str, float]]:
+    def item_features(
+        self, words: Sequence[str], pos_tags: Sequence[str] | None = None
+    ) -> list[dict[str, float]]:
         """One feature dict per word."""
         if pos_tags is not None and len(pos_tags) != len(words):
             pos_tags = None  # the tagger split this query differently; no POS rather than misaligned POS
@@ -162,10 +173,16 @@ class CRFSegmenter:
         trainer = pycrfsuite.Trainer(algorithm="lbfgs", verbose=False)
         pos_tag_lists = pos_tag_lists or [None] * len(word_lists)
         for words, breaks, pos_tags in zip(word_lists, break_lists, pos_tag_lists, strict=True):
-            trainer.append(pycrfsuite.ItemSequence(self.item_features(words, pos_tags)), breaks_to_bio(breaks))
+            trainer.append(
+                pycrfsuite.ItemSequence(self.item_features(words, pos_tags)), breaks_to_bio(breaks)
+            )
         trainer.set_params(
-            {"c1": self.settings.c1, "c2": self.settings.c2, "max_iterations": self.settings.max_iterations,
-             "feature.possible_transitions": True}
+            {
+                "c1": self.settings.c1,
+                "c2": self.settings.c2,
+                "max_iterations": self.settings.max_iterations,
+                "feature.possible_transitions": True,
+            }
         )
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "model.crfsuite")
@@ -201,7 +218,9 @@ class CRFSegmenter:
     def segment(self, queries: Sequence[str]) -> list[str]:
         """``|`` segmentations of query strings (no POS tags: the corpus has none for new queries)."""
         word_lists = [query_words(query) for query in queries]
-        return [breaks_to_string(w, b) for w, b in zip(word_lists, self.predict_breaks(word_lists), strict=True)]
+        return [
+            breaks_to_string(w, b) for w, b in zip(word_lists, self.predict_breaks(word_lists), strict=True)
+        ]
 
     # -- persistence
     def save(self, directory: str | os.PathLike) -> Path:
@@ -214,7 +233,9 @@ class CRFSegmenter:
         return out
 
     @classmethod
-    def load(cls, directory: str | os.PathLike, resources: SegmentationResources | None = None) -> CRFSegmenter:
+    def load(
+        cls, directory: str | os.PathLike, resources: SegmentationResources | None = None
+    ) -> CRFSegmenter:
         folder = Path(directory)
         settings = CRFSettings(**json.loads((folder / "crf_settings.json").read_text()))
         segmenter = cls(settings, resources)
@@ -252,7 +273,9 @@ def select_regularization(
     train_breaks, valid_breaks = part(break_lists, False), part(break_lists, True)
     train_pos, valid_pos = part(pos_tag_lists, False), part(pos_tag_lists, True)
     if not valid_words or not train_words:
-        raise ValueError(f"validation_fraction {validation_fraction} leaves an empty train or validation part")
+        raise ValueError(
+            f"validation_fraction {validation_fraction} leaves an empty train or validation part"
+        )
     references = [breaks_to_string(w, b) for w, b in zip(valid_words, valid_breaks, strict=True)]
     trials = []
     for c1, c2 in grid:

@@ -35,7 +35,10 @@ def union_keyword_queries(*systems: Sequence[Sequence[str]]) -> list[list[str]]:
     sizes = {len(outputs) for outputs in systems}
     if len(sizes) != 1:
         raise ValueError(f"union_keyword_queries: systems have different numbers of queries: {sorted(sizes)}")
-    return [unique_words(w for keywords in per_query for w in keywords) for per_query in zip(*systems, strict=True)]
+    return [
+        unique_words(w for keywords in per_query for w in keywords)
+        for per_query in zip(*systems, strict=True)
+    ]
 
 
 @dataclass
@@ -53,7 +56,9 @@ class YakeKeywordExtractor:
 
     def __post_init__(self) -> None:
         if self.top < 1 or self.max_ngram < 1:
-            raise ValueError(f"YakeKeywordExtractor: top and max_ngram must be >= 1, got {self.top}, {self.max_ngram}")
+            raise ValueError(
+                f"YakeKeywordExtractor: top and max_ngram must be >= 1, got {self.top}, {self.max_ngram}"
+            )
         yake = require_extra("yake", "keywords", "YakeKeywordExtractor")
         self._extractor = yake.KeywordExtractor(lan=self.language, n=self.max_ngram, top=self.top)
 

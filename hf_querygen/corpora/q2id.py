@@ -283,7 +283,9 @@ class XmlElement:
         return self.only_child(tag, path).text
 
 
-def iter_xml_records(path: Path, record_tag: str, log: ParseLog, chunk_size: int = 1 << 20) -> Iterator[XmlElement]:
+def iter_xml_records(
+    path: Path, record_tag: str, log: ParseLog, chunk_size: int = 1 << 20
+) -> Iterator[XmlElement]:
     """Stream the ``<record_tag>`` children of the root element of an XML file with expat, one
     subtree at a time, every element carrying its line number.
 
@@ -311,7 +313,9 @@ def iter_xml_records(path: Path, record_tag: str, log: ParseLog, chunk_size: int
                 finished.append(element)
             else:
                 finished.append(
-                    CorpusFormatError(path, element.line, f"unexpected <{tag}> element (expected <{record_tag}>)")
+                    CorpusFormatError(
+                        path, element.line, f"unexpected <{tag}> element (expected <{record_tag}>)"
+                    )
                 )
 
     def characters(data: str) -> None:
@@ -336,7 +340,9 @@ def iter_xml_records(path: Path, record_tag: str, log: ParseLog, chunk_size: int
                     yield item
             finished.clear()
             if broken is not None:
-                log.error(path, broken.lineno, f"malformed XML: {xml.parsers.expat.errors.messages[broken.code]}")
+                log.error(
+                    path, broken.lineno, f"malformed XML: {xml.parsers.expat.errors.messages[broken.code]}"
+                )
                 return
             if not chunk:
                 return
@@ -377,8 +383,13 @@ def read_semeval2015(data_dir: Path, log: ParseLog) -> list[Q2IDRecord]:
             comments = [
                 (
                     comment.attribute("CID", path),
-                    _check_label(comment.attribute("CGOLD", path), SEMEVAL2015_LABELS, path, comment.line,
-                                 "CGOLD label"),
+                    _check_label(
+                        comment.attribute("CGOLD", path),
+                        SEMEVAL2015_LABELS,
+                        path,
+                        comment.line,
+                        "CGOLD label",
+                    ),
                     comment.child_text("CBody", path),
                 )
                 for comment in question.findall("Comment")
@@ -418,7 +429,9 @@ def _parse_semeval2016_element(element: XmlElement, path: Path, split: str) -> _
     comments = []
     for comment in thread.findall("RelComment"):
         labels = [
-            _check_label(comment.attribute(name, path), SEMEVAL2016_LABELS, path, comment.line, f"{name} label")
+            _check_label(
+                comment.attribute(name, path), SEMEVAL2016_LABELS, path, comment.line, f"{name} label"
+            )
             for name in ("RELC_RELEVANCE2ORGQ", "RELC_RELEVANCE2RELQ")
         ]
         comments.append((comment.attribute("RELC_ID", path), *labels, comment.child_text("RelCText", path)))
@@ -431,7 +444,9 @@ def _parse_semeval2016_element(element: XmlElement, path: Path, split: str) -> _
     )
 
 
-def read_semeval2016_xml(data_dir: Path, split: str, log: ParseLog) -> tuple[list[Q2IDRecord], list[Q2IDRecord]]:
+def read_semeval2016_xml(
+    data_dir: Path, split: str, log: ParseLog
+) -> tuple[list[Q2IDRecord], list[Q2IDRecord]]:
     """SemEval-2016 Task 3 XML: ``(original questions, related questions)``.
 
     Each ``<OrgQuestion>`` element holds one of its related threads, so an original question is
@@ -446,9 +461,13 @@ def read_semeval2016_xml(data_dir: Path, split: str, log: ParseLog) -> tuple[lis
         try:
             thread = _parse_semeval2016_element(element, path, split)
             original = originals.get(thread.original_id)
-            if original is not None and (original.query, original.description) != (thread.subject, thread.body):
+            if original is not None and (original.query, original.description) != (
+                thread.subject,
+                thread.body,
+            ):
                 raise CorpusFormatError(
-                    path, element.line,
+                    path,
+                    element.line,
                     f"ORGQ_ID {thread.original_id} has another subject or body than at line {original.line}",
                 )
         except CorpusFormatError as err:
@@ -600,7 +619,11 @@ def _read_qrels(
     for line, text in read_lines(path, log):
         columns = text.split("\t")
         if len(columns) != 4:
-            log.error(path, line, f"expected 4 tab-separated columns (query, 0, document, level), found {len(columns)}")
+            log.error(
+                path,
+                line,
+                f"expected 4 tab-separated columns (query, 0, document, level), found {len(columns)}",
+            )
             continue
         query_id, iteration, doc_id, level = columns
         if iteration != "0" or not _QUERY_ID.fullmatch(query_id):
@@ -608,7 +631,11 @@ def _read_qrels(
         elif level not in known_levels:
             log.error(path, line, f"unknown relevance level {level!r} (expected one of {sorted(levels)})")
         elif doc_id not in documents:
-            log.error(path, line, f"judged document {doc_id} is not in {path.parent.name}/{path.name.split('.')[0]}.docs")
+            log.error(
+                path,
+                line,
+                f"judged document {doc_id} is not in {path.parent.name}/{path.name.split('.')[0]}.docs",
+            )
         else:
             yield query_id, doc_id, int(level)
 
@@ -630,9 +657,13 @@ def read_nfcorpus_split(data_dir: Path, split: str, log: ParseLog) -> list[Q2IDR
     sentences = {doc_id: split_nfcorpus_document(text) for doc_id, (_, text) in documents.items()}
 
     judged: dict[str, dict[str, tuple[str, bool]]] = {}  # query -> doc -> (label, relevant)
-    for query_id, doc_id, level in _read_qrels(folder / f"{split}.2-1-0.qrel", NFCORPUS_RELEVANT_LEVELS, documents, log):
+    for query_id, doc_id, level in _read_qrels(
+        folder / f"{split}.2-1-0.qrel", NFCORPUS_RELEVANT_LEVELS, documents, log
+    ):
         judged.setdefault(query_id, {})[doc_id] = (NFCORPUS_RELEVANT_LEVELS[level], True)
-    for query_id, doc_id, level in _read_qrels(folder / f"{split}.3-2-1.qrel", NFCORPUS_GRADED_LEVELS, documents, log):
+    for query_id, doc_id, level in _read_qrels(
+        folder / f"{split}.3-2-1.qrel", NFCORPUS_GRADED_LEVELS, documents, log
+    ):
         if level == NFCORPUS_IRRELEVANT_LEVEL:
             judged.setdefault(query_id, {}).setdefault(doc_id, (NFCORPUS_GRADED_LEVELS[level], False))
 
@@ -668,7 +699,9 @@ def read_nfcorpus(data_dir: Path, log: ParseLog) -> list[Q2IDRecord]:
 def config_sources(config: str) -> frozenset[str]:
     """The record sources a config keeps."""
     semeval = {SOURCE_SEMEVAL2015, SOURCE_SEMEVAL2016_ORIGINAL, SOURCE_SEMEVAL2016_RELATED}
-    return frozenset({"semeval": semeval, "nfcorpus": {SOURCE_NFCORPUS}, "all": semeval | {SOURCE_NFCORPUS}}[config])
+    return frozenset(
+        {"semeval": semeval, "nfcorpus": {SOURCE_NFCORPUS}, "all": semeval | {SOURCE_NFCORPUS}}[config]
+    )
 
 
 def source_files(data_dir: Path) -> list[Path]:
@@ -702,7 +735,9 @@ _POOL_CACHE: dict[tuple, tuple[list[Q2IDRecord], ParseLog]] = {}
 
 
 def _pooled_records(data_dir: Path, log: ParseLog) -> list[Q2IDRecord]:
-    signature = tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in source_files(data_dir) if p.exists())
+    signature = tuple(
+        (str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in source_files(data_dir) if p.exists()
+    )
     key = (signature, log.strict)
     if key not in _POOL_CACHE:
         pool_log = ParseLog(strict=log.strict)
@@ -734,7 +769,11 @@ def build_q2id(config: str, data_dir: Path, log: ParseLog) -> datasets.DatasetDi
     return datasets.DatasetDict(
         {
             split: datasets.Dataset.from_list(
-                [r.to_example() for r, s in zip(pool, assignment, strict=True) if s == split and r.source in wanted],
+                [
+                    r.to_example()
+                    for r, s in zip(pool, assignment, strict=True)
+                    if s == split and r.source in wanted
+                ],
                 features=features,
             )
             for split in SPLITS

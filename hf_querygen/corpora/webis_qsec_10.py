@@ -110,7 +110,9 @@ def read_queries(data_dir: Path, log: ParseLog) -> dict[str, str]:
     return queries
 
 
-def _records_of_known_queries(path: Path, queries: dict[str, str], log: ParseLog) -> Iterator[tuple[int, str, str]]:
+def _records_of_known_queries(
+    path: Path, queries: dict[str, str], log: ParseLog
+) -> Iterator[tuple[int, str, str]]:
     """(line number, query id, value) of a ``<query-id>\t<value>`` file whose ids must be known
     queries, each at most once; anything else goes to ``log``."""
     seen: set[str] = set()
@@ -128,7 +130,9 @@ def _records_of_known_queries(path: Path, queries: dict[str, str], log: ParseLog
         yield line_no, query_id, value
 
 
-def read_crowd_votes(data_dir: Path, queries: dict[str, str], log: ParseLog) -> dict[str, list[tuple[int, str]]]:
+def read_crowd_votes(
+    data_dir: Path, queries: dict[str, str], log: ParseLog
+) -> dict[str, list[tuple[int, str]]]:
     """query id -> [(votes, segmentation), ...] from the crowdsourcing file (a Python list literal
     per line: single-quoted strings, double-quoted when they hold an apostrophe)."""
     path = data_dir / CORPUS_FOLDER / CROWD_FILE
@@ -153,7 +157,12 @@ def _check_vote_list(value: object, query: str) -> list[tuple[int, str]] | str:
         return "expected a non-empty list of (votes, segmentation) tuples"
     pairs = []
     for item in value:
-        if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], int) and isinstance(item[1], str)):
+        if not (
+            isinstance(item, tuple)
+            and len(item) == 2
+            and isinstance(item[0], int)
+            and isinstance(item[1], str)
+        ):
             return f"entry {item!r} is not a (int votes, str segmentation) tuple"
         if item[0] <= 0:
             return f"entry {item!r} has a non-positive vote count"
@@ -170,7 +179,9 @@ def _algorithm_path(data_dir: Path, column: str) -> Path:
     return data_dir / CORPUS_FOLDER / "segmentations-of-algorithms" / f"{PREFIX}segmentations-{file_part}.txt"
 
 
-def read_algorithm_outputs(data_dir: Path, queries: dict[str, str], log: ParseLog) -> dict[str, dict[str, str]]:
+def read_algorithm_outputs(
+    data_dir: Path, queries: dict[str, str], log: ParseLog
+) -> dict[str, dict[str, str]]:
     """algorithm column -> {query id -> segmentation} for the seven published algorithms."""
     outputs: dict[str, dict[str, str]] = {}
     for column in PUBLISHED_ALGORITHMS:
@@ -321,7 +332,9 @@ def build(config: str, data_dir: Path, log: ParseLog) -> datasets.DatasetDict:
         votes_of = read_crowd_votes(data_dir, queries, log)
         missing = [query_id for query_id in queries if query_id not in votes_of]
         for query_id in missing:
-            log.error(data_dir / CORPUS_FOLDER / CROWD_FILE, None, f"no crowd segmentations for query id {query_id}")
+            log.error(
+                data_dir / CORPUS_FOLDER / CROWD_FILE, None, f"no crowd segmentations for query id {query_id}"
+            )
         kept = [query_id for query_id in queries if query_id in votes_of]
         folds = fold_of_ids(kept)
         columns: dict[str, list] = {name: [] for name in _segmentation_features()}
@@ -348,7 +361,9 @@ def build(config: str, data_dir: Path, log: ParseLog) -> datasets.DatasetDict:
         for query_id in queries:
             for column, by_id in outputs.items():
                 if query_id not in by_id:
-                    log.error(_algorithm_path(data_dir, column), None, f"no segmentation for query id {query_id}")
+                    log.error(
+                        _algorithm_path(data_dir, column), None, f"no segmentation for query id {query_id}"
+                    )
         folds = fold_of_ids(kept)
         columns = {
             "id": kept,
@@ -367,17 +382,30 @@ def corpus_stats(config: str | None = None, data_dir=None) -> dict:
 
     config = config or "segmentations"
     train = load_corpus(CORPUS_NAME, config, data_dir=data_dir)["train"]
-    stats: dict = {"config": config, "queries": train.num_rows,
-                   "queries_per_fold": dict(sorted(Counter(train["fold"]).items()))}
+    stats: dict = {
+        "config": config,
+        "queries": train.num_rows,
+        "queries_per_fold": dict(sorted(Counter(train["fold"]).items())),
+    }
     lengths = [len(query.split()) for query in train["query"]]
-    stats["words_per_query"] = {"mean": statistics.fmean(lengths), "min": min(lengths), "max": max(lengths),
-                                "histogram": dict(sorted(Counter(lengths).items()))}
+    stats["words_per_query"] = {
+        "mean": statistics.fmean(lengths),
+        "min": min(lengths),
+        "max": max(lengths),
+        "histogram": dict(sorted(Counter(lengths).items())),
+    }
     if config == "segmentations":
         totals = train["total_votes"]
         breaks = [b for row in train["breaks"] for b in row]
-        stats["votes_per_query"] = {"mean": statistics.fmean(totals), "min": min(totals), "max": max(totals),
-                                    "queries_over_10_votes": sum(t > 10 for t in totals)}
-        stats["distinct_segmentations_per_query"] = statistics.fmean(len(c) for c in train["crowd_segmentations"])
+        stats["votes_per_query"] = {
+            "mean": statistics.fmean(totals),
+            "min": min(totals),
+            "max": max(totals),
+            "queries_over_10_votes": sum(t > 10 for t in totals),
+        }
+        stats["distinct_segmentations_per_query"] = statistics.fmean(
+            len(c) for c in train["crowd_segmentations"]
+        )
         stats["reference_segments_per_query"] = statistics.fmean(len(s) for s in train["segments"])
         stats["reference_break_rate"] = sum(breaks) / len(breaks)
         stats["unsegmented_references"] = sum(len(s) == 1 for s in train["segments"])

@@ -74,7 +74,11 @@ def markdown_table(
         for metric in metrics:
             row.append(_fmt(ours.get(metric), digits))
             value = paper.get(metric)
-            row.append("-" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.{digits}f}")
+            row.append(
+                "-"
+                if value is None or (isinstance(value, float) and math.isnan(value))
+                else f"{value:.{digits}f}"
+            )
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines) + "\n"
 

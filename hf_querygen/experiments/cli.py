@@ -25,5 +25,7 @@ def _reproduce(args: argparse.Namespace) -> int:
     for name in names:
         out_dir = args.out_dir / name if (args.out_dir and args.name == "all") else args.out_dir
         out_dir = out_dir or Path("results") / (name + ("-quick" if args.quick else ""))
-        get_reproduction(name).run(out_dir=out_dir, quick=args.quick, seeds=args.seeds, data_dir=args.data_dir)
+        get_reproduction(name).run(
+            out_dir=out_dir, quick=args.quick, seeds=args.seeds, data_dir=args.data_dir
+        )
     return 0

@@ -53,7 +53,8 @@ SYSTEM_LABELS = {
     "rnn_encoder_decoder": "RNN encoder-decoder (unconstrained, as in the paper)",
     "crf_corpus_features": "extra: CRF + corpus features (n-grams, Wikipedia, PMI, POS)",
     "rnn_encoder_decoder_constrained": "extra: RNN encoder-decoder, constrained (break vs. any word)",
-    "rnn_encoder_decoder_constrained_word_only": "extra: RNN encoder-decoder, constrained (break vs. next word)",
+    "rnn_encoder_decoder_constrained_word_only": "extra: RNN encoder-decoder, constrained (break vs. "
+    "next word)",
     "neural_tagger": "extra: BiLSTM BIO tagger",
     "every_word": "extra: trivial, every word its own segment",
     "published_wt": "published output: WT (CIKM'12)",
@@ -86,8 +87,15 @@ class NeuralSettings:
     max_train_queries: int | None = None
 
 
-QUICK = NeuralSettings(rnn_hidden_size=64, rnn_layers=1, tagger_embedding_size=32, tagger_hidden_size=32,
-                       max_epochs=2, patience=1, max_train_queries=600)
+QUICK = NeuralSettings(
+    rnn_hidden_size=64,
+    rnn_layers=1,
+    tagger_embedding_size=32,
+    tagger_hidden_size=32,
+    max_epochs=2,
+    patience=1,
+    max_train_queries=600,
+)
 
 
 # ---------------------------------------------------------------- scoring helpers
@@ -115,8 +123,11 @@ def reimplementation_agreement(algorithms, resources) -> dict[str, dict[str, flo
         ours = segmenter(algorithms["query"])
         published = algorithms[segmenter.name]
         identical = sum(a == b for a, b in zip(ours, published, strict=True))
-        agreement[segmenter.name] = {"identical": identical / len(ours), "queries": len(ours),
-                                     "published_scores_against_ours": _scores(ours, published)}
+        agreement[segmenter.name] = {
+            "identical": identical / len(ours),
+            "queries": len(ours),
+            "published_scores_against_ours": _scores(ours, published),
+        }
     return agreement
 
 
@@ -125,8 +136,10 @@ def _validation_split(train, fraction: float):
     from hf_querygen.baselines.crf_segmenter import validation_mask
 
     held_out = validation_mask(train["id"], fraction, salt="neural-validation")
-    return (train.select([i for i, h in enumerate(held_out) if not h]),
-            train.select([i for i, h in enumerate(held_out) if h]))
+    return (
+        train.select([i for i, h in enumerate(held_out) if not h]),
+        train.select([i for i, h in enumerate(held_out) if h]),
+    )
 
 
 def _train(model, tokenizer, train_set, validation_set, work_dir: Path, settings: NeuralSettings, seed: int):
@@ -135,13 +148,24 @@ def _train(model, tokenizer, train_set, validation_set, work_dir: Path, settings
 
     # Lin'17 train with Adam at 1e-4 for 50,000 epochs; our budget needs a larger rate (see config)
     arguments = training_arguments_from_preset(
-        "lin2017-segmenter", learning_rate=settings.learning_rate, per_device_train_batch_size=settings.batch_size,
+        "lin2017-segmenter",
+        learning_rate=settings.learning_rate,
+        per_device_train_batch_size=settings.batch_size,
         max_grad_norm=5.0,
     )
     trainer = train_seq2seq(
-        model, tokenizer, train_set, validation_set, work_dir, training_preset=arguments,
-        max_new_tokens=24, early_stopping_patience=settings.patience, num_train_epochs=settings.max_epochs,
-        seed=seed, save_total_limit=1, group_by_length=True,
+        model,
+        tokenizer,
+        train_set,
+        validation_set,
+        work_dir,
+        training_preset=arguments,
+        max_new_tokens=24,
+        early_stopping_patience=settings.patience,
+        num_train_epochs=settings.max_epochs,
+        seed=seed,
+        save_total_limit=1,
+        group_by_length=True,
     )
     epochs = trainer.state.epoch
     shutil.rmtree(work_dir, ignore_errors=True)  # checkpoints are not part of the results
@@ -173,13 +197,24 @@ def run_neural_fold(train, test, settings: NeuralSettings, seed: int, work_dir: 
     set_seed(seed)
     size = settings.rnn_hidden_size
     config = config_from_preset(
-        "lin2017-segmenter", vocab_size=len(tokenizer), output_vocab_size=len(tokenizer), embedding_size=size,
-        hidden_size=size, decoder_hidden_size=size, num_encoder_layers=settings.rnn_layers,
+        "lin2017-segmenter",
+        vocab_size=len(tokenizer),
+        output_vocab_size=len(tokenizer),
+        embedding_size=size,
+        hidden_size=size,
+        decoder_hidden_size=size,
+        num_encoder_layers=settings.rnn_layers,
         num_decoder_layers=settings.rnn_layers,
     )
-    model, epochs = _train(RNNSeq2SeqForConditionalGeneration(config), tokenizer,
-                           encode_for_seq2seq(fit, tokenizer), encode_for_seq2seq(validation, tokenizer),
-                           work_dir / "rnn", settings, seed)
+    model, epochs = _train(
+        RNNSeq2SeqForConditionalGeneration(config),
+        tokenizer,
+        encode_for_seq2seq(fit, tokenizer),
+        encode_for_seq2seq(validation, tokenizer),
+        work_dir / "rnn",
+        settings,
+        seed,
+    )
     decodings = {
         "rnn_encoder_decoder": {"constrained": False},
         "rnn_encoder_decoder_constrained": {"constrained": True, "pool_word_probability": True},
@@ -188,20 +223,37 @@ def run_neural_fold(train, test, settings: NeuralSettings, seed: int, work_dir: 
     for system, decoding in decodings.items():
         start = time.perf_counter()
         breaks = segment_breaks(model, tokenizer, queries, **decoding)
-        out[system] = {"scores": _scores(_as_strings(test["words"], breaks), references), "epochs": epochs,
-                       "decode_seconds": time.perf_counter() - start}
+        out[system] = {
+            "scores": _scores(_as_strings(test["words"], breaks), references),
+            "epochs": epochs,
+            "decode_seconds": time.perf_counter() - start,
+        }
 
     set_seed(seed)
     tagger_config = RNNTaggerConfig(
-        vocab_size=len(tokenizer), embedding_size=settings.tagger_embedding_size,
-        hidden_size=settings.tagger_hidden_size, cell="lstm", bidirectional=True, dropout=0.2,
-        id2label=dict(enumerate(BIO_LABELS)), label2id={label: i for i, label in enumerate(BIO_LABELS)},
+        vocab_size=len(tokenizer),
+        embedding_size=settings.tagger_embedding_size,
+        hidden_size=settings.tagger_hidden_size,
+        cell="lstm",
+        bidirectional=True,
+        dropout=0.2,
+        id2label=dict(enumerate(BIO_LABELS)),
+        label2id={label: i for i, label in enumerate(BIO_LABELS)},
     )
-    tagger, epochs = _train(RNNTaggerForTokenClassification(tagger_config), tokenizer,
-                            encode_for_tagging(fit, tokenizer), encode_for_tagging(validation, tokenizer),
-                            work_dir / "tagger", settings, seed)
+    tagger, epochs = _train(
+        RNNTaggerForTokenClassification(tagger_config),
+        tokenizer,
+        encode_for_tagging(fit, tokenizer),
+        encode_for_tagging(validation, tokenizer),
+        work_dir / "tagger",
+        settings,
+        seed,
+    )
     breaks = segment_breaks(tagger, tokenizer, queries)
-    out["neural_tagger"] = {"scores": _scores(_as_strings(test["words"], breaks), references), "epochs": epochs}
+    out["neural_tagger"] = {
+        "scores": _scores(_as_strings(test["words"], breaks), references),
+        "epochs": epochs,
+    }
     return out
 
 
@@ -230,7 +282,9 @@ def run(out_dir: str | Path, quick: bool = False, seeds: int | None = None, data
         raise RuntimeError("the algorithms config lists other queries than the segmentations config")
     resources = load_segmentation_resources(data_dir)
     agreement = reimplementation_agreement(algorithms, resources)
-    segmenters = {name: WikipediaTitleSegmenter(resources, snp) for name, snp in (("wt", False), ("wt_snp", True))}
+    segmenters = {
+        name: WikipediaTitleSegmenter(resources, snp) for name, snp in (("wt", False), ("wt_snp", True))
+    }
 
     system_runs: dict[str, list[dict[str, float]]] = defaultdict(list)
     fold_log: list[dict[str, Any]] = []
@@ -245,14 +299,26 @@ def run(out_dir: str | Path, quick: bool = False, seeds: int | None = None, data
 
             for name, segmenter in segmenters.items():
                 system_runs[name].append(_scores(segmenter(test["query"]), references))
-            system_runs["every_word"].append(_scores([q.replace(" ", "|") for q in test["query"]], references))
+            system_runs["every_word"].append(
+                _scores([q.replace(" ", "|") for q in test["query"]], references)
+            )
             for column in PUBLISHED_ALGORITHMS:
                 system_runs[f"published_{column}"].append(_scores(published[column], references))
 
             for system, feature_set in (("crf", "paper"), ("crf_corpus_features", "paper+corpus")):
-                pos = [resources.query_pos.get(i) for i in train["id"]] if feature_set == "paper+corpus" else None
+                pos = (
+                    [resources.query_pos.get(i) for i in train["id"]]
+                    if feature_set == "paper+corpus"
+                    else None
+                )
                 settings, trials = select_regularization(
-                    train["words"], train["breaks"], train["id"], feature_set, resources, pos, crf_grid,
+                    train["words"],
+                    train["breaks"],
+                    train["id"],
+                    feature_set,
+                    resources,
+                    pos,
+                    crf_grid,
                     max_iterations=crf_iterations,
                 )
                 model = CRFSegmenter(settings, resources).fit(train["words"], train["breaks"], pos)
@@ -272,14 +338,18 @@ def run(out_dir: str | Path, quick: bool = False, seeds: int | None = None, data
 
     config = {
         "corpus": "webis_qsec_10 (training set, 4,848 queries; references by break fusion)",
-        "evaluation": f"{len(folds)}-fold cross-validation (deterministic folds of the corpus), mean +- std over folds"
-                      + (f" x {n_seeds} seeds for the neural rows" if n_seeds > 1 else ""),
-        "paper_numbers_measured_on": "the official Webis-QSeC-10 test set (48,587 queries), not available here",
+        "evaluation": f"{len(folds)}-fold cross-validation (deterministic folds of the corpus), mean +- "
+        "std over folds" + (f" x {n_seeds} seeds for the neural rows" if n_seeds > 1 else ""),
+        "paper_numbers_measured_on": "the official Webis-QSeC-10 test set (48,587 queries), not "
+        "available here",
         "quick": quick,
         "folds": list(folds),
         "seeds": n_seeds,
-        "crf": {"grid_c1_c2": [list(p) for p in crf_grid], "max_iterations": crf_iterations,
-                "selection": "query accuracy on a 15% validation part of the training folds"},
+        "crf": {
+            "grid_c1_c2": [list(p) for p in crf_grid],
+            "max_iterations": crf_iterations,
+            "selection": "query accuracy on a 15% validation part of the training folds",
+        },
         "neural": asdict(neural),
         "paper_rnn": "2-layer tanh RNN, 1024 units, one-hot input, Adam 1e-4, dropout 0.05, 50,000 epochs",
         "per_fold": fold_log,
@@ -320,8 +390,10 @@ def render_markdown(document: dict) -> str:
         "# Lin et al. 2017, Table 2: query segmentation on Webis-QSeC-10",
         "",
         f"Ours: {config['evaluation']} on the 4,848 training queries. The paper's numbers were measured on "
-        f"{config['paper_numbers_measured_on']}; they are beside ours for orientation, not as a like-for-like "
-        "comparison. `published output` rows score the segmentations shipped with the corpus on the same folds.",
+        f"{config['paper_numbers_measured_on']}; they are beside ours for orientation, not as a "
+        "like-for-like "
+        "comparison. `published output` rows score the segmentations shipped with the corpus on the "
+        "same folds.",
         "",
         markdown_table(document, TABLE_METRICS, systems, SYSTEM_LABELS),
         "Further metrics (ours only):",
@@ -336,10 +408,12 @@ def render_markdown(document: dict) -> str:
         f"{agreement['wt_snp']['identical']:.2%}.",
         "",
         "Constrained decoding: the paper's encoder-decoder decoded so that it can only write the next query "
-        "word or a break. Scoring \"write the next word\" by that word's own probability (word only) makes a model "
+        'word or a break. Scoring "write the next word" by that word\'s own probability (word only) '
+        "makes a model "
         "that cannot predict rare words break everywhere; scoring it by the probability of writing any word "
         "(break vs. any word) reads the model's break probability. The second variant was added after the "
-        "first turned out to equal the trivial segmentation on fold 0 in a development run; both are reported.",
+        "first turned out to equal the trivial segmentation on fold 0 in a development run; both are "
+        "reported.",
         "",
         f"Neural settings (the paper's RNN: {config['paper_rnn']}): {config['neural']}. "
         f"CRF: {config['crf']}. Runtime {config['runtime_seconds']:.0f} s"

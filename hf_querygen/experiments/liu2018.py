@@ -35,16 +35,34 @@ from typing import Any
 PAPER_NUMBERS: dict[str, dict[str, float]] = {
     "raw_query": {"precision": 0.112, "recall": 0.552, "f1": 0.186},
     "vanilla_seq2seq": {"precision": 0.250, "recall": 0.222, "f1": 0.235},
-    "attentional_seq2seq": {"precision": 0.313, "recall": 0.261, "f1": 0.284, "recall_extractive": 0.226,
-                            "recall_generative": 0.326, "recall_total": 0.261},
-    "sequence_labeling": {"precision": 0.589, "recall": 0.387, "f1": 0.467, "recall_extractive": 0.656,
-                          "recall_generative": 0.000, "recall_total": 0.387},
+    "attentional_seq2seq": {
+        "precision": 0.313,
+        "recall": 0.261,
+        "f1": 0.284,
+        "recall_extractive": 0.226,
+        "recall_generative": 0.326,
+        "recall_total": 0.261,
+    },
+    "sequence_labeling": {
+        "precision": 0.589,
+        "recall": 0.387,
+        "f1": 0.467,
+        "recall_extractive": 0.656,
+        "recall_generative": 0.000,
+        "recall_total": 0.387,
+    },
     "pointer_network": {"precision": 0.596, "recall": 0.339, "f1": 0.439},
     "ats2s_sl": {"precision": 0.387, "recall": 0.521, "f1": 0.444},
     "ats2s_pn": {"precision": 0.384, "recall": 0.509, "f1": 0.438},
     "joint_ats2s_sl": {"precision": 0.440, "recall": 0.465, "f1": 0.452},
-    "dual_decoder": {"precision": 0.535, "recall": 0.494, "f1": 0.514, "recall_extractive": 0.630,
-                     "recall_generative": 0.301, "recall_total": 0.494},
+    "dual_decoder": {
+        "precision": 0.535,
+        "recall": 0.494,
+        "f1": 0.514,
+        "recall_extractive": 0.630,
+        "recall_generative": 0.301,
+        "recall_total": 0.494,
+    },
 }
 #: Table 2 retrieval columns (Baidu search; not reproducible here), kept for the record in the config
 PAPER_RETRIEVAL: dict[str, dict[str, float]] = {
@@ -67,10 +85,26 @@ SYSTEM_LABELS = {
     "dual_decoder": "9 Dual decoder (Liu'18)",
     "yake": "extra: YAKE (unsupervised)",
 }
-NEURAL_SYSTEMS = ("vanilla_seq2seq", "attentional_seq2seq", "luong_local_seq2seq", "sequence_labeling",
-                  "pointer_network", "joint_ats2s_sl", "dual_decoder")
-REPORTED_METRICS = ("precision", "recall", "f1", "pooled_precision", "pooled_recall", "pooled_f1",
-                    "recall_extractive", "recall_generative", "recall_total")
+NEURAL_SYSTEMS = (
+    "vanilla_seq2seq",
+    "attentional_seq2seq",
+    "luong_local_seq2seq",
+    "sequence_labeling",
+    "pointer_network",
+    "joint_ats2s_sl",
+    "dual_decoder",
+)
+REPORTED_METRICS = (
+    "precision",
+    "recall",
+    "f1",
+    "pooled_precision",
+    "pooled_recall",
+    "pooled_f1",
+    "recall_extractive",
+    "recall_generative",
+    "recall_total",
+)
 #: Fig. 5 buckets over the number of normalised words of the natural-language query
 LENGTH_BIN_EDGES = (1, 6, 9, 12, 16, 21)
 
@@ -80,7 +114,8 @@ logger = logging.getLogger(__name__)
 @dataclass
 class Budget:
     """Training budget: epochs cap (early stopping on validation loss inside it), data caps, and whether
-    training batches are bucketed by source length (faster; see :class:`hf_querygen.training.BucketedBatchSampler`
+    training batches are bucketed by source length (faster; see
+    :class:`hf_querygen.training.BucketedBatchSampler`
     and NOTES.md for what it costs the pointer network)."""
 
     epochs: float
@@ -143,8 +178,15 @@ def prepare_data(data_dir: str | Path | None, budget: Budget, min_output_frequen
     order = TfidfKeywordOrder.fit(documents)
     data = PreparedData(corpus, tokenizer, output_vocab_size)
     for mode in ENCODING_MODES:
-        data.encoded[mode] = encode_nl2kw(corpus, tokenizer, order, mode, output_vocab_size,
-                                          max_source_length=MAX_SOURCE_LENGTH, max_target_length=MAX_TARGET_LENGTH)
+        data.encoded[mode] = encode_nl2kw(
+            corpus,
+            tokenizer,
+            order,
+            mode,
+            output_vocab_size,
+            max_source_length=MAX_SOURCE_LENGTH,
+            max_target_length=MAX_TARGET_LENGTH,
+        )
     return data
 
 
@@ -171,17 +213,26 @@ def build_model(system: str, data: PreparedData, loss_lambda: float = 0.5):
     if system == "attentional_seq2seq":
         return RNNSeq2SeqForConditionalGeneration(config_from_preset("liu2018-attn-seq2seq", **sizes))
     if system == "luong_local_seq2seq":
-        # Song'17's architecture under Liu'18's shared training settings (Sec. 5.1: "also used in the other models")
+        # Song'17's architecture under Liu'18's shared training settings (Sec. 5.1: "also used in the
+        # other models")
         return RNNSeq2SeqForConditionalGeneration(config_from_preset("song2017", dropout=0.4, **sizes))
     if system == "sequence_labeling":
-        config = config_from_preset("liu2018-sequence-labeling", vocab_size=len(data.tokenizer),
-                                    id2label=dict(TAG_LABELS), label2id={v: k for k, v in TAG_LABELS.items()})
+        config = config_from_preset(
+            "liu2018-sequence-labeling",
+            vocab_size=len(data.tokenizer),
+            id2label=dict(TAG_LABELS),
+            label2id={v: k for k, v in TAG_LABELS.items()},
+        )
         return RNNTaggerForTokenClassification(config)
     if system == "joint_ats2s_sl":
         kwargs = {k: v for k, v in PRESETS["liu2018-attn-seq2seq"].items() if k != "model_type"}
         return JointSeq2SeqTaggerForConditionalGeneration(JointSeq2SeqTaggerConfig(**kwargs, **sizes))
     if system in ("dual_decoder", "pointer_network"):
-        settings = {**LIU2018_DUAL_DECODER, "loss_lambda": loss_lambda, "pointer_only": system == "pointer_network"}
+        settings = {
+            **LIU2018_DUAL_DECODER,
+            "loss_lambda": loss_lambda,
+            "pointer_only": system == "pointer_network",
+        }
         return DualDecoderForKeywordGeneration(DualDecoderConfig(**settings, **sizes))
     raise ValueError(f"build_model: {system!r} is not a neural system ({NEURAL_SYSTEMS})")
 
@@ -197,8 +248,9 @@ ENCODING_OF = {
 }
 
 
-def train_system(system: str, data: PreparedData, seed: int, work_dir: Path, budget: Budget,
-                 loss_lambda: float = 0.5):
+def train_system(
+    system: str, data: PreparedData, seed: int, work_dir: Path, budget: Budget, loss_lambda: float = 0.5
+):
     """Train one neural system with the stock Seq2SeqTrainer (:func:`hf_querygen.training.train_seq2seq`):
     Adam 1e-3, batch 64, clipping 5 (Liu'18 Sec. 5.1), early stopping on validation loss."""
     from transformers import set_seed
@@ -209,7 +261,11 @@ def train_system(system: str, data: PreparedData, seed: int, work_dir: Path, bud
     set_seed(seed)
     model = build_model(system, data, loss_lambda)
     encoded = data.encoded[ENCODING_OF[system]]
-    columns = [c for c in ("input_ids", "attention_mask", "labels", "source_word_ids") if c in encoded["train"].column_names]
+    columns = [
+        c
+        for c in ("input_ids", "attention_mask", "labels", "source_word_ids")
+        if c in encoded["train"].column_names
+    ]
     output_dir = work_dir / f"{system}-lambda{loss_lambda}-seed{seed}"
     trainer = train_seq2seq(
         model,
@@ -252,8 +308,9 @@ def tagged_words(tag_logits, attention_mask, source_words: Sequence[Sequence[str
     return out
 
 
-def predict_keywords(system: str, model, data: PreparedData, split: str, batch_size: int = 64,
-                     suppress_unk: bool = False) -> list[list[str]]:
+def predict_keywords(
+    system: str, model, data: PreparedData, split: str, batch_size: int = 64, suppress_unk: bool = False
+) -> list[list[str]]:
     """Keyword words predicted for every example of ``split`` (greedy decoding).
 
     ``suppress_unk`` forbids the decoders to emit [UNK] (it would be dropped from the keyword query
@@ -271,13 +328,23 @@ def predict_keywords(system: str, model, data: PreparedData, split: str, batch_s
         with torch.no_grad():
             for start, batch in _batches(encoded, batch_size, ("input_ids", "attention_mask")):
                 logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
-                out += tagged_words(logits, batch["attention_mask"], encoded["source_words"][start:start + len(logits)])
+                out += tagged_words(
+                    logits, batch["attention_mask"], encoded["source_words"][start : start + len(logits)]
+                )
         return out
     from hf_querygen.tokenization import UNK_ID
 
     extra = {"suppress_tokens": [UNK_ID]} if suppress_unk else {}
-    texts = generate_texts(model, data.tokenizer, sources, batch_size=batch_size, max_source_length=MAX_SOURCE_LENGTH,
-                           num_beams=1, do_sample=False, **extra)
+    texts = generate_texts(
+        model,
+        data.tokenizer,
+        sources,
+        batch_size=batch_size,
+        max_source_length=MAX_SOURCE_LENGTH,
+        num_beams=1,
+        do_sample=False,
+        **extra,
+    )
     generated = [text.split() for text in texts]
     if system != "joint_ats2s_sl":
         return generated
@@ -285,24 +352,34 @@ def predict_keywords(system: str, model, data: PreparedData, split: str, batch_s
     tagged: list[list[str]] = []
     with torch.no_grad():
         for start, batch in _batches(encoded, batch_size, ("input_ids", "attention_mask", "source_word_ids")):
-            encoder_outputs = model.encoder(batch["input_ids"], batch["attention_mask"], batch["source_word_ids"])
-            tagged += tagged_words(model.tag(encoder_outputs), batch["attention_mask"],
-                                   encoded["source_words"][start:start + len(batch["input_ids"])])
+            encoder_outputs = model.encoder(
+                batch["input_ids"], batch["attention_mask"], batch["source_word_ids"]
+            )
+            tagged += tagged_words(
+                model.tag(encoder_outputs),
+                batch["attention_mask"],
+                encoded["source_words"][start : start + len(batch["input_ids"])],
+            )
     return union_keyword_queries(generated, tagged)
 
 
 def score(predictions: Sequence[Sequence[str]], data: PreparedData, split: str) -> dict[str, float]:
     from hf_querygen.metrics.keyword_prf import keyword_prf
 
-    result = keyword_prf([" ".join(p) for p in predictions], data.references(split), sources=data.sources(split))
+    result = keyword_prf(
+        [" ".join(p) for p in predictions], data.references(split), sources=data.sources(split)
+    )
     return {k: float(v) for k, v in result.items() if k in REPORTED_METRICS}
 
 
-def length_profile(predictions: Sequence[Sequence[str]], data: PreparedData, split: str) -> list[dict[str, float]]:
+def length_profile(
+    predictions: Sequence[Sequence[str]], data: PreparedData, split: str
+) -> list[dict[str, float]]:
     from hf_querygen.metrics.keyword_prf import f1_by_length
 
-    return f1_by_length([" ".join(p) for p in predictions], data.references(split), data.sources(split),
-                        LENGTH_BIN_EDGES)
+    return f1_by_length(
+        [" ".join(p) for p in predictions], data.references(split), data.sources(split), LENGTH_BIN_EDGES
+    )
 
 
 # ---------------------------------------------------------------- the run
@@ -322,7 +399,9 @@ class Job:
 _WORKER: dict[str, Any] = {}
 
 
-def _init_worker(data_dir: str | Path | None, budget: Budget, threads: int, suppress_unk: bool = False) -> None:
+def _init_worker(
+    data_dir: str | Path | None, budget: Budget, threads: int, suppress_unk: bool = False
+) -> None:
     """Per worker process: one torch thread (two processes use two cores far better than one process
     with two threads on a shared machine), quiet logs, and the prepared data (deterministic)."""
     import torch
@@ -354,13 +433,28 @@ def _run_job(job: Job) -> dict[str, Any]:
 
 
 #: rough relative training cost, to start the longest jobs first
-_JOB_COST = {"attentional_seq2seq": 3, "joint_ats2s_sl": 3, "luong_local_seq2seq": 3, "dual_decoder": 3,
-             "pointer_network": 1, "vanilla_seq2seq": 1, "sequence_labeling": 1}
+_JOB_COST = {
+    "attentional_seq2seq": 3,
+    "joint_ats2s_sl": 3,
+    "luong_local_seq2seq": 3,
+    "dual_decoder": 3,
+    "pointer_network": 1,
+    "vanilla_seq2seq": 1,
+    "sequence_labeling": 1,
+}
 
 
-def run(out_dir: str | Path = "results/liu2018", quick: bool = False, seeds: int | None = None,
-        data_dir: str | Path | None = None, workers: int = 2, threads_per_worker: int = 1,
-        suppress_unk: bool = False, lambda_sweep: bool = True, group_by_length: bool = True) -> dict:
+def run(
+    out_dir: str | Path = "results/liu2018",
+    quick: bool = False,
+    seeds: int | None = None,
+    data_dir: str | Path | None = None,
+    workers: int = 2,
+    threads_per_worker: int = 1,
+    suppress_unk: bool = False,
+    lambda_sweep: bool = True,
+    group_by_length: bool = True,
+) -> dict:
     """Train and evaluate every system; write results.json / results.md / the two plots to ``out_dir``.
 
     Training runs go to ``workers`` processes (default 2: the 2 CPU cores the full run is sized for).
@@ -399,23 +493,35 @@ def run(out_dir: str | Path = "results/liu2018", quick: bool = False, seeds: int
     def record(system: str, predictions: list[list[str]]) -> None:
         runs.setdefault(system, []).append(score(predictions, data, "test"))
         # share of test queries left without a keyword (a decoder that only emits [UNK] ends here)
-        empty_outputs.setdefault(system, []).append(sum(not p for p in predictions) / max(len(predictions), 1))
+        empty_outputs.setdefault(system, []).append(
+            sum(not p for p in predictions) / max(len(predictions), 1)
+        )
         lengths.setdefault(system, []).append(length_profile(predictions, data, "test"))
 
     # non-neural systems are deterministic: one run each
     record("raw_query", [raw_query_keywords(q) for q in data.sources("test")])
-    yake, yake_grid = YakeKeywordExtractor.select_on_validation(data.sources("validation"), data.references("validation"))
+    yake, yake_grid = YakeKeywordExtractor.select_on_validation(
+        data.sources("validation"), data.references("validation")
+    )
     record("yake", yake.batch(data.sources("test")))
 
     jobs = [Job(system, seed) for seed in range(n_seeds) for system in NEURAL_SYSTEMS]
     # Fig. 4: lambda on the VALIDATION split (lambda = 0.5 comes from the main runs)
     if lambda_sweep:
-        jobs += [Job("dual_decoder", seed, lam) for seed in range(min(budget.sweep_seeds, n_seeds))
-                 for lam in LAMBDAS if lam != 0.5]
+        jobs += [
+            Job("dual_decoder", seed, lam)
+            for seed in range(min(budget.sweep_seeds, n_seeds))
+            for lam in LAMBDAS
+            if lam != 0.5
+        ]
     jobs.sort(key=lambda job: -_JOB_COST[job.system])
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker,
-                             initargs=(data_dir, budget, threads_per_worker, suppress_unk)) as pool:
+    with ProcessPoolExecutor(
+        workers,
+        mp_context=context,
+        initializer=_init_worker,
+        initargs=(data_dir, budget, threads_per_worker, suppress_unk),
+    ) as pool:
         results = list(pool.map(_run_job, jobs))
     test_predictions: dict[tuple[str, int], list[list[str]]] = {}
     for result in sorted(results, key=lambda r: (r["job"].seed, NEURAL_SYSTEMS.index(r["job"].system))):
@@ -444,18 +550,24 @@ def run(out_dir: str | Path = "results/liu2018", quick: bool = False, seeds: int
         "output_vocab_size": data.output_vocab_size,
         "max_source_length": MAX_SOURCE_LENGTH,
         "max_target_length": MAX_TARGET_LENGTH,
-        "decoding": "greedy" + (", [UNK] suppressed" if suppress_unk else ", [UNK] allowed (dropped afterwards)"),
+        "decoding": "greedy"
+        + (", [UNK] suppressed" if suppress_unk else ", [UNK] allowed (dropped afterwards)"),
         "training": "Adam lr 1e-3, batch 64, grad clip 5, dropout 0.4, emb 60, LSTM 128, early stopping on "
-                    "validation loss (Liu'18 Sec. 5.1) within the epoch cap",
-        "metric_averaging": "precision/recall/f1 = mean over test queries; pooled_* = micro over all keywords; "
-                            "recall_extractive/generative/total pooled over gold words (Table 3)",
+        "validation loss (Liu'18 Sec. 5.1) within the epoch cap",
+        "metric_averaging": "precision/recall/f1 = mean over test queries; pooled_* = micro over all "
+        "keywords; "
+        "recall_extractive/generative/total pooled over gold words (Table 3)",
         "yake_selected": {"top": yake.top, "max_ngram": yake.max_ngram},
         "yake_validation_f1": yake_grid,
         "lambda_sweep_validation_f1": {str(k): v for k, v in validation_f1.items()},
         "f1_by_length_test": _mean_length_profiles(lengths),
         "empty_prediction_rate_test": {k: round(statistics.fmean(v), 4) for k, v in empty_outputs.items()},
-        "batching": ("random batches of similar source length, in random order (hf_querygen.training.BucketedBatchSampler)"
-                     if budget.group_by_length else "random batches"),
+        "batching": (
+            "random batches of similar source length, in random order "
+            "(hf_querygen.training.BucketedBatchSampler)"
+            if budget.group_by_length
+            else "random batches"
+        ),
         "length_bin_edges_words": list(LENGTH_BIN_EDGES),
         "paper_retrieval_numbers_not_reproduced": PAPER_RETRIEVAL,
         "timings_s": {k: round(v, 1) for k, v in timings.items()},
@@ -477,15 +589,22 @@ def write_report(document: dict, out_dir: str | Path) -> Path:
     return out
 
 
-def _mean_length_profiles(lengths: dict[str, list[list[dict[str, float]]]]) -> dict[str, list[dict[str, float]]]:
+def _mean_length_profiles(
+    lengths: dict[str, list[list[dict[str, float]]]],
+) -> dict[str, list[dict[str, float]]]:
     """Seed-mean F1 per length bucket for each system."""
     out = {}
     for system, profiles in lengths.items():
         rows = []
         for buckets in zip(*profiles, strict=True):
             values = [b["f1"] for b in buckets if not math.isnan(b["f1"])]
-            rows.append({"bucket": buckets[0]["bucket"], "n": buckets[0]["n"],
-                         "f1": statistics.fmean(values) if values else float("nan")})
+            rows.append(
+                {
+                    "bucket": buckets[0]["bucket"],
+                    "n": buckets[0]["n"],
+                    "f1": statistics.fmean(values) if values else float("nan"),
+                }
+            )
         out[system] = rows
     return out
 
@@ -504,7 +623,8 @@ def render_markdown(document: dict) -> str:
         f"Corpus nl2kw/en, splits {config['split_sizes']}; {config['seeds']} seed(s); greedy decoding; "
         f"vocabulary {config['vocab_size']}, generator output vocabulary {config['output_vocab_size']}. "
         f"{'QUICK smoke run: numbers are not meaningful. ' if config['quick'] else ''}"
-        "Paper numbers are on the Chinese Baidu Knows corpus; ours on English TREC/QALD/UQV100/EPIC-QA pairs.",
+        "Paper numbers are on the Chinese Baidu Knows corpus; ours on English TREC/QALD/UQV100/EPIC-QA "
+        "pairs.",
         "",
         "## Table 2: translation performance on the test split",
         "",
@@ -513,7 +633,9 @@ def render_markdown(document: dict) -> str:
         markdown_table(document, ["precision", "recall", "f1"], systems, SYSTEM_LABELS),
         "## Table 3: recall on extractive, generative and all gold keywords (pooled)",
         "",
-        markdown_table(document, ["recall_extractive", "recall_generative", "recall_total"], systems, SYSTEM_LABELS),
+        markdown_table(
+            document, ["recall_extractive", "recall_generative", "recall_total"], systems, SYSTEM_LABELS
+        ),
         "## Pooled (micro) P/R/F1",
         "",
         markdown_table(document, ["pooled_precision", "pooled_recall", "pooled_f1"], systems, SYSTEM_LABELS),
@@ -529,12 +651,16 @@ def render_markdown(document: dict) -> str:
         if not values:
             continue
         spread = statistics.stdev(values) if len(values) > 1 else 0.0
-        lines.append(f"| {lam} | {values[0]:.3f} | {statistics.fmean(values):.3f} ± {spread:.3f} | {len(values)} |")
+        lines.append(
+            f"| {lam} | {values[0]:.3f} | {statistics.fmean(values):.3f} ± {spread:.3f} | {len(values)} |"
+        )
     lines += ["", "## Fig. 5: F1 by query length in words (test; see f1_by_length.png)", ""]
     profiles = config["f1_by_length_test"]
     buckets = [row["bucket"] for row in next(iter(profiles.values()))]
     counts = [row["n"] for row in next(iter(profiles.values()))]
-    lines.append("| system | " + " | ".join(f"{b} words (n={n})" for b, n in zip(buckets, counts, strict=True)) + " |")
+    lines.append(
+        "| system | " + " | ".join(f"{b} words (n={n})" for b, n in zip(buckets, counts, strict=True)) + " |"
+    )
     lines.append("|---|" + "---|" * len(buckets))
     for system in systems:
         cells = [f"{row['f1']:.3f}" for row in profiles[system]]
@@ -555,8 +681,11 @@ def claim_check(document: dict) -> str:
     holds = ours["mean"] > best["mean"]
     margin = ours["mean"] - best["mean"]
     clear = holds and margin > ours["std"] + best["std"]
-    verdict = ("HOLDS" + (" (margin larger than the seed std)" if clear else " (within seed noise)")) if holds \
+    verdict = (
+        ("HOLDS" + (" (margin larger than the seed std)" if clear else " (within seed noise)"))
+        if holds
         else "DOES NOT HOLD"
+    )
     return (
         "\n## The paper's claim\n\n"
         f"Liu'18: the dual decoder beats every baseline on F1 (0.514 vs 0.467 for sequence labeling). "
@@ -596,20 +725,34 @@ def plot_lambda_sweep(validation_f1: dict, path: Path) -> None:
     ax.plot([lam for lam, _ in points], [values[0] for _, values in points], marker="o", label="seed 0")
     several = [(lam, values) for lam, values in points if len(values) > 1]
     if several:
-        ax.errorbar([lam for lam, _ in several], [statistics.fmean(v) for _, v in several],
-                    yerr=[statistics.stdev(v) for _, v in several], fmt="s", capsize=3,
-                    label=f"mean ± std ({len(several[0][1])} seeds)")
-    _save_figure(plt, fig, ax, "lambda (Eq. 13)", "F1 (validation)", "Fig. 4: dual decoder, lambda sweep", path)
+        ax.errorbar(
+            [lam for lam, _ in several],
+            [statistics.fmean(v) for _, v in several],
+            yerr=[statistics.stdev(v) for _, v in several],
+            fmt="s",
+            capsize=3,
+            label=f"mean ± std ({len(several[0][1])} seeds)",
+        )
+    _save_figure(
+        plt, fig, ax, "lambda (Eq. 13)", "F1 (validation)", "Fig. 4: dual decoder, lambda sweep", path
+    )
 
 
 def plot_f1_by_length(profiles: dict[str, list[dict[str, float]]], path: Path) -> None:
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 4))
-    for system in ("raw_query", "attentional_seq2seq", "sequence_labeling", "pointer_network", "joint_ats2s_sl",
-                   "dual_decoder"):
+    for system in (
+        "raw_query",
+        "attentional_seq2seq",
+        "sequence_labeling",
+        "pointer_network",
+        "joint_ats2s_sl",
+        "dual_decoder",
+    ):
         if system not in profiles:
             continue
         rows = profiles[system]
         ax.plot([r["bucket"] for r in rows], [r["f1"] for r in rows], marker="o", label=SYSTEM_LABELS[system])
-    _save_figure(plt, fig, ax, "natural-language query length (words)", "F1 (test)", "Fig. 5: F1 by query length",
-                 path)
+    _save_figure(
+        plt, fig, ax, "natural-language query length (words)", "F1 (test)", "Fig. 5: F1 by query length", path
+    )

@@ -106,12 +106,19 @@ class Bleu(evaluate.Metric):
             citation=_CITATION,
             inputs_description=_KWARGS_DESCRIPTION,
             features=[
-                datasets.Features({"predictions": datasets.Value("string"), "references": datasets.Value("string")}),
                 datasets.Features(
-                    {"predictions": datasets.Value("string"), "references": datasets.List(datasets.Value("string"))}
+                    {"predictions": datasets.Value("string"), "references": datasets.Value("string")}
+                ),
+                datasets.Features(
+                    {
+                        "predictions": datasets.Value("string"),
+                        "references": datasets.List(datasets.Value("string")),
+                    }
                 ),
             ],
         )
 
-    def _compute(self, predictions, references, max_order: int = 4, smooth: bool = False, lowercase: bool = True):
+    def _compute(
+        self, predictions, references, max_order: int = 4, smooth: bool = False, lowercase: bool = True
+    ):
         return corpus_bleu(predictions, references, max_order=max_order, smooth=smooth, lowercase=lowercase)

@@ -54,9 +54,14 @@ class ExactMatch(evaluate.Metric):
             citation="",
             inputs_description=_KWARGS_DESCRIPTION,
             features=[
-                datasets.Features({"predictions": datasets.Value("string"), "references": datasets.Value("string")}),
                 datasets.Features(
-                    {"predictions": datasets.Value("string"), "references": datasets.List(datasets.Value("string"))}
+                    {"predictions": datasets.Value("string"), "references": datasets.Value("string")}
+                ),
+                datasets.Features(
+                    {
+                        "predictions": datasets.Value("string"),
+                        "references": datasets.List(datasets.Value("string")),
+                    }
                 ),
             ],
         )

@@ -115,7 +115,9 @@ def harmonic_f1(precision: float, recall: float) -> float:
     return 0.0 if precision + recall == 0 else 2 * precision * recall / (precision + recall)
 
 
-def query_counts(prediction: Keywords, reference: Keywords, normalize: Normalizer | None = None) -> QueryCounts:
+def query_counts(
+    prediction: Keywords, reference: Keywords, normalize: Normalizer | None = None
+) -> QueryCounts:
     predicted = set(keyword_words(prediction, normalize))
     gold = set(keyword_words(reference, normalize))
     return QueryCounts(len(predicted & gold), len(predicted), len(gold))
@@ -207,7 +209,9 @@ def f1_by_length(
     _check_lengths("references", references, predictions)
     _check_lengths("sources", sources, predictions)
     if not bin_edges or list(bin_edges) != sorted(set(bin_edges)):
-        raise ValueError(f"f1_by_length: bin_edges must be strictly increasing and non-empty, got {bin_edges}")
+        raise ValueError(
+            f"f1_by_length: bin_edges must be strictly increasing and non-empty, got {bin_edges}"
+        )
     normalize = resolve_normalizer(normalize)
     sums = [0.0] * len(bin_edges)
     sizes = [0] * len(bin_edges)

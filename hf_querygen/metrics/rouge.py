@@ -37,7 +37,9 @@ _CITATION = """\
   author={Lin, Chin-Yew}, booktitle={Text Summarization Branches Out}, year={2004}
 }
 """
-_DESCRIPTION = "ROUGE-1/2/L precision, recall and F1 (rouge-score), averaged and maxed over several references."
+_DESCRIPTION = (
+    "ROUGE-1/2/L precision, recall and F1 (rouge-score), averaged and maxed over several references."
+)
 _KWARGS_DESCRIPTION = """
 Args:
     predictions: list of generated strings.
@@ -59,7 +61,8 @@ def _as_reference_lists(references: Sequence[str | Sequence[str]]) -> list[list[
             lists.append(list(reference))
         else:
             raise InvalidInputError(
-                f"rouge: references[{index}] must be a string or a list of strings, got {type(reference).__name__}"
+                f"rouge: references[{index}] must be a string or a list of strings, got "
+                f"{type(reference).__name__}"
             )
     return lists
 
@@ -82,7 +85,9 @@ def rouge_per_example(
         raise InvalidInputError(f"rouge: unknown rouge_types {sorted(unknown)}; choose from {ROUGE_TYPES}")
     for index, prediction in enumerate(predictions):
         if not isinstance(prediction, str):
-            raise InvalidInputError(f"rouge: predictions[{index}] must be a string, got {type(prediction).__name__}")
+            raise InvalidInputError(
+                f"rouge: predictions[{index}] must be a string, got {type(prediction).__name__}"
+            )
     scorer = rouge_scorer.RougeScorer(list(rouge_types), use_stemmer=use_stemmer)
     rows = []
     for prediction, refs in zip(predictions, _as_reference_lists(references), strict=True):
@@ -123,11 +128,18 @@ class Rouge(evaluate.Metric):
             inputs_description=_KWARGS_DESCRIPTION,
             features=[
                 datasets.Features(
-                    {"predictions": datasets.Value("string"), "references": datasets.Sequence(datasets.Value("string"))}
+                    {
+                        "predictions": datasets.Value("string"),
+                        "references": datasets.Sequence(datasets.Value("string")),
+                    }
                 ),
-                datasets.Features({"predictions": datasets.Value("string"), "references": datasets.Value("string")}),
+                datasets.Features(
+                    {"predictions": datasets.Value("string"), "references": datasets.Value("string")}
+                ),
             ],
         )
 
-    def _compute(self, predictions, references, rouge_types=ROUGE_TYPES, use_stemmer=False) -> dict[str, float]:
+    def _compute(
+        self, predictions, references, rouge_types=ROUGE_TYPES, use_stemmer=False
+    ) -> dict[str, float]:
         return rouge(predictions, references, rouge_types=rouge_types, use_stemmer=use_stemmer)

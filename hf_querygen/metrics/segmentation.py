@@ -53,7 +53,8 @@ Returns:
     segment_f1, n_queries.
 Examples:
     >>> metric = evaluate.load("hf_querygen/metrics/segmentation.py")
-    >>> metric.compute(predictions=["graffiti fonts|alphabet"], references=["graffiti fonts|alphabet"])["query_accuracy"]
+    >>> segmentation = ["graffiti fonts|alphabet"]
+    >>> metric.compute(predictions=segmentation, references=segmentation)["query_accuracy"]
     1.0
 """
 
@@ -74,5 +75,7 @@ class SegmentationAccuracy(evaluate.Metric):
         )
 
     def _compute(self, predictions, references) -> dict[str, float]:
-        return {key: float(value) if key != "n_queries" else int(value)
-                for key, value in segmentation_scores(predictions, references).items()}
+        return {
+            key: float(value) if key != "n_queries" else int(value)
+            for key, value in segmentation_scores(predictions, references).items()
+        }

@@ -73,8 +73,11 @@ def segmentation_scores(
     recall = correct_segments / reference_segments
     return {
         "query_accuracy": exact / n_queries,
-        "break_accuracy": (sum(per_query_break_accuracies) / len(per_query_break_accuracies)
-                           if per_query_break_accuracies else 1.0),
+        "break_accuracy": (
+            sum(per_query_break_accuracies) / len(per_query_break_accuracies)
+            if per_query_break_accuracies
+            else 1.0
+        ),
         "break_accuracy_pooled": correct_breaks / total_breaks if total_breaks else 1.0,
         "segment_precision": precision,
         "segment_recall": recall,

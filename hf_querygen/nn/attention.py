@@ -55,7 +55,9 @@ def masked_softmax(scores: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tens
     return weights, masked_scores
 
 
-def _finish(weights: torch.Tensor, scores: torch.Tensor, keys: torch.Tensor, squeeze: bool) -> AttentionOutput:
+def _finish(
+    weights: torch.Tensor, scores: torch.Tensor, keys: torch.Tensor, squeeze: bool
+) -> AttentionOutput:
     context = torch.bmm(weights, keys)  # (B, T, S) x (B, S, Hk) -> (B, T, Hk)
     if squeeze:
         return AttentionOutput(context.squeeze(1), weights.squeeze(1), scores.squeeze(1))
@@ -77,8 +79,14 @@ class AdditiveAttention(nn.Module):
         """keys (B, S, Hk) -> W_h h_i (B, S, A): the query-independent half, computed once per sequence."""
         return self.key_projection(keys)
 
-    def forward(self, query: torch.Tensor, keys: torch.Tensor, mask: torch.Tensor,
-                projected_keys: torch.Tensor | None = None, **kwargs) -> AttentionOutput:
+    def forward(
+        self,
+        query: torch.Tensor,
+        keys: torch.Tensor,
+        mask: torch.Tensor,
+        projected_keys: torch.Tensor | None = None,
+        **kwargs,
+    ) -> AttentionOutput:
         """query (B, [T,] Hq), keys (B, S, Hk), mask (B, S), optional ``project_keys(keys)`` (B, S, A) that a
         step-by-step decoder computes once -> AttentionOutput."""
         _check_keys(keys, mask, self.key_size)
@@ -98,7 +106,9 @@ class LuongAttention(nn.Module):
 
     SCORES = ("dot", "general", "concat")
 
-    def __init__(self, query_size: int, key_size: int, score: str = "general", attention_size: int | None = None):
+    def __init__(
+        self, query_size: int, key_size: int, score: str = "general", attention_size: int | None = None
+    ):
         super().__init__()
         if score not in self.SCORES:
             raise ValueError(f"unknown Luong score {score!r}; expected one of {self.SCORES}")
@@ -122,8 +132,9 @@ class LuongAttention(nn.Module):
         """keys (B, S, Hk) -> the query-independent part of the score (W_a h_s; h_s itself for dot)."""
         return keys if self.score == "dot" else self.key_projection(keys)
 
-    def compute_scores(self, query: torch.Tensor, keys: torch.Tensor,
-                       projected_keys: torch.Tensor | None = None) -> torch.Tensor:
+    def compute_scores(
+        self, query: torch.Tensor, keys: torch.Tensor, projected_keys: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """query (B, T, Hq), keys (B, S, Hk) -> unnormalised scores (B, T, S)."""
         if projected_keys is None:
             projected_keys = self.project_keys(keys)
@@ -132,9 +143,16 @@ class LuongAttention(nn.Module):
         hidden = torch.tanh(projected_keys.unsqueeze(1) + self.query_projection(query).unsqueeze(2))
         return self.energy(hidden).squeeze(-1)
 
-    def forward(self, query: torch.Tensor, keys: torch.Tensor, mask: torch.Tensor,
-                projected_keys: torch.Tensor | None = None, **kwargs) -> AttentionOutput:
-        """query (B, [T,] Hq), keys (B, S, Hk), mask (B, S), optional ``project_keys(keys)`` -> AttentionOutput
+    def forward(
+        self,
+        query: torch.Tensor,
+        keys: torch.Tensor,
+        mask: torch.Tensor,
+        projected_keys: torch.Tensor | None = None,
+        **kwargs,
+    ) -> AttentionOutput:
+        """query (B, [T,] Hq), keys (B, S, Hk), mask (B, S), optional ``project_keys(keys)`` ->
+        AttentionOutput
         (Luong Eq. 7)."""
         _check_keys(keys, mask, self.key_size)
         query, squeeze = _as_steps(query)
@@ -152,8 +170,14 @@ class LocalPredictiveAttention(LuongAttention):
     As in the paper the Gaussian factor is not renormalised, so the weights sum to at most 1.
     """
 
-    def __init__(self, query_size: int, key_size: int, score: str = "general", window: int = 2,
-                 attention_size: int | None = None):
+    def __init__(
+        self,
+        query_size: int,
+        key_size: int,
+        score: str = "general",
+        window: int = 2,
+        attention_size: int | None = None,
+    ):
         super().__init__(query_size, key_size, score=score, attention_size=attention_size)
         if window < 1:
             raise ValueError(f"local attention window D must be >= 1; got {window}")
@@ -165,10 +189,18 @@ class LocalPredictiveAttention(LuongAttention):
     def predict_position(self, query: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """query (B, T, Hq), mask (B, S) -> aligned source position p_t (B, T), Luong Eq. (9)."""
         last_position = (mask.sum(dim=1, keepdim=True) - 1).clamp_min(0).to(query.dtype)  # (B, 1)
-        return last_position * torch.sigmoid(self.position_energy(torch.tanh(self.position_hidden(query)))).squeeze(-1)
+        return last_position * torch.sigmoid(
+            self.position_energy(torch.tanh(self.position_hidden(query)))
+        ).squeeze(-1)
 
-    def forward(self, query: torch.Tensor, keys: torch.Tensor, mask: torch.Tensor,
-                projected_keys: torch.Tensor | None = None, **kwargs) -> AttentionOutput:
+    def forward(
+        self,
+        query: torch.Tensor,
+        keys: torch.Tensor,
+        mask: torch.Tensor,
+        projected_keys: torch.Tensor | None = None,
+        **kwargs,
+    ) -> AttentionOutput:
         """query (B, [T,] Hq), keys (B, S, Hk), mask (B, S) -> AttentionOutput whose weights are zero outside
         the window of each step."""
         _check_keys(keys, mask, self.key_size)
@@ -188,17 +220,23 @@ class LocalPredictiveAttention(LuongAttention):
 ATTENTION_KINDS = ("bahdanau", "luong-dot", "luong-general", "luong-concat", "luong-local")
 
 
-def build_attention(kind: str, query_size: int, key_size: int, attention_size: int | None = None,
-                    **kwargs) -> nn.Module:
+def build_attention(
+    kind: str, query_size: int, key_size: int, attention_size: int | None = None, **kwargs
+) -> nn.Module:
     """An attention module by name: "bahdanau", "luong-dot", "luong-general", "luong-concat" or
     "luong-local" (kwargs: ``window`` D, ``score`` for the local variant, default "general")."""
     if kind == "bahdanau":
         return AdditiveAttention(query_size, key_size, attention_size or query_size)
     if kind in ("luong-dot", "luong-general", "luong-concat"):
-        return LuongAttention(query_size, key_size, score=kind.split("-", 1)[1], attention_size=attention_size)
+        return LuongAttention(
+            query_size, key_size, score=kind.split("-", 1)[1], attention_size=attention_size
+        )
     if kind == "luong-local":
         return LocalPredictiveAttention(
-            query_size, key_size, score=kwargs.get("score", "general"), window=kwargs.get("window", 2),
+            query_size,
+            key_size,
+            score=kwargs.get("score", "general"),
+            window=kwargs.get("window", 2),
             attention_size=attention_size,
         )
     raise ValueError(f"unknown attention kind {kind!r}; expected one of {ATTENTION_KINDS}")

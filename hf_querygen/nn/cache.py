@@ -32,16 +32,21 @@ class RecurrentStateCache:
         try:
             return self._states[name]
         except KeyError:
-            raise KeyError(f"RecurrentStateCache holds no state {name!r}; it has {sorted(self._states)}") from None
+            raise KeyError(
+                f"RecurrentStateCache holds no state {name!r}; it has {sorted(self._states)}"
+            ) from None
 
     def __setitem__(self, name: str, tensor: torch.Tensor) -> None:
         if not isinstance(tensor, torch.Tensor) or tensor.dim() == 0:
-            raise TypeError(f"cache state {name!r} must be a batch-first tensor with dim >= 1; got {type(tensor)}")
+            raise TypeError(
+                f"cache state {name!r} must be a batch-first tensor with dim >= 1; got {type(tensor)}"
+            )
         if self._states:
             batch_size = self.batch_size
             if tensor.shape[0] != batch_size:
                 raise ValueError(
-                    f"cache state {name!r} has batch dim {tensor.shape[0]}, the cache holds batch {batch_size}"
+                    f"cache state {name!r} has batch dim {tensor.shape[0]}, the cache holds batch "
+                    f"{batch_size}"
                 )
         self._states[name] = tensor
 

@@ -41,13 +41,16 @@ def first_occurrence_positions(source_ids: torch.Tensor, mask: torch.Tensor) -> 
     return torch.where(mask, first, own_index)
 
 
-def foldable_positions(source_input_ids: torch.Tensor, output_vocab_size: int, unk_token_id: int) -> torch.Tensor:
+def foldable_positions(
+    source_input_ids: torch.Tensor, output_vocab_size: int, unk_token_id: int
+) -> torch.Tensor:
     """(B, S) True where the source token is an output-vocabulary word whose copy mass folds into its id."""
     return (source_input_ids < output_vocab_size) & (source_input_ids != unk_token_id)
 
 
-def extended_target_index(source_input_ids: torch.Tensor, first_positions: torch.Tensor, output_vocab_size: int,
-                          unk_token_id: int) -> torch.Tensor:
+def extended_target_index(
+    source_input_ids: torch.Tensor, first_positions: torch.Tensor, output_vocab_size: int, unk_token_id: int
+) -> torch.Tensor:
     """(B, S) the extended-space id that receives the copy mass of each source position."""
     return torch.where(
         foldable_positions(source_input_ids, output_vocab_size, unk_token_id),
@@ -56,8 +59,13 @@ def extended_target_index(source_input_ids: torch.Tensor, first_positions: torch
     )
 
 
-def live_copy_slots(source_input_ids: torch.Tensor, first_positions: torch.Tensor, mask: torch.Tensor,
-                    output_vocab_size: int, unk_token_id: int) -> torch.Tensor:
+def live_copy_slots(
+    source_input_ids: torch.Tensor,
+    first_positions: torch.Tensor,
+    mask: torch.Tensor,
+    output_vocab_size: int,
+    unk_token_id: int,
+) -> torch.Tensor:
     """(B, S) True for slot ``V + j`` that can hold copy mass: a real, non-foldable first occurrence."""
     own_index = torch.arange(source_input_ids.shape[1], device=source_input_ids.device)
     return (
@@ -67,9 +75,14 @@ def live_copy_slots(source_input_ids: torch.Tensor, first_positions: torch.Tenso
     )
 
 
-def positions_to_extended(probs_over_positions: torch.Tensor, source_input_ids: torch.Tensor,
-                          first_positions: torch.Tensor, output_vocab_size: int, unk_token_id: int,
-                          extended_size: int | None = None) -> torch.Tensor:
+def positions_to_extended(
+    probs_over_positions: torch.Tensor,
+    source_input_ids: torch.Tensor,
+    first_positions: torch.Tensor,
+    output_vocab_size: int,
+    unk_token_id: int,
+    extended_size: int | None = None,
+) -> torch.Tensor:
     """Scatter per-position probabilities into the extended output space (Liu et al. 2018, Eq. 4).
 
     probs_over_positions (B, [T,] S), source_input_ids (B, S), first_positions (B, S) ->
@@ -83,8 +96,9 @@ def positions_to_extended(probs_over_positions: torch.Tensor, source_input_ids: 
     return out.scatter_add(-1, index, probs_over_positions)
 
 
-def extended_to_input_ids(ids: torch.Tensor, source_input_ids: torch.Tensor, output_vocab_size: int,
-                          unk_token_id: int) -> torch.Tensor:
+def extended_to_input_ids(
+    ids: torch.Tensor, source_input_ids: torch.Tensor, output_vocab_size: int, unk_token_id: int
+) -> torch.Tensor:
     """Map extended-space ids (B, T) to embeddable token ids (B, T): ``V + j`` becomes the source token at
     position j (itself [UNK] for a word outside the shared vocabulary); negative ids (label padding -100)
     become ``unk_token_id``."""
@@ -105,8 +119,14 @@ def extended_to_input_ids(ids: torch.Tensor, source_input_ids: torch.Tensor, out
     return mapped.masked_fill(ids < 0, unk_token_id)
 
 
-def positions_matching_ids(ids: torch.Tensor, source_input_ids: torch.Tensor, first_positions: torch.Tensor,
-                           mask: torch.Tensor, output_vocab_size: int, unk_token_id: int) -> torch.Tensor:
+def positions_matching_ids(
+    ids: torch.Tensor,
+    source_input_ids: torch.Tensor,
+    first_positions: torch.Tensor,
+    mask: torch.Tensor,
+    output_vocab_size: int,
+    unk_token_id: int,
+) -> torch.Tensor:
     """(B, S) True at the source positions whose copy mass goes to extended id ``ids`` (B,)."""
     target = extended_target_index(source_input_ids, first_positions, output_vocab_size, unk_token_id)
     return (target == ids.unsqueeze(1)) & mask.bool()
@@ -142,8 +162,15 @@ class CopyNet(nn.Module):
         """state (B, T, Hs), keys (B, S, Hk) -> psi_c (B, T, S), Gu Eq. (8)."""
         return torch.bmm(state, torch.tanh(self.copy_projection(keys)).transpose(1, 2))
 
-    def forward(self, generate_scores: torch.Tensor, state: torch.Tensor, keys: torch.Tensor, mask: torch.Tensor,
-                source_input_ids: torch.Tensor, first_positions: torch.Tensor) -> CopyNetOutput:
+    def forward(
+        self,
+        generate_scores: torch.Tensor,
+        state: torch.Tensor,
+        keys: torch.Tensor,
+        mask: torch.Tensor,
+        source_input_ids: torch.Tensor,
+        first_positions: torch.Tensor,
+    ) -> CopyNetOutput:
         """generate_scores (B, [T,] V), state (B, [T,] Hs), keys (B, S, Hk), mask (B, S),
         source_input_ids (B, S), first_positions (B, S) -> :class:`CopyNetOutput`."""
         squeeze = generate_scores.dim() == 2
@@ -151,12 +178,18 @@ class CopyNet(nn.Module):
             generate_scores, state = generate_scores.unsqueeze(1), state.unsqueeze(1)
         vocab_size, source_length = generate_scores.shape[-1], keys.shape[1]
         if vocab_size != self.output_vocab_size:
-            raise ValueError(f"generate scores have {vocab_size} columns; CopyNet expects {self.output_vocab_size}")
+            raise ValueError(
+                f"generate scores have {vocab_size} columns; CopyNet expects {self.output_vocab_size}"
+            )
         _, copy_scores = masked_softmax(self.copy_scores(state, keys), mask.bool())  # -inf at padding
         # float32: the probability floor below must survive (it underflows in half precision)
-        joint = torch.softmax(torch.cat([generate_scores, copy_scores], dim=-1).float(), dim=-1)  # Gu Eq. (4)-(6)
+        joint = torch.softmax(
+            torch.cat([generate_scores, copy_scores], dim=-1).float(), dim=-1
+        )  # Gu Eq. (4)-(6)
         generate_probs, copy_probs = joint.split([vocab_size, source_length], dim=-1)
-        extended = positions_to_extended(copy_probs, source_input_ids, first_positions, vocab_size, self.unk_token_id)
+        extended = positions_to_extended(
+            copy_probs, source_input_ids, first_positions, vocab_size, self.unk_token_id
+        )
         extended[..., :vocab_size] += generate_probs
         live = live_copy_slots(source_input_ids, first_positions, mask, vocab_size, self.unk_token_id)
         dead = torch.cat([live.new_zeros(live.shape[0], vocab_size), ~live], dim=-1)  # (B, V + S)
@@ -165,9 +198,15 @@ class CopyNet(nn.Module):
             return CopyNetOutput(log_probs.squeeze(1), copy_probs.squeeze(1), generate_probs.squeeze(1))
         return CopyNetOutput(log_probs, copy_probs, generate_probs)
 
-    def selective_read(self, previous_ids: torch.Tensor, previous_copy_probs: torch.Tensor, keys: torch.Tensor,
-                       mask: torch.Tensor, source_input_ids: torch.Tensor,
-                       first_positions: torch.Tensor) -> torch.Tensor:
+    def selective_read(
+        self,
+        previous_ids: torch.Tensor,
+        previous_copy_probs: torch.Tensor,
+        keys: torch.Tensor,
+        mask: torch.Tensor,
+        source_input_ids: torch.Tensor,
+        first_positions: torch.Tensor,
+    ) -> torch.Tensor:
         """Gu Eq. (9): zeta(y_{t-1}) = sum_j rho_j h_j, rho_j = p(x_j, copy) / K over the positions holding
         y_{t-1} (zero when y_{t-1} is not in the source). previous_ids (B,), previous_copy_probs (B, S),
         keys (B, S, Hk) -> (B, Hk)."""

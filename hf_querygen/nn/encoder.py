@@ -28,8 +28,14 @@ def check_rnn_hyper_parameters(owner: str, cell: str, dropout: float, **sizes: i
         raise ValueError(f"{owner}: dropout must be in [0, 1); got {dropout}")
 
 
-def build_rnn(cell: str, input_size: int, hidden_size: int, num_layers: int = 1,
-              bidirectional: bool = False, dropout: float = 0.0) -> nn.RNNBase:
+def build_rnn(
+    cell: str,
+    input_size: int,
+    hidden_size: int,
+    num_layers: int = 1,
+    bidirectional: bool = False,
+    dropout: float = 0.0,
+) -> nn.RNNBase:
     """A batch-first ``nn.LSTM`` / ``nn.GRU`` / ``nn.RNN`` (tanh) chosen by name.
 
     ``dropout`` is applied between stacked layers only (torch warns when it is set on one layer, so
@@ -49,8 +55,9 @@ def build_rnn(cell: str, input_size: int, hidden_size: int, num_layers: int = 1,
 class WordEmbeddings(nn.Module):
     """Token embedding followed by dropout (the papers regularise the embedded input)."""
 
-    def __init__(self, vocab_size: int, embedding_size: int, padding_idx: int | None = None,
-                 dropout: float = 0.0):
+    def __init__(
+        self, vocab_size: int, embedding_size: int, padding_idx: int | None = None, dropout: float = 0.0
+    ):
         super().__init__()
         self.embedding = nn.Embedding(vocab_size, embedding_size, padding_idx=padding_idx)
         self.dropout = nn.Dropout(dropout)
@@ -61,10 +68,13 @@ class WordEmbeddings(nn.Module):
 
     def forward(self, input_ids: torch.LongTensor) -> torch.Tensor:
         """input_ids (B, T) -> embeddings (B, T, E)."""
-        if input_ids.numel() and (int(input_ids.min()) < 0 or int(input_ids.max()) >= self.embedding.num_embeddings):
+        if input_ids.numel() and (
+            int(input_ids.min()) < 0 or int(input_ids.max()) >= self.embedding.num_embeddings
+        ):
             raise ValueError(
                 f"token ids must lie in [0, {self.embedding.num_embeddings}); got range "
-                f"[{int(input_ids.min())}, {int(input_ids.max())}] (extended copy ids must be mapped back with "
+                f"[{int(input_ids.min())}, {int(input_ids.max())}] (extended copy ids must be mapped "
+                "back with "
                 "hf_querygen.nn.copy.extended_to_input_ids first)"
             )
         return self.dropout(self.embedding(input_ids))
@@ -91,8 +101,15 @@ class RNNEncoder(nn.Module):
     H_out = hidden_size * (2 if bidirectional else 1) is exposed as ``output_size``.
     """
 
-    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, cell: str = "lstm",
-                 bidirectional: bool = True, dropout: float = 0.0):
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        num_layers: int = 1,
+        cell: str = "lstm",
+        bidirectional: bool = True,
+        dropout: float = 0.0,
+    ):
         super().__init__()
         self.cell = cell
         self.hidden_size = hidden_size
@@ -121,11 +138,15 @@ class RNNEncoder(nn.Module):
             raise ValueError(f"RNNEncoder got empty source sequences (all padding) at batch rows {empty}")
         packed = pack_padded_sequence(inputs_embeds, lengths.cpu(), batch_first=True, enforce_sorted=False)
         packed_outputs, state = self.rnn(packed)
-        outputs, _ = pad_packed_sequence(packed_outputs, batch_first=True, total_length=inputs_embeds.shape[1])
+        outputs, _ = pad_packed_sequence(
+            packed_outputs, batch_first=True, total_length=inputs_embeds.shape[1]
+        )
         # with enforce_sorted=False torch returns h_n already in the original batch order
         if isinstance(state, tuple):
             hidden, cell = state
-            return RNNEncoderOutput(outputs, self._batch_first_summary(hidden), self._batch_first_summary(cell))
+            return RNNEncoderOutput(
+                outputs, self._batch_first_summary(hidden), self._batch_first_summary(cell)
+            )
         return RNNEncoderOutput(outputs, self._batch_first_summary(state), None)
 
 
@@ -152,8 +173,12 @@ class RecurrentEncoderOutput(ModelOutput):
     first_positions: torch.LongTensor | None = None
 
 
-def recurrent_encoder_output(encoded: RNNEncoderOutput, input_ids: torch.LongTensor, attention_mask: torch.Tensor,
-                             source_word_ids: torch.LongTensor | None = None) -> RecurrentEncoderOutput:
+def recurrent_encoder_output(
+    encoded: RNNEncoderOutput,
+    input_ids: torch.LongTensor,
+    attention_mask: torch.Tensor,
+    source_word_ids: torch.LongTensor | None = None,
+) -> RecurrentEncoderOutput:
     """Wrap what :class:`RNNEncoder` returned for ``input_ids`` (B, S) / ``attention_mask`` (B, S) into a
     :class:`RecurrentEncoderOutput`.
 
@@ -161,8 +186,10 @@ def recurrent_encoder_output(encoded: RNNEncoderOutput, input_ids: torch.LongTen
     pointing (default: ``input_ids``); it decides ``first_positions``."""
     word_ids = input_ids if source_word_ids is None else source_word_ids
     if word_ids.shape != input_ids.shape:
-        raise ValueError(f"source_word_ids {tuple(word_ids.shape)} must have the shape of input_ids "
-                         f"{tuple(input_ids.shape)}")
+        raise ValueError(
+            f"source_word_ids {tuple(word_ids.shape)} must have the shape of input_ids "
+            f"{tuple(input_ids.shape)}"
+        )
     return RecurrentEncoderOutput(
         last_hidden_state=encoded.outputs,
         final_hidden=encoded.final_hidden,

@@ -26,7 +26,9 @@ TASK_NAME = "keyword-query-generation"
 class KeywordQueryGenerationPipeline(QueryReformulationPipeline):
     """Keyword-query generation with the extracted / generated split of the dual decoder."""
 
-    def postprocess(self, model_outputs: dict[str, Any], return_tensors: bool = False) -> list[dict[str, Any]]:
+    def postprocess(
+        self, model_outputs: dict[str, Any], return_tensors: bool = False
+    ) -> list[dict[str, Any]]:
         from ..corpora.nl2kw import normalize_for_matching
         from ..tasks.nl2kw import KeywordQuery, decode_dual_decoder_ids
         from ..tasks.seq2seq import decode_extended
@@ -43,13 +45,21 @@ class KeywordQueryGenerationPipeline(QueryReformulationPipeline):
         for sequence in sequences:
             if config.model_type == "dual_decoder":
                 skip = (config.pad_token_id, config.unk_token_id, config.decoder_start_token_id)
-                query = decode_dual_decoder_ids(sequence.tolist(), source_words, self.tokenizer, output_vocab_size,
-                                                config.eos_token_id, skip_token_ids=skip)
+                query = decode_dual_decoder_ids(
+                    sequence.tolist(),
+                    source_words,
+                    self.tokenizer,
+                    output_vocab_size,
+                    config.eos_token_id,
+                    skip_token_ids=skip,
+                )
             else:
                 in_source = {normalize_for_matching(word) for word in source_words}
                 words = decode_extended(sequence, source_words, self.tokenizer, output_vocab_size)
-                query = KeywordQuery([w for w in words if normalize_for_matching(w) in in_source],
-                                     [w for w in words if normalize_for_matching(w) not in in_source])
+                query = KeywordQuery(
+                    [w for w in words if normalize_for_matching(w) in in_source],
+                    [w for w in words if normalize_for_matching(w) not in in_source],
+                )
             results.append(query.as_dict())
         return results
 

@@ -59,15 +59,21 @@ class QuerySegmentationPipeline(Pipeline):
             "source_words": encoded["source_words"][0],  # normalised, for the model
         }
 
-    def _forward(self, model_inputs: dict[str, Any], constrained: bool = True, num_beams: int = 1) -> dict[str, Any]:
+    def _forward(
+        self, model_inputs: dict[str, Any], constrained: bool = True, num_beams: int = 1
+    ) -> dict[str, Any]:
         words, source_words = model_inputs["words"], model_inputs["source_words"]
         if isinstance(words[0], str):  # an unbatched call hands over one word list, not a list of them
             words, source_words = [words], [source_words]
         if is_seq2seq_segmenter(self.model):
-            breaks = seq2seq_batch_breaks(self.model, self.tokenizer, model_inputs, source_words, constrained, num_beams)
+            breaks = seq2seq_batch_breaks(
+                self.model, self.tokenizer, model_inputs, source_words, constrained, num_beams
+            )
         else:
             lengths = model_inputs["num_words"].tolist()
-            breaks = tagger_batch_breaks(self.model, model_inputs["input_ids"], model_inputs["attention_mask"], lengths)
+            breaks = tagger_batch_breaks(
+                self.model, model_inputs["input_ids"], model_inputs["attention_mask"], lengths
+            )
         return {"segments": [breaks_to_segments(w, b) for w, b in zip(words, breaks, strict=True)]}
 
     def postprocess(self, model_outputs: dict[str, Any]) -> list[str]:

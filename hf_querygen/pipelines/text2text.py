@@ -47,7 +47,9 @@ class QueryReformulationPipeline(Pipeline):
 
     def preprocess(self, text: str, max_source_length: int | None = None) -> dict[str, Any]:
         if not isinstance(text, str):
-            raise TypeError(f"{TASK_NAME} pipeline inputs must be strings, got {type(text).__name__}: {text!r}")
+            raise TypeError(
+                f"{TASK_NAME} pipeline inputs must be strings, got {type(text).__name__}: {text!r}"
+            )
         encoded = encode_sources([text], self.tokenizer, max_source_length)
         inputs = {key: torch.tensor(encoded[key]) for key in _MODEL_INPUT_KEYS}  # each (1, S)
         inputs["source_words"] = encoded["source_words"][0]
@@ -67,16 +69,24 @@ class QueryReformulationPipeline(Pipeline):
         sequences = sequences.reshape(batch_size, -1, sequences.shape[-1])
         return {"sequences": sequences, "source_words": source_words}
 
-    def postprocess(self, model_outputs: dict[str, Any], return_tensors: bool = False) -> list[dict[str, Any]]:
+    def postprocess(
+        self, model_outputs: dict[str, Any], return_tensors: bool = False
+    ) -> list[dict[str, Any]]:
         sequences = model_outputs["sequences"][0]  # (n, T) of this input
         source_words = model_outputs["source_words"]
         if source_words and isinstance(source_words[0], list):
             source_words = source_words[0]
-        output_vocab_size = getattr(self.model.config, "output_vocab_size", None) or self.model.config.vocab_size
+        output_vocab_size = (
+            getattr(self.model.config, "output_vocab_size", None) or self.model.config.vocab_size
+        )
         if return_tensors:
             return [{"generated_token_ids": sequence} for sequence in sequences]
         return [
-            {"generated_text": " ".join(decode_extended(sequence, source_words, self.tokenizer, output_vocab_size))}
+            {
+                "generated_text": " ".join(
+                    decode_extended(sequence, source_words, self.tokenizer, output_vocab_size)
+                )
+            }
             for sequence in sequences
         ]
 

@@ -144,8 +144,9 @@ def keyword_targets(
     return KeywordTargets(list(source_words), ordered, extractive, generative, positions)
 
 
-def keyword_tag_labels(source_words: Sequence[str], keyword_words: Sequence[str],
-                       normalize: Normalizer | None = None) -> list[int]:
+def keyword_tag_labels(
+    source_words: Sequence[str], keyword_words: Sequence[str], normalize: Normalizer | None = None
+) -> list[int]:
     """1 for each source word whose normalised form is a gold keyword word, else 0 (every
     occurrence is tagged: the tagger cannot know which occurrence the annotator meant)."""
     norm = resolve_normalizer(normalize)
@@ -201,8 +202,12 @@ class KeywordQuery:
         return " ".join(self.keywords)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"keyword_query": self.text, "keywords": self.keywords,
-                "extracted": list(self.extracted), "generated": list(self.generated)}
+        return {
+            "keyword_query": self.text,
+            "keywords": self.keywords,
+            "extracted": list(self.extracted),
+            "generated": list(self.generated),
+        }
 
 
 def decode_dual_decoder_ids(
@@ -303,8 +308,14 @@ def encode_nl2kw(
         raise ValueError(f"encode_nl2kw: unknown mode {mode!r}; expected one of {ENCODING_MODES}")
     with_targets = add_keyword_targets(dataset, tokenizer, order, normalize)
     encoded = encode_seq2seq(
-        with_targets, tokenizer, "nl_query", "ordered_keyword_query", output_vocab_size,
-        max_source_length=max_source_length, max_target_length=max_target_length, copy=mode == "joint",
+        with_targets,
+        tokenizer,
+        "nl_query",
+        "ordered_keyword_query",
+        output_vocab_size,
+        max_source_length=max_source_length,
+        max_target_length=max_target_length,
+        copy=mode == "joint",
         num_proc=num_proc,
     )
     if mode in ("seq2seq", "joint"):
@@ -317,7 +328,9 @@ def encode_nl2kw(
             batch["source_words"], batch["target_words"], batch["input_ids"], strict=True
         ):
             if mode == "tagging":
-                out.setdefault("labels", []).append(keyword_tag_labels(source_words, target_words, normalize) + [-100])
+                out.setdefault("labels", []).append(
+                    keyword_tag_labels(source_words, target_words, normalize) + [-100]
+                )
                 continue
             # room for the sentinel and [EOS]
             targets = keyword_targets(source_words, target_words, normalize, max_words=max_target_length - 2)
@@ -327,8 +340,14 @@ def encode_nl2kw(
                 i if (i := vocab.get(word, UNK_ID)) < output_vocab_size else UNK_ID for word in generative
             ]
             out.setdefault("labels", []).append(
-                dual_decoder_labels(targets, len(input_ids) - 1, output_vocab_size, generator_ids, EOS_ID,
-                                    pointer_only=mode == "pointer")
+                dual_decoder_labels(
+                    targets,
+                    len(input_ids) - 1,
+                    output_vocab_size,
+                    generator_ids,
+                    EOS_ID,
+                    pointer_only=mode == "pointer",
+                )
             )
             out.setdefault("pointer_positions", []).append(pointer_positions)
         return out

@@ -60,8 +60,14 @@ class ConstrainedSegmentationLogitsProcessor(LogitsProcessor):
             without pooling a model that cannot predict a rare next word always breaks.
     """
 
-    def __init__(self, word_token_ids: Sequence[Sequence[int]], break_token_id: int, eos_token_id: int,
-                 num_beams: int = 1, pool_word_probability: bool = False):
+    def __init__(
+        self,
+        word_token_ids: Sequence[Sequence[int]],
+        break_token_id: int,
+        eos_token_id: int,
+        num_beams: int = 1,
+        pool_word_probability: bool = False,
+    ):
         self.word_token_ids = [list(ids) for ids in word_token_ids]
         self.break_token_id = break_token_id
         self.eos_token_id = eos_token_id
@@ -100,7 +106,9 @@ class ConstrainedSegmentationLogitsProcessor(LogitsProcessor):
 
 
 # ---------------------------------------------------------------- data preparation
-def train_segmentation_tokenizer(queries: Sequence[str], references: Sequence[str]) -> PreTrainedTokenizerFast:
+def train_segmentation_tokenizer(
+    queries: Sequence[str], references: Sequence[str]
+) -> PreTrainedTokenizerFast:
     """Whitespace word tokenizer whose target side is the references' words plus ``|``."""
     from ..tokenization import train_word_tokenizer
 
@@ -140,9 +148,15 @@ def encode_for_tagging(
         for input_ids, breaks in zip(encoded["input_ids"], batch[breaks_column], strict=True):
             tags = [BIO_LABELS.index(tag) for tag in breaks_to_bio(breaks)]
             if len(tags) != len(input_ids) - 1:
-                raise ValueError(f"{len(input_ids) - 1} tokens for {len(tags)} words: use split_punctuation=False")
+                raise ValueError(
+                    f"{len(input_ids) - 1} tokens for {len(tags)} words: use split_punctuation=False"
+                )
             labels.append(tags + [LABEL_PAD_ID])
-        return {"input_ids": encoded["input_ids"], "attention_mask": encoded["attention_mask"], "labels": labels}
+        return {
+            "input_ids": encoded["input_ids"],
+            "attention_mask": encoded["attention_mask"],
+            "labels": labels,
+        }
 
     return dataset.map(encode, batched=True, remove_columns=dataset.column_names, desc="BIO tagging")
 
@@ -154,8 +168,10 @@ def encode_queries(queries: Sequence[str], tokenizer: PreTrainedTokenizerFast) -
     encoded = encode_sources([" ".join(query.split()) for query in queries], tokenizer)
     for query, source_words in zip(queries, encoded["source_words"], strict=True):
         if len(query.split()) != len(source_words):
-            raise ValueError(f"the tokenizer splits {query!r} into {len(source_words)} tokens, not "
-                             f"{len(query.split())} words: train it with split_punctuation=False")
+            raise ValueError(
+                f"the tokenizer splits {query!r} into {len(source_words)} tokens, not "
+                f"{len(query.split())} words: train it with split_punctuation=False"
+            )
     return encoded
 
 
@@ -199,7 +215,10 @@ def seq2seq_batch_breaks(
     kwargs = {"num_beams": num_beams, "do_sample": False, "max_length": 2 * max(lengths) + 1}
     if constrained:
         processor = ConstrainedSegmentationLogitsProcessor(
-            _word_token_ids(model, tokenizer, source_words), break_id, tokenizer.eos_token_id, num_beams,
+            _word_token_ids(model, tokenizer, source_words),
+            break_id,
+            tokenizer.eos_token_id,
+            num_beams,
             pool_word_probability,
         )
         kwargs["logits_processor"] = LogitsProcessorList([processor])
@@ -211,8 +230,13 @@ def seq2seq_batch_breaks(
         query_tokens = tokenizer.convert_ids_to_tokens(row[:n])
         # only padding is skipped: [UNK] on both sides lines an out-of-vocabulary query word up with its
         # output token (ids[1:]: after the start token)
-        output_tokens = decode_extended(ids[1:], query_tokens, tokenizer, model.config.output_vocab_size,
-                                        skip_token_ids={tokenizer.pad_token_id})
+        output_tokens = decode_extended(
+            ids[1:],
+            query_tokens,
+            tokenizer,
+            model.config.output_vocab_size,
+            skip_token_ids={tokenizer.pad_token_id},
+        )
         breaks.append(target_tokens_to_breaks(output_tokens, query_tokens))
     return breaks
 
@@ -222,7 +246,9 @@ def tagger_batch_breaks(
 ) -> list[list[int]]:
     """Break vectors from a BIO tagger's argmax tags; input_ids / attention_mask (B, S)."""
     with torch.no_grad():
-        logits = model(input_ids=input_ids.to(model.device), attention_mask=attention_mask.to(model.device)).logits
+        logits = model(
+            input_ids=input_ids.to(model.device), attention_mask=attention_mask.to(model.device)
+        ).logits
     label_names = [model.config.id2label[i] for i in range(logits.shape[-1])]
     tags = logits.argmax(-1).tolist()
     return [bio_to_breaks([label_names[t] for t in row[:n]]) for row, n in zip(tags, lengths, strict=True)]
@@ -251,10 +277,19 @@ def segment_breaks(
     breaks: list[list[int]] = []
     for start in range(0, len(queries), batch_size):
         rows = range(start, min(start + batch_size, len(queries)))
-        batch = collator([{k: encoded[k][i] for k in ("input_ids", "attention_mask", "source_word_ids")} for i in rows])
+        batch = collator(
+            [{k: encoded[k][i] for k in ("input_ids", "attention_mask", "source_word_ids")} for i in rows]
+        )
         if is_seq2seq_segmenter(model):
-            breaks += seq2seq_batch_breaks(model, tokenizer, batch, [encoded["source_words"][i] for i in rows],
-                                           constrained, num_beams, pool_word_probability)
+            breaks += seq2seq_batch_breaks(
+                model,
+                tokenizer,
+                batch,
+                [encoded["source_words"][i] for i in rows],
+                constrained,
+                num_beams,
+                pool_word_probability,
+            )
         else:
             lengths = [len(encoded["source_words"][i]) for i in rows]
             breaks += tagger_batch_breaks(model, batch["input_ids"], batch["attention_mask"], lengths)

@@ -117,7 +117,9 @@ def _encode_batch(
         vocab = tokenizer.get_vocab()
         for i, (target, words) in enumerate(zip(batch[target_column], out["source_words"], strict=True)):
             target_words = word_tokenize(tokenizer, _as_text(target, target_column, i))
-            ids = extended_target_ids(target_words[: max_target_length - 1], words, vocab, output_vocab_size, copy)
+            ids = extended_target_ids(
+                target_words[: max_target_length - 1], words, vocab, output_vocab_size, copy
+            )
             out["labels"].append(ids + [EOS_ID])
     return out
 
@@ -157,7 +159,9 @@ def encode_seq2seq(
     if max_source_length < 2 or max_target_length < 2:
         raise ValueError("max_source_length and max_target_length must leave room for a word and [EOS]")
     if not 0 < output_vocab_size <= len(tokenizer):
-        raise ValueError(f"output_vocab_size={output_vocab_size} must be in 1..{len(tokenizer)} (the vocabulary)")
+        raise ValueError(
+            f"output_vocab_size={output_vocab_size} must be in 1..{len(tokenizer)} (the vocabulary)"
+        )
     column_names = dataset.column_names
     some_columns = next(iter(column_names.values())) if isinstance(column_names, dict) else column_names
     for column in (source_column, target_column):
@@ -215,7 +219,9 @@ class Seq2SeqCollator:
                 continue
             rows = [list(feature[key]) for feature in features]
             width = max(len(row) for row in rows)
-            batch[key] = torch.tensor([row + [pad_value] * (width - len(row)) for row in rows], dtype=torch.long)
+            batch[key] = torch.tensor(
+                [row + [pad_value] * (width - len(row)) for row in rows], dtype=torch.long
+            )
         return batch
 
 

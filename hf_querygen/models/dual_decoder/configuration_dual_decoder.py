@@ -56,7 +56,9 @@ class DualDecoderConfig(PretrainedConfig):
     ):
         output_vocab_size = vocab_size if output_vocab_size is None else output_vocab_size
         if not 0 < output_vocab_size <= vocab_size:
-            raise ValueError(f"DualDecoderConfig: output_vocab_size must be in (0, {vocab_size}], got {output_vocab_size}")
+            raise ValueError(
+                f"DualDecoderConfig: output_vocab_size must be in (0, {vocab_size}], got {output_vocab_size}"
+            )
         if not 0.0 <= loss_lambda <= 1.0:
             raise ValueError(f"DualDecoderConfig: loss_lambda must be in [0, 1] (Eq. 13), got {loss_lambda}")
         specials = {"pad": pad_token_id, "unk": unk_token_id, "bos": bos_token_id, "eos": eos_token_id}

@@ -59,7 +59,9 @@ class DualDecoderEncoder(nn.Module):
     def __init__(self, config: DualDecoderConfig, embeddings: WordEmbeddings):
         super().__init__()
         self.embeddings = embeddings
-        self.rnn = RNNEncoder(config.embedding_size, config.hidden_size, num_layers=1, cell="lstm", bidirectional=True)
+        self.rnn = RNNEncoder(
+            config.embedding_size, config.hidden_size, num_layers=1, cell="lstm", bidirectional=True
+        )
 
     def forward(
         self,
@@ -96,8 +98,15 @@ class _DecoderState:
     pointer_states: torch.Tensor
     pointer_states_mask: torch.Tensor
 
-    FIELDS = ("pointer_hidden", "pointer_cell", "generator_hidden", "generator_cell", "in_generator",
-              "pointer_states", "pointer_states_mask")
+    FIELDS = (
+        "pointer_hidden",
+        "pointer_cell",
+        "generator_hidden",
+        "generator_cell",
+        "in_generator",
+        "pointer_states",
+        "pointer_states_mask",
+    )
 
     @classmethod
     def from_cache(cls, cache: RecurrentStateCache) -> _DecoderState:
@@ -130,7 +139,8 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, GenerationMixi
         # one table for encoder and both decoders (Sec. 5.1: "shared the same word embeddings"); it is
         # registered once, under the encoder, and reached by the decoders through ``self.embeddings``
         self.encoder = DualDecoderEncoder(
-            config, WordEmbeddings(config.vocab_size, config.embedding_size, config.pad_token_id, config.dropout)
+            config,
+            WordEmbeddings(config.vocab_size, config.embedding_size, config.pad_token_id, config.dropout),
         )
         # pointer decoder, Eq. (1)-(4)
         self.pointer_init_hidden = nn.Linear(encoder_size, hidden)  # W_s^p, Eq. (1)
@@ -142,10 +152,16 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, GenerationMixi
             self.generator_init_hidden = nn.Linear(encoder_size, hidden)  # W_s^g, Eq. (5)
             self.generator_init_cell = nn.Linear(encoder_size, hidden)
             self.generator_rnn = build_rnn("lstm", config.embedding_size, hidden)
-            self.source_attention = AdditiveAttention(hidden, encoder_size, config.attention_size)  # Eq. (6)-(8)
-            self.pointer_state_attention = AdditiveAttention(hidden, hidden, config.attention_size)  # Eq. (9)-(11)
+            self.source_attention = AdditiveAttention(
+                hidden, encoder_size, config.attention_size
+            )  # Eq. (6)-(8)
+            self.pointer_state_attention = AdditiveAttention(
+                hidden, hidden, config.attention_size
+            )  # Eq. (9)-(11)
             self.output_dropout = nn.Dropout(config.dropout)
-            self.output_projection = nn.Linear(hidden + encoder_size + hidden, config.output_vocab_size)  # Eq. (12)
+            self.output_projection = nn.Linear(
+                hidden + encoder_size + hidden, config.output_vocab_size
+            )  # Eq. (12)
         self.post_init()
 
     # ------------------------------------------------------------------ HF plumbing
@@ -166,7 +182,9 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, GenerationMixi
     def _supports_default_dynamic_cache(cls) -> bool:
         return False  # the recurrent state lives in a RecurrentStateCache, not a key/value cache
 
-    def _reorder_cache(self, past_key_values: RecurrentStateCache, beam_idx: torch.LongTensor) -> RecurrentStateCache:
+    def _reorder_cache(
+        self, past_key_values: RecurrentStateCache, beam_idx: torch.LongTensor
+    ) -> RecurrentStateCache:
         past_key_values.reorder_cache(beam_idx)
         return past_key_values
 
@@ -178,7 +196,10 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, GenerationMixi
         pointer_hidden = self.pointer_init_hidden(summary_hidden)  # Eq. (1)
         pointer_cell = self.pointer_init_cell(summary_cell)
         if self.config.pointer_only:
-            generator_hidden, generator_cell = torch.zeros_like(pointer_hidden), torch.zeros_like(pointer_cell)
+            generator_hidden, generator_cell = (
+                torch.zeros_like(pointer_hidden),
+                torch.zeros_like(pointer_cell),
+            )
         else:
             generator_hidden = self.generator_init_hidden(summary_hidden)  # Eq. (5)
             generator_cell = self.generator_init_cell(summary_cell)
@@ -192,8 +213,9 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, GenerationMixi
             pointer_states_mask=torch.zeros(batch_size, 0, dtype=torch.bool, device=summary_hidden.device),
         )
 
-    def _pointer_log_probs(self, weights: torch.Tensor, first_occurrence: torch.Tensor,
-                           source_mask: torch.Tensor) -> torch.Tensor:
+    def _pointer_log_probs(
+        self, weights: torch.Tensor, first_occurrence: torch.Tensor, source_mask: torch.Tensor
+    ) -> torch.Tensor:
         """Eq. (4): attention weights (B, [T,] S) summed over the positions holding the same word into
         the slot of its first occurrence -> log-probabilities (B, [T,] S), -inf at padding and repeats."""
         index = first_occurrence if weights.dim() == 2 else first_occurrence.unsqueeze(1).expand_as(weights)
@@ -204,12 +226,19 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, GenerationMixi
             live = live.unsqueeze(1)
         return probs.clamp_min(_PROBABILITY_FLOOR).log().masked_fill(~live, float("-inf"))
 
-    def _generator_log_probs(self, generator_hidden: torch.Tensor, encoder_states: torch.Tensor,
-                             source_mask: torch.Tensor, pointer_states: torch.Tensor,
-                             pointer_states_mask: torch.Tensor) -> torch.Tensor:
+    def _generator_log_probs(
+        self,
+        generator_hidden: torch.Tensor,
+        encoder_states: torch.Tensor,
+        source_mask: torch.Tensor,
+        pointer_states: torch.Tensor,
+        pointer_states_mask: torch.Tensor,
+    ) -> torch.Tensor:
         """Eq. (6)-(12): generator hidden (B, [T,] H), encoder states (B, S, 2H), pointer hidden states
         (B, P, H) with mask (B, P) -> log-probabilities over the output vocabulary (B, [T,] V)."""
-        source_context = self.source_attention(generator_hidden, encoder_states, source_mask).context  # Eq. (6)-(8)
+        source_context = self.source_attention(
+            generator_hidden, encoder_states, source_mask
+        ).context  # Eq. (6)-(8)
         pointer_context = self.pointer_state_attention(
             generator_hidden, pointer_states, pointer_states_mask
         ).context  # Eq. (9)-(11)
@@ -220,8 +249,12 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, GenerationMixi
         scores[..., never] = float("-inf")
         return torch.log_softmax(scores, dim=-1)
 
-    def _phase_rows(self, pointer_log_probs: torch.Tensor, generator_log_probs: torch.Tensor | None,
-                    generator_phase: torch.Tensor) -> torch.Tensor:
+    def _phase_rows(
+        self,
+        pointer_log_probs: torch.Tensor,
+        generator_log_probs: torch.Tensor | None,
+        generator_phase: torch.Tensor,
+    ) -> torch.Tensor:
         """Assemble extended-space rows (B, [T,] V + S): the pointer's over positions, the generator's
         over the vocabulary, each step taking its phase's row (pointer-only: [EOS] after the sentinel)."""
         vocab = self.config.output_vocab_size
@@ -230,27 +263,43 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, GenerationMixi
         if generator_log_probs is None:  # pointer-only: after the sentinel only [EOS] (probability 1)
             generator_log_probs = no_vocab.clone()
             generator_log_probs[..., self.config.eos_token_id] = 0.0
-        generator_rows = torch.cat([generator_log_probs, torch.full_like(pointer_log_probs, float("-inf"))], dim=-1)
+        generator_rows = torch.cat(
+            [generator_log_probs, torch.full_like(pointer_log_probs, float("-inf"))], dim=-1
+        )
         return torch.where(generator_phase.unsqueeze(-1), generator_rows, pointer_rows)
 
-    def _embed_decoder_inputs(self, decoder_input_ids: torch.LongTensor,
-                              encoder_outputs: RecurrentEncoderOutput) -> torch.Tensor:
+    def _embed_decoder_inputs(
+        self, decoder_input_ids: torch.LongTensor, encoder_outputs: RecurrentEncoderOutput
+    ) -> torch.Tensor:
         """(B, T) extended ids -> (B, T, E): a pointed-at position is embedded as its source word."""
         config = self.config
-        return self.embeddings(extended_to_input_ids(
-            decoder_input_ids, encoder_outputs.source_input_ids, config.output_vocab_size, config.unk_token_id
-        ))
+        return self.embeddings(
+            extended_to_input_ids(
+                decoder_input_ids,
+                encoder_outputs.source_input_ids,
+                config.output_vocab_size,
+                config.unk_token_id,
+            )
+        )
 
-    def _generator_phase(self, decoder_input_ids: torch.LongTensor, source_mask: torch.Tensor,
-                         already: torch.Tensor | None = None) -> torch.Tensor:
+    def _generator_phase(
+        self,
+        decoder_input_ids: torch.LongTensor,
+        source_mask: torch.Tensor,
+        already: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """(B, T) True from the step whose input is the pointer's end sentinel (the [EOS] closing the
         source, id ``V + source_length - 1``) onwards; ``already`` (B,) = the phase before these steps."""
         sentinel_id = self.config.output_vocab_size + source_mask.long().sum(dim=1, keepdim=True) - 1
         phase = (decoder_input_ids == sentinel_id).long().cumsum(dim=1) > 0
         return phase if already is None else phase | already.unsqueeze(1)
 
-    def _decode_parallel(self, decoder_input_ids: torch.LongTensor, encoder_outputs: RecurrentEncoderOutput,
-                         source_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def _decode_parallel(
+        self,
+        decoder_input_ids: torch.LongTensor,
+        encoder_outputs: RecurrentEncoderOutput,
+        source_mask: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Teacher forcing over all T steps at once (both decoders are fed their previous output only,
         so each LSTM runs over its whole input sequence in one call).
 
@@ -262,7 +311,8 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, GenerationMixi
         embedded = self._embed_decoder_inputs(decoder_input_ids, encoder_outputs)
         # pointer decoder over every step; its outputs past the sentinel are masked out below
         pointer_outputs, _ = self.pointer_rnn(
-            embedded, (state.pointer_hidden.unsqueeze(0).contiguous(), state.pointer_cell.unsqueeze(0).contiguous())
+            embedded,
+            (state.pointer_hidden.unsqueeze(0).contiguous(), state.pointer_cell.unsqueeze(0).contiguous()),
         )
         weights = self.pointer_attention(pointer_outputs, encoder_states, source_mask).weights  # Eq. (2)-(3)
         pointer_log_probs = self._pointer_log_probs(weights, encoder_outputs.first_positions, source_mask)
@@ -274,16 +324,24 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, GenerationMixi
             first_step = (~generator_phase).sum(dim=1, keepdim=True)  # (B, 1)
             steps = first_step + torch.arange(n_generator_steps, device=first_step.device)  # (B, Tg)
             valid = steps < n_steps
-            gathered = embedded.gather(1, steps.clamp(max=n_steps - 1).unsqueeze(-1).expand(-1, -1, embedded.shape[-1]))
+            gathered = embedded.gather(
+                1, steps.clamp(max=n_steps - 1).unsqueeze(-1).expand(-1, -1, embedded.shape[-1])
+            )
             generator_outputs, _ = self.generator_rnn(
                 gathered,
-                (state.generator_hidden.unsqueeze(0).contiguous(), state.generator_cell.unsqueeze(0).contiguous()),
+                (
+                    state.generator_hidden.unsqueeze(0).contiguous(),
+                    state.generator_cell.unsqueeze(0).contiguous(),
+                ),
             )
-            aligned = self._generator_log_probs(generator_outputs, encoder_states, source_mask,
-                                                pointer_outputs, ~generator_phase)  # (B, Tg, V)
+            aligned = self._generator_log_probs(
+                generator_outputs, encoder_states, source_mask, pointer_outputs, ~generator_phase
+            )  # (B, Tg, V)
             # scatter back to the original steps; invalid slots go to a dump column n_steps
             target = torch.where(valid, steps, torch.full_like(steps, n_steps))
-            generator_log_probs = aligned.new_full((batch_size, n_steps + 1, aligned.shape[-1]), float("-inf"))
+            generator_log_probs = aligned.new_full(
+                (batch_size, n_steps + 1, aligned.shape[-1]), float("-inf")
+            )
             generator_log_probs = generator_log_probs.scatter(
                 1, target.unsqueeze(-1).expand_as(aligned), aligned
             )[:, :n_steps]
@@ -294,14 +352,22 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, GenerationMixi
         return self._phase_rows(pointer_log_probs, generator_log_probs, generator_phase), generator_phase
 
     @staticmethod
-    def _lstm_step(rnn: nn.LSTM, inputs: torch.Tensor, hidden: torch.Tensor,
-                   cell: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def _lstm_step(
+        rnn: nn.LSTM, inputs: torch.Tensor, hidden: torch.Tensor, cell: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """One step of a single-layer batch-first LSTM: inputs (B, E), hidden/cell (B, H) -> (B, H) x 2."""
-        _, (hidden, cell) = rnn(inputs.unsqueeze(1), (hidden.unsqueeze(0).contiguous(), cell.unsqueeze(0).contiguous()))
+        _, (hidden, cell) = rnn(
+            inputs.unsqueeze(1), (hidden.unsqueeze(0).contiguous(), cell.unsqueeze(0).contiguous())
+        )
         return hidden.squeeze(0), cell.squeeze(0)
 
-    def _decode_steps(self, decoder_input_ids: torch.LongTensor, encoder_outputs: RecurrentEncoderOutput,
-                      source_mask: torch.Tensor, state: _DecoderState) -> tuple[torch.Tensor, torch.Tensor, _DecoderState]:
+    def _decode_steps(
+        self,
+        decoder_input_ids: torch.LongTensor,
+        encoder_outputs: RecurrentEncoderOutput,
+        source_mask: torch.Tensor,
+        state: _DecoderState,
+    ) -> tuple[torch.Tensor, torch.Tensor, _DecoderState]:
         """Incremental decoding from a cached ``state`` (generation): one step at a time, carrying both
         decoders' states, the phase flag and the pointer hidden states (Eq. 9-11 attend to them).
 
@@ -316,7 +382,9 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, GenerationMixi
             pointer_hidden, pointer_cell = self._lstm_step(
                 self.pointer_rnn, embedded[:, t], state.pointer_hidden, state.pointer_cell
             )
-            weights = self.pointer_attention(pointer_hidden, encoder_states, source_mask).weights  # Eq. (2)-(3)
+            weights = self.pointer_attention(
+                pointer_hidden, encoder_states, source_mask
+            ).weights  # Eq. (2)-(3)
             pointer_log_probs = self._pointer_log_probs(weights, encoder_outputs.first_positions, source_mask)
             state.pointer_states = torch.cat([state.pointer_states, pointer_hidden.unsqueeze(1)], dim=1)
             state.pointer_states_mask = torch.cat([state.pointer_states_mask, ~keep], dim=1)
@@ -328,7 +396,11 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, GenerationMixi
                     self.generator_rnn, embedded[:, t], state.generator_hidden, state.generator_cell
                 )
                 generator_log_probs = self._generator_log_probs(
-                    generator_hidden, encoder_states, source_mask, state.pointer_states, state.pointer_states_mask
+                    generator_hidden,
+                    encoder_states,
+                    source_mask,
+                    state.pointer_states,
+                    state.pointer_states_mask,
                 )
                 state.generator_hidden = torch.where(keep, generator_hidden, state.generator_hidden)
                 state.generator_cell = torch.where(keep, generator_cell, state.generator_cell)
@@ -337,8 +409,13 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, GenerationMixi
         return torch.stack(rows, dim=1), generator_phase, state
 
     # ------------------------------------------------------------------ loss, Eq. (13)-(14)
-    def dual_loss(self, log_probs: torch.Tensor, labels: torch.LongTensor, generator_phase: torch.Tensor,
-                  num_items_in_batch: int | torch.Tensor | None = None) -> torch.Tensor:
+    def dual_loss(
+        self,
+        log_probs: torch.Tensor,
+        labels: torch.LongTensor,
+        generator_phase: torch.Tensor,
+        num_items_in_batch: int | torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """Eq. (13)-(14): lambda * pointer NLL + (1 - lambda) * generator NLL.
 
         Both sums run over their label tokens and are divided by the number of ALL label tokens
@@ -356,7 +433,9 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, GenerationMixi
         pointer_nll = token_nll(log_probs, pointer_labels, num_items_in_batch)
         loss = self.config.loss_lambda * pointer_nll
         if not self.config.pointer_only:
-            loss = loss + (1.0 - self.config.loss_lambda) * token_nll(log_probs, generator_labels, num_items_in_batch)
+            loss = loss + (1.0 - self.config.loss_lambda) * token_nll(
+                log_probs, generator_labels, num_items_in_batch
+            )
         return loss
 
     def forward(
@@ -408,14 +487,17 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, GenerationMixi
                 state = _DecoderState.from_cache(past_key_values)
             else:
                 state = self._initial_state(encoder_outputs)
-            log_probs, generator_phase, state = self._decode_steps(decoder_input_ids, encoder_outputs, source_mask,
-                                                                   state)
+            log_probs, generator_phase, state = self._decode_steps(
+                decoder_input_ids, encoder_outputs, source_mask, state
+            )
             if past_key_values is None:
                 past_key_values = RecurrentStateCache()
             state.to_cache(past_key_values)
             past_key_values.advance(decoder_input_ids.shape[1])
         else:  # teacher forcing (training) or generation without cache: all steps at once
-            log_probs, generator_phase = self._decode_parallel(decoder_input_ids, encoder_outputs, source_mask)
+            log_probs, generator_phase = self._decode_parallel(
+                decoder_input_ids, encoder_outputs, source_mask
+            )
         loss = None
         if labels is not None:
             loss = self.dual_loss(log_probs, labels, generator_phase, kwargs.get("num_items_in_batch"))
@@ -443,7 +525,7 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, GenerationMixi
     ) -> dict:
         """Feed only the ids the cached state has not consumed yet."""
         if past_key_values is not None and past_key_values.get_seq_length() > 0:
-            decoder_input_ids = decoder_input_ids[:, past_key_values.get_seq_length():]
+            decoder_input_ids = decoder_input_ids[:, past_key_values.get_seq_length() :]
         return {
             "decoder_input_ids": decoder_input_ids,
             "past_key_values": past_key_values,

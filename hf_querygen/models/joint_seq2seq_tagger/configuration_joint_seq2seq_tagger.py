@@ -20,7 +20,9 @@ class JointSeq2SeqTaggerConfig(RNNSeq2SeqConfig):
 
     def __init__(self, num_tag_labels: int = 2, tag_loss_weight: float = 1.0, **kwargs):
         if kwargs.get("copy", "none") != "none":
-            raise ValueError("JointSeq2SeqTaggerConfig: the decoder is the attentional seq2seq; copy must be 'none'")
+            raise ValueError(
+                "JointSeq2SeqTaggerConfig: the decoder is the attentional seq2seq; copy must be 'none'"
+            )
         if num_tag_labels < 2:
             raise ValueError(f"JointSeq2SeqTaggerConfig: num_tag_labels must be >= 2, got {num_tag_labels}")
         self.num_tag_labels = num_tag_labels

@@ -50,15 +50,19 @@ class JointSeq2SeqTaggerForConditionalGeneration(RNNSeq2SeqForConditionalGenerat
         self.tag_classifier = nn.Linear(config.encoder_output_size, config.num_tag_labels)
         self.post_init()
 
-    def tag_labels_from_labels(self, labels: torch.LongTensor, encoder_outputs: RecurrentEncoderOutput) -> torch.LongTensor:
+    def tag_labels_from_labels(
+        self, labels: torch.LongTensor, encoder_outputs: RecurrentEncoderOutput
+    ) -> torch.LongTensor:
         """labels (B, T) in the extended space -> tag labels (B, S): 1 where the source word is in the
         target, 0 elsewhere, -100 at padding and at the final [EOS] of the source."""
         config = self.config
         source_ids = encoder_outputs.source_input_ids
         mask = encoder_outputs.attention_mask.bool()
         copy_ids = config.output_vocab_size + encoder_outputs.first_positions  # (B, S)
-        specials = torch.tensor([config.pad_token_id, config.unk_token_id, config.bos_token_id, config.eos_token_id],
-                                device=labels.device)
+        specials = torch.tensor(
+            [config.pad_token_id, config.unk_token_id, config.bos_token_id, config.eos_token_id],
+            device=labels.device,
+        )
         target = labels.masked_fill(torch.isin(labels, specials), _LABEL_PAD_ID).unsqueeze(1)  # (B, 1, T)
         in_target = ((source_ids.unsqueeze(2) == target) | (copy_ids.unsqueeze(2) == target)).any(dim=2)
         tags = in_target.long().masked_fill(~mask, _LABEL_PAD_ID)
@@ -93,7 +97,8 @@ class JointSeq2SeqTaggerForConditionalGeneration(RNNSeq2SeqForConditionalGenerat
             tag_labels: (B, S) optional explicit tags (-100 = no loss); default derived from ``labels``.
 
         Returns:
-            JointSeq2SeqTaggerOutput: ``logits`` (B, T, V) decoder scores, ``tag_logits`` (B, S, K), ``loss`` =
+            JointSeq2SeqTaggerOutput: ``logits`` (B, T, V) decoder scores, ``tag_logits`` (B, S, K),
+            ``loss`` =
             decoder NLL + tag_loss_weight * tag NLL (each a per-token mean) when labels are given.
         """
         if encoder_outputs is None:
@@ -104,7 +109,9 @@ class JointSeq2SeqTaggerForConditionalGeneration(RNNSeq2SeqForConditionalGenerat
         if labels is not None:
             if tag_labels is None:
                 tag_labels = self.tag_labels_from_labels(labels, encoder_outputs)
-            decoder_labels = labels.masked_fill(labels >= self.config.output_vocab_size, self.config.unk_token_id)
+            decoder_labels = labels.masked_fill(
+                labels >= self.config.output_vocab_size, self.config.unk_token_id
+            )
         seq2seq = super().forward(
             attention_mask=attention_mask,
             decoder_input_ids=decoder_input_ids,

@@ -100,27 +100,49 @@ class RNNSeq2SeqConfig(PretrainedConfig):
         if attention_query is None:
             attention_query = "previous" if attention in ("none", "bahdanau") else "current"
         if attention_query not in ATTENTION_QUERY_CHOICES:
-            raise ValueError(f"RNNSeq2SeqConfig: attention_query={attention_query!r} is not one of "
-                             f"{ATTENTION_QUERY_CHOICES}")
+            raise ValueError(
+                f"RNNSeq2SeqConfig: attention_query={attention_query!r} is not one of "
+                f"{ATTENTION_QUERY_CHOICES}"
+            )
         if input_feeding is None:
             input_feeding = attention != "none" and attention_query == "current"
         if input_feeding and (attention == "none" or attention_query != "current"):
-            raise ValueError("RNNSeq2SeqConfig: input_feeding needs Luong-style attention (attention_query='current')")
+            raise ValueError(
+                "RNNSeq2SeqConfig: input_feeding needs Luong-style attention (attention_query='current')"
+            )
         if copy == "copynet" and attention == "none":
-            raise ValueError("RNNSeq2SeqConfig: copy='copynet' needs an attention (Gu et al. build on AttNet)")
+            raise ValueError(
+                "RNNSeq2SeqConfig: copy='copynet' needs an attention (Gu et al. build on AttNet)"
+            )
         if not 0 < output_vocab_size <= vocab_size:
-            raise ValueError(f"RNNSeq2SeqConfig: output_vocab_size must be in (0, {vocab_size}]; got {output_vocab_size}")
+            raise ValueError(
+                f"RNNSeq2SeqConfig: output_vocab_size must be in (0, {vocab_size}]; got {output_vocab_size}"
+            )
         check_rnn_hyper_parameters(
-            "RNNSeq2SeqConfig", cell, dropout, vocab_size=vocab_size, embedding_size=embedding_size,
-            hidden_size=hidden_size, decoder_hidden_size=decoder_hidden_size, num_encoder_layers=num_encoder_layers,
-            num_decoder_layers=num_decoder_layers, local_attention_window=local_attention_window,
+            "RNNSeq2SeqConfig",
+            cell,
+            dropout,
+            vocab_size=vocab_size,
+            embedding_size=embedding_size,
+            hidden_size=hidden_size,
+            decoder_hidden_size=decoder_hidden_size,
+            num_encoder_layers=num_encoder_layers,
+            num_decoder_layers=num_decoder_layers,
+            local_attention_window=local_attention_window,
         )
-        specials = {"pad_token_id": pad_token_id, "unk_token_id": unk_token_id, "bos_token_id": bos_token_id,
-                    "eos_token_id": eos_token_id, "decoder_start_token_id": decoder_start_token_id}
+        specials = {
+            "pad_token_id": pad_token_id,
+            "unk_token_id": unk_token_id,
+            "bos_token_id": bos_token_id,
+            "eos_token_id": eos_token_id,
+            "decoder_start_token_id": decoder_start_token_id,
+        }
         outside = {name: i for name, i in specials.items() if not 0 <= i < output_vocab_size}
         if outside:
-            raise ValueError(f"RNNSeq2SeqConfig: special token ids must be < output_vocab_size={output_vocab_size}: "
-                             f"{outside}")
+            raise ValueError(
+                f"RNNSeq2SeqConfig: special token ids must be < output_vocab_size={output_vocab_size}: "
+                f"{outside}"
+            )
         self.vocab_size = vocab_size
         self.output_vocab_size = output_vocab_size
         self.embedding_size = embedding_size

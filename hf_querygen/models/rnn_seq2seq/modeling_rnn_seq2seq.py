@@ -42,13 +42,27 @@ class RNNSeq2SeqEncoder(nn.Module):
     def __init__(self, config: RNNSeq2SeqConfig):
         super().__init__()
         self.pad_token_id = config.pad_token_id
-        self.embed_tokens = WordEmbeddings(config.vocab_size, config.embedding_size, config.pad_token_id, config.dropout)
-        self.rnn = RNNEncoder(config.embedding_size, config.hidden_size, config.num_encoder_layers, config.cell,
-                              config.bidirectional_encoder, config.dropout)
+        self.embed_tokens = WordEmbeddings(
+            config.vocab_size, config.embedding_size, config.pad_token_id, config.dropout
+        )
+        self.rnn = RNNEncoder(
+            config.embedding_size,
+            config.hidden_size,
+            config.num_encoder_layers,
+            config.cell,
+            config.bidirectional_encoder,
+            config.dropout,
+        )
 
-    def forward(self, input_ids: torch.LongTensor, attention_mask: torch.Tensor | None = None,
-                source_word_ids: torch.LongTensor | None = None, **kwargs) -> RecurrentEncoderOutput:
-        """input_ids (B, S), attention_mask (B, S) (default: input_ids != pad), source_word_ids (B, S) optional
+    def forward(
+        self,
+        input_ids: torch.LongTensor,
+        attention_mask: torch.Tensor | None = None,
+        source_word_ids: torch.LongTensor | None = None,
+        **kwargs,
+    ) -> RecurrentEncoderOutput:
+        """input_ids (B, S), attention_mask (B, S) (default: input_ids != pad), source_word_ids (B, S)
+        optional
         ids telling distinct out-of-vocabulary words apart for copying (default: input_ids)."""
         if input_ids is None:
             raise ValueError("RNNSeq2SeqEncoder needs input_ids (B, S)")
@@ -81,30 +95,43 @@ class RNNSeq2SeqDecoder(nn.Module):
         self.attend_before_rnn = self.uses_attention and config.attention_query == "previous"
         self.input_feeding = config.input_feeding
         self.selective_read = config.copy == "copynet" and config.copy_selective_read
-        self.embed_tokens = WordEmbeddings(config.vocab_size, config.embedding_size, config.pad_token_id, config.dropout)
+        self.embed_tokens = WordEmbeddings(
+            config.vocab_size, config.embedding_size, config.pad_token_id, config.dropout
+        )
         if config.bridge != "zeros":
             self.bridge_hidden = nn.Linear(key_size, hidden)  # W_s of Liu'18 Eq. (1)
             if self.is_lstm:
                 self.bridge_cell = nn.Linear(key_size, hidden)
         if self.uses_attention:
             self.attention = build_attention(
-                config.attention, hidden, key_size, config.attention_size,
-                window=config.local_attention_window, score=config.local_attention_score,
+                config.attention,
+                hidden,
+                key_size,
+                config.attention_size,
+                window=config.local_attention_window,
+                score=config.local_attention_score,
             )
         rnn_input_size = config.embedding_size
         rnn_input_size += key_size if self.attend_before_rnn else 0
         rnn_input_size += hidden if self.input_feeding else 0
         rnn_input_size += key_size if self.selective_read else 0
-        self.rnn = build_rnn(config.cell, rnn_input_size, hidden, config.num_decoder_layers, False, config.dropout)
+        self.rnn = build_rnn(
+            config.cell, rnn_input_size, hidden, config.num_decoder_layers, False, config.dropout
+        )
         if self.uses_attention and not self.attend_before_rnn:
-            self.attentional_projection = nn.Linear(key_size + hidden, hidden, bias=False)  # W_c, Luong Eq. (5)
+            self.attentional_projection = nn.Linear(
+                key_size + hidden, hidden, bias=False
+            )  # W_c, Luong Eq. (5)
             feature_size = hidden
         else:
             feature_size = hidden + (key_size if self.uses_attention else 0)
         self.feature_dropout = nn.Dropout(config.dropout)
         self.output_projection = nn.Linear(feature_size, config.output_vocab_size)  # W_o / W_s
-        self.copynet = (CopyNet(hidden, key_size, config.output_vocab_size, config.unk_token_id)
-                        if config.copy == "copynet" else None)
+        self.copynet = (
+            CopyNet(hidden, key_size, config.output_vocab_size, config.unk_token_id)
+            if config.copy == "copynet"
+            else None
+        )
 
     # -- state ------------------------------------------------------------------------------
     def initial_state(self, encoder_outputs: RecurrentEncoderOutput) -> dict[str, torch.Tensor]:
@@ -118,7 +145,9 @@ class RNNSeq2SeqDecoder(nn.Module):
         def bridged(source: torch.Tensor | None, projection_name: str) -> torch.Tensor:
             if config.bridge == "zeros" or source is None:
                 return summary.new_zeros(batch_size, layers, config.decoder_hidden_size)
-            if source.shape[1] != layers:  # layer counts differ: every decoder layer starts from the top layer
+            if (
+                source.shape[1] != layers
+            ):  # layer counts differ: every decoder layer starts from the top layer
                 source = source[:, -1:].expand(batch_size, layers, source.shape[-1])
             projected = getattr(self, projection_name)(source)
             return torch.tanh(projected) if config.bridge == "tanh" else projected
@@ -136,16 +165,19 @@ class RNNSeq2SeqDecoder(nn.Module):
         """rnn_input (B, T, I) -> outputs (B, T, H) and the new batch-first hidden/cell."""
         hidden = state["hidden"].transpose(0, 1).contiguous()  # torch wants (L, B, H)
         if self.is_lstm:
-            outputs, (hidden, cell) = self.rnn(rnn_input, (hidden, state["cell"].transpose(0, 1).contiguous()))
+            outputs, (hidden, cell) = self.rnn(
+                rnn_input, (hidden, state["cell"].transpose(0, 1).contiguous())
+            )
             return outputs, {"hidden": hidden.transpose(0, 1), "cell": cell.transpose(0, 1)}
         outputs, hidden = self.rnn(rnn_input, hidden)
         return outputs, {"hidden": hidden.transpose(0, 1)}
 
     # -- scoring ----------------------------------------------------------------------------
-    def _scores(self, rnn_output: torch.Tensor, context: torch.Tensor | None,
-                encoder_outputs: RecurrentEncoderOutput) -> tuple[torch.Tensor, torch.Tensor | None,
-                                                                   torch.Tensor | None]:
-        """rnn_output (B, [T,] H), context (B, [T,] H_out) -> (scores (B, [T,] C), attentional vector h~ or None,
+    def _scores(
+        self, rnn_output: torch.Tensor, context: torch.Tensor | None, encoder_outputs: RecurrentEncoderOutput
+    ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+        """rnn_output (B, [T,] H), context (B, [T,] H_out) -> (scores (B, [T,] C), attentional vector h~
+        or None,
         copy probabilities (B, [T,] S) or None)."""
         attentional = None
         if context is None:
@@ -158,23 +190,36 @@ class RNNSeq2SeqDecoder(nn.Module):
         scores = self.output_projection(self.feature_dropout(features))
         if self.copynet is None:
             return scores, attentional, None
-        copied = self.copynet(scores, rnn_output, encoder_outputs.last_hidden_state,
-                              encoder_outputs.attention_mask.bool(), encoder_outputs.source_input_ids,
-                              encoder_outputs.first_positions)
+        copied = self.copynet(
+            scores,
+            rnn_output,
+            encoder_outputs.last_hidden_state,
+            encoder_outputs.attention_mask.bool(),
+            encoder_outputs.source_input_ids,
+            encoder_outputs.first_positions,
+        )
         return copied.log_probs, attentional, copied.copy_probs
 
     def _can_run_in_parallel(self) -> bool:
         # nothing computed after step t-1's RNN feeds step t's RNN input: run the whole sequence at once
         return not (self.attend_before_rnn or self.input_feeding or self.selective_read)
 
-    def forward(self, decoder_input_ids: torch.LongTensor, encoder_outputs: RecurrentEncoderOutput,
-                state: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    def forward(
+        self,
+        decoder_input_ids: torch.LongTensor,
+        encoder_outputs: RecurrentEncoderOutput,
+        state: dict[str, torch.Tensor],
+    ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """decoder_input_ids (B, T) in the extended space (ids >= V copy a source position), state from
         :meth:`initial_state` or the cache -> (scores (B, T, C), state after the last step)."""
         keys = encoder_outputs.last_hidden_state
         mask = encoder_outputs.attention_mask.bool()
-        token_ids = extended_to_input_ids(decoder_input_ids, encoder_outputs.source_input_ids,
-                                          self.config.output_vocab_size, self.config.unk_token_id)
+        token_ids = extended_to_input_ids(
+            decoder_input_ids,
+            encoder_outputs.source_input_ids,
+            self.config.output_vocab_size,
+            self.config.unk_token_id,
+        )
         embedded = self.embed_tokens(token_ids)  # (B, T, E)
 
         if self._can_run_in_parallel():
@@ -195,10 +240,16 @@ class RNNSeq2SeqDecoder(nn.Module):
             if self.input_feeding:
                 pieces.append(state["feed"])
             if self.selective_read:
-                pieces.append(self.copynet.selective_read(
-                    decoder_input_ids[:, t], state["copy_probs"], keys, mask,
-                    encoder_outputs.source_input_ids, encoder_outputs.first_positions,
-                ))
+                pieces.append(
+                    self.copynet.selective_read(
+                        decoder_input_ids[:, t],
+                        state["copy_probs"],
+                        keys,
+                        mask,
+                        encoder_outputs.source_input_ids,
+                        encoder_outputs.first_positions,
+                    )
+                )
             output, rnn_state = self._run_rnn(torch.cat(pieces, dim=-1).unsqueeze(1), state)
             output = output.squeeze(1)
             if self.uses_attention and not self.attend_before_rnn:
@@ -262,17 +313,24 @@ class RNNSeq2SeqForConditionalGeneration(RNNSeq2SeqPreTrainedModel, GenerationMi
         shifted = torch.cat([start, labels[:, :-1]], dim=1)
         return shifted.masked_fill(shifted == -100, self.config.pad_token_id)
 
-    def compute_loss_from_scores(self, scores: torch.Tensor, labels: torch.LongTensor,
-                                 num_items_in_batch: int | torch.Tensor | None = None) -> torch.Tensor:
+    def compute_loss_from_scores(
+        self,
+        scores: torch.Tensor,
+        labels: torch.LongTensor,
+        num_items_in_batch: int | torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """Token-level NLL of ``labels`` (B, T) under ``scores`` (B, T, C): summed over the non-padding label
         tokens (-100 or pad) and divided by their number, or by ``num_items_in_batch`` when Trainer passes it
         (so 2 accumulation steps of 8 examples give the loss of one batch of 16)."""
         if labels.shape != scores.shape[:2]:
-            raise ValueError(f"labels {tuple(labels.shape)} do not match the decoder steps {tuple(scores.shape[:2])}")
+            raise ValueError(
+                f"labels {tuple(labels.shape)} do not match the decoder steps {tuple(scores.shape[:2])}"
+            )
         labels = labels.masked_fill(labels == self.config.pad_token_id, -100)
         if self.config.copy == "none" and bool((labels >= self.config.output_vocab_size).any()):
             raise ValueError(
-                f"label id {int(labels.max())} is outside the output vocabulary ({self.config.output_vocab_size}) "
+                f"label id {int(labels.max())} is outside the output vocabulary "
+                f"({self.config.output_vocab_size}) "
                 "and the model has no copy mechanism: map such words to [UNK]"
             )
         if self.config.copy == "copynet":
@@ -281,8 +339,10 @@ class RNNSeq2SeqForConditionalGeneration(RNNSeq2SeqPreTrainedModel, GenerationMi
             if bool(dead.any()):
                 row, step = dead.nonzero()[0].tolist()
                 raise ValueError(
-                    f"label {int(labels[row, step])} at batch row {row}, step {step} is a copy slot that cannot hold "
-                    "probability (a padded, repeated or in-vocabulary source position); labels must use the first "
+                    f"label {int(labels[row, step])} at batch row {row}, step {step} is a copy slot "
+                    "that cannot hold "
+                    "probability (a padded, repeated or in-vocabulary source position); labels must use "
+                    "the first "
                     "occurrence of an out-of-vocabulary word and the vocabulary id of an in-vocabulary one"
                 )
         return token_nll(scores, labels, num_items_in_batch)
@@ -314,7 +374,8 @@ class RNNSeq2SeqForConditionalGeneration(RNNSeq2SeqPreTrainedModel, GenerationMi
             encoder_outputs: :class:`RecurrentEncoderOutput` computed before (generate() does).
             past_key_values: :class:`RecurrentStateCache` from the previous step.
             labels: (B, T) target ids, -100 (or pad) where no loss is taken.
-            use_cache: return the decoder state in ``past_key_values`` (default: True unless labels are given).
+            use_cache: return the decoder state in ``past_key_values`` (default: True unless labels are
+            given).
             source_word_ids: (B, S) ids telling distinct out-of-vocabulary source words apart (copy).
             num_items_in_batch: number of label tokens in the whole (accumulated) batch, from Trainer.
 
@@ -332,7 +393,9 @@ class RNNSeq2SeqForConditionalGeneration(RNNSeq2SeqPreTrainedModel, GenerationMi
 
         if decoder_input_ids is None:
             if labels is None:
-                raise ValueError("RNNSeq2SeqForConditionalGeneration.forward needs decoder_input_ids or labels")
+                raise ValueError(
+                    "RNNSeq2SeqForConditionalGeneration.forward needs decoder_input_ids or labels"
+                )
             decoder_input_ids = self.prepare_decoder_input_ids_from_labels(labels)
         if use_cache is None:
             use_cache = labels is None

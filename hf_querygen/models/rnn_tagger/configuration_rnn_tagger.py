@@ -39,8 +39,15 @@ class RNNTaggerConfig(PretrainedConfig):
         pad_token_id: int = 0,
         **kwargs,
     ):
-        check_rnn_hyper_parameters("RNNTaggerConfig", cell, dropout, vocab_size=vocab_size,
-                                   embedding_size=embedding_size, hidden_size=hidden_size, num_layers=num_layers)
+        check_rnn_hyper_parameters(
+            "RNNTaggerConfig",
+            cell,
+            dropout,
+            vocab_size=vocab_size,
+            embedding_size=embedding_size,
+            hidden_size=hidden_size,
+            num_layers=num_layers,
+        )
         self.vocab_size = vocab_size
         self.embedding_size = embedding_size
         self.hidden_size = hidden_size

@@ -32,10 +32,17 @@ class RNNTaggerForTokenClassification(RNNTaggerPreTrainedModel):
     def __init__(self, config: RNNTaggerConfig):
         super().__init__(config)
         self.num_labels = config.num_labels
-        self.embed_tokens = WordEmbeddings(config.vocab_size, config.embedding_size, config.pad_token_id,
-                                           config.dropout)
-        self.encoder = RNNEncoder(config.embedding_size, config.hidden_size, config.num_layers, config.cell,
-                                  config.bidirectional, config.dropout)
+        self.embed_tokens = WordEmbeddings(
+            config.vocab_size, config.embedding_size, config.pad_token_id, config.dropout
+        )
+        self.encoder = RNNEncoder(
+            config.embedding_size,
+            config.hidden_size,
+            config.num_layers,
+            config.cell,
+            config.bidirectional,
+            config.dropout,
+        )
         self.dropout = nn.Dropout(config.dropout)
         self.classifier = nn.Linear(self.encoder.output_size, config.num_labels)
         self.post_init()
@@ -68,7 +75,9 @@ class RNNTaggerForTokenClassification(RNNTaggerPreTrainedModel):
         loss = None
         if labels is not None:
             if labels.shape != input_ids.shape:
-                raise ValueError(f"labels {tuple(labels.shape)} must have the shape of input_ids {tuple(input_ids.shape)}")
+                raise ValueError(
+                    f"labels {tuple(labels.shape)} must have the shape of input_ids {tuple(input_ids.shape)}"
+                )
             loss = token_nll(logits, labels, num_items_in_batch)
         if not return_dict:
             return (loss, logits) if loss is not None else (logits,)
