@@ -1,0 +1,94 @@
+"""One registry style for everything the library looks up by name: tasks, systems, presets, corpora,
+pipelines, models, rankers and paper reproductions.
+
+A registry maps a name to an object (a class, a factory, a spec). Registration happens at import of the
+module that defines the object (``@TASKS.register("nl2kw")`` or ``PRESETS.register("liu2018", {...})``),
+so adding a component is one registration, not an edit across files. Lookups of unknown names raise
+:class:`~hf_querygen.errors.InvalidInputError` with the close matches and the full list.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from collections.abc import Callable, Iterator
+from typing import Any, Generic, TypeVar, overload
+
+from .errors import InvalidInputError
+
+T = TypeVar("T")
+
+
+class Registry(Generic[T]):
+    """Name -> object. ``kind`` names the registry in error messages ("task", "preset", ...).
+
+    ``modules`` lists modules imported on the first lookup, so that their registrations have run even if
+    the caller imported only this registry (lazy: a CLI that only parses arguments imports nothing heavy).
+    """
+
+    def __init__(self, kind: str, modules: tuple[str, ...] = ()) -> None:
+        self.kind = kind
+        self._modules = modules
+        self._loaded = not modules
+        self._items: dict[str, T] = {}
+
+    def _load(self) -> None:
+        if not self._loaded:
+            self._loaded = True  # set first: the imported modules register into this registry
+            for module in self._modules:
+                importlib.import_module(module)
+
+    @overload
+    def register(self, name: str) -> Callable[[T], T]: ...
+    @overload
+    def register(self, name: str, obj: T, *, replace: bool = ...) -> T: ...
+
+    def register(self, name: str, obj: Any = None, *, replace: bool = False) -> Any:
+        """Register ``obj`` under ``name``; without ``obj`` returns a decorator. Re-registering the same
+        object is harmless; a different object under a taken name is an error unless ``replace``."""
+        if not isinstance(name, str) or not name:
+            raise InvalidInputError(f"{self.kind} name must be a non-empty string, got {name!r}")
+
+        def add(value: T) -> T:
+            current = self._items.get(name)
+            if current is not None and current is not value and not replace:
+                raise InvalidInputError(
+                    f"{self.kind} {name!r} is already registered ({current!r}); pass replace=True to override"
+                )
+            self._items[name] = value
+            return value
+
+        return add if obj is None else add(obj)
+
+    def get(self, name: str) -> T:
+        self._load()
+        try:
+            return self._items[name]
+        except KeyError:
+            close = difflib.get_close_matches(str(name), self._items, n=3)
+            hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
+            raise InvalidInputError(
+                f"unknown {self.kind} {name!r}.{hint} Available: {', '.join(sorted(self._items))}"
+            ) from None
+
+    def names(self) -> list[str]:
+        self._load()
+        return sorted(self._items)
+
+    def items(self) -> list[tuple[str, T]]:
+        self._load()
+        return sorted(self._items.items())
+
+    def __contains__(self, name: object) -> bool:
+        self._load()
+        return name in self._items
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names())
+
+    def __len__(self) -> int:
+        self._load()
+        return len(self._items)
+
+    def __repr__(self) -> str:
+        return f"Registry({self.kind!r}, {len(self._items)} registered)"
