@@ -88,7 +88,7 @@ def test_teacher_forcing_equals_step_by_step_decoding():
     for pointer_only in (False, True):
         model = tiny_model(pointer_only=pointer_only)
         labels = LABELS if not pointer_only else torch.tensor([[V + 1, V + 4, -100], [V + 0, V + 2, -100]])
-        decoder_input_ids = model.shift_labels_right(labels)
+        decoder_input_ids = model.prepare_decoder_input_ids_from_labels(labels)
         parallel = model(
             input_ids=SOURCES, attention_mask=MASK, decoder_input_ids=decoder_input_ids, use_cache=False
         ).logits

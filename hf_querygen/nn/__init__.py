@@ -26,6 +26,7 @@ from .copy import (
 from .encoder import (
     RNN_CELLS,
     RecurrentEncoderOutput,
+    RecurrentSourceEncoder,
     RNNEncoder,
     RNNEncoderOutput,
     WordEmbeddings,
@@ -34,10 +35,13 @@ from .encoder import (
     recurrent_encoder_output,
 )
 from .initialization import init_uniform_weights
+from .labels import IGNORE_INDEX, PROBABILITY_FLOOR, floored_log, mask_labels, shift_labels_right
 from .loss import token_nll
 
 __all__ = [
     "ATTENTION_KINDS",
+    "IGNORE_INDEX",
+    "PROBABILITY_FLOOR",
     "AdditiveAttention",
     "AttentionOutput",
     "CopyNet",
@@ -48,6 +52,7 @@ __all__ = [
     "RNNEncoder",
     "RNNEncoderOutput",
     "RecurrentEncoderOutput",
+    "RecurrentSourceEncoder",
     "RecurrentStateCache",
     "WordEmbeddings",
     "build_attention",
@@ -56,11 +61,14 @@ __all__ = [
     "extended_target_index",
     "extended_to_input_ids",
     "first_occurrence_positions",
+    "floored_log",
     "init_uniform_weights",
     "live_copy_slots",
+    "mask_labels",
     "masked_softmax",
     "positions_matching_ids",
     "positions_to_extended",
     "recurrent_encoder_output",
+    "shift_labels_right",
     "token_nll",
 ]

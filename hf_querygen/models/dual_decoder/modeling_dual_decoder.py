@@ -36,49 +36,33 @@ from hf_querygen.nn.cache import RecurrentStateCache
 from hf_querygen.nn.copy import extended_to_input_ids
 from hf_querygen.nn.encoder import (
     RecurrentEncoderOutput,
+    RecurrentSourceEncoder,
     RNNEncoder,
     WordEmbeddings,
     build_rnn,
-    recurrent_encoder_output,
 )
 from hf_querygen.nn.initialization import init_uniform_weights
+from hf_querygen.nn.labels import IGNORE_INDEX, floored_log, shift_labels_right
 from hf_querygen.nn.loss import token_nll
 
+from .._checkpoint_keys import register_checkpoint_renames
 from .configuration_dual_decoder import DualDecoderConfig
 
-#: floor under pointer probabilities before the log (keeps gradients finite at dead slots)
-_PROBABILITY_FLOOR = 1e-30
-_LABEL_PAD_ID = -100
 
-
-class DualDecoderEncoder(nn.Module):
-    """Embedding + single-layer BiLSTM over the natural-language query (Sec. 3.2)."""
-
-    main_input_name = "input_ids"
+class DualDecoderEncoder(RecurrentSourceEncoder):
+    """Embedding + single-layer BiLSTM over the natural-language query (Sec. 3.2): the shared
+    :class:`~hf_querygen.nn.encoder.RecurrentSourceEncoder`. Its output: last_hidden_state (B, S, 2H)
+    h_i = [fw h_i ; bw h_i]; final_hidden / final_cell (B, 1, 2H) [fw h_n ; bw h_1] (and the cells), the input
+    of Eq. (1)/(5); first_positions (B, S) first position holding the same source word (Eq. 4)."""
 
     def __init__(self, config: DualDecoderConfig, embeddings: WordEmbeddings):
-        super().__init__()
-        self.embeddings = embeddings
-        self.rnn = RNNEncoder(
-            config.embedding_size, config.hidden_size, num_layers=1, cell="lstm", bidirectional=True
+        # no pad id: a missing attention_mask means "every position is real" (sources end in the sentinel)
+        super().__init__(
+            embeddings,
+            RNNEncoder(
+                config.embedding_size, config.hidden_size, num_layers=1, cell="lstm", bidirectional=True
+            ),
         )
-
-    def forward(
-        self,
-        input_ids: torch.LongTensor,
-        attention_mask: torch.LongTensor | None = None,
-        source_word_ids: torch.LongTensor | None = None,
-        **kwargs,
-    ) -> RecurrentEncoderOutput:
-        """input_ids (B, S) ending in the [EOS] sentinel, attention_mask (B, S), optional
-        source_word_ids (B, S) (distinct ids per distinct OOV word) -> :class:`RecurrentEncoderOutput`:
-        last_hidden_state (B, S, 2H) BiLSTM states h_i = [fw h_i ; bw h_i] (Sec. 3.2), final_hidden /
-        final_cell (B, 1, 2H) [fw h_n ; bw h_1] (and the cells), input of Eq. (1)/(5), first_positions
-        (B, S) first position holding the same source word (Eq. 4)."""
-        if attention_mask is None:
-            attention_mask = torch.ones_like(input_ids)
-        encoded = self.rnn(self.embeddings(input_ids), attention_mask)
-        return recurrent_encoder_output(encoded, input_ids, attention_mask, source_word_ids)
 
 
 @dataclass
@@ -167,7 +151,7 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, GenerationMixi
     # ------------------------------------------------------------------ HF plumbing
     @property
     def embeddings(self) -> WordEmbeddings:
-        return self.encoder.embeddings
+        return self.encoder.embed_tokens
 
     def get_encoder(self) -> DualDecoderEncoder:
         return self.encoder
@@ -224,7 +208,7 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, GenerationMixi
         live = source_mask & (first_occurrence == own_index)
         if weights.dim() == 3:
             live = live.unsqueeze(1)
-        return probs.clamp_min(_PROBABILITY_FLOOR).log().masked_fill(~live, float("-inf"))
+        return floored_log(probs).masked_fill(~live, float("-inf"))
 
     def _generator_log_probs(
         self,
@@ -426,9 +410,9 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, GenerationMixi
         log_probs (B, T, V + S), labels (B, T) with -100 padding, generator_phase (B, T) bool.
         """
         if num_items_in_batch is None:
-            num_items_in_batch = (labels != _LABEL_PAD_ID).sum().clamp_min(1)
-        pointer_labels = labels.masked_fill(generator_phase, _LABEL_PAD_ID)
-        generator_labels = labels.masked_fill(~generator_phase, _LABEL_PAD_ID)
+            num_items_in_batch = (labels != IGNORE_INDEX).sum().clamp_min(1)
+        pointer_labels = labels.masked_fill(generator_phase, IGNORE_INDEX)
+        generator_labels = labels.masked_fill(~generator_phase, IGNORE_INDEX)
         # token_nll applies log_softmax again: the identity on rows that are already log-probabilities
         pointer_nll = token_nll(log_probs, pointer_labels, num_items_in_batch)
         loss = self.config.loss_lambda * pointer_nll
@@ -479,7 +463,7 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, GenerationMixi
         if decoder_input_ids is None:
             if labels is None:
                 raise ValueError("forward needs decoder_input_ids or labels")
-            decoder_input_ids = self.shift_labels_right(labels)
+            decoder_input_ids = self.prepare_decoder_input_ids_from_labels(labels)
 
         use_cache = use_cache if use_cache is not None else (labels is None and self.config.use_cache)
         if use_cache:  # generation: step by step, carrying the state in the cache
@@ -508,11 +492,11 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, GenerationMixi
             encoder_last_hidden_state=encoder_outputs.last_hidden_state,
         )
 
-    def shift_labels_right(self, labels: torch.LongTensor) -> torch.LongTensor:
-        """labels (B, T) -> decoder inputs (B, T): [decoder_start, y_1 .. y_{T-1}], -100 -> [PAD]."""
-        start = labels.new_full((labels.shape[0], 1), self.config.decoder_start_token_id)
-        shifted = torch.cat([start, labels[:, :-1]], dim=1)
-        return shifted.masked_fill(shifted == _LABEL_PAD_ID, self.config.pad_token_id)
+    def prepare_decoder_input_ids_from_labels(self, labels: torch.LongTensor) -> torch.LongTensor:
+        """labels (B, T) -> decoder inputs (B, T): [decoder_start, y_1 .. y_{T-1}], -100 -> [PAD]
+        (:func:`hf_querygen.nn.labels.shift_labels_right`; the transformers name, which
+        DataCollatorForSeq2Seq calls)."""
+        return shift_labels_right(labels, self.config.decoder_start_token_id, self.config.pad_token_id)
 
     def prepare_inputs_for_generation(
         self,
@@ -533,3 +517,11 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, GenerationMixi
             "encoder_outputs": encoder_outputs,
             "use_cache": use_cache,
         }
+
+
+# the embedding moved from ``encoder.embeddings`` into the shared RecurrentSourceEncoder's ``embed_tokens``;
+# files keep the first name
+register_checkpoint_renames(
+    "DualDecoderForKeywordGeneration",
+    {r"^encoder\.embeddings\.embedding\.": "encoder.embed_tokens.embedding."},
+)

@@ -23,11 +23,10 @@ from transformers.modeling_outputs import Seq2SeqLMOutput
 
 from ...nn.cache import RecurrentStateCache
 from ...nn.encoder import RecurrentEncoderOutput
+from ...nn.labels import IGNORE_INDEX
 from ...nn.loss import token_nll
 from ..rnn_seq2seq.modeling_rnn_seq2seq import RNNSeq2SeqForConditionalGeneration
 from .configuration_joint_seq2seq_tagger import JointSeq2SeqTaggerConfig
-
-_LABEL_PAD_ID = -100
 
 
 @dataclass
@@ -63,11 +62,11 @@ class JointSeq2SeqTaggerForConditionalGeneration(RNNSeq2SeqForConditionalGenerat
             [config.pad_token_id, config.unk_token_id, config.bos_token_id, config.eos_token_id],
             device=labels.device,
         )
-        target = labels.masked_fill(torch.isin(labels, specials), _LABEL_PAD_ID).unsqueeze(1)  # (B, 1, T)
+        target = labels.masked_fill(torch.isin(labels, specials), IGNORE_INDEX).unsqueeze(1)  # (B, 1, T)
         in_target = ((source_ids.unsqueeze(2) == target) | (copy_ids.unsqueeze(2) == target)).any(dim=2)
-        tags = in_target.long().masked_fill(~mask, _LABEL_PAD_ID)
+        tags = in_target.long().masked_fill(~mask, IGNORE_INDEX)
         last = mask.long().sum(dim=1) - 1  # the [EOS] closing each source is not a word
-        return tags.scatter(1, last.unsqueeze(1), _LABEL_PAD_ID)
+        return tags.scatter(1, last.unsqueeze(1), IGNORE_INDEX)
 
     def tag(self, encoder_outputs: RecurrentEncoderOutput) -> torch.Tensor:
         """Tag scores (B, S, num_tag_labels) from the shared encoder states (B, S, H_out)."""

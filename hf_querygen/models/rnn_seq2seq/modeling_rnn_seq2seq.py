@@ -21,12 +21,13 @@ from ...nn.cache import RecurrentStateCache
 from ...nn.copy import CopyNet, extended_to_input_ids
 from ...nn.encoder import (
     RecurrentEncoderOutput,
+    RecurrentSourceEncoder,
     RNNEncoder,
     WordEmbeddings,
     build_rnn,
-    recurrent_encoder_output,
 )
 from ...nn.initialization import init_uniform_weights
+from ...nn.labels import IGNORE_INDEX, mask_labels, shift_labels_right
 from ...nn.loss import token_nll
 from .configuration_rnn_seq2seq import RNNSeq2SeqConfig
 
@@ -34,42 +35,23 @@ from .configuration_rnn_seq2seq import RNNSeq2SeqConfig
 RNNSeq2SeqEncoderOutput = RecurrentEncoderOutput
 
 
-class RNNSeq2SeqEncoder(nn.Module):
-    """Embedding + (bi)RNN encoder; what ``generate()`` runs once per batch."""
-
-    main_input_name = "input_ids"
+class RNNSeq2SeqEncoder(RecurrentSourceEncoder):
+    """Embedding + (bi)RNN encoder built from an :class:`RNNSeq2SeqConfig`: the shared
+    :class:`~hf_querygen.nn.encoder.RecurrentSourceEncoder`; what ``generate()`` runs once per batch."""
 
     def __init__(self, config: RNNSeq2SeqConfig):
-        super().__init__()
-        self.pad_token_id = config.pad_token_id
-        self.embed_tokens = WordEmbeddings(
-            config.vocab_size, config.embedding_size, config.pad_token_id, config.dropout
+        super().__init__(
+            WordEmbeddings(config.vocab_size, config.embedding_size, config.pad_token_id, config.dropout),
+            RNNEncoder(
+                config.embedding_size,
+                config.hidden_size,
+                config.num_encoder_layers,
+                config.cell,
+                config.bidirectional_encoder,
+                config.dropout,
+            ),
+            pad_token_id=config.pad_token_id,
         )
-        self.rnn = RNNEncoder(
-            config.embedding_size,
-            config.hidden_size,
-            config.num_encoder_layers,
-            config.cell,
-            config.bidirectional_encoder,
-            config.dropout,
-        )
-
-    def forward(
-        self,
-        input_ids: torch.LongTensor,
-        attention_mask: torch.Tensor | None = None,
-        source_word_ids: torch.LongTensor | None = None,
-        **kwargs,
-    ) -> RecurrentEncoderOutput:
-        """input_ids (B, S), attention_mask (B, S) (default: input_ids != pad), source_word_ids (B, S)
-        optional
-        ids telling distinct out-of-vocabulary words apart for copying (default: input_ids)."""
-        if input_ids is None:
-            raise ValueError("RNNSeq2SeqEncoder needs input_ids (B, S)")
-        if attention_mask is None:
-            attention_mask = (input_ids != self.pad_token_id).long()
-        encoded = self.rnn(self.embed_tokens(input_ids), attention_mask)
-        return recurrent_encoder_output(encoded, input_ids, attention_mask, source_word_ids)
 
 
 class RNNSeq2SeqDecoder(nn.Module):
@@ -308,10 +290,10 @@ class RNNSeq2SeqForConditionalGeneration(RNNSeq2SeqPreTrainedModel, GenerationMi
         return None  # the output projection spans output_vocab_size, not the embedding table
 
     def prepare_decoder_input_ids_from_labels(self, labels: torch.LongTensor) -> torch.LongTensor:
-        """Teacher forcing input: labels shifted right behind ``decoder_start_token_id``, -100 -> pad."""
-        start = labels.new_full((labels.shape[0], 1), self.config.decoder_start_token_id)
-        shifted = torch.cat([start, labels[:, :-1]], dim=1)
-        return shifted.masked_fill(shifted == -100, self.config.pad_token_id)
+        """Teacher forcing input (B, T): labels (B, T) shifted right behind ``decoder_start_token_id``,
+        ignored (-100) -> pad (:func:`hf_querygen.nn.labels.shift_labels_right`; DataCollatorForSeq2Seq
+        calls this too)."""
+        return shift_labels_right(labels, self.config.decoder_start_token_id, self.config.pad_token_id)
 
     def compute_loss_from_scores(
         self,
@@ -326,7 +308,7 @@ class RNNSeq2SeqForConditionalGeneration(RNNSeq2SeqPreTrainedModel, GenerationMi
             raise ValueError(
                 f"labels {tuple(labels.shape)} do not match the decoder steps {tuple(scores.shape[:2])}"
             )
-        labels = labels.masked_fill(labels == self.config.pad_token_id, -100)
+        labels = mask_labels(labels, self.config.pad_token_id)
         if self.config.copy == "none" and bool((labels >= self.config.output_vocab_size).any()):
             raise ValueError(
                 f"label id {int(labels.max())} is outside the output vocabulary "
@@ -335,7 +317,7 @@ class RNNSeq2SeqForConditionalGeneration(RNNSeq2SeqPreTrainedModel, GenerationMi
             )
         if self.config.copy == "copynet":
             label_scores = scores.gather(-1, labels.clamp(0, scores.shape[-1] - 1).unsqueeze(-1)).squeeze(-1)
-            dead = torch.isneginf(label_scores) & (labels != -100)
+            dead = torch.isneginf(label_scores) & (labels != IGNORE_INDEX)
             if bool(dead.any()):
                 row, step = dead.nonzero()[0].tolist()
                 raise ValueError(
