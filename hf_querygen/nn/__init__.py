@@ -12,7 +12,7 @@ from .attention import (
     build_attention,
     masked_softmax,
 )
-from .cache import RecurrentStateCache
+from .cache import CACHE_NAME, RecurrentStateCache, cache_of, pick_cache, with_cache
 from .copy import (
     CopyNet,
     CopyNetOutput,
@@ -40,6 +40,7 @@ from .loss import token_nll
 
 __all__ = [
     "ATTENTION_KINDS",
+    "CACHE_NAME",
     "IGNORE_INDEX",
     "PROBABILITY_FLOOR",
     "AdditiveAttention",
@@ -57,6 +58,7 @@ __all__ = [
     "WordEmbeddings",
     "build_attention",
     "build_rnn",
+    "cache_of",
     "check_rnn_hyper_parameters",
     "extended_target_index",
     "extended_to_input_ids",
@@ -66,9 +68,11 @@ __all__ = [
     "live_copy_slots",
     "mask_labels",
     "masked_softmax",
+    "pick_cache",
     "positions_matching_ids",
     "positions_to_extended",
     "recurrent_encoder_output",
     "shift_labels_right",
     "token_nll",
+    "with_cache",
 ]

@@ -32,7 +32,7 @@ from transformers import GenerationMixin, PreTrainedModel
 from transformers.modeling_outputs import Seq2SeqLMOutput
 
 from hf_querygen.nn.attention import AdditiveAttention
-from hf_querygen.nn.cache import RecurrentStateCache
+from hf_querygen.nn.cache import CACHE_NAME, RecurrentStateCache, pick_cache, with_cache
 from hf_querygen.nn.copy import extended_to_input_ids
 from hf_querygen.nn.encoder import (
     RecurrentEncoderOutput,
@@ -434,6 +434,7 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, GenerationMixi
         use_cache: bool | None = None,
         return_dict: bool | None = None,
         source_word_ids: torch.LongTensor | None = None,
+        cache: RecurrentStateCache | None = None,
         **kwargs,
     ) -> Seq2SeqLMOutput:
         """Teacher-forced or incremental decoding.
@@ -445,14 +446,16 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, GenerationMixi
                 shifted right behind ``decoder_start_token_id``); with a non-empty cache only the
                 new ids.
             encoder_outputs: a :class:`RecurrentEncoderOutput` (generate() passes it).
-            past_key_values: a :class:`RecurrentStateCache` holding both decoders' state.
+            past_key_values: a :class:`RecurrentStateCache` holding both decoders' state (transformers
+                <= 5.23; ``cache`` is the same under its >= 5.24 name).
             labels: (B, T) extended-space targets ``[V+pos(e_1) .. V+pos(sentinel), g_1 .. g_k, EOS]``,
                 -100 at padding (see :func:`hf_querygen.tasks.nl2kw.dual_decoder_labels`).
             source_word_ids: (B, S) optional word ids telling distinct OOV words apart (Eq. 4).
 
         Returns:
             Seq2SeqLMOutput with ``logits`` (B, T, V + S) log-probabilities, ``loss`` (Eq. 13) when
-            labels are given, ``past_key_values`` when caching, ``encoder_last_hidden_state`` (B, S, 2H).
+            labels are given, the cache when caching (field ``cache`` >= 5.24, ``past_key_values``
+            before), ``encoder_last_hidden_state`` (B, S, 2H).
         """
         if encoder_outputs is None:
             if input_ids is None:
@@ -465,6 +468,7 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, GenerationMixi
                 raise ValueError("forward needs decoder_input_ids or labels")
             decoder_input_ids = self.prepare_decoder_input_ids_from_labels(labels)
 
+        past_key_values = pick_cache(past_key_values, cache)
         use_cache = use_cache if use_cache is not None else (labels is None and self.config.use_cache)
         if use_cache:  # generation: step by step, carrying the state in the cache
             if past_key_values is not None and past_key_values.get_seq_length() > 0:
@@ -488,7 +492,7 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, GenerationMixi
         return Seq2SeqLMOutput(
             loss=loss,
             logits=log_probs,
-            past_key_values=past_key_values if use_cache else None,
+            **with_cache(past_key_values if use_cache else None),
             encoder_last_hidden_state=encoder_outputs.last_hidden_state,
         )
 
@@ -505,14 +509,17 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, GenerationMixi
         attention_mask: torch.LongTensor | None = None,
         encoder_outputs: RecurrentEncoderOutput | None = None,
         use_cache: bool | None = None,
+        cache: RecurrentStateCache | None = None,
         **kwargs,
     ) -> dict:
-        """Feed only the ids the cached state has not consumed yet."""
+        """Feed only the ids the cached state has not consumed yet; the cache goes back under the name the
+        installed generate() uses (``cache`` >= 5.24, ``past_key_values`` before)."""
+        past_key_values = pick_cache(past_key_values, cache)
         if past_key_values is not None and past_key_values.get_seq_length() > 0:
             decoder_input_ids = decoder_input_ids[:, past_key_values.get_seq_length() :]
         return {
             "decoder_input_ids": decoder_input_ids,
-            "past_key_values": past_key_values,
+            CACHE_NAME: past_key_values,
             "attention_mask": attention_mask,
             "encoder_outputs": encoder_outputs,
             "use_cache": use_cache,

@@ -21,7 +21,7 @@ import torch
 from torch import nn
 from transformers.modeling_outputs import Seq2SeqLMOutput
 
-from ...nn.cache import RecurrentStateCache
+from ...nn.cache import RecurrentStateCache, cache_of, pick_cache, with_cache
 from ...nn.encoder import RecurrentEncoderOutput
 from ...nn.labels import IGNORE_INDEX
 from ...nn.loss import token_nll
@@ -86,6 +86,7 @@ class JointSeq2SeqTaggerForConditionalGeneration(RNNSeq2SeqForConditionalGenerat
         source_word_ids: torch.LongTensor | None = None,
         num_items_in_batch: int | torch.Tensor | None = None,
         tag_labels: torch.LongTensor | None = None,
+        cache: RecurrentStateCache | None = None,
         **kwargs,
     ) -> JointSeq2SeqTaggerOutput:
         """As :meth:`RNNSeq2SeqForConditionalGeneration.forward`, plus the tagging head.
@@ -115,7 +116,7 @@ class JointSeq2SeqTaggerForConditionalGeneration(RNNSeq2SeqForConditionalGenerat
             attention_mask=attention_mask,
             decoder_input_ids=decoder_input_ids,
             encoder_outputs=encoder_outputs,
-            past_key_values=past_key_values,
+            past_key_values=pick_cache(past_key_values, cache),
             labels=decoder_labels,
             use_cache=use_cache,
             return_dict=True,
@@ -130,7 +131,7 @@ class JointSeq2SeqTaggerForConditionalGeneration(RNNSeq2SeqForConditionalGenerat
         return JointSeq2SeqTaggerOutput(
             loss=loss,
             logits=seq2seq.logits,
-            past_key_values=seq2seq.past_key_values,
+            **with_cache(cache_of(seq2seq)),
             tag_logits=tag_logits,
             decoder_loss=seq2seq.loss,
             tag_loss=tag_loss,

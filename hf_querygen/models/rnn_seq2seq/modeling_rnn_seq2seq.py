@@ -17,7 +17,7 @@ from transformers import GenerationMixin, PreTrainedModel
 from transformers.modeling_outputs import Seq2SeqLMOutput
 
 from ...nn.attention import build_attention
-from ...nn.cache import RecurrentStateCache
+from ...nn.cache import RecurrentStateCache, pick_cache, with_cache
 from ...nn.copy import CopyNet, extended_to_input_ids
 from ...nn.encoder import (
     RecurrentEncoderOutput,
@@ -342,6 +342,7 @@ class RNNSeq2SeqForConditionalGeneration(RNNSeq2SeqPreTrainedModel, GenerationMi
         return_dict: bool | None = None,
         source_word_ids: torch.LongTensor | None = None,
         num_items_in_batch: int | torch.Tensor | None = None,
+        cache: RecurrentStateCache | None = None,
         **kwargs,
     ) -> Seq2SeqLMOutput | tuple:
         """Encode (unless ``encoder_outputs`` is given) and decode with teacher forcing or one cached step.
@@ -354,12 +355,13 @@ class RNNSeq2SeqForConditionalGeneration(RNNSeq2SeqPreTrainedModel, GenerationMi
             decoder_attention_mask: (B, T) accepted for API compatibility; a unidirectional decoder over
                 right-padded targets never looks at later (padded) steps, so it is not needed.
             encoder_outputs: :class:`RecurrentEncoderOutput` computed before (generate() does).
-            past_key_values: :class:`RecurrentStateCache` from the previous step.
+            past_key_values: :class:`RecurrentStateCache` from the previous step (transformers <= 5.23).
             labels: (B, T) target ids, -100 (or pad) where no loss is taken.
-            use_cache: return the decoder state in ``past_key_values`` (default: True unless labels are
-            given).
+            use_cache: return the decoder state (default: True unless labels are given), in the output
+                field the installed generate() reads (``cache`` >= 5.24, ``past_key_values`` before).
             source_word_ids: (B, S) ids telling distinct out-of-vocabulary source words apart (copy).
             num_items_in_batch: number of label tokens in the whole (accumulated) batch, from Trainer.
+            cache: the same state under its transformers >= 5.24 name (generate() passes one of the two).
 
         Returns:
             Seq2SeqLMOutput with ``logits`` (B, T, C): raw scores over the output vocabulary (copy none) or
@@ -382,23 +384,24 @@ class RNNSeq2SeqForConditionalGeneration(RNNSeq2SeqPreTrainedModel, GenerationMi
         if use_cache is None:
             use_cache = labels is None
 
+        past_key_values = pick_cache(past_key_values, cache)
         resuming = past_key_values is not None and past_key_values.get_seq_length() > 0
         state = dict(past_key_values.items()) if resuming else self.decoder.initial_state(encoder_outputs)
         scores, state = self.decoder(decoder_input_ids, encoder_outputs, state)
 
-        cache = None
+        new_cache = None
         if use_cache:
-            cache = past_key_values if past_key_values is not None else RecurrentStateCache()
-            cache.update(**state)
-            cache.advance(decoder_input_ids.shape[1])
+            new_cache = past_key_values if past_key_values is not None else RecurrentStateCache()
+            new_cache.update(**state)
+            new_cache.advance(decoder_input_ids.shape[1])
 
         loss = None
         if labels is not None:
             loss = self.compute_loss_from_scores(scores, labels, num_items_in_batch)
 
         if not return_dict:
-            return tuple(value for value in (loss, scores, cache) if value is not None)
-        return Seq2SeqLMOutput(loss=loss, logits=scores, past_key_values=cache)
+            return tuple(value for value in (loss, scores, new_cache) if value is not None)
+        return Seq2SeqLMOutput(loss=loss, logits=scores, **with_cache(new_cache))
 
 
 __all__ = [
