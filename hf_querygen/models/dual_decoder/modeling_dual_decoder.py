@@ -28,8 +28,7 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
-from transformers import GenerationMixin, PreTrainedModel
-from transformers.modeling_outputs import Seq2SeqLMOutput
+from transformers import PreTrainedModel
 
 from hf_querygen.nn.attention import AdditiveAttention
 from hf_querygen.nn.cache import CACHE_NAME, RecurrentStateCache, pick_cache, with_cache
@@ -46,6 +45,7 @@ from hf_querygen.nn.labels import IGNORE_INDEX, floored_log, shift_labels_right
 from hf_querygen.nn.loss import token_nll
 
 from .._checkpoint_keys import register_checkpoint_renames
+from .._generation import ExtendedSpaceLMOutput, RecurrentGenerationMixin
 from .configuration_dual_decoder import DualDecoderConfig
 
 
@@ -110,7 +110,7 @@ class DualDecoderPreTrainedModel(PreTrainedModel):
         init_uniform_weights(module, self.config.init_range)
 
 
-class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, GenerationMixin):
+class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, RecurrentGenerationMixin):
     """Liu et al. (2018) dual decoder: BiLSTM encoder, pointer decoder, generator decoder.
 
     Output space: logits (B, T, V + S) are log-probabilities (each step's row is normalised over its
@@ -162,15 +162,10 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, GenerationMixi
     def set_input_embeddings(self, value: nn.Embedding) -> None:
         self.embeddings.embedding = value
 
-    @classmethod
-    def _supports_default_dynamic_cache(cls) -> bool:
-        return False  # the recurrent state lives in a RecurrentStateCache, not a key/value cache
-
-    def _reorder_cache(
-        self, past_key_values: RecurrentStateCache, beam_idx: torch.LongTensor
-    ) -> RecurrentStateCache:
-        past_key_values.reorder_cache(beam_idx)
-        return past_key_values
+    @property
+    def logits_are_log_probs(self) -> bool:
+        """Always: both decoders' rows are log-probabilities over V + S (see the class docstring)."""
+        return True
 
     # ------------------------------------------------------------------ decoding
     def _initial_state(self, encoder_outputs: RecurrentEncoderOutput) -> _DecoderState:
@@ -436,7 +431,7 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, GenerationMixi
         source_word_ids: torch.LongTensor | None = None,
         cache: RecurrentStateCache | None = None,
         **kwargs,
-    ) -> Seq2SeqLMOutput:
+    ) -> ExtendedSpaceLMOutput:
         """Teacher-forced or incremental decoding.
 
         Args:
@@ -453,9 +448,9 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, GenerationMixi
             source_word_ids: (B, S) optional word ids telling distinct OOV words apart (Eq. 4).
 
         Returns:
-            Seq2SeqLMOutput with ``logits`` (B, T, V + S) log-probabilities, ``loss`` (Eq. 13) when
-            labels are given, the cache when caching (field ``cache`` >= 5.24, ``past_key_values``
-            before), ``encoder_last_hidden_state`` (B, S, 2H).
+            ExtendedSpaceLMOutput with ``logits`` (B, T, V + S) normalised log-probabilities, ``loss``
+            (Eq. 13) when labels are given, the cache when caching (field ``cache`` >= 5.24,
+            ``past_key_values`` before), ``encoder_last_hidden_state`` (B, S, 2H).
         """
         if encoder_outputs is None:
             if input_ids is None:
@@ -489,7 +484,7 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, GenerationMixi
         loss = None
         if labels is not None:
             loss = self.dual_loss(log_probs, labels, generator_phase, kwargs.get("num_items_in_batch"))
-        return Seq2SeqLMOutput(
+        return ExtendedSpaceLMOutput(
             loss=loss,
             logits=log_probs,
             **with_cache(past_key_values if use_cache else None),

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 from torch import nn
-from transformers import GenerationMixin, PreTrainedModel
+from transformers import PreTrainedModel
 from transformers.modeling_outputs import Seq2SeqLMOutput
 
 from ...nn.attention import build_attention
@@ -29,6 +29,7 @@ from ...nn.encoder import (
 from ...nn.initialization import init_uniform_weights
 from ...nn.labels import IGNORE_INDEX, mask_labels, shift_labels_right
 from ...nn.loss import token_nll
+from .._generation import ExtendedSpaceLMOutput, RecurrentGenerationMixin
 from .configuration_rnn_seq2seq import RNNSeq2SeqConfig
 
 #: historical name of this model's encoder output (the class is shared with the dual decoder)
@@ -256,7 +257,7 @@ class RNNSeq2SeqPreTrainedModel(PreTrainedModel):
         init_uniform_weights(module, self.config.init_range)
 
 
-class RNNSeq2SeqForConditionalGeneration(RNNSeq2SeqPreTrainedModel, GenerationMixin):
+class RNNSeq2SeqForConditionalGeneration(RNNSeq2SeqPreTrainedModel, RecurrentGenerationMixin):
     """Configurable RNN encoder-decoder with a language-modelling head, for ``generate()`` and Trainer.
 
     Labels live in the extended output space when ``config.copy == "copynet"`` (V + j = copy source
@@ -273,9 +274,10 @@ class RNNSeq2SeqForConditionalGeneration(RNNSeq2SeqPreTrainedModel, GenerationMi
         if self.generation_config is not None:
             self.generation_config.max_length = config.max_decoding_length
 
-    @classmethod
-    def _supports_default_dynamic_cache(cls) -> bool:
-        return False  # the decoder state lives in a RecurrentStateCache, not a key/value cache
+    @property
+    def logits_are_log_probs(self) -> bool:
+        """CopyNet returns log-probabilities over V + S in ``logits``; otherwise raw scores over V."""
+        return self.config.copy == "copynet"
 
     def get_encoder(self) -> RNNSeq2SeqEncoder:
         return self.encoder
@@ -364,8 +366,10 @@ class RNNSeq2SeqForConditionalGeneration(RNNSeq2SeqPreTrainedModel, GenerationMi
             cache: the same state under its transformers >= 5.24 name (generate() passes one of the two).
 
         Returns:
-            Seq2SeqLMOutput with ``logits`` (B, T, C): raw scores over the output vocabulary (copy none) or
-            log-probabilities over the extended output space V + S (copynet); ``loss`` when labels are given.
+            Seq2SeqLMOutput with ``logits`` (B, T, V) raw scores (copy none), or
+            :class:`~hf_querygen.models._generation.ExtendedSpaceLMOutput` with ``logits`` (B, T, V + S)
+            normalised log-probabilities over the extended output space (copynet); ``loss`` when labels are
+            given.
         """
         return_dict = self.config.return_dict if return_dict is None else return_dict
         if encoder_outputs is None:
@@ -401,7 +405,8 @@ class RNNSeq2SeqForConditionalGeneration(RNNSeq2SeqPreTrainedModel, GenerationMi
 
         if not return_dict:
             return tuple(value for value in (loss, scores, new_cache) if value is not None)
-        return Seq2SeqLMOutput(loss=loss, logits=scores, **with_cache(new_cache))
+        output_class = ExtendedSpaceLMOutput if self.logits_are_log_probs else Seq2SeqLMOutput
+        return output_class(loss=loss, logits=scores, **with_cache(new_cache))
 
 
 __all__ = [
