@@ -43,7 +43,11 @@ from dataclasses import dataclass
 
 import torch
 from transformers import GenerationMixin
-from transformers.generation.logits_process import LogitsProcessor, LogitsProcessorList
+from transformers.generation.logits_process import (
+    LogitsProcessor,
+    LogitsProcessorList,
+    SuppressTokensLogitsProcessor,
+)
 from transformers.modeling_outputs import Seq2SeqLMOutput
 
 from ..nn.cache import RecurrentStateCache
@@ -89,8 +93,9 @@ class RestoreDeadRowsLogitsProcessor(LogitsProcessor):
 
 class RecurrentGenerationMixin(GenerationMixin):
     """``generate()`` for the RNN encoder-decoders: state in a :class:`RecurrentStateCache` (no key/value
-    cache), beam reordering, and the dead-row fallback around the LogitsProcessors for greedy search and
-    sampling. ``logits_are_log_probs`` tells callers which side of the ``logits`` contract a model is on."""
+    cache), beam reordering, [PAD] / decoder start never generated, and the dead-row fallback around the
+    LogitsProcessors for greedy search and sampling. ``logits_are_log_probs`` tells callers which side of
+    the ``logits`` contract a model is on."""
 
     @property
     def logits_are_log_probs(self) -> bool:
@@ -108,9 +113,20 @@ class RecurrentGenerationMixin(GenerationMixin):
         past_key_values.reorder_cache(beam_idx)
         return past_key_values
 
+    def never_generated_ids(self) -> list[int]:
+        """Ids that are never a target ([PAD]: label padding is -100; the decoder start token): generate()
+        suppresses them whatever the generation config says, so that a processor that lowers the other
+        scores (repetition_penalty) cannot make [PAD] the best next token."""
+        config = self.config
+        ids = {config.pad_token_id, getattr(config, "decoder_start_token_id", None)}
+        return sorted(i for i in ids if i is not None and i != config.eos_token_id)
+
     def _get_logits_processor(self, generation_config, *args, **kwargs) -> LogitsProcessorList:
         processors = super()._get_logits_processor(generation_config, *args, **kwargs)
-        if not processors or (generation_config.num_beams or 1) > 1:
+        never = self.never_generated_ids()
+        if never:
+            processors.insert(0, SuppressTokensLogitsProcessor(never, device=self.device))
+        if (generation_config.num_beams or 1) > 1:
             return processors  # beam search prunes beams without a legal continuation by itself
         snapshot = SnapshotLogitsProcessor()
         return LogitsProcessorList([snapshot, *processors, RestoreDeadRowsLogitsProcessor(snapshot)])

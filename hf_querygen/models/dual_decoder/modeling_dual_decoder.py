@@ -464,7 +464,11 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, RecurrentGener
             decoder_input_ids = self.prepare_decoder_input_ids_from_labels(labels)
 
         past_key_values = pick_cache(past_key_values, cache)
-        use_cache = use_cache if use_cache is not None else (labels is None and self.config.use_cache)
+        use_cache = (
+            use_cache
+            if use_cache is not None
+            else (labels is None and getattr(self.config, "use_cache", True))
+        )
         if use_cache:  # generation: step by step, carrying the state in the cache
             if past_key_values is not None and past_key_values.get_seq_length() > 0:
                 state = _DecoderState.from_cache(past_key_values)

@@ -23,7 +23,7 @@ from transformers.modeling_outputs import Seq2SeqLMOutput
 
 from ...nn.cache import RecurrentStateCache, cache_of, pick_cache, with_cache
 from ...nn.encoder import RecurrentEncoderOutput
-from ...nn.labels import IGNORE_INDEX
+from ...nn.labels import IGNORE_INDEX, mask_labels
 from ...nn.loss import token_nll
 from ..rnn_seq2seq.modeling_rnn_seq2seq import RNNSeq2SeqForConditionalGeneration
 from .configuration_joint_seq2seq_tagger import JointSeq2SeqTaggerConfig
@@ -125,9 +125,17 @@ class JointSeq2SeqTaggerForConditionalGeneration(RNNSeq2SeqForConditionalGenerat
         tag_logits = self.tag(encoder_outputs)
         loss = tag_loss = None
         if labels is not None:
-            # the tag loss is its own per-token mean: num_items_in_batch counts decoder label tokens
+            # the tag loss is its own per-token mean (num_items_in_batch counts decoder label tokens only)
             tag_loss = token_nll(tag_logits, tag_labels)
-            loss = seq2seq.loss + self.config.tag_loss_weight * tag_loss
+            share = 1.0
+            if num_items_in_batch is not None:
+                # Trainer adds up the losses of accumulated micro-batches without dividing by their number
+                # (forward takes num_items_in_batch): weigh this micro-batch's tag mean by its share of the
+                # decoder label tokens so that the micro-batches sum to one mean, not to k means. Exact
+                # without accumulation (share 1); with it, a token-weighted mean of the micro-batch means.
+                decoder_tokens = (mask_labels(decoder_labels, self.config.pad_token_id) != IGNORE_INDEX).sum()
+                share = decoder_tokens / num_items_in_batch
+            loss = seq2seq.loss + self.config.tag_loss_weight * tag_loss * share
         return JointSeq2SeqTaggerOutput(
             loss=loss,
             logits=seq2seq.logits,

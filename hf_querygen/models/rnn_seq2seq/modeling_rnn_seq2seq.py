@@ -288,6 +288,18 @@ class RNNSeq2SeqForConditionalGeneration(RNNSeq2SeqPreTrainedModel, RecurrentGen
     def set_input_embeddings(self, value: nn.Embedding) -> None:
         self.encoder.embed_tokens.embedding = value
 
+    def _resize_token_embeddings(self, new_num_tokens, pad_to_multiple_of=None, mean_resizing=True):
+        """transformers resizes the input (encoder) table; an untied decoder table must follow, else the
+        config's new vocab_size no longer matches the decoder and the saved model cannot be loaded."""
+        decoder_table = self.decoder.embed_tokens.embedding
+        tied = decoder_table.weight is self.get_input_embeddings().weight
+        resized = super()._resize_token_embeddings(new_num_tokens, pad_to_multiple_of, mean_resizing)
+        if not tied:
+            self.decoder.embed_tokens.embedding = self._get_resized_embeddings(
+                decoder_table, resized.num_embeddings, mean_resizing=mean_resizing
+            )
+        return resized
+
     def get_output_embeddings(self) -> None:
         return None  # the output projection spans output_vocab_size, not the embedding table
 
