@@ -135,6 +135,43 @@ def test_generation_with_the_cache_equals_without_and_feeds_one_token_per_step(n
         hook.remove()
 
 
+@pytest.mark.parametrize(("name", "variant"), GENERATING_CASES, ids=generating_ids)
+def test_teacher_forcing_equals_incremental_decoding_with_the_cache(name, variant):
+    case = build_case(name, variant)
+    inputs = case.inputs
+    decoder_input_ids = case.model.prepare_decoder_input_ids_from_labels(inputs["labels"])
+    with torch.no_grad():
+        full = case.model(**inputs).logits
+        encoder_outputs = case.model.get_encoder()(inputs["input_ids"], inputs["attention_mask"])
+        cache = None
+        for t in range(decoder_input_ids.shape[1]):
+            step = case.model(
+                attention_mask=inputs["attention_mask"],
+                encoder_outputs=encoder_outputs,
+                decoder_input_ids=decoder_input_ids[:, t : t + 1],
+                use_cache=True,
+                **{CACHE_NAME: cache},
+            )
+            cache = getattr(step, CACHE_NAME)
+            assert torch.equal(torch.isneginf(step.logits[:, 0]), torch.isneginf(full[:, t])), t
+            assert torch.allclose(step.logits[:, 0], full[:, t], atol=1e-5, equal_nan=True), t
+    assert cache.get_seq_length() == decoder_input_ids.shape[1]
+
+
+@pytest.mark.parametrize(("name", "variant"), GENERATING_CASES, ids=generating_ids)
+def test_sampling_with_the_cache_equals_without(name, variant):
+    case = build_case(name, variant)
+    sampled = {}
+    for use_cache in (True, False):
+        torch.manual_seed(5)
+        sampled[use_cache] = case.generate(
+            do_sample=True, top_k=5, num_return_sequences=2, use_cache=use_cache
+        ).sequences
+    assert torch.equal(sampled[True], sampled[False])
+    assert sampled[True].shape[0] == 2 * case.inputs["input_ids"].shape[0]
+    assert int(sampled[True].min()) >= 0 and int(sampled[True].max()) < case.output_space
+
+
 # ----------------------------------------------------------------------------------------- beam >= greedy
 @pytest.mark.parametrize(("name", "variant"), GENERATING_CASES, ids=generating_ids)
 def test_beam_search_finds_a_sequence_at_least_as_likely_as_greedy(name, variant):

@@ -68,6 +68,16 @@ class JointSeq2SeqTaggerForConditionalGeneration(RNNSeq2SeqForConditionalGenerat
         last = mask.long().sum(dim=1) - 1  # the [EOS] closing each source is not a word
         return tags.scatter(1, last.unsqueeze(1), IGNORE_INDEX)
 
+    def decoder_labels(self, labels: torch.LongTensor) -> torch.LongTensor:
+        """labels (B, T) in the extended space -> the decoder's targets (B, T): copy ids (>= V) become [UNK]
+        (the decoder has no copy mechanism: the plain ATS2S targets)."""
+        return labels.masked_fill(labels >= self.config.output_vocab_size, self.config.unk_token_id)
+
+    def prepare_decoder_input_ids_from_labels(self, labels: torch.LongTensor) -> torch.LongTensor:
+        """Teacher-forcing inputs (B, T) from the decoder's targets, so that a collator that calls this
+        (DataCollatorForSeq2Seq(model=...)) feeds the decoder what ``forward(labels=...)`` feeds it."""
+        return super().prepare_decoder_input_ids_from_labels(self.decoder_labels(labels))
+
     def tag(self, encoder_outputs: RecurrentEncoderOutput) -> torch.Tensor:
         """Tag scores (B, S, num_tag_labels) from the shared encoder states (B, S, H_out)."""
         return self.tag_classifier(self.tag_dropout(encoder_outputs.last_hidden_state))
@@ -109,9 +119,7 @@ class JointSeq2SeqTaggerForConditionalGeneration(RNNSeq2SeqForConditionalGenerat
         if labels is not None:
             if tag_labels is None:
                 tag_labels = self.tag_labels_from_labels(labels, encoder_outputs)
-            decoder_labels = labels.masked_fill(
-                labels >= self.config.output_vocab_size, self.config.unk_token_id
-            )
+            decoder_labels = self.decoder_labels(labels)
         seq2seq = super().forward(
             attention_mask=attention_mask,
             decoder_input_ids=decoder_input_ids,

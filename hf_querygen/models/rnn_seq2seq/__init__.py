@@ -60,14 +60,27 @@ MODELS.register(
         tiny_inputs=_tiny_inputs,
         variants={
             "gru-bahdanau": dict(cell="gru"),
+            "lstm-vanilla": dict(attention="none"),
             "lstm-luong-general-2layers-untied": dict(
                 attention="luong-general",
                 num_encoder_layers=2,
                 num_decoder_layers=2,
                 tie_word_embeddings=False,
             ),
-            "lstm-luong-local-previous": dict(attention="luong-local", attention_query="previous"),
+            "lstm-luong-dot": dict(attention="luong-dot", decoder_hidden_size=16),
+            "gru-luong-concat-no-input-feeding": dict(
+                cell="gru", attention="luong-concat", input_feeding=False
+            ),
+            "lstm-luong-local": dict(attention="luong-local", local_attention_window=1),
+            "lstm-song2017-local-previous": dict(attention="luong-local", attention_query="previous"),
+            "rnn-unidirectional-2layers": dict(
+                cell="rnn", bidirectional_encoder=False, num_encoder_layers=2, num_decoder_layers=2
+            ),
             "gru-copynet": dict(cell="gru", copy="copynet"),
+            # no input feeding, no selective read: the decoder runs all teacher-forced steps in one RNN call
+            "lstm-copynet-luong-parallel": dict(
+                attention="luong-general", copy="copynet", copy_selective_read=False, input_feeding=False
+            ),
         },
     ),
 )
