@@ -344,3 +344,29 @@ def test_diverse_beam_groups_left_transformers_core_generate():
     case = build_case("rnn_seq2seq", "gru-bahdanau")
     with pytest.raises((ValueError, OSError), match="group-beam-search|trust_remote_code"):
         case.generate(num_beams=4, num_beam_groups=2, diversity_penalty=1.0)
+
+
+def test_repetition_penalty_and_min_length_change_what_every_kind_of_model_generates():
+    """Guards the processor checks above against being vacuous: on the copy models (log-probabilities) and
+    on the raw-score models alike there are outputs that repeat and that end early, and the penalty removes
+    repeats while min_length pushes [EOS] back."""
+    reduced, lengthened, wanted = set(), set(), {"log-probs", "raw"}
+    for seed in range(3):  # a tiny random model ends early only for some seeds
+        for name, variant in GENERATING_CASES:
+            if reduced == wanted and lengthened == wanted:
+                break
+            case = build_case(name, variant, seed=seed)
+            kind = "log-probs" if case.model.logits_are_log_probs else "raw"
+            eos = case.config.eos_token_id
+            for beams in (1, 3):
+                plain = case.generate(num_beams=beams, max_new_tokens=12).sequences
+                if _repeats(plain, eos):
+                    penalised = case.generate(num_beams=beams, max_new_tokens=12, repetition_penalty=20.0)
+                    assert _repeats(penalised.sequences, eos) < _repeats(plain, eos), (name, variant, beams)
+                    reduced.add(kind)
+                short = min(real_length(row, eos) for row in plain)
+                if short < 8 and not (getattr(case.config, "pointer_only", False) and beams == 1):
+                    longer = case.generate(num_beams=beams, max_new_tokens=12, min_length=short + 3).sequences
+                    assert min(real_length(row, eos) for row in longer) >= short + 3, (name, variant, beams)
+                    lengthened.add(kind)
+    assert reduced == wanted and lengthened == wanted, (reduced, lengthened)
