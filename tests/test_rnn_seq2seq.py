@@ -1,15 +1,14 @@
-"""RNNSeq2SeqForConditionalGeneration: HF integration (Auto classes, save/load, generate with the
-recurrent-state cache), the extended copy space, loss normalisation, presets, and a learned copy task."""
-
-import os
+"""RNNSeq2SeqForConditionalGeneration: the extended copy space, loss normalisation, presets, and a learned
+copy task. Save/load, batch = single, cache = no cache, teacher forcing = incremental decoding, Trainer
+accumulation and the LogitsProcessors run for every configuration in the model contract
+(tests/test_model_contract.py over hf_querygen.models.MODELS)."""
 
 import pytest
 import torch
-from transformers import AutoConfig, AutoModelForSeq2SeqLM
 
 import hf_querygen  # noqa: F401  (registers the model with the Auto classes)
 from hf_querygen.models.rnn_seq2seq import RNNSeq2SeqConfig, RNNSeq2SeqForConditionalGeneration
-from hf_querygen.nn import RecurrentStateCache, first_occurrence_positions
+from hf_querygen.nn import first_occurrence_positions
 from hf_querygen.presets import PRESETS, TRAINING_PRESETS, config_from_preset, training_arguments_from_preset
 
 VOCAB, OUTPUT_VOCAB, PAD, UNK, BOS, EOS = 40, 24, 0, 1, 2, 3
@@ -81,103 +80,6 @@ def target_batch(seed: int = 2, steps: int = 5):
     labels = torch.randint(4, OUTPUT_VOCAB, (len(LENGTHS), steps), generator=generator)
     labels[2, 3:] = -100
     return labels
-
-
-@pytest.mark.parametrize("name", list(CONFIGS))
-def test_save_pretrained_then_auto_from_pretrained_gives_identical_outputs(name, tmp_path):
-    model = tiny_model(**CONFIGS[name])
-    input_ids, mask = source_batch()
-    labels = target_batch()
-    model.save_pretrained(tmp_path)
-    assert os.path.exists(tmp_path / "model.safetensors")
-    assert isinstance(AutoConfig.from_pretrained(tmp_path), RNNSeq2SeqConfig)
-    loaded = AutoModelForSeq2SeqLM.from_pretrained(tmp_path).eval()
-    assert isinstance(loaded, RNNSeq2SeqForConditionalGeneration)
-    expected_state, loaded_state = model.state_dict(), loaded.state_dict()
-    assert expected_state.keys() == loaded_state.keys()
-    assert all(torch.equal(expected_state[key], loaded_state[key]) for key in expected_state)
-    tied = loaded.decoder.embed_tokens.embedding.weight is loaded.encoder.embed_tokens.embedding.weight
-    assert tied == model.config.tie_word_embeddings
-    with torch.no_grad():
-        before = model(input_ids=input_ids, attention_mask=mask, labels=labels)
-        after = loaded(input_ids=input_ids, attention_mask=mask, labels=labels)
-        assert torch.allclose(before.logits, after.logits, atol=1e-5, equal_nan=True)
-        assert torch.allclose(before.loss, after.loss, atol=1e-5)
-        generated = dict(input_ids=input_ids, attention_mask=mask, max_length=7, num_beams=2)
-        assert torch.equal(model.generate(**generated), loaded.generate(**generated))
-
-
-@pytest.mark.parametrize("name", list(CONFIGS))
-def test_generate_cache_equals_no_cache_and_batch_equals_single(name):
-    model = tiny_model(**CONFIGS[name])
-    input_ids, mask = source_batch()
-    source_length = input_ids.shape[1]
-    greedy = dict(max_length=8, min_length=8)  # min_length keeps EOS away: every step is compared
-    beam = dict(max_length=8, num_beams=3, num_return_sequences=2)
-    with torch.no_grad():
-        for settings in (greedy, beam):
-            cached = model.generate(input_ids=input_ids, attention_mask=mask, **settings)
-            uncached = model.generate(input_ids=input_ids, attention_mask=mask, use_cache=False, **settings)
-            assert torch.equal(cached, uncached), settings
-            per_row = cached.shape[0] // len(LENGTHS)
-            for row, length in enumerate(LENGTHS):
-                alone = model.generate(
-                    input_ids=input_ids[row : row + 1, :length],
-                    attention_mask=mask[row : row + 1, :length],
-                    **settings,
-                )
-                in_batch = cached[row * per_row : (row + 1) * per_row]
-                assert torch.equal(alone, in_batch[:, : alone.shape[1]]), (settings, row)
-                tail = in_batch[:, alone.shape[1] :]  # what follows a row that ended earlier than the batch
-                assert torch.all((tail == PAD) | (tail == EOS))
-        assert cached.shape[0] == 2 * len(LENGTHS) and cached.shape[1] <= 8  # beam: 2 returned per source
-        torch.manual_seed(5)
-        sampled = model.generate(
-            input_ids=input_ids,
-            attention_mask=mask,
-            do_sample=True,
-            top_k=5,
-            max_length=8,
-            num_return_sequences=2,
-        )
-        torch.manual_seed(5)
-        sampled_uncached = model.generate(
-            input_ids=input_ids,
-            attention_mask=mask,
-            do_sample=True,
-            top_k=5,
-            max_length=8,
-            num_return_sequences=2,
-            use_cache=False,
-        )
-    assert sampled.shape[0] == 6 and torch.equal(sampled, sampled_uncached)
-    output_space = OUTPUT_VOCAB + (source_length if model.config.copy == "copynet" else 0)
-    assert 0 <= int(sampled.min()) and int(sampled.max()) < output_space
-
-
-@pytest.mark.parametrize(
-    "name",
-    ["lstm-luong-general", "lstm-song2017-local-previous", "gru-copynet", "lstm-copynet-luong-parallel"],
-)
-def test_teacher_forcing_equals_incremental_decoding_with_the_cache(name):
-    model = tiny_model(**CONFIGS[name])
-    input_ids, mask = source_batch()
-    labels = target_batch().clamp_min(4)
-    with torch.no_grad():
-        full = model(input_ids=input_ids, attention_mask=mask, labels=labels).logits
-        decoder_input_ids = model.prepare_decoder_input_ids_from_labels(labels)
-        encoder_outputs = model.get_encoder()(input_ids, mask)
-        cache = None
-        for t in range(labels.shape[1]):
-            step = model(
-                encoder_outputs=encoder_outputs,
-                decoder_input_ids=decoder_input_ids[:, t : t + 1],
-                past_key_values=cache,
-                use_cache=True,
-            )
-            cache = step.past_key_values
-            assert torch.allclose(step.logits[:, 0], full[:, t], atol=1e-5, equal_nan=True)
-    assert isinstance(cache, RecurrentStateCache) and cache.get_seq_length() == labels.shape[1]
 
 
 def test_copied_ids_embed_the_source_word():

@@ -12,7 +12,7 @@ from .attention import (
     build_attention,
     masked_softmax,
 )
-from .cache import RecurrentStateCache
+from .cache import CACHE_NAME, RecurrentStateCache, cache_of, pick_cache, with_cache
 from .copy import (
     CopyNet,
     CopyNetOutput,
@@ -26,6 +26,7 @@ from .copy import (
 from .encoder import (
     RNN_CELLS,
     RecurrentEncoderOutput,
+    RecurrentSourceEncoder,
     RNNEncoder,
     RNNEncoderOutput,
     WordEmbeddings,
@@ -34,10 +35,14 @@ from .encoder import (
     recurrent_encoder_output,
 )
 from .initialization import init_uniform_weights
+from .labels import IGNORE_INDEX, PROBABILITY_FLOOR, floored_log, mask_labels, shift_labels_right
 from .loss import token_nll
 
 __all__ = [
     "ATTENTION_KINDS",
+    "CACHE_NAME",
+    "IGNORE_INDEX",
+    "PROBABILITY_FLOOR",
     "AdditiveAttention",
     "AttentionOutput",
     "CopyNet",
@@ -48,19 +53,26 @@ __all__ = [
     "RNNEncoder",
     "RNNEncoderOutput",
     "RecurrentEncoderOutput",
+    "RecurrentSourceEncoder",
     "RecurrentStateCache",
     "WordEmbeddings",
     "build_attention",
     "build_rnn",
+    "cache_of",
     "check_rnn_hyper_parameters",
     "extended_target_index",
     "extended_to_input_ids",
     "first_occurrence_positions",
+    "floored_log",
     "init_uniform_weights",
     "live_copy_slots",
+    "mask_labels",
     "masked_softmax",
+    "pick_cache",
     "positions_matching_ids",
     "positions_to_extended",
     "recurrent_encoder_output",
+    "shift_labels_right",
     "token_nll",
+    "with_cache",
 ]

@@ -6,6 +6,12 @@ previous copy probabilities). This object holds such named batch-first tensors p
 decoded tokens, and offers what ``GenerationMixin`` calls on a cache: ``get_seq_length`` (to slice the
 next decoder input), in-place ``reorder_cache(beam_idx)`` (beam search), ``is_compileable`` and
 ``is_croppable``.
+
+transformers 5.24 renamed the generation cache from ``past_key_values`` to ``cache``: generate() passes
+``cache=`` to ``forward`` / ``prepare_inputs_for_generation`` and reads ``outputs.cache``; up to 5.23 both
+are ``past_key_values``. Our models accept both names (:func:`pick_cache`) and return the state under the
+name the running version reads (:data:`CACHE_NAME`, :func:`with_cache`), so cached generation equals
+uncached generation on both sides of the rename.
 """
 
 from __future__ import annotations
@@ -13,6 +19,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import torch
+from transformers.modeling_outputs import Seq2SeqLMOutput
+
+#: the name under which the installed transformers' generate() passes the cache to the model and reads it
+#: from its outputs: "cache" from 5.24 on (the output classes' field), "past_key_values" before
+CACHE_NAME = "cache" if "cache" in Seq2SeqLMOutput.__dataclass_fields__ else "past_key_values"
 
 
 class RecurrentStateCache:
@@ -104,4 +115,24 @@ class RecurrentStateCache:
         return f"RecurrentStateCache(seq_length={self._seq_length}, {shapes})"
 
 
-__all__ = ["RecurrentStateCache"]
+def pick_cache(
+    past_key_values: RecurrentStateCache | None, cache: RecurrentStateCache | None
+) -> RecurrentStateCache | None:
+    """The recurrent cache passed under either name (``past_key_values`` <= 5.23, ``cache`` >= 5.24)."""
+    if past_key_values is not None and cache is not None and past_key_values is not cache:
+        raise ValueError("pass the decoder state as `cache` or `past_key_values`, not two different ones")
+    return cache if cache is not None else past_key_values
+
+
+def with_cache(cache: RecurrentStateCache | None) -> dict[str, RecurrentStateCache | None]:
+    """``{CACHE_NAME: cache}``: keyword arguments that put ``cache`` where the installed generate() reads it
+    (an output class field, or the input of ``forward`` from ``prepare_inputs_for_generation``)."""
+    return {CACHE_NAME: cache}
+
+
+def cache_of(outputs) -> RecurrentStateCache | None:
+    """The cache a model output carries, under whichever name the installed transformers uses."""
+    return getattr(outputs, CACHE_NAME, None)
+
+
+__all__ = ["CACHE_NAME", "RecurrentStateCache", "cache_of", "pick_cache", "with_cache"]

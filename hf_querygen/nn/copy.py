@@ -20,9 +20,7 @@ import torch
 from torch import nn
 
 from .attention import masked_softmax
-
-#: floor under probabilities before the log: keeps gradients finite where a slot has no mass
-_PROBABILITY_FLOOR = 1e-30
+from .labels import PROBABILITY_FLOOR, floored_log
 
 
 def first_occurrence_positions(source_ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -193,7 +191,7 @@ class CopyNet(nn.Module):
         extended[..., :vocab_size] += generate_probs
         live = live_copy_slots(source_input_ids, first_positions, mask, vocab_size, self.unk_token_id)
         dead = torch.cat([live.new_zeros(live.shape[0], vocab_size), ~live], dim=-1)  # (B, V + S)
-        log_probs = extended.clamp_min(_PROBABILITY_FLOOR).log().masked_fill(dead.unsqueeze(1), float("-inf"))
+        log_probs = floored_log(extended).masked_fill(dead.unsqueeze(1), float("-inf"))
         if squeeze:
             return CopyNetOutput(log_probs.squeeze(1), copy_probs.squeeze(1), generate_probs.squeeze(1))
         return CopyNetOutput(log_probs, copy_probs, generate_probs)
@@ -214,7 +212,7 @@ class CopyNet(nn.Module):
             previous_ids, source_input_ids, first_positions, mask, self.output_vocab_size, self.unk_token_id
         )
         rho = previous_copy_probs * matching
-        rho = rho / rho.sum(dim=1, keepdim=True).clamp_min(_PROBABILITY_FLOOR)
+        rho = rho / rho.sum(dim=1, keepdim=True).clamp_min(PROBABILITY_FLOOR)
         return torch.bmm(rho.unsqueeze(1).to(keys.dtype), keys).squeeze(1)
 
 

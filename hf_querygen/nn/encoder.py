@@ -198,3 +198,49 @@ def recurrent_encoder_output(
         source_input_ids=input_ids,
         first_positions=first_occurrence_positions(word_ids, attention_mask.bool()),
     )
+
+
+class RecurrentSourceEncoder(nn.Module):
+    """THE source encoder of every RNN model: word embeddings + packed (bi)RNN (:class:`RNNEncoder`) ->
+    :class:`RecurrentEncoderOutput` (what ``generate()`` runs once per batch and expands for beams).
+
+    Used by the RNN encoder-decoder, the dual decoder (Liu'18 Sec. 3.2: a single-layer BiLSTM), the joint
+    model (through the encoder-decoder) and the tagger. ``embed_tokens`` may be shared with a decoder
+    (tied embeddings) by passing the same :class:`WordEmbeddings`.
+    """
+
+    main_input_name = "input_ids"
+
+    def __init__(self, embed_tokens: WordEmbeddings, rnn: RNNEncoder, pad_token_id: int | None = None):
+        super().__init__()
+        self.pad_token_id = pad_token_id
+        self.embed_tokens = embed_tokens
+        self.rnn = rnn
+
+    @property
+    def output_size(self) -> int:
+        """H_out: per-position state size (hidden_size x directions)."""
+        return self.rnn.output_size
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor,
+        attention_mask: torch.Tensor | None = None,
+        source_word_ids: torch.LongTensor | None = None,
+        **kwargs,
+    ) -> RecurrentEncoderOutput:
+        """input_ids (B, S) right-padded; attention_mask (B, S) 1 at real tokens (default: input_ids != pad,
+        or all ones without a pad id); source_word_ids (B, S) optional ids telling distinct out-of-vocabulary
+        words apart for copying / pointing (default: input_ids) -> :class:`RecurrentEncoderOutput`:
+        last_hidden_state (B, S, H_out), final_hidden / final_cell (B, layers, H_out), first_positions (B, S).
+        """
+        if input_ids is None:
+            raise ValueError(f"{type(self).__name__} needs input_ids (B, S)")
+        if attention_mask is None:
+            attention_mask = (
+                torch.ones_like(input_ids)
+                if self.pad_token_id is None
+                else (input_ids != self.pad_token_id).long()
+            )
+        encoded = self.rnn(self.embed_tokens(input_ids), attention_mask)
+        return recurrent_encoder_output(encoded, input_ids, attention_mask, source_word_ids)

@@ -5,22 +5,25 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from .labels import IGNORE_INDEX
+
 
 def token_nll(
     scores: torch.Tensor, labels: torch.LongTensor, num_items_in_batch: int | torch.Tensor | None = None
 ) -> torch.Tensor:
     """Cross-entropy of ``labels`` (B, T) under ``scores`` (B, T, C) summed over the tokens whose label is
-    not -100, divided by their number, or by ``num_items_in_batch`` when Trainer passes it (it counts the
-    label tokens of all gradient-accumulation micro-batches, so 2 x 8 examples give the loss of 16)."""
+    not IGNORE_INDEX (-100), divided by their number, or by ``num_items_in_batch`` when Trainer passes it
+    (it counts the label tokens of all gradient-accumulation micro-batches, so 2 x 8 examples give the
+    loss of 16)."""
     if labels.shape != scores.shape[:-1]:
         raise ValueError(f"labels {tuple(labels.shape)} do not match the scores {tuple(scores.shape)}")
     if labels.numel() and int(labels.max()) >= scores.shape[-1]:
         raise ValueError(f"label id {int(labels.max())} is outside the {scores.shape[-1]} output classes")
     total = F.cross_entropy(
-        scores.flatten(0, -2).float(), labels.flatten(), ignore_index=-100, reduction="sum"
+        scores.flatten(0, -2).float(), labels.flatten(), ignore_index=IGNORE_INDEX, reduction="sum"
     )
     if num_items_in_batch is None:
-        num_items_in_batch = (labels != -100).sum()
+        num_items_in_batch = (labels != IGNORE_INDEX).sum()
     if isinstance(num_items_in_batch, torch.Tensor):
         num_items_in_batch = num_items_in_batch.to(total.device)
     return total / num_items_in_batch

@@ -1,10 +1,37 @@
 """Liu et al. (CIKM'18) dual-decoder keyword-query generator (pointer + generator decoders)."""
 
+from .. import MODELS, ModelSpec
 from .configuration_dual_decoder import LIU2018_DUAL_DECODER, DualDecoderConfig
 from .modeling_dual_decoder import (
     DualDecoderForKeywordGeneration,
     DualDecoderPreTrainedModel,
 )
+
+
+def _tiny_config(**overrides) -> DualDecoderConfig:
+    settings = dict(vocab_size=40, output_vocab_size=12, embedding_size=8, hidden_size=12, dropout=0.0)
+    return DualDecoderConfig(**{**settings, **overrides})
+
+
+def _tiny_inputs(config: DualDecoderConfig, seed: int = 0) -> dict:
+    """Labels ``[V + pos(e_1) .. V + pos(sentinel), g_1 .. g_k, EOS]`` (pointer part, then generator part)."""
+    import torch
+
+    from .._tiny import copyable_positions, tiny_labels, tiny_source
+
+    vocab = config.output_vocab_size
+    input_ids, mask = tiny_source(config.vocab_size, seed, config.pad_token_id, config.eos_token_id)
+    generator = torch.Generator().manual_seed(seed + 1)
+    copyable = copyable_positions(input_ids, mask, vocab, config.eos_token_id)
+    rows = []
+    for row in range(input_ids.shape[0]):
+        sentinel = vocab + int(mask[row].sum()) - 1
+        pointed = [vocab + j for j in copyable[row][:2]]
+        generated = (
+            [] if config.pointer_only else torch.randint(4, vocab, (2 - row % 2,), generator=generator)
+        )
+        rows.append(pointed + [sentinel] + [int(g) for g in generated] + [config.eos_token_id])
+    return {"input_ids": input_ids, "attention_mask": mask, "labels": tiny_labels(rows)}
 
 
 def register() -> None:
@@ -14,6 +41,18 @@ def register() -> None:
     AutoConfig.register(DualDecoderConfig.model_type, DualDecoderConfig, exist_ok=True)
     AutoModelForSeq2SeqLM.register(DualDecoderConfig, DualDecoderForKeywordGeneration, exist_ok=True)
 
+
+MODELS.register(
+    "dual_decoder",
+    ModelSpec(
+        config_class=DualDecoderConfig,
+        model_class=DualDecoderForKeywordGeneration,
+        auto_class="AutoModelForSeq2SeqLM",
+        tiny_config=_tiny_config,
+        tiny_inputs=_tiny_inputs,
+        variants={"dual": {}, "pointer_only": dict(pointer_only=True)},
+    ),
+)
 
 __all__ = [
     "LIU2018_DUAL_DECODER",

@@ -28,57 +28,41 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
-from transformers import GenerationMixin, PreTrainedModel
-from transformers.modeling_outputs import Seq2SeqLMOutput
+from transformers import PreTrainedModel
 
 from hf_querygen.nn.attention import AdditiveAttention
-from hf_querygen.nn.cache import RecurrentStateCache
+from hf_querygen.nn.cache import CACHE_NAME, RecurrentStateCache, pick_cache, with_cache
 from hf_querygen.nn.copy import extended_to_input_ids
 from hf_querygen.nn.encoder import (
     RecurrentEncoderOutput,
+    RecurrentSourceEncoder,
     RNNEncoder,
     WordEmbeddings,
     build_rnn,
-    recurrent_encoder_output,
 )
 from hf_querygen.nn.initialization import init_uniform_weights
+from hf_querygen.nn.labels import IGNORE_INDEX, floored_log, shift_labels_right
 from hf_querygen.nn.loss import token_nll
 
+from .._checkpoint_keys import register_checkpoint_renames
+from .._generation import ExtendedSpaceLMOutput, RecurrentGenerationMixin
 from .configuration_dual_decoder import DualDecoderConfig
 
-#: floor under pointer probabilities before the log (keeps gradients finite at dead slots)
-_PROBABILITY_FLOOR = 1e-30
-_LABEL_PAD_ID = -100
 
-
-class DualDecoderEncoder(nn.Module):
-    """Embedding + single-layer BiLSTM over the natural-language query (Sec. 3.2)."""
-
-    main_input_name = "input_ids"
+class DualDecoderEncoder(RecurrentSourceEncoder):
+    """Embedding + single-layer BiLSTM over the natural-language query (Sec. 3.2): the shared
+    :class:`~hf_querygen.nn.encoder.RecurrentSourceEncoder`. Its output: last_hidden_state (B, S, 2H)
+    h_i = [fw h_i ; bw h_i]; final_hidden / final_cell (B, 1, 2H) [fw h_n ; bw h_1] (and the cells), the input
+    of Eq. (1)/(5); first_positions (B, S) first position holding the same source word (Eq. 4)."""
 
     def __init__(self, config: DualDecoderConfig, embeddings: WordEmbeddings):
-        super().__init__()
-        self.embeddings = embeddings
-        self.rnn = RNNEncoder(
-            config.embedding_size, config.hidden_size, num_layers=1, cell="lstm", bidirectional=True
+        # no pad id: a missing attention_mask means "every position is real" (sources end in the sentinel)
+        super().__init__(
+            embeddings,
+            RNNEncoder(
+                config.embedding_size, config.hidden_size, num_layers=1, cell="lstm", bidirectional=True
+            ),
         )
-
-    def forward(
-        self,
-        input_ids: torch.LongTensor,
-        attention_mask: torch.LongTensor | None = None,
-        source_word_ids: torch.LongTensor | None = None,
-        **kwargs,
-    ) -> RecurrentEncoderOutput:
-        """input_ids (B, S) ending in the [EOS] sentinel, attention_mask (B, S), optional
-        source_word_ids (B, S) (distinct ids per distinct OOV word) -> :class:`RecurrentEncoderOutput`:
-        last_hidden_state (B, S, 2H) BiLSTM states h_i = [fw h_i ; bw h_i] (Sec. 3.2), final_hidden /
-        final_cell (B, 1, 2H) [fw h_n ; bw h_1] (and the cells), input of Eq. (1)/(5), first_positions
-        (B, S) first position holding the same source word (Eq. 4)."""
-        if attention_mask is None:
-            attention_mask = torch.ones_like(input_ids)
-        encoded = self.rnn(self.embeddings(input_ids), attention_mask)
-        return recurrent_encoder_output(encoded, input_ids, attention_mask, source_word_ids)
 
 
 @dataclass
@@ -126,7 +110,7 @@ class DualDecoderPreTrainedModel(PreTrainedModel):
         init_uniform_weights(module, self.config.init_range)
 
 
-class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, GenerationMixin):
+class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, RecurrentGenerationMixin):
     """Liu et al. (2018) dual decoder: BiLSTM encoder, pointer decoder, generator decoder.
 
     Output space: logits (B, T, V + S) are log-probabilities (each step's row is normalised over its
@@ -167,7 +151,7 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, GenerationMixi
     # ------------------------------------------------------------------ HF plumbing
     @property
     def embeddings(self) -> WordEmbeddings:
-        return self.encoder.embeddings
+        return self.encoder.embed_tokens
 
     def get_encoder(self) -> DualDecoderEncoder:
         return self.encoder
@@ -178,15 +162,10 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, GenerationMixi
     def set_input_embeddings(self, value: nn.Embedding) -> None:
         self.embeddings.embedding = value
 
-    @classmethod
-    def _supports_default_dynamic_cache(cls) -> bool:
-        return False  # the recurrent state lives in a RecurrentStateCache, not a key/value cache
-
-    def _reorder_cache(
-        self, past_key_values: RecurrentStateCache, beam_idx: torch.LongTensor
-    ) -> RecurrentStateCache:
-        past_key_values.reorder_cache(beam_idx)
-        return past_key_values
+    @property
+    def logits_are_log_probs(self) -> bool:
+        """Always: both decoders' rows are log-probabilities over V + S (see the class docstring)."""
+        return True
 
     # ------------------------------------------------------------------ decoding
     def _initial_state(self, encoder_outputs: RecurrentEncoderOutput) -> _DecoderState:
@@ -224,7 +203,7 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, GenerationMixi
         live = source_mask & (first_occurrence == own_index)
         if weights.dim() == 3:
             live = live.unsqueeze(1)
-        return probs.clamp_min(_PROBABILITY_FLOOR).log().masked_fill(~live, float("-inf"))
+        return floored_log(probs).masked_fill(~live, float("-inf"))
 
     def _generator_log_probs(
         self,
@@ -426,9 +405,9 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, GenerationMixi
         log_probs (B, T, V + S), labels (B, T) with -100 padding, generator_phase (B, T) bool.
         """
         if num_items_in_batch is None:
-            num_items_in_batch = (labels != _LABEL_PAD_ID).sum().clamp_min(1)
-        pointer_labels = labels.masked_fill(generator_phase, _LABEL_PAD_ID)
-        generator_labels = labels.masked_fill(~generator_phase, _LABEL_PAD_ID)
+            num_items_in_batch = (labels != IGNORE_INDEX).sum().clamp_min(1)
+        pointer_labels = labels.masked_fill(generator_phase, IGNORE_INDEX)
+        generator_labels = labels.masked_fill(~generator_phase, IGNORE_INDEX)
         # token_nll applies log_softmax again: the identity on rows that are already log-probabilities
         pointer_nll = token_nll(log_probs, pointer_labels, num_items_in_batch)
         loss = self.config.loss_lambda * pointer_nll
@@ -450,8 +429,9 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, GenerationMixi
         use_cache: bool | None = None,
         return_dict: bool | None = None,
         source_word_ids: torch.LongTensor | None = None,
+        cache: RecurrentStateCache | None = None,
         **kwargs,
-    ) -> Seq2SeqLMOutput:
+    ) -> ExtendedSpaceLMOutput:
         """Teacher-forced or incremental decoding.
 
         Args:
@@ -461,14 +441,16 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, GenerationMixi
                 shifted right behind ``decoder_start_token_id``); with a non-empty cache only the
                 new ids.
             encoder_outputs: a :class:`RecurrentEncoderOutput` (generate() passes it).
-            past_key_values: a :class:`RecurrentStateCache` holding both decoders' state.
+            past_key_values: a :class:`RecurrentStateCache` holding both decoders' state (transformers
+                <= 5.23; ``cache`` is the same under its >= 5.24 name).
             labels: (B, T) extended-space targets ``[V+pos(e_1) .. V+pos(sentinel), g_1 .. g_k, EOS]``,
                 -100 at padding (see :func:`hf_querygen.tasks.nl2kw.dual_decoder_labels`).
             source_word_ids: (B, S) optional word ids telling distinct OOV words apart (Eq. 4).
 
         Returns:
-            Seq2SeqLMOutput with ``logits`` (B, T, V + S) log-probabilities, ``loss`` (Eq. 13) when
-            labels are given, ``past_key_values`` when caching, ``encoder_last_hidden_state`` (B, S, 2H).
+            ExtendedSpaceLMOutput with ``logits`` (B, T, V + S) normalised log-probabilities, ``loss``
+            (Eq. 13) when labels are given, the cache when caching (field ``cache`` >= 5.24,
+            ``past_key_values`` before), ``encoder_last_hidden_state`` (B, S, 2H).
         """
         if encoder_outputs is None:
             if input_ids is None:
@@ -479,9 +461,14 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, GenerationMixi
         if decoder_input_ids is None:
             if labels is None:
                 raise ValueError("forward needs decoder_input_ids or labels")
-            decoder_input_ids = self.shift_labels_right(labels)
+            decoder_input_ids = self.prepare_decoder_input_ids_from_labels(labels)
 
-        use_cache = use_cache if use_cache is not None else (labels is None and self.config.use_cache)
+        past_key_values = pick_cache(past_key_values, cache)
+        use_cache = (
+            use_cache
+            if use_cache is not None
+            else (labels is None and getattr(self.config, "use_cache", True))
+        )
         if use_cache:  # generation: step by step, carrying the state in the cache
             if past_key_values is not None and past_key_values.get_seq_length() > 0:
                 state = _DecoderState.from_cache(past_key_values)
@@ -501,18 +488,18 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, GenerationMixi
         loss = None
         if labels is not None:
             loss = self.dual_loss(log_probs, labels, generator_phase, kwargs.get("num_items_in_batch"))
-        return Seq2SeqLMOutput(
+        return ExtendedSpaceLMOutput(
             loss=loss,
             logits=log_probs,
-            past_key_values=past_key_values if use_cache else None,
+            **with_cache(past_key_values if use_cache else None),
             encoder_last_hidden_state=encoder_outputs.last_hidden_state,
         )
 
-    def shift_labels_right(self, labels: torch.LongTensor) -> torch.LongTensor:
-        """labels (B, T) -> decoder inputs (B, T): [decoder_start, y_1 .. y_{T-1}], -100 -> [PAD]."""
-        start = labels.new_full((labels.shape[0], 1), self.config.decoder_start_token_id)
-        shifted = torch.cat([start, labels[:, :-1]], dim=1)
-        return shifted.masked_fill(shifted == _LABEL_PAD_ID, self.config.pad_token_id)
+    def prepare_decoder_input_ids_from_labels(self, labels: torch.LongTensor) -> torch.LongTensor:
+        """labels (B, T) -> decoder inputs (B, T): [decoder_start, y_1 .. y_{T-1}], -100 -> [PAD]
+        (:func:`hf_querygen.nn.labels.shift_labels_right`; the transformers name, which
+        DataCollatorForSeq2Seq calls)."""
+        return shift_labels_right(labels, self.config.decoder_start_token_id, self.config.pad_token_id)
 
     def prepare_inputs_for_generation(
         self,
@@ -521,15 +508,26 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, GenerationMixi
         attention_mask: torch.LongTensor | None = None,
         encoder_outputs: RecurrentEncoderOutput | None = None,
         use_cache: bool | None = None,
+        cache: RecurrentStateCache | None = None,
         **kwargs,
     ) -> dict:
-        """Feed only the ids the cached state has not consumed yet."""
+        """Feed only the ids the cached state has not consumed yet; the cache goes back under the name the
+        installed generate() uses (``cache`` >= 5.24, ``past_key_values`` before)."""
+        past_key_values = pick_cache(past_key_values, cache)
         if past_key_values is not None and past_key_values.get_seq_length() > 0:
             decoder_input_ids = decoder_input_ids[:, past_key_values.get_seq_length() :]
         return {
             "decoder_input_ids": decoder_input_ids,
-            "past_key_values": past_key_values,
+            CACHE_NAME: past_key_values,
             "attention_mask": attention_mask,
             "encoder_outputs": encoder_outputs,
             "use_cache": use_cache,
         }
+
+
+# the embedding moved from ``encoder.embeddings`` into the shared RecurrentSourceEncoder's ``embed_tokens``;
+# files keep the first name
+register_checkpoint_renames(
+    "DualDecoderForKeywordGeneration",
+    {r"^encoder\.embeddings\.embedding\.": "encoder.embed_tokens.embedding."},
+)

@@ -1,10 +1,39 @@
 """Joint ATS2S+SL baseline of Liu et al. (CIKM'18): attentional seq2seq + tagger on one shared encoder."""
 
+from .. import MODELS, ModelSpec
 from .configuration_joint_seq2seq_tagger import JointSeq2SeqTaggerConfig
 from .modeling_joint_seq2seq_tagger import (
     JointSeq2SeqTaggerForConditionalGeneration,
     JointSeq2SeqTaggerOutput,
 )
+
+
+def _tiny_config(**overrides) -> JointSeq2SeqTaggerConfig:
+
+    settings = dict(
+        vocab_size=40,
+        output_vocab_size=24,
+        embedding_size=8,
+        hidden_size=8,
+        decoder_hidden_size=12,
+        attention="bahdanau",
+        dropout=0.0,
+        max_decoding_length=12,
+    )
+    return JointSeq2SeqTaggerConfig(**{**settings, **overrides})
+
+
+def _tiny_inputs(config: JointSeq2SeqTaggerConfig, seed: int = 0) -> dict:
+    """Seq2seq labels with one copy id per row where possible: the tags derive from it (a keyword)."""
+    from .._tiny import copyable_positions, tiny_labels, tiny_source
+
+    input_ids, mask = tiny_source(config.vocab_size, seed, config.pad_token_id, config.eos_token_id)
+    copyable = copyable_positions(input_ids, mask, config.output_vocab_size, config.eos_token_id)
+    rows = []
+    for row in range(input_ids.shape[0]):
+        copied = [config.output_vocab_size + j for j in copyable[row][:1]]
+        rows.append(copied + [4 + row, config.eos_token_id])
+    return {"input_ids": input_ids, "attention_mask": mask, "labels": tiny_labels(rows)}
 
 
 def register() -> None:
@@ -16,6 +45,19 @@ def register() -> None:
         JointSeq2SeqTaggerConfig, JointSeq2SeqTaggerForConditionalGeneration, exist_ok=True
     )
 
+
+MODELS.register(
+    "joint_seq2seq_tagger",
+    ModelSpec(
+        config_class=JointSeq2SeqTaggerConfig,
+        model_class=JointSeq2SeqTaggerForConditionalGeneration,
+        auto_class="AutoModelForSeq2SeqLM",
+        tiny_config=_tiny_config,
+        tiny_inputs=_tiny_inputs,
+        variants={"lstm-bahdanau": {}},
+        exact_accumulation=False,
+    ),
+)
 
 __all__ = [
     "JointSeq2SeqTaggerConfig",

@@ -21,13 +21,12 @@ import torch
 from torch import nn
 from transformers.modeling_outputs import Seq2SeqLMOutput
 
-from ...nn.cache import RecurrentStateCache
+from ...nn.cache import RecurrentStateCache, cache_of, pick_cache, with_cache
 from ...nn.encoder import RecurrentEncoderOutput
+from ...nn.labels import IGNORE_INDEX, mask_labels
 from ...nn.loss import token_nll
 from ..rnn_seq2seq.modeling_rnn_seq2seq import RNNSeq2SeqForConditionalGeneration
 from .configuration_joint_seq2seq_tagger import JointSeq2SeqTaggerConfig
-
-_LABEL_PAD_ID = -100
 
 
 @dataclass
@@ -63,11 +62,21 @@ class JointSeq2SeqTaggerForConditionalGeneration(RNNSeq2SeqForConditionalGenerat
             [config.pad_token_id, config.unk_token_id, config.bos_token_id, config.eos_token_id],
             device=labels.device,
         )
-        target = labels.masked_fill(torch.isin(labels, specials), _LABEL_PAD_ID).unsqueeze(1)  # (B, 1, T)
+        target = labels.masked_fill(torch.isin(labels, specials), IGNORE_INDEX).unsqueeze(1)  # (B, 1, T)
         in_target = ((source_ids.unsqueeze(2) == target) | (copy_ids.unsqueeze(2) == target)).any(dim=2)
-        tags = in_target.long().masked_fill(~mask, _LABEL_PAD_ID)
+        tags = in_target.long().masked_fill(~mask, IGNORE_INDEX)
         last = mask.long().sum(dim=1) - 1  # the [EOS] closing each source is not a word
-        return tags.scatter(1, last.unsqueeze(1), _LABEL_PAD_ID)
+        return tags.scatter(1, last.unsqueeze(1), IGNORE_INDEX)
+
+    def decoder_labels(self, labels: torch.LongTensor) -> torch.LongTensor:
+        """labels (B, T) in the extended space -> the decoder's targets (B, T): copy ids (>= V) become [UNK]
+        (the decoder has no copy mechanism: the plain ATS2S targets)."""
+        return labels.masked_fill(labels >= self.config.output_vocab_size, self.config.unk_token_id)
+
+    def prepare_decoder_input_ids_from_labels(self, labels: torch.LongTensor) -> torch.LongTensor:
+        """Teacher-forcing inputs (B, T) from the decoder's targets, so that a collator that calls this
+        (DataCollatorForSeq2Seq(model=...)) feeds the decoder what ``forward(labels=...)`` feeds it."""
+        return super().prepare_decoder_input_ids_from_labels(self.decoder_labels(labels))
 
     def tag(self, encoder_outputs: RecurrentEncoderOutput) -> torch.Tensor:
         """Tag scores (B, S, num_tag_labels) from the shared encoder states (B, S, H_out)."""
@@ -87,6 +96,7 @@ class JointSeq2SeqTaggerForConditionalGeneration(RNNSeq2SeqForConditionalGenerat
         source_word_ids: torch.LongTensor | None = None,
         num_items_in_batch: int | torch.Tensor | None = None,
         tag_labels: torch.LongTensor | None = None,
+        cache: RecurrentStateCache | None = None,
         **kwargs,
     ) -> JointSeq2SeqTaggerOutput:
         """As :meth:`RNNSeq2SeqForConditionalGeneration.forward`, plus the tagging head.
@@ -109,14 +119,12 @@ class JointSeq2SeqTaggerForConditionalGeneration(RNNSeq2SeqForConditionalGenerat
         if labels is not None:
             if tag_labels is None:
                 tag_labels = self.tag_labels_from_labels(labels, encoder_outputs)
-            decoder_labels = labels.masked_fill(
-                labels >= self.config.output_vocab_size, self.config.unk_token_id
-            )
+            decoder_labels = self.decoder_labels(labels)
         seq2seq = super().forward(
             attention_mask=attention_mask,
             decoder_input_ids=decoder_input_ids,
             encoder_outputs=encoder_outputs,
-            past_key_values=past_key_values,
+            past_key_values=pick_cache(past_key_values, cache),
             labels=decoder_labels,
             use_cache=use_cache,
             return_dict=True,
@@ -125,13 +133,21 @@ class JointSeq2SeqTaggerForConditionalGeneration(RNNSeq2SeqForConditionalGenerat
         tag_logits = self.tag(encoder_outputs)
         loss = tag_loss = None
         if labels is not None:
-            # the tag loss is its own per-token mean: num_items_in_batch counts decoder label tokens
+            # the tag loss is its own per-token mean (num_items_in_batch counts decoder label tokens only)
             tag_loss = token_nll(tag_logits, tag_labels)
-            loss = seq2seq.loss + self.config.tag_loss_weight * tag_loss
+            share = 1.0
+            if num_items_in_batch is not None:
+                # Trainer adds up the losses of accumulated micro-batches without dividing by their number
+                # (forward takes num_items_in_batch): weigh this micro-batch's tag mean by its share of the
+                # decoder label tokens so that the micro-batches sum to one mean, not to k means. Exact
+                # without accumulation (share 1); with it, a token-weighted mean of the micro-batch means.
+                decoder_tokens = (mask_labels(decoder_labels, self.config.pad_token_id) != IGNORE_INDEX).sum()
+                share = decoder_tokens / num_items_in_batch
+            loss = seq2seq.loss + self.config.tag_loss_weight * tag_loss * share
         return JointSeq2SeqTaggerOutput(
             loss=loss,
             logits=seq2seq.logits,
-            past_key_values=seq2seq.past_key_values,
+            **with_cache(cache_of(seq2seq)),
             tag_logits=tag_logits,
             decoder_loss=seq2seq.loss,
             tag_loss=tag_loss,

@@ -1,6 +1,7 @@
 """Configurable RNN encoder-decoder (LSTM|GRU|tanh-RNN; attention none|Bahdanau|Luong global/local;
 copy none|CopyNet) registered with AutoConfig and AutoModelForSeq2SeqLM."""
 
+from .. import MODELS, ModelSpec
 from .configuration_rnn_seq2seq import RNNSeq2SeqConfig
 from .modeling_rnn_seq2seq import (
     RNNSeq2SeqEncoder,
@@ -10,6 +11,37 @@ from .modeling_rnn_seq2seq import (
 )
 
 
+def _tiny_config(**overrides) -> RNNSeq2SeqConfig:
+    settings = dict(
+        vocab_size=40,
+        output_vocab_size=24,
+        embedding_size=8,
+        hidden_size=8,
+        decoder_hidden_size=12,
+        attention="bahdanau",
+        dropout=0.0,
+        max_decoding_length=12,
+    )
+    return RNNSeq2SeqConfig(**{**settings, **overrides})
+
+
+def _tiny_inputs(config: RNNSeq2SeqConfig, seed: int = 0) -> dict:
+    import torch
+
+    from .._tiny import copyable_positions, tiny_labels, tiny_source
+
+    input_ids, mask = tiny_source(config.vocab_size, seed, config.pad_token_id, config.eos_token_id)
+    generator = torch.Generator().manual_seed(seed + 1)
+    copyable = copyable_positions(input_ids, mask, config.output_vocab_size, config.eos_token_id)
+    rows = []
+    for row, length in enumerate((5, 3, 2)):
+        words = torch.randint(4, config.output_vocab_size, (length - 1,), generator=generator).tolist()
+        if config.copy == "copynet" and copyable[row]:
+            words[0] = config.output_vocab_size + copyable[row][0]  # copy a source word (extended id)
+        rows.append(words + [config.eos_token_id])
+    return {"input_ids": input_ids, "attention_mask": mask, "labels": tiny_labels(rows)}
+
+
 def register() -> None:
     """Make ``AutoConfig`` / ``AutoModelForSeq2SeqLM`` resolve model_type "rnn_seq2seq"."""
     from transformers import AutoConfig, AutoModelForSeq2SeqLM
@@ -17,6 +49,41 @@ def register() -> None:
     AutoConfig.register(RNNSeq2SeqConfig.model_type, RNNSeq2SeqConfig, exist_ok=True)
     AutoModelForSeq2SeqLM.register(RNNSeq2SeqConfig, RNNSeq2SeqForConditionalGeneration, exist_ok=True)
 
+
+MODELS.register(
+    "rnn_seq2seq",
+    ModelSpec(
+        config_class=RNNSeq2SeqConfig,
+        model_class=RNNSeq2SeqForConditionalGeneration,
+        auto_class="AutoModelForSeq2SeqLM",
+        tiny_config=_tiny_config,
+        tiny_inputs=_tiny_inputs,
+        variants={
+            "gru-bahdanau": dict(cell="gru"),
+            "lstm-vanilla": dict(attention="none"),
+            "lstm-luong-general-2layers-untied": dict(
+                attention="luong-general",
+                num_encoder_layers=2,
+                num_decoder_layers=2,
+                tie_word_embeddings=False,
+            ),
+            "lstm-luong-dot": dict(attention="luong-dot", decoder_hidden_size=16),
+            "gru-luong-concat-no-input-feeding": dict(
+                cell="gru", attention="luong-concat", input_feeding=False
+            ),
+            "lstm-luong-local": dict(attention="luong-local", local_attention_window=1),
+            "lstm-song2017-local-previous": dict(attention="luong-local", attention_query="previous"),
+            "rnn-unidirectional-2layers": dict(
+                cell="rnn", bidirectional_encoder=False, num_encoder_layers=2, num_decoder_layers=2
+            ),
+            "gru-copynet": dict(cell="gru", copy="copynet"),
+            # no input feeding, no selective read: the decoder runs all teacher-forced steps in one RNN call
+            "lstm-copynet-luong-parallel": dict(
+                attention="luong-general", copy="copynet", copy_selective_read=False, input_feeding=False
+            ),
+        },
+    ),
+)
 
 __all__ = [
     "RNNSeq2SeqConfig",

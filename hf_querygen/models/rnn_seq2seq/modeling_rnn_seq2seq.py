@@ -13,63 +13,46 @@ from __future__ import annotations
 
 import torch
 from torch import nn
-from transformers import GenerationMixin, PreTrainedModel
+from transformers import PreTrainedModel
 from transformers.modeling_outputs import Seq2SeqLMOutput
 
 from ...nn.attention import build_attention
-from ...nn.cache import RecurrentStateCache
+from ...nn.cache import RecurrentStateCache, pick_cache, with_cache
 from ...nn.copy import CopyNet, extended_to_input_ids
 from ...nn.encoder import (
     RecurrentEncoderOutput,
+    RecurrentSourceEncoder,
     RNNEncoder,
     WordEmbeddings,
     build_rnn,
-    recurrent_encoder_output,
 )
 from ...nn.initialization import init_uniform_weights
+from ...nn.labels import IGNORE_INDEX, mask_labels, shift_labels_right
 from ...nn.loss import token_nll
+from .._generation import ExtendedSpaceLMOutput, RecurrentGenerationMixin
 from .configuration_rnn_seq2seq import RNNSeq2SeqConfig
 
 #: historical name of this model's encoder output (the class is shared with the dual decoder)
 RNNSeq2SeqEncoderOutput = RecurrentEncoderOutput
 
 
-class RNNSeq2SeqEncoder(nn.Module):
-    """Embedding + (bi)RNN encoder; what ``generate()`` runs once per batch."""
-
-    main_input_name = "input_ids"
+class RNNSeq2SeqEncoder(RecurrentSourceEncoder):
+    """Embedding + (bi)RNN encoder built from an :class:`RNNSeq2SeqConfig`: the shared
+    :class:`~hf_querygen.nn.encoder.RecurrentSourceEncoder`; what ``generate()`` runs once per batch."""
 
     def __init__(self, config: RNNSeq2SeqConfig):
-        super().__init__()
-        self.pad_token_id = config.pad_token_id
-        self.embed_tokens = WordEmbeddings(
-            config.vocab_size, config.embedding_size, config.pad_token_id, config.dropout
+        super().__init__(
+            WordEmbeddings(config.vocab_size, config.embedding_size, config.pad_token_id, config.dropout),
+            RNNEncoder(
+                config.embedding_size,
+                config.hidden_size,
+                config.num_encoder_layers,
+                config.cell,
+                config.bidirectional_encoder,
+                config.dropout,
+            ),
+            pad_token_id=config.pad_token_id,
         )
-        self.rnn = RNNEncoder(
-            config.embedding_size,
-            config.hidden_size,
-            config.num_encoder_layers,
-            config.cell,
-            config.bidirectional_encoder,
-            config.dropout,
-        )
-
-    def forward(
-        self,
-        input_ids: torch.LongTensor,
-        attention_mask: torch.Tensor | None = None,
-        source_word_ids: torch.LongTensor | None = None,
-        **kwargs,
-    ) -> RecurrentEncoderOutput:
-        """input_ids (B, S), attention_mask (B, S) (default: input_ids != pad), source_word_ids (B, S)
-        optional
-        ids telling distinct out-of-vocabulary words apart for copying (default: input_ids)."""
-        if input_ids is None:
-            raise ValueError("RNNSeq2SeqEncoder needs input_ids (B, S)")
-        if attention_mask is None:
-            attention_mask = (input_ids != self.pad_token_id).long()
-        encoded = self.rnn(self.embed_tokens(input_ids), attention_mask)
-        return recurrent_encoder_output(encoded, input_ids, attention_mask, source_word_ids)
 
 
 class RNNSeq2SeqDecoder(nn.Module):
@@ -274,7 +257,7 @@ class RNNSeq2SeqPreTrainedModel(PreTrainedModel):
         init_uniform_weights(module, self.config.init_range)
 
 
-class RNNSeq2SeqForConditionalGeneration(RNNSeq2SeqPreTrainedModel, GenerationMixin):
+class RNNSeq2SeqForConditionalGeneration(RNNSeq2SeqPreTrainedModel, RecurrentGenerationMixin):
     """Configurable RNN encoder-decoder with a language-modelling head, for ``generate()`` and Trainer.
 
     Labels live in the extended output space when ``config.copy == "copynet"`` (V + j = copy source
@@ -291,9 +274,10 @@ class RNNSeq2SeqForConditionalGeneration(RNNSeq2SeqPreTrainedModel, GenerationMi
         if self.generation_config is not None:
             self.generation_config.max_length = config.max_decoding_length
 
-    @classmethod
-    def _supports_default_dynamic_cache(cls) -> bool:
-        return False  # the decoder state lives in a RecurrentStateCache, not a key/value cache
+    @property
+    def logits_are_log_probs(self) -> bool:
+        """CopyNet returns log-probabilities over V + S in ``logits``; otherwise raw scores over V."""
+        return self.config.copy == "copynet"
 
     def get_encoder(self) -> RNNSeq2SeqEncoder:
         return self.encoder
@@ -304,14 +288,26 @@ class RNNSeq2SeqForConditionalGeneration(RNNSeq2SeqPreTrainedModel, GenerationMi
     def set_input_embeddings(self, value: nn.Embedding) -> None:
         self.encoder.embed_tokens.embedding = value
 
+    def _resize_token_embeddings(self, new_num_tokens, pad_to_multiple_of=None, mean_resizing=True):
+        """transformers resizes the input (encoder) table; an untied decoder table must follow, else the
+        config's new vocab_size no longer matches the decoder and the saved model cannot be loaded."""
+        decoder_table = self.decoder.embed_tokens.embedding
+        tied = decoder_table.weight is self.get_input_embeddings().weight
+        resized = super()._resize_token_embeddings(new_num_tokens, pad_to_multiple_of, mean_resizing)
+        if not tied:
+            self.decoder.embed_tokens.embedding = self._get_resized_embeddings(
+                decoder_table, resized.num_embeddings, mean_resizing=mean_resizing
+            )
+        return resized
+
     def get_output_embeddings(self) -> None:
         return None  # the output projection spans output_vocab_size, not the embedding table
 
     def prepare_decoder_input_ids_from_labels(self, labels: torch.LongTensor) -> torch.LongTensor:
-        """Teacher forcing input: labels shifted right behind ``decoder_start_token_id``, -100 -> pad."""
-        start = labels.new_full((labels.shape[0], 1), self.config.decoder_start_token_id)
-        shifted = torch.cat([start, labels[:, :-1]], dim=1)
-        return shifted.masked_fill(shifted == -100, self.config.pad_token_id)
+        """Teacher forcing input (B, T): labels (B, T) shifted right behind ``decoder_start_token_id``,
+        ignored (-100) -> pad (:func:`hf_querygen.nn.labels.shift_labels_right`; DataCollatorForSeq2Seq
+        calls this too)."""
+        return shift_labels_right(labels, self.config.decoder_start_token_id, self.config.pad_token_id)
 
     def compute_loss_from_scores(
         self,
@@ -326,7 +322,7 @@ class RNNSeq2SeqForConditionalGeneration(RNNSeq2SeqPreTrainedModel, GenerationMi
             raise ValueError(
                 f"labels {tuple(labels.shape)} do not match the decoder steps {tuple(scores.shape[:2])}"
             )
-        labels = labels.masked_fill(labels == self.config.pad_token_id, -100)
+        labels = mask_labels(labels, self.config.pad_token_id)
         if self.config.copy == "none" and bool((labels >= self.config.output_vocab_size).any()):
             raise ValueError(
                 f"label id {int(labels.max())} is outside the output vocabulary "
@@ -335,7 +331,7 @@ class RNNSeq2SeqForConditionalGeneration(RNNSeq2SeqPreTrainedModel, GenerationMi
             )
         if self.config.copy == "copynet":
             label_scores = scores.gather(-1, labels.clamp(0, scores.shape[-1] - 1).unsqueeze(-1)).squeeze(-1)
-            dead = torch.isneginf(label_scores) & (labels != -100)
+            dead = torch.isneginf(label_scores) & (labels != IGNORE_INDEX)
             if bool(dead.any()):
                 row, step = dead.nonzero()[0].tolist()
                 raise ValueError(
@@ -360,6 +356,7 @@ class RNNSeq2SeqForConditionalGeneration(RNNSeq2SeqPreTrainedModel, GenerationMi
         return_dict: bool | None = None,
         source_word_ids: torch.LongTensor | None = None,
         num_items_in_batch: int | torch.Tensor | None = None,
+        cache: RecurrentStateCache | None = None,
         **kwargs,
     ) -> Seq2SeqLMOutput | tuple:
         """Encode (unless ``encoder_outputs`` is given) and decode with teacher forcing or one cached step.
@@ -372,16 +369,19 @@ class RNNSeq2SeqForConditionalGeneration(RNNSeq2SeqPreTrainedModel, GenerationMi
             decoder_attention_mask: (B, T) accepted for API compatibility; a unidirectional decoder over
                 right-padded targets never looks at later (padded) steps, so it is not needed.
             encoder_outputs: :class:`RecurrentEncoderOutput` computed before (generate() does).
-            past_key_values: :class:`RecurrentStateCache` from the previous step.
+            past_key_values: :class:`RecurrentStateCache` from the previous step (transformers <= 5.23).
             labels: (B, T) target ids, -100 (or pad) where no loss is taken.
-            use_cache: return the decoder state in ``past_key_values`` (default: True unless labels are
-            given).
+            use_cache: return the decoder state (default: True unless labels are given), in the output
+                field the installed generate() reads (``cache`` >= 5.24, ``past_key_values`` before).
             source_word_ids: (B, S) ids telling distinct out-of-vocabulary source words apart (copy).
             num_items_in_batch: number of label tokens in the whole (accumulated) batch, from Trainer.
+            cache: the same state under its transformers >= 5.24 name (generate() passes one of the two).
 
         Returns:
-            Seq2SeqLMOutput with ``logits`` (B, T, C): raw scores over the output vocabulary (copy none) or
-            log-probabilities over the extended output space V + S (copynet); ``loss`` when labels are given.
+            Seq2SeqLMOutput with ``logits`` (B, T, V) raw scores (copy none), or
+            :class:`~hf_querygen.models._generation.ExtendedSpaceLMOutput` with ``logits`` (B, T, V + S)
+            normalised log-probabilities over the extended output space (copynet); ``loss`` when labels are
+            given.
         """
         return_dict = self.config.return_dict if return_dict is None else return_dict
         if encoder_outputs is None:
@@ -400,23 +400,25 @@ class RNNSeq2SeqForConditionalGeneration(RNNSeq2SeqPreTrainedModel, GenerationMi
         if use_cache is None:
             use_cache = labels is None
 
+        past_key_values = pick_cache(past_key_values, cache)
         resuming = past_key_values is not None and past_key_values.get_seq_length() > 0
         state = dict(past_key_values.items()) if resuming else self.decoder.initial_state(encoder_outputs)
         scores, state = self.decoder(decoder_input_ids, encoder_outputs, state)
 
-        cache = None
+        new_cache = None
         if use_cache:
-            cache = past_key_values if past_key_values is not None else RecurrentStateCache()
-            cache.update(**state)
-            cache.advance(decoder_input_ids.shape[1])
+            new_cache = past_key_values if past_key_values is not None else RecurrentStateCache()
+            new_cache.update(**state)
+            new_cache.advance(decoder_input_ids.shape[1])
 
         loss = None
         if labels is not None:
             loss = self.compute_loss_from_scores(scores, labels, num_items_in_batch)
 
         if not return_dict:
-            return tuple(value for value in (loss, scores, cache) if value is not None)
-        return Seq2SeqLMOutput(loss=loss, logits=scores, past_key_values=cache)
+            return tuple(value for value in (loss, scores, new_cache) if value is not None)
+        output_class = ExtendedSpaceLMOutput if self.logits_are_log_probs else Seq2SeqLMOutput
+        return output_class(loss=loss, logits=scores, **with_cache(new_cache))
 
 
 __all__ = [

@@ -1,7 +1,31 @@
 """(Bi)LSTM token classifier registered with AutoConfig and AutoModelForTokenClassification."""
 
+from .. import MODELS, ModelSpec
 from .configuration_rnn_tagger import RNNTaggerConfig
 from .modeling_rnn_tagger import RNNTaggerForTokenClassification, RNNTaggerPreTrainedModel
+
+
+def _tiny_config(**overrides) -> RNNTaggerConfig:
+    tags = {0: "O", 1: "B", 2: "I"}
+    settings = dict(
+        vocab_size=40,
+        embedding_size=8,
+        hidden_size=8,
+        id2label=tags,
+        label2id={tag: i for i, tag in tags.items()},
+    )
+    return RNNTaggerConfig(**{**settings, **overrides})
+
+
+def _tiny_inputs(config: RNNTaggerConfig, seed: int = 0) -> dict:
+    import torch
+
+    from .._tiny import tiny_source
+
+    input_ids, mask = tiny_source(config.vocab_size, seed, config.pad_token_id, eos_token_id=3)
+    generator = torch.Generator().manual_seed(seed + 1)
+    labels = torch.randint(0, config.num_labels, input_ids.shape, generator=generator)
+    return {"input_ids": input_ids, "attention_mask": mask, "labels": labels.masked_fill(mask == 0, -100)}
 
 
 def register() -> None:
@@ -11,5 +35,18 @@ def register() -> None:
     AutoConfig.register(RNNTaggerConfig.model_type, RNNTaggerConfig, exist_ok=True)
     AutoModelForTokenClassification.register(RNNTaggerConfig, RNNTaggerForTokenClassification, exist_ok=True)
 
+
+MODELS.register(
+    "rnn_tagger",
+    ModelSpec(
+        config_class=RNNTaggerConfig,
+        model_class=RNNTaggerForTokenClassification,
+        auto_class="AutoModelForTokenClassification",
+        tiny_config=_tiny_config,
+        tiny_inputs=_tiny_inputs,
+        variants={"bilstm": {}, "gru-2layers": dict(cell="gru", num_layers=2)},
+        generates=False,
+    ),
+)
 
 __all__ = ["RNNTaggerConfig", "RNNTaggerForTokenClassification", "RNNTaggerPreTrainedModel", "register"]

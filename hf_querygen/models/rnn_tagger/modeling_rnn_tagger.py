@@ -11,9 +11,10 @@ from torch import nn
 from transformers import PreTrainedModel
 from transformers.modeling_outputs import TokenClassifierOutput
 
-from ...nn.encoder import RNNEncoder, WordEmbeddings
+from ...nn.encoder import RecurrentSourceEncoder, RNNEncoder, WordEmbeddings
 from ...nn.initialization import init_uniform_weights
 from ...nn.loss import token_nll
+from .._checkpoint_keys import register_checkpoint_renames
 from .configuration_rnn_tagger import RNNTaggerConfig
 
 
@@ -32,26 +33,28 @@ class RNNTaggerForTokenClassification(RNNTaggerPreTrainedModel):
     def __init__(self, config: RNNTaggerConfig):
         super().__init__(config)
         self.num_labels = config.num_labels
-        self.embed_tokens = WordEmbeddings(
-            config.vocab_size, config.embedding_size, config.pad_token_id, config.dropout
-        )
-        self.encoder = RNNEncoder(
-            config.embedding_size,
-            config.hidden_size,
-            config.num_layers,
-            config.cell,
-            config.bidirectional,
-            config.dropout,
+        # the same source encoder as the encoder-decoders (nn.encoder.RecurrentSourceEncoder)
+        self.encoder = RecurrentSourceEncoder(
+            WordEmbeddings(config.vocab_size, config.embedding_size, config.pad_token_id, config.dropout),
+            RNNEncoder(
+                config.embedding_size,
+                config.hidden_size,
+                config.num_layers,
+                config.cell,
+                config.bidirectional,
+                config.dropout,
+            ),
+            pad_token_id=config.pad_token_id,
         )
         self.dropout = nn.Dropout(config.dropout)
         self.classifier = nn.Linear(self.encoder.output_size, config.num_labels)
         self.post_init()
 
     def get_input_embeddings(self) -> nn.Embedding:
-        return self.embed_tokens.embedding
+        return self.encoder.embed_tokens.embedding
 
     def set_input_embeddings(self, value: nn.Embedding) -> None:
-        self.embed_tokens.embedding = value
+        self.encoder.embed_tokens.embedding = value
 
     def forward(
         self,
@@ -68,10 +71,8 @@ class RNNTaggerForTokenClassification(RNNTaggerPreTrainedModel):
         if input_ids is None:
             raise ValueError("RNNTaggerForTokenClassification needs input_ids (B, S)")
         return_dict = self.config.return_dict if return_dict is None else return_dict
-        if attention_mask is None:
-            attention_mask = (input_ids != self.config.pad_token_id).long()
-        encoded = self.encoder(self.embed_tokens(input_ids), attention_mask)
-        logits = self.classifier(self.dropout(encoded.outputs))
+        encoded = self.encoder(input_ids, attention_mask)
+        logits = self.classifier(self.dropout(encoded.last_hidden_state))
         loss = None
         if labels is not None:
             if labels.shape != input_ids.shape:
@@ -83,5 +84,14 @@ class RNNTaggerForTokenClassification(RNNTaggerPreTrainedModel):
             return (loss, logits) if loss is not None else (logits,)
         return TokenClassifierOutput(loss=loss, logits=logits)
 
+
+# the embedding and RNN moved into the shared RecurrentSourceEncoder; files keep the first names
+register_checkpoint_renames(
+    "RNNTaggerForTokenClassification",
+    {
+        r"^embed_tokens\.embedding\.": "encoder.embed_tokens.embedding.",
+        r"^encoder\.rnn\.(weight|bias)": r"encoder.rnn.rnn.\1",
+    },
+)
 
 __all__ = ["RNNTaggerForTokenClassification", "RNNTaggerPreTrainedModel"]

@@ -1,0 +1,140 @@
+"""What every recurrent encoder-decoder of the library shares for ``generate()``: the recurrent-state cache
+plumbing, the ``logits`` contract of the copy / pointer models, and LogitsProcessors that stay correct on
+their log-probability outputs.
+
+The ``logits`` contract
+-----------------------
+* Models without a copy mechanism return **raw scores** (``W_o s_t + b``), like every transformers model.
+* Copy / pointer models (the CopyNet configuration of :class:`RNNSeq2SeqForConditionalGeneration`, the dual
+  decoder) return **normalised log-probabilities** ``log p(y)`` over the extended output space
+  ``[vocabulary V | source positions S]`` (:class:`ExtendedSpaceLMOutput`). Their distribution is a
+  mixture (Gu et al. 2016 Eq. 4-6; Liu et al. 2018 Eq. 4 and the phase masks) with no raw-score form, and
+  ``log p`` is a valid logit vector: ``softmax(log p) = p`` and ``log_softmax(log p) = log p``, so greedy
+  search, sampling and beam search (which applies ``log_softmax`` first) all decode the model's distribution.
+  Impossible outputs (dead copy slots, the other phase's part) are ``-inf``.
+
+LogitsProcessors on log-probabilities
+-------------------------------------
+transformers applies the processors to ``log_softmax(logits)`` in beam search and to the raw ``logits`` in
+greedy search and sampling. For a copy model the two coincide: every decoding mode hands the processors
+log-probabilities, so a processor behaves the same way whatever the search. The masking processors
+(``min_length``, ``bad_words_ids``, ``no_repeat_ngram_size``) set ``-inf`` and are exact on any scale. The
+repetition penalty theta (Keskar et al. 2019) multiplies a negative score by theta: on a log-probability
+that is ``p -> p ** theta`` (renormalised), which lowers the probability of every token already produced,
+most for the unlikely ones, exactly what it does to every model under beam search. The copy space keeps
+one id per source word (repeats go to the first occurrence, in-vocabulary words fold into their vocabulary
+id, :mod:`hf_querygen.nn.copy`), so "token already produced" means "word already produced".
+
+One case is specific to models whose phases mask most of the output space: a processor can leave a row with
+no finite score (``min_length`` after the pointer-only dual decoder's end sentinel, whose only continuation
+is ``[EOS]``; ``no_repeat_ngram_size`` when every live source position was used). Greedy search and sampling
+would then emit id 0 (``[PAD]``) from an all ``-inf`` row; :class:`RestoreDeadRowsLogitsProcessor` gives such
+a row its unprocessed scores back (the constraint cannot be met at this step, so it is waived). Beam search
+needs no fallback: a beam without a legal continuation is simply outscored by the beams that have one.
+
+Diverse beam groups (``num_beam_groups`` + ``diversity_penalty``, Vijayakumar et al. 2016) left transformers'
+core ``generate()`` in 5.x: it now loads the Hub repository ``transformers-community/group-beam-search`` as
+``custom_generate`` code and needs ``trust_remote_code=True`` and the network, so it cannot run offline.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from transformers import GenerationMixin
+from transformers.generation.logits_process import (
+    LogitsProcessor,
+    LogitsProcessorList,
+    SuppressTokensLogitsProcessor,
+)
+from transformers.modeling_outputs import Seq2SeqLMOutput
+
+from ..nn.cache import RecurrentStateCache
+
+
+@dataclass
+class ExtendedSpaceLMOutput(Seq2SeqLMOutput):
+    """Seq2SeqLMOutput of a copy / pointer model.
+
+    ``logits`` (B, T, V + S) are **normalised log-probabilities** ``log p(y_t | y_<t, x)`` over the extended
+    output space (ids ``< V``: output-vocabulary words; ``V + j``: copy / point at source position j), not
+    raw scores; ``-inf`` marks outputs the model cannot produce at that step. ``logits.exp()`` sums to 1 over
+    the last dim. See :mod:`hf_querygen.models._generation` for what this means for LogitsProcessors.
+    """
+
+
+class SnapshotLogitsProcessor(LogitsProcessor):
+    """First in the list: remembers the scores before any processor changed them (for the fallback)."""
+
+    def __init__(self) -> None:
+        self.scores: torch.FloatTensor | None = None
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        self.scores = scores.clone()
+        return scores
+
+
+class RestoreDeadRowsLogitsProcessor(LogitsProcessor):
+    """Last in the list: a row (B * beams, C) whose processed scores are all ``-inf`` (or NaN) gets its
+    unprocessed scores back, so greedy search / sampling never pick an arbitrary id from a row the
+    processors emptied (see the module docstring)."""
+
+    def __init__(self, snapshot: SnapshotLogitsProcessor) -> None:
+        self.snapshot = snapshot
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        original = self.snapshot.scores
+        if original is None or original.shape != scores.shape:
+            return scores
+        dead = ~(torch.isfinite(scores) & ~torch.isnan(scores)).any(dim=-1, keepdim=True)  # (rows, 1)
+        return torch.where(dead, original.to(scores.dtype), scores)
+
+
+class RecurrentGenerationMixin(GenerationMixin):
+    """``generate()`` for the RNN encoder-decoders: state in a :class:`RecurrentStateCache` (no key/value
+    cache), beam reordering, [PAD] / decoder start never generated, and the dead-row fallback around the
+    LogitsProcessors for greedy search and sampling. ``logits_are_log_probs`` tells callers which side of
+    the ``logits`` contract a model is on."""
+
+    @property
+    def logits_are_log_probs(self) -> bool:
+        """True when ``forward(...).logits`` are normalised log-probabilities (copy / pointer models)."""
+        return False
+
+    @classmethod
+    def _supports_default_dynamic_cache(cls) -> bool:
+        return False  # the decoder state lives in a RecurrentStateCache, not a key/value cache
+
+    def _reorder_cache(
+        self, past_key_values: RecurrentStateCache, beam_idx: torch.LongTensor
+    ) -> RecurrentStateCache:
+        """Beam search: keep, for every row, the state of the beam it continues."""
+        past_key_values.reorder_cache(beam_idx)
+        return past_key_values
+
+    def never_generated_ids(self) -> list[int]:
+        """Ids that are never a target ([PAD]: label padding is -100; the decoder start token): generate()
+        suppresses them whatever the generation config says, so that a processor that lowers the other
+        scores (repetition_penalty) cannot make [PAD] the best next token."""
+        config = self.config
+        ids = {config.pad_token_id, getattr(config, "decoder_start_token_id", None)}
+        return sorted(i for i in ids if i is not None and i != config.eos_token_id)
+
+    def _get_logits_processor(self, generation_config, *args, **kwargs) -> LogitsProcessorList:
+        processors = super()._get_logits_processor(generation_config, *args, **kwargs)
+        never = self.never_generated_ids()
+        if never:
+            processors.insert(0, SuppressTokensLogitsProcessor(never, device=self.device))
+        if (generation_config.num_beams or 1) > 1:
+            return processors  # beam search prunes beams without a legal continuation by itself
+        snapshot = SnapshotLogitsProcessor()
+        return LogitsProcessorList([snapshot, *processors, RestoreDeadRowsLogitsProcessor(snapshot)])
+
+
+__all__ = [
+    "ExtendedSpaceLMOutput",
+    "RecurrentGenerationMixin",
+    "RestoreDeadRowsLogitsProcessor",
+    "SnapshotLogitsProcessor",
+]
