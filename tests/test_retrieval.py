@@ -271,3 +271,34 @@ def test_empty_documents_and_empty_collection():
     assert hits[0].row == 1 and hits[1].score == pytest.approx(math.log(1 / 3))  # empty doc: log P(alpha|C)
     empty = Index.from_texts([], **SMALL)
     assert len(empty) == 0 and empty.search("alpha") == []
+
+
+def test_index_cli_build_and_search(tmp_path, capsys):
+    import json
+
+    from hf_querygen.cli import main
+
+    docs = tmp_path / "docs.tsv"
+    docs.write_text("d1\tthe red fox\nd2\ta blue hen\nd3\tred hens and foxes\n")
+    assert main(["index", "build", str(docs), str(tmp_path / "ix")]) == 0
+    assert (
+        main(
+            [
+                "index",
+                "search",
+                str(tmp_path / "ix"),
+                "red fox",
+                "-k",
+                "2",
+                "--ranker",
+                "sdm",
+                "--param",
+                "mu=10",
+            ]
+        )
+        == 0
+    )
+    line = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert line["query"] == "red fox" and [h["id"] for h in line["hits"]] == ["d1", "d3"]
+    with pytest.raises(InvalidInputError, match="overwrite"):
+        main(["index", "build", str(docs), str(tmp_path / "ix")])
