@@ -16,6 +16,7 @@ COMMAND_MODULES = (
     "hf_querygen.corpora.cli",
     "hf_querygen.experiments.cli",
     "hf_querygen.retrieval.cli",
+    "hf_querygen.experiments.retrieval",
 )
 
 
