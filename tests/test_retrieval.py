@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 
 import numpy as np
 import pytest
@@ -77,7 +78,10 @@ def index(corpus):
     "query",
     ["alpha beta", "beta alpha gamma", "alpha alpha", "eta zeta eta delta", "gamma", "alpha unseen beta"],
 )
-@pytest.mark.parametrize("params", [{}, {"mu": 50.0, "window": 4, "weights": (0.6, 0.3, 0.1)}])
+@pytest.mark.parametrize(
+    "params",
+    [{}, {"mu": 50.0, "window": 4, "weights": (0.6, 0.3, 0.1)}, {"window": 25}],  # 25: binary-search path
+)
 def test_sdm_equals_brute_force_reference_on_every_document(index, corpus, query, params):
     docs = [text.split() for text in corpus]
     expected = reference_sdm(docs, query.split(), **params)
@@ -173,6 +177,21 @@ def test_search_batch_equals_search(index):
 )
 def test_analyzer_is_the_library_normaliser(text):
     assert analyze(text) == normalize_for_matching(text).split()
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.text(alphabet="ab _'-\x0b\x1c\x1e\x1f\t\n", max_size=12) | st.text(max_size=8), max_size=6)
+)
+def test_analyze_many_equals_analyze_and_tantivy_sees_the_same_terms(texts):
+    from hf_querygen.retrieval.analysis import analyze_many
+
+    terms, index_texts = analyze_many(texts)
+    assert terms == [analyze(t) for t in texts]
+    tantivy_whitespace = " \t\n\r\x0c"  # what tantivy's whitespace tokenizer splits on (checked)
+    for text, expected in zip(index_texts, terms, strict=True):
+        assert not any(c.isspace() and c not in tantivy_whitespace for c in text)
+        assert [t for t in re.split("[ \t\n\r\x0c]", text) if t] == expected
 
 
 def test_analyzer_splits_underscores_like_the_library():

@@ -42,7 +42,7 @@ import numpy as np
 
 from hf_querygen.errors import InvalidInputError, ModelFolderError
 
-from .analysis import analyze
+from .analysis import analyze, analyze_many
 from .rankers import (
     BM25_DEFAULT_B,
     BM25_DEFAULT_K1,
@@ -169,18 +169,24 @@ class Index:
         tokens = array.array("i")
         lengths = array.array("q")
         document = tantivy.Document
-        for row, text in enumerate(texts):
-            if not isinstance(text, str):
-                raise InvalidInputError(
-                    f"Index.from_texts: text {row} is {type(text).__name__}, not a string"
-                )
-            terms = analyze(text)
-            tokens.extend([vocab.setdefault(t, len(vocab)) for t in terms])
-            lengths.append(len(terms))
-            doc = document()
-            doc.add_unsigned(ROW_FIELD, row)
-            doc.add_text(TEXT_FIELD, " ".join(terms))
-            writer.add_document(doc)
+        row = 0
+        for chunk in _chunks(texts, 8192):
+            try:
+                chunk_terms, index_texts = analyze_many(chunk)
+            except TypeError as err:
+                raise InvalidInputError(f"Index.from_texts: {err} (text {row} is the chunk's first)") from err
+            # term ids in bulk: new terms first, then a C-level map over the chunk's tokens
+            flat = [term for terms in chunk_terms for term in terms]
+            for term in [t for t in dict.fromkeys(flat) if t not in vocab]:
+                vocab[term] = len(vocab)
+            tokens.extend(map(vocab.__getitem__, flat))
+            lengths.extend(map(len, chunk_terms))
+            for index_text in index_texts:
+                doc = document()
+                doc.add_unsigned(ROW_FIELD, row)
+                doc.add_text(TEXT_FIELD, index_text)
+                writer.add_document(doc)
+                row += 1
         writer.commit()
         writer.wait_merging_threads()
         num_docs = len(lengths)
@@ -409,6 +415,17 @@ class _SizedIter:
 
     def __len__(self) -> int:
         return self._length
+
+
+def _chunks(iterable: Iterable, size: int) -> Iterable[list]:
+    chunk = []
+    for item in iterable:
+        chunk.append(item)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
 
 
 def _ranker_params(ranker: str, params: dict[str, Any]) -> dict[str, Any]:

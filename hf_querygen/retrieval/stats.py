@@ -200,17 +200,27 @@ class CollectionStats:
     def _starts_followed_by(self, a: int, b: int, reach: int) -> np.ndarray:
         """Documents (one per match, ascending) of the positions p holding ``a`` such that ``b``
         occurs at some q with p < q <= p + reach, q in p's document."""
-        pa = self.positions[self.pos_ptr[a] : self.pos_ptr[a + 1]]
-        pb = self.positions[self.pos_ptr[b] : self.pos_ptr[b + 1]]
-        if reach < 1 or not len(pa) or not len(pb):
+        lo, hi = self.pos_ptr[a], self.pos_ptr[a + 1]
+        pa = self.positions[lo:hi]
+        if reach < 1 or not len(pa) or self.cf(b) == 0:
             return np.zeros(0, dtype=np.int32)
-        docs = self.pos_doc[self.pos_ptr[a] : self.pos_ptr[a + 1]]
-        nxt_index = np.searchsorted(pb, pa, side="right")  # first occurrence of b strictly after p
-        found = nxt_index < len(pb)
+        docs = self.pos_doc[lo:hi]
+        doc_end = self.doc_offsets[docs.astype(np.int64) + 1]  # one past p's document
+        if reach <= 16:
+            # short windows: look at the tokens after each p directly (monotone gathers, O(reach |A|))
+            last = len(self.tokens) - 1
+            found = np.zeros(len(pa), dtype=bool)
+            for offset in range(1, reach + 1):
+                q = pa + offset
+                found |= (self.tokens[np.minimum(q, last)] == b) & (q < doc_end)
+            return np.asarray(docs[found])
+        # long windows: the first occurrence of b after p, by binary search (O(|A| log |B|))
+        pb = self.positions[self.pos_ptr[b] : self.pos_ptr[b + 1]]
+        nxt_index = np.searchsorted(pb, pa, side="right")
+        inside = nxt_index < len(pb)
         nxt = np.full(len(pa), np.iinfo(np.int64).max, dtype=np.int64)
-        nxt[found] = pb[nxt_index[found]]
-        limit = np.minimum(pa + reach, self.doc_offsets[docs.astype(np.int64) + 1] - 1)
-        return np.asarray(docs[nxt <= limit])
+        nxt[inside] = pb[nxt_index[inside]]
+        return np.asarray(docs[nxt <= np.minimum(pa + reach, doc_end - 1)])
 
     def window_tf(
         self, a: int, b: int, width: int, ordered: bool, docs: np.ndarray
