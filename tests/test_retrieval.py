@@ -106,6 +106,28 @@ def test_sdm_fuzzed_against_reference(docs, query, window):
     np.testing.assert_allclose(got, expected, rtol=1e-12)
 
 
+def test_window_counting_sides_agree(index):
+    # from the first term's side, from the second's (used when it is rarer), and by binary search
+    stats = index.stats
+    for a in range(len(stats.vocab)):
+        for b in range(len(stats.vocab)):
+            for reach in (1, 3, 7):
+                from_a = stats._starts_followed_by(a, b, reach, side="a")
+                np.testing.assert_array_equal(from_a, stats._starts_followed_by(a, b, reach, side="b"))
+            long_reach = stats._starts_followed_by(a, b, 20, side="a")
+            slow = [
+                d
+                for d in range(stats.num_docs)
+                for _ in range(_count_followed(stats.document_terms(d), a, b, 20, stats))
+            ]
+            np.testing.assert_array_equal(long_reach, slow)
+
+
+def _count_followed(terms, a, b, reach, stats):
+    ta, tb = stats.vocab[a], stats.vocab[b]
+    return sum(1 for i, t in enumerate(terms) if t == ta and tb in terms[i + 1 : i + 1 + reach])
+
+
 def test_sdm_hand_computed():
     # |C| = 10. cf(a) = cf(b) = 3 -> P = 0.3; #1(a b): D0 twice -> cf 2, P 0.2;
     # #uw8(a b): D0 positions 0 (a, b follows), 1 (b, a at 3), 3 (a, b at 4) -> 3, D1 position 0 (b, a

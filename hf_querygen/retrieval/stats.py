@@ -44,7 +44,9 @@ class CollectionStats:
         self.vocab = list(vocab)
         self.term_ids = {term: i for i, term in enumerate(self.vocab)}
         for name in ARRAYS:
-            setattr(self, name, arrays[name])
+            # a plain ndarray view of a memmap: numpy's memmap subclass makes every slice and gather
+            # pay a Python-level __getitem__/__array_finalize__ (measured: 60% of SDM time at 1M docs)
+            setattr(self, name, np.asarray(arrays[name]))
         self.num_docs = len(self.doc_offsets) - 1
         self.num_tokens = int(self.doc_offsets[-1]) if self.num_docs else 0
         self.doc_lengths = np.diff(self.doc_offsets)
@@ -197,18 +199,38 @@ class CollectionStats:
                 self._window_cache.popitem(last=False)
         return result
 
-    def _starts_followed_by(self, a: int, b: int, reach: int) -> np.ndarray:
+    def _starts_followed_by(self, a: int, b: int, reach: int, side: str = "auto") -> np.ndarray:
         """Documents (one per match, ascending) of the positions p holding ``a`` such that ``b``
-        occurs at some q with p < q <= p + reach, q in p's document."""
+        occurs at some q with p < q <= p + reach, q in p's document.
+
+        The work is proportional to the rarer term's occurrences times ``reach``: from ``a``'s side
+        (look at the tokens after each p) or from ``b``'s side (look at the tokens before each q, then
+        de-duplicate the start positions). ``side`` forces one of them (``"a"``, ``"b"``; for tests).
+        """
+        cf_a, cf_b = self.cf(a), self.cf(b)
+        if reach < 1 or not cf_a or not cf_b:
+            return np.zeros(0, dtype=np.int32)
+        if side == "auto":
+            side = "a" if cf_a <= cf_b or reach > 16 else "b"
+        last = len(self.tokens) - 1
+        if side == "b":
+            lo, hi = self.pos_ptr[b], self.pos_ptr[b + 1]
+            qb = self.positions[lo:hi]
+            doc_start = self.doc_offsets[self.pos_doc[lo:hi].astype(np.int64)]
+            starts = []
+            for offset in range(1, reach + 1):
+                p = qb - offset
+                ok = (p >= doc_start) & (self.tokens[np.maximum(p, 0)] == a)
+                starts.append(p[ok])
+            matched = np.unique(np.concatenate(starts))  # a start position counts once
+            docs = np.searchsorted(self.doc_offsets, matched, side="right") - 1
+            return docs.astype(np.int32)
         lo, hi = self.pos_ptr[a], self.pos_ptr[a + 1]
         pa = self.positions[lo:hi]
-        if reach < 1 or not len(pa) or self.cf(b) == 0:
-            return np.zeros(0, dtype=np.int32)
         docs = self.pos_doc[lo:hi]
         doc_end = self.doc_offsets[docs.astype(np.int64) + 1]  # one past p's document
         if reach <= 16:
             # short windows: look at the tokens after each p directly (monotone gathers, O(reach |A|))
-            last = len(self.tokens) - 1
             found = np.zeros(len(pa), dtype=bool)
             for offset in range(1, reach + 1):
                 q = pa + offset
