@@ -56,7 +56,7 @@ _SEPARATOR = "\x1e"
 
 def analyze_many(texts: list[str]) -> tuple[list[list[str]], list[str]]:
     """``([analyze(t) for t in texts], index_texts)``, fast for ASCII: one ``bytes.translate`` over
-    the whole chunk instead of one per document.
+    all ASCII documents of the chunk instead of one per document (the others go one by one).
 
     ``index_texts[i]`` is what tantivy indexes for document ``i``: text whose tantivy whitespace
     tokens are exactly ``analyze(texts[i])`` (the normalised text itself when that holds, else the
@@ -65,16 +65,21 @@ def analyze_many(texts: list[str]) -> tuple[list[list[str]], list[str]]:
     for i, text in enumerate(texts):
         if not isinstance(text, str):
             raise TypeError(f"analyze_many: text {i} is {type(text).__name__}, not a string")
-    joined = _SEPARATOR.join(texts)
+    terms: list = [None] * len(texts)
+    index_texts: list = [None] * len(texts)
+    fast = [i for i, text in enumerate(texts) if text.isascii() and len(text) < MAX_TERM_BYTES]
+    joined = _SEPARATOR.join([texts[i] for i in fast])
     if (
-        texts
-        and joined.isascii()
-        and joined.count(_SEPARATOR) == len(texts) - 1
+        fast
+        and joined.count(_SEPARATOR) == len(fast) - 1
         and not any(c in joined for c in _NOT_TANTIVY_WHITESPACE if c != _SEPARATOR)
-        and max(map(len, texts)) < MAX_TERM_BYTES
     ):
         normalized = joined.encode("ascii").translate(_ASCII_TABLE, _ASCII_DELETE).lower().decode("ascii")
-        index_texts = normalized.split(_SEPARATOR)
-        return [t.split() for t in index_texts], index_texts
-    terms = [analyze(text) for text in texts]
-    return terms, [" ".join(t) for t in terms]
+        for i, text in zip(fast, normalized.split(_SEPARATOR), strict=True):
+            index_texts[i] = text
+            terms[i] = text.split()
+    for i, text in enumerate(texts):
+        if terms[i] is None:
+            terms[i] = analyze(text)
+            index_texts[i] = " ".join(terms[i])
+    return terms, index_texts
