@@ -208,6 +208,11 @@ def main() -> None:
     if not args.skip_bm25s:
         result["bm25s"] = run_child(bench_bm25s, docs, queries, args.threads)
     result["machine"]["loadavg_after"] = os.getloadavg()
+    if max(load_before[0], result["machine"]["loadavg_after"][0]) > (os.cpu_count() or 1):
+        result["machine"]["note"] = (
+            "shared, loaded machine (1-minute load average above the core count): wall-clock numbers "
+            "include waiting for a core; the cpu_* numbers are the process's own CPU time"
+        )
     text = json.dumps(result, indent=2)
     print(text)
     if args.out:

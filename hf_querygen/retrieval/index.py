@@ -31,7 +31,6 @@ import array
 import json
 import os
 import shutil
-import threading
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -120,7 +119,6 @@ class Index:
         self.path = path
         self._schema = tantivy_index.schema
         self._searcher = tantivy_index.searcher()
-        self._local = threading.local()
         self.max_query_terms = 1024
 
     def __len__(self) -> int:
