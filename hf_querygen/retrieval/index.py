@@ -28,6 +28,7 @@ or corrupted folder raises :class:`~hf_querygen.errors.ModelFolderError` naming 
 from __future__ import annotations
 
 import array
+import gc
 import json
 import os
 import shutil
@@ -168,23 +169,34 @@ class Index:
         lengths = array.array("q")
         document = tantivy.Document
         row = 0
-        for chunk in _chunks(texts, 8192):
-            try:
-                chunk_terms, index_texts = analyze_many(chunk)
-            except TypeError as err:
-                raise InvalidInputError(f"Index.from_texts: {err} (text {row} is the chunk's first)") from err
-            # term ids in bulk: new terms first, then a C-level map over the chunk's tokens
-            flat = [term for terms in chunk_terms for term in terms]
-            for term in [t for t in dict.fromkeys(flat) if t not in vocab]:
-                vocab[term] = len(vocab)
-            tokens.extend(map(vocab.__getitem__, flat))
-            lengths.extend(map(len, chunk_terms))
-            for index_text in index_texts:
-                doc = document()
-                doc.add_unsigned(ROW_FIELD, row)
-                doc.add_text(TEXT_FIELD, index_text)
-                writer.add_document(doc)
-                row += 1
+        # The build allocates millions of short-lived lists and no reference cycles: the cyclic
+        # garbage collector only costs time here (measured: about 20% of the build CPU time).
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            for chunk in _chunks(texts, 8192):
+                try:
+                    chunk_terms, index_texts = analyze_many(chunk)
+                except TypeError as err:
+                    raise InvalidInputError(
+                        f"Index.from_texts: {err} (text {row} is the chunk's first)"
+                    ) from err
+                # term ids in bulk: new terms first, then a C-level map over the chunk's tokens
+                flat = [term for terms in chunk_terms for term in terms]
+                for term in [t for t in dict.fromkeys(flat) if t not in vocab]:
+                    vocab[term] = len(vocab)
+                tokens.extend(map(vocab.__getitem__, flat))
+                lengths.extend(map(len, chunk_terms))
+                for index_text in index_texts:
+                    doc = document()
+                    doc.add_unsigned(ROW_FIELD, row)
+                    doc.add_text(TEXT_FIELD, index_text)
+                    writer.add_document(doc)
+                    row += 1
+        finally:
+            if gc_was_enabled:
+                gc.enable()
+
         writer.commit()
         writer.wait_merging_threads()
         num_docs = len(lengths)
