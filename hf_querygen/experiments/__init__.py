@@ -6,6 +6,7 @@ import importlib
 REPRODUCTIONS = {
     "liu2018": "hf_querygen.experiments.liu2018",
     "lin2017": "hf_querygen.experiments.lin2017",
+    "retrieval": "hf_querygen.experiments.retrieval",
 }
 
 

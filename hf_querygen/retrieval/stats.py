@@ -1,0 +1,301 @@
+"""Collection statistics kept beside the tantivy index (tantivy's Python API exposes neither
+collection frequencies nor positions, and SDM needs both).
+
+All arrays are flat numpy arrays, saved one ``.npy`` per array in ``<index>/stats/`` and opened
+memory-mapped, so reopening an index costs milliseconds whatever its size. With ``D`` documents,
+``V`` distinct terms and ``|C|`` term occurrences (tokens):
+
+* ``tokens``       (|C|,)  int32  term id of every token, documents concatenated in row order
+* ``doc_offsets``  (D+1,)  int64  document ``d`` holds ``tokens[doc_offsets[d]:doc_offsets[d+1]]``
+* ``pos_ptr``      (V+1,)  int64  term ``t``'s occurrences are ``positions[pos_ptr[t]:pos_ptr[t+1]]``
+* ``positions``    (|C|,)  int64  global token positions grouped by term, ascending within a term
+* ``pos_doc``      (|C|,)  int32  the document of each entry of ``positions``
+* ``doc_ptr``      (V+1,)  int64  term ``t``'s postings are ``post_docs/post_tfs[doc_ptr[t]:doc_ptr[t+1]]``
+* ``post_docs``    (P,)    int32  documents containing the term, ascending
+* ``post_tfs``     (P,)    int32  tf(t, d) for each posting
+
+plus ``vocab.txt`` (one term per line, line ``i`` = term id ``i``; terms never contain whitespace).
+Collection frequency ``cf(t) = pos_ptr[t+1] - pos_ptr[t]``, document frequency
+``df(t) = doc_ptr[t+1] - doc_ptr[t]``, ``|D| = doc_offsets[d+1] - doc_offsets[d]``.
+
+Window counts (``#1(a b)``, ``#uwN(a b)``, Metzler & Croft 2005 / Indri) are computed exactly from
+``positions`` by :meth:`CollectionStats.window_matches`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from hf_querygen.errors import ModelFolderError
+
+ARRAYS = ("tokens", "doc_offsets", "pos_ptr", "positions", "pos_doc", "doc_ptr", "post_docs", "post_tfs")
+VOCAB_FILE = "vocab.txt"
+
+
+class CollectionStats:
+    """Term, window and length statistics of a collection (see the module docstring for the arrays)."""
+
+    def __init__(self, vocab: Sequence[str], arrays: dict[str, np.ndarray], window_cache_size: int = 4096):
+        self.vocab = list(vocab)
+        self.term_ids = {term: i for i, term in enumerate(self.vocab)}
+        for name in ARRAYS:
+            # a plain ndarray view of a memmap: numpy's memmap subclass makes every slice and gather
+            # pay a Python-level __getitem__/__array_finalize__ (measured: 60% of SDM time at 1M docs)
+            setattr(self, name, np.asarray(arrays[name]))
+        self.num_docs = len(self.doc_offsets) - 1
+        self.num_tokens = int(self.doc_offsets[-1]) if self.num_docs else 0
+        self.doc_lengths = np.diff(self.doc_offsets)
+        self._window_cache: OrderedDict[tuple, tuple[int, np.ndarray]] = OrderedDict()
+        self._window_cache_size = window_cache_size
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ building
+    @classmethod
+    def from_token_ids(
+        cls, vocab: Sequence[str], tokens: np.ndarray, doc_lengths: np.ndarray
+    ) -> CollectionStats:
+        """Build every array from the concatenated term ids ``tokens`` (|C|,) and ``doc_lengths`` (D,)."""
+        tokens = np.asarray(tokens, dtype=np.int32)
+        doc_lengths = np.asarray(doc_lengths, dtype=np.int64)
+        num_docs, vocab_size = len(doc_lengths), len(vocab)
+        doc_offsets = np.zeros(num_docs + 1, dtype=np.int64)
+        np.cumsum(doc_lengths, out=doc_offsets[1:])
+        # Stable sort by term: within a term, global positions stay ascending (and so do documents).
+        positions = np.argsort(tokens, kind="stable").astype(np.int64)
+        token_doc = np.repeat(np.arange(num_docs, dtype=np.int32), doc_lengths)
+        pos_doc = token_doc[positions]
+        pos_ptr = np.zeros(vocab_size + 1, dtype=np.int64)
+        np.cumsum(np.bincount(tokens, minlength=vocab_size), out=pos_ptr[1:])
+        # Document-level postings: one entry per run of equal (term, doc) in the term-sorted order.
+        sorted_terms = tokens[positions]
+        starts = np.ones(len(positions), dtype=bool)
+        if len(positions):
+            starts[1:] = (sorted_terms[1:] != sorted_terms[:-1]) | (pos_doc[1:] != pos_doc[:-1])
+        start_index = np.flatnonzero(starts)
+        post_docs = pos_doc[start_index]
+        post_tfs = np.diff(np.append(start_index, len(positions))).astype(np.int32)
+        doc_ptr = np.zeros(vocab_size + 1, dtype=np.int64)
+        np.cumsum(np.bincount(sorted_terms[start_index], minlength=vocab_size), out=doc_ptr[1:])
+        arrays = {
+            "tokens": tokens,
+            "doc_offsets": doc_offsets,
+            "pos_ptr": pos_ptr,
+            "positions": positions,
+            "pos_doc": pos_doc,
+            "doc_ptr": doc_ptr,
+            "post_docs": post_docs.astype(np.int32),
+            "post_tfs": post_tfs,
+        }
+        return cls(vocab, arrays)
+
+    @classmethod
+    def from_documents(cls, documents: Iterable[Sequence[str]]) -> CollectionStats:
+        """From analysed documents (lists of terms); term ids in order of first occurrence."""
+        vocab: dict[str, int] = {}
+        ids: list[int] = []
+        lengths: list[int] = []
+        for terms in documents:
+            ids.extend([vocab.setdefault(t, len(vocab)) for t in terms])
+            lengths.append(len(terms))
+        return cls.from_token_ids(list(vocab), np.array(ids, dtype=np.int32), np.array(lengths))
+
+    # ------------------------------------------------------------------ persistence
+    def save(self, folder: str | Path) -> None:
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        for name in ARRAYS:
+            np.save(folder / f"{name}.npy", np.ascontiguousarray(getattr(self, name)))
+        (folder / VOCAB_FILE).write_text("".join(term + "\n" for term in self.vocab), encoding="utf-8")
+
+    @classmethod
+    def load(cls, folder: str | Path) -> CollectionStats:
+        """Open saved statistics memory-mapped; a missing or inconsistent file raises
+        :class:`~hf_querygen.errors.ModelFolderError` naming it."""
+        folder = Path(folder)
+        arrays = {}
+        for name in ARRAYS:
+            path = folder / f"{name}.npy"
+            if not path.is_file():
+                raise ModelFolderError(f"index statistics file missing: {path}")
+            try:
+                arrays[name] = np.load(path, mmap_mode="r", allow_pickle=False)
+            except (ValueError, OSError, EOFError) as err:
+                raise ModelFolderError(f"index statistics file is corrupted: {path} ({err})") from err
+        vocab_path = folder / VOCAB_FILE
+        if not vocab_path.is_file():
+            raise ModelFolderError(f"index statistics file missing: {vocab_path}")
+        try:
+            text = vocab_path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as err:
+            raise ModelFolderError(f"index statistics file is corrupted: {vocab_path} ({err})") from err
+        vocab = text.split("\n")[:-1] if text else []
+        _check_consistent(folder, vocab, arrays)
+        return cls(vocab, arrays)
+
+    # ------------------------------------------------------------------ lookups
+    def term_id(self, term: str) -> int:
+        """The id of ``term``, or -1 when it never occurs in the collection."""
+        return self.term_ids.get(term, -1)
+
+    def cf(self, term_id: int) -> int:
+        return 0 if term_id < 0 else int(self.pos_ptr[term_id + 1] - self.pos_ptr[term_id])
+
+    def df(self, term_id: int) -> int:
+        return 0 if term_id < 0 else int(self.doc_ptr[term_id + 1] - self.doc_ptr[term_id])
+
+    def postings(self, term_id: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(docs, tfs)`` of a term: the documents containing it (ascending) and tf in each."""
+        if term_id < 0:
+            empty = np.zeros(0, dtype=np.int32)
+            return empty, empty
+        lo, hi = self.doc_ptr[term_id], self.doc_ptr[term_id + 1]
+        return self.post_docs[lo:hi], self.post_tfs[lo:hi]
+
+    def term_tf(self, term_id: int, docs: np.ndarray) -> np.ndarray:
+        """tf(t, d) for each document in ``docs`` (K,) -> (K,) int64."""
+        post_docs, post_tfs = self.postings(term_id)
+        return count_lookup(post_docs, post_tfs, docs)
+
+    def document_terms(self, doc: int) -> list[str]:
+        return [self.vocab[t] for t in self.tokens[self.doc_offsets[doc] : self.doc_offsets[doc + 1]]]
+
+    # ------------------------------------------------------------------ windows
+    def window_matches(self, a: int, b: int, width: int, ordered: bool) -> tuple[int, np.ndarray]:
+        """Exact matches of a two-term window expression in the whole collection.
+
+        ``ordered=True``: Indri ``#N(a b)`` for ``width=N`` with N=1 the ``#1`` of SDM: a start
+        position holding ``a`` matches when ``b`` occurs within the ``width`` positions after it.
+        ``ordered=False``: Indri ``#uwN(a b)`` with ``width=N``: a start position holding ``a`` or ``b``
+        matches when the window of ``N`` words starting there (that position and the ``N-1`` after it,
+        inside the same document) holds the other term (for ``a == b``: another occurrence).
+
+        Returns ``(cf, docs)``: the number of matching start positions in the collection and the
+        document of each match (ascending, one entry per match, so counts per document are tf).
+        Cached per expression (least recently used first out).
+        """
+        key = (a, b, width, ordered) if ordered or a <= b else (b, a, width, ordered)
+        with self._lock:
+            hit = self._window_cache.get(key)
+            if hit is not None:
+                self._window_cache.move_to_end(key)
+                return hit
+        if a < 0 or b < 0:
+            result = (0, np.zeros(0, dtype=np.int32))
+        else:
+            reach = width if ordered else width - 1
+            docs_a = self._starts_followed_by(a, b, reach)
+            if not ordered and a != b:
+                docs_b = self._starts_followed_by(b, a, reach)
+                docs_a = np.sort(np.concatenate([docs_a, docs_b]), kind="stable")
+            result = (len(docs_a), docs_a)
+        with self._lock:
+            self._window_cache[key] = result
+            if len(self._window_cache) > self._window_cache_size:
+                self._window_cache.popitem(last=False)
+        return result
+
+    def _starts_followed_by(self, a: int, b: int, reach: int, side: str = "auto") -> np.ndarray:
+        """Documents (one per match, ascending) of the positions p holding ``a`` such that ``b``
+        occurs at some q with p < q <= p + reach, q in p's document.
+
+        The work is proportional to the rarer term's occurrences times ``reach``: from ``a``'s side
+        (look at the tokens after each p) or from ``b``'s side (look at the tokens before each q, then
+        de-duplicate the start positions). ``side`` forces one of them (``"a"``, ``"b"``; for tests).
+        """
+        cf_a, cf_b = self.cf(a), self.cf(b)
+        if reach < 1 or not cf_a or not cf_b:
+            return np.zeros(0, dtype=np.int32)
+        if side == "auto":
+            side = "a" if cf_a <= cf_b or reach > 16 else "b"
+        last = len(self.tokens) - 1
+        if side == "b":
+            lo, hi = self.pos_ptr[b], self.pos_ptr[b + 1]
+            qb = self.positions[lo:hi]
+            doc_start = self.doc_offsets[self.pos_doc[lo:hi].astype(np.int64)]
+            starts = []
+            for offset in range(1, reach + 1):
+                p = qb - offset
+                ok = (p >= doc_start) & (self.tokens[np.maximum(p, 0)] == a)
+                starts.append(p[ok])
+            matched = np.unique(np.concatenate(starts))  # a start position counts once
+            docs = np.searchsorted(self.doc_offsets, matched, side="right") - 1
+            return docs.astype(np.int32)
+        lo, hi = self.pos_ptr[a], self.pos_ptr[a + 1]
+        pa = self.positions[lo:hi]
+        docs = self.pos_doc[lo:hi]
+        doc_end = self.doc_offsets[docs.astype(np.int64) + 1]  # one past p's document
+        if reach <= 16:
+            # short windows: look at the tokens after each p directly (monotone gathers, O(reach |A|))
+            found = np.zeros(len(pa), dtype=bool)
+            for offset in range(1, reach + 1):
+                q = pa + offset
+                found |= (self.tokens[np.minimum(q, last)] == b) & (q < doc_end)
+            return np.asarray(docs[found])
+        # long windows: the first occurrence of b after p, by binary search (O(|A| log |B|))
+        pb = self.positions[self.pos_ptr[b] : self.pos_ptr[b + 1]]
+        nxt_index = np.searchsorted(pb, pa, side="right")
+        inside = nxt_index < len(pb)
+        nxt = np.full(len(pa), np.iinfo(np.int64).max, dtype=np.int64)
+        nxt[inside] = pb[nxt_index[inside]]
+        return np.asarray(docs[nxt <= np.minimum(pa + reach, doc_end - 1)])
+
+    def window_tf(
+        self, a: int, b: int, width: int, ordered: bool, docs: np.ndarray
+    ) -> tuple[int, np.ndarray]:
+        """``(cf, tf per document in docs)`` of a window expression (see :meth:`window_matches`)."""
+        cf, match_docs = self.window_matches(a, b, width, ordered)
+        return cf, count_lookup(match_docs, None, docs)
+
+
+def count_lookup(sorted_docs: np.ndarray, counts: np.ndarray | None, docs: np.ndarray) -> np.ndarray:
+    """For each of ``docs`` (K,), its count in a posting list.
+
+    ``counts is None``: ``sorted_docs`` holds one entry per occurrence (ascending) and the result is
+    the number of entries equal to each doc. Otherwise ``sorted_docs`` is unique and ascending with
+    ``counts`` beside it. Returns (K,) int64.
+    """
+    docs = np.asarray(docs)
+    if not len(sorted_docs):
+        return np.zeros(len(docs), dtype=np.int64)
+    left = np.searchsorted(sorted_docs, docs, side="left")
+    if counts is None:
+        return (np.searchsorted(sorted_docs, docs, side="right") - left).astype(np.int64)
+    inside = left < len(sorted_docs)
+    out = np.zeros(len(docs), dtype=np.int64)
+    hit = inside.copy()
+    hit[inside] = sorted_docs[left[inside]] == docs[inside]
+    out[hit] = counts[left[hit]]
+    return out
+
+
+def _check_consistent(folder: Path, vocab: list[str], arrays: dict[str, np.ndarray]) -> None:
+    """Cheap structural checks, so a truncated or mixed-up sidecar fails at open, naming the file."""
+
+    def bad(name: str, why: str) -> ModelFolderError:
+        path = folder / (name if name.endswith(".txt") else f"{name}.npy")
+        return ModelFolderError(f"index statistics file is corrupted: {path} ({why})")
+
+    vocab_size, num_tokens = len(vocab), len(arrays["tokens"])
+    offsets = arrays["doc_offsets"]
+    if offsets.ndim != 1 or len(offsets) < 1 or offsets[0] != 0 or offsets[-1] != num_tokens:
+        raise bad("doc_offsets", f"does not span the {num_tokens} tokens")
+    for name in ("pos_ptr", "doc_ptr"):
+        ptr = arrays[name]
+        if ptr.shape != (vocab_size + 1,):
+            raise bad(name, f"shape {ptr.shape}, expected ({vocab_size + 1},) for {vocab_size} terms")
+    if arrays["pos_ptr"][-1] != num_tokens:
+        raise bad("pos_ptr", "does not span the tokens")
+    for name in ("positions", "pos_doc"):
+        if len(arrays[name]) != num_tokens:
+            raise bad(name, f"length {len(arrays[name])}, expected {num_tokens}")
+    postings = int(arrays["doc_ptr"][-1])
+    for name in ("post_docs", "post_tfs"):
+        if len(arrays[name]) != postings:
+            raise bad(name, f"length {len(arrays[name])}, expected {postings}")
+    if num_tokens and int(arrays["tokens"].max()) >= vocab_size:
+        raise bad(VOCAB_FILE, f"{vocab_size} terms but tokens use id {int(arrays['tokens'].max())}")

@@ -1,0 +1,85 @@
+"""The NFCorpus retrieval reproduction's pieces: the NFCorpus reader, a tiny nl2kw model trained through
+``hf_querygen.training`` loaded from a models folder as a keyword-query system, precomputed keyword
+files, and the report."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hf_querygen.experiments import retrieval as experiment
+from hf_querygen.retrieval import Index
+
+
+@pytest.fixture(scope="module")
+def nfcorpus_dev(data_dir):
+    return experiment.load_nfcorpus_split(data_dir, "dev")
+
+
+def test_nfcorpus_reader(nfcorpus_dev):
+    data = nfcorpus_dev
+    assert len(data["documents"]) == 3193 and all(d.startswith("MED-") for d in data["documents"])
+    assert len(data["queries"]["vid-desc"]) == 102 and set(data["queries"]["vid-desc"]) == set(
+        data["queries"]["vid-titles"]
+    )
+    levels = {level for docs in data["qrels"].values() for level in docs.values()}
+    assert levels == {1, 2}  # graded: indirect and direct links
+
+
+@pytest.mark.slow
+def test_trained_model_folder_becomes_a_keyword_system(data_dir, tmp_path, nfcorpus_dev):
+    from hf_querygen.training import train_on_corpus
+
+    models = tmp_path / "models"
+    train_on_corpus(
+        "nl2kw",
+        "liu2018-attn-seq2seq",
+        models / "attn_seq2seq",
+        data_dir=data_dir,
+        quick=True,
+        max_steps=3,
+        max_source_length=24,
+    )
+    ids = [q for q in nfcorpus_dev["queries"]["vid-desc"] if q in nfcorpus_dev["qrels"]][:3]
+    (models / "tagger.jsonl").write_text(
+        "".join(json.dumps({"id": f"dev/{q}", "keywords": ["vitamin", "diet"]}) + "\n" for q in ids)
+    )
+    (models / "notes.txt").write_text("not a system")
+    callables, precomputed, skipped = experiment.trained_keyword_systems(models)
+    assert set(callables) == {"attn_seq2seq"} and set(precomputed) == {"tagger"} and "notes.txt" in skipped
+    texts = [nfcorpus_dev["queries"]["vid-desc"][q] for q in ids]
+    keywords = callables["attn_seq2seq"](texts)
+    assert len(keywords) == 3 and all(isinstance(w, str) for k in keywords for w in k)
+    # the keyword queries go through the same engine and metrics as every other row
+    docs = dict(list(nfcorpus_dev["documents"].items())[:300])
+    index = Index.from_texts(list(docs.values()), ids=list(docs), show_progress=False)
+    queries = {q: " ".join(k) or "diet" for q, k in zip(ids, keywords, strict=True)}
+    scores = experiment._evaluate(index, queries, nfcorpus_dev["qrels"], "sdm")
+    assert set(scores) == set(experiment.METRICS) and set(scores["ndcg@10"]) == set(ids)
+
+
+def test_report_renders_from_the_document_alone(tmp_path):
+    from hf_querygen.experiments._report import results_document
+
+    runs = {}
+    for split in experiment.SPLITS:
+        for ranker in experiment.RANKERS:
+            for name in ("description", "title", "yake", "description+yake"):
+                runs[f"{split}/{ranker}/{name}"] = [
+                    {m: 0.1 * i for m in experiment.METRICS} for i in range(3)
+                ]
+    for key in ("sanity/test/bm25/titles", "sanity/test/sdm/titles"):
+        runs[key] = [{m: 0.3 for m in experiment.METRICS}]
+    significance = {
+        "test/sdm/yake": {m: {"p_value": 0.001, "mean_difference": 0.1} for m in experiment.METRICS}
+    }
+    document = results_document("retrieval", runs, {}, {"significance": significance, "skipped_systems": {}})
+    markdown = experiment.render_markdown(document)
+    assert (
+        "| (d) description + YAKE |" in markdown
+        and "0.100**" in markdown
+        and "| BM25 (ours) | 0.300 |" in markdown
+    )
+    experiment.plot_ndcg(document, tmp_path / "plot.png")
+    assert (tmp_path / "plot.png").stat().st_size > 1000

@@ -1,0 +1,345 @@
+"""The retrieval engine against references written independently here: a pure-Python Indri SDM
+scorer over token lists that scores every document, a hand-computed SDM case, tantivy's own BM25,
+and the library's normaliser; plus persistence and bad input."""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hf_querygen.corpora import normalize_for_matching
+from hf_querygen.errors import InvalidInputError, ModelFolderError
+from hf_querygen.retrieval import Index, analyze
+
+SMALL = {"show_progress": False, "heap_size": 15_000_000, "num_threads": 1}
+
+
+# ---------------------------------------------------------------- an independent SDM reference
+def reference_sdm(docs: list[list[str]], query: list[str], mu=2500.0, weights=(0.85, 0.10, 0.05), window=8):
+    """Indri's SDM, straight from the definitions, for every document (pure Python, no sharing with
+    the engine): #combine = mean of Dirichlet log-probabilities, P(x|C) = cf/|C| or 1/(2|C|)."""
+    size = sum(len(d) for d in docs)
+
+    def ordered(doc, a, b):
+        return sum(1 for i in range(len(doc) - 1) if doc[i] == a and doc[i + 1] == b)
+
+    def unordered(doc, a, b):
+        count = 0
+        for i, term in enumerate(doc):
+            if term not in (a, b):
+                continue
+            other = b if term == a else a
+            if other in doc[i + 1 : i + window]:  # the window: this position and the window-1 after it
+                count += 1
+        return count
+
+    def log_p(tf, cf, length):
+        p = cf / size if cf else 1 / (2 * size)
+        return math.log((tf + mu * p) / (length + mu))
+
+    pairs = list(zip(query[:-1], query[1:], strict=True))
+    cf_t = {t: sum(d.count(t) for d in docs) for t in query}
+    cf_o = {p: sum(ordered(d, *p) for d in docs) for p in pairs}
+    cf_u = {p: sum(unordered(d, *p) for d in docs) for p in pairs}
+    scores = []
+    for doc in docs:
+        uni = sum(log_p(doc.count(t), cf_t[t], len(doc)) for t in query) / len(query)
+        if not pairs:
+            scores.append(uni)
+            continue
+        od = sum(log_p(ordered(doc, *p), cf_o[p], len(doc)) for p in pairs) / len(pairs)
+        uw = sum(log_p(unordered(doc, *p), cf_u[p], len(doc)) for p in pairs) / len(pairs)
+        scores.append((weights[0] * uni + weights[1] * od + weights[2] * uw) / sum(weights))
+    return scores
+
+
+def random_corpus(rng: random.Random, n_docs: int, vocab: list[str], max_len: int = 30) -> list[str]:
+    return [" ".join(rng.choices(vocab, k=rng.randint(1, max_len))) for _ in range(n_docs)]
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    rng = random.Random(0)
+    return random_corpus(rng, 120, ["alpha", "beta", "gamma", "delta", "eps", "zeta", "eta"], 30)
+
+
+@pytest.fixture(scope="module")
+def index(corpus):
+    return Index.from_texts(corpus, ids=[f"doc{i}" for i in range(len(corpus))], **SMALL)
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["alpha beta", "beta alpha gamma", "alpha alpha", "eta zeta eta delta", "gamma", "alpha unseen beta"],
+)
+@pytest.mark.parametrize(
+    "params",
+    [{}, {"mu": 50.0, "window": 4, "weights": (0.6, 0.3, 0.1)}, {"window": 25}],  # 25: binary-search path
+)
+def test_sdm_equals_brute_force_reference_on_every_document(index, corpus, query, params):
+    docs = [text.split() for text in corpus]
+    expected = reference_sdm(docs, query.split(), **params)
+    np.testing.assert_allclose(index.score(query, ranker="sdm", **params), expected, rtol=1e-12)
+    # search with every document a candidate returns the reference ranking
+    hits = index.search(query, k=len(corpus), ranker="sdm", depth=None, **params)
+    order = sorted(range(len(docs)), key=lambda d: (-expected[d], d))
+    assert [hit.row for hit in hits] == order
+    np.testing.assert_allclose([hit.score for hit in hits], [expected[d] for d in order], rtol=1e-12)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    docs=st.lists(st.lists(st.sampled_from("abcd"), min_size=1, max_size=12), min_size=1, max_size=8),
+    query=st.lists(st.sampled_from("abcde"), min_size=1, max_size=4),
+    window=st.integers(2, 5),
+)
+def test_sdm_fuzzed_against_reference(docs, query, window):
+    index = Index.from_texts([" ".join(d) for d in docs], **SMALL)
+    expected = reference_sdm(docs, query, mu=10.0, window=window)
+    got = index.score(" ".join(query), ranker="sdm", mu=10.0, window=window)
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+
+
+def test_window_counting_sides_agree(index):
+    # from the first term's side, from the second's (used when it is rarer), and by binary search
+    stats = index.stats
+    for a in range(len(stats.vocab)):
+        for b in range(len(stats.vocab)):
+            for reach in (1, 3, 7):
+                from_a = stats._starts_followed_by(a, b, reach, side="a")
+                np.testing.assert_array_equal(from_a, stats._starts_followed_by(a, b, reach, side="b"))
+            long_reach = stats._starts_followed_by(a, b, 20, side="a")
+            slow = [
+                d
+                for d in range(stats.num_docs)
+                for _ in range(_count_followed(stats.document_terms(d), a, b, 20, stats))
+            ]
+            np.testing.assert_array_equal(long_reach, slow)
+
+
+def _count_followed(terms, a, b, reach, stats):
+    ta, tb = stats.vocab[a], stats.vocab[b]
+    return sum(1 for i, t in enumerate(terms) if t == ta and tb in terms[i + 1 : i + 1 + reach])
+
+
+def test_sdm_hand_computed():
+    # |C| = 10. cf(a) = cf(b) = 3 -> P = 0.3; #1(a b): D0 twice -> cf 2, P 0.2;
+    # #uw8(a b): D0 positions 0 (a, b follows), 1 (b, a at 3), 3 (a, b at 4) -> 3, D1 position 0 (b, a
+    # follows) -> 1; cf 4, P 0.4. mu = 2.
+    index = Index.from_texts(["a b c a b", "b a x", "c c"], **SMALL)
+    d0 = 0.85 * math.log(2.6 / 7) + 0.10 * math.log(2.4 / 7) + 0.05 * math.log(3.8 / 7)
+    d1 = 0.85 * math.log(1.6 / 5) + 0.10 * math.log(0.4 / 5) + 0.05 * math.log(1.8 / 5)
+    d2 = 0.85 * math.log(0.6 / 4) + 0.10 * math.log(0.4 / 4) + 0.05 * math.log(0.8 / 4)
+    np.testing.assert_allclose(index.score("a b", ranker="sdm", mu=2.0), [d0, d1, d2], rtol=1e-12)
+    # Indri's background for an expression that never occurs: 1 / (2|C|) = 0.05
+    unseen = 0.85 * (math.log(1.6 / 5) + math.log(0.1 / 5)) / 2 + 0.15 * math.log(0.1 / 5)
+    assert index.score("a zzz", ranker="sdm", mu=2.0)[1] == pytest.approx(unseen, rel=1e-12)
+    # a single term is the unigram part alone; SDM over the BM25 first pass ranks D0 first
+    assert index.score("x", ranker="sdm", mu=2.0)[1] == pytest.approx(math.log(1.2 / 5), rel=1e-12)
+    assert [hit.row for hit in index.search("a b", k=3, ranker="sdm", mu=2.0)] == [0, 1]
+
+
+def test_ql_is_dirichlet_query_likelihood(index, corpus):
+    docs = [text.split() for text in corpus]
+    size = sum(map(len, docs))
+    query = ["alpha", "gamma", "gamma"]
+    expected = [
+        sum(
+            math.log((d.count(t) + 300 * sum(x.count(t) for x in docs) / size) / (len(d) + 300))
+            for t in query
+        )
+        for d in docs
+    ]
+    np.testing.assert_allclose(index.score(" ".join(query), ranker="ql", mu=300.0), expected, rtol=1e-12)
+    hits = index.search("alpha gamma gamma", k=5, ranker="ql", mu=300.0)
+    assert [h.row for h in hits] == sorted(range(len(docs)), key=lambda d: (-expected[d], d))[:5]
+
+
+def test_bm25_matches_tantivy_order_and_scores(index, corpus):
+    # documents of <= 30 tokens: tantivy's fieldnorm codes are exact there, so scores agree to float32
+    for query in ["alpha beta", "gamma gamma eta", "zeta"]:
+        fast = index.search(query, k=15)
+        exact = index.search(query, k=15, exact=True)
+        np.testing.assert_allclose([h.score for h in fast], [h.score for h in exact], rtol=1e-5)
+        assert [h.id for h in fast] == [h.id for h in exact]  # ties broken by row on both paths
+    other = index.search("alpha beta", k=5, k1=0.9, b=0.4)
+    docs = [text.split() for text in corpus]
+    avgdl = sum(map(len, docs)) / len(docs)
+
+    def bm25(doc):
+        total = 0.0
+        for term in ("alpha", "beta"):
+            df = sum(term in d for d in docs)
+            tf = doc.count(term)
+            idf = math.log(1 + (len(docs) - df + 0.5) / (df + 0.5))
+            total += idf * tf * 1.9 / (tf + 0.9 * (1 - 0.4 + 0.4 * len(doc) / avgdl))
+        return total
+
+    expected = sorted(range(len(docs)), key=lambda d: (-bm25(docs[d]), d))[:5]
+    assert [h.row for h in other] == expected
+
+
+def test_search_batch_equals_search(index):
+    queries = ["alpha beta", "", "gamma delta eps", "unknownword", "zeta eta"]
+    for ranker in ("bm25", "sdm"):
+        batch = index.search_batch(queries, k=7, ranker=ranker, threads=3)
+        assert batch == [index.search(q, k=7, ranker=ranker) for q in queries]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.text(alphabet=st.characters(codec="utf-8"), max_size=40)
+    | st.text(alphabet="aB_c'`-!  é\t", max_size=30)
+)
+def test_analyzer_is_the_library_normaliser(text):
+    assert analyze(text) == normalize_for_matching(text).split()
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.text(alphabet="ab _'-\x0b\x1c\x1e\x1f\t\n", max_size=12) | st.text(max_size=8), max_size=6)
+)
+def test_analyze_many_equals_analyze_and_tantivy_sees_the_same_terms(texts):
+    from hf_querygen.retrieval.analysis import analyze_many
+
+    terms, index_texts = analyze_many(texts)
+    assert terms == [analyze(t) for t in texts]
+    tantivy_whitespace = " \t\n\r\x0c"  # what tantivy's whitespace tokenizer splits on (checked)
+    for text, expected in zip(index_texts, terms, strict=True):
+        assert not any(c.isspace() and c not in tantivy_whitespace for c in text)
+        assert [t for t in re.split("[ \t\n\r\x0c]", text) if t] == expected
+
+
+def test_analyzer_splits_underscores_like_the_library():
+    assert analyze("snake_case C++ don't") == ["snake", "case", "c", "dont"]
+
+
+# ---------------------------------------------------------------- persistence
+def test_reopen_without_rebuilding_gives_same_results(tmp_path, corpus):
+    built = Index.from_texts(corpus, ids=list(range(100, 100 + len(corpus))), path=tmp_path / "ix", **SMALL)
+    reopened = Index.open(tmp_path / "ix")
+    for ranker in ("bm25", "ql", "sdm"):
+        assert reopened.search("alpha beta", k=10, ranker=ranker) == built.search(
+            "alpha beta", k=10, ranker=ranker
+        )
+    assert reopened.search("alpha", k=1)[0].id >= 100
+
+
+def test_building_twice_needs_overwrite(tmp_path):
+    Index.from_texts(["one doc"], path=tmp_path / "ix", **SMALL)
+    with pytest.raises(InvalidInputError, match="overwrite=True"):
+        Index.from_texts(["another doc"], path=tmp_path / "ix", **SMALL)
+    Index.from_texts(["another doc"], path=tmp_path / "ix", overwrite=True, **SMALL)
+    assert Index.open(tmp_path / "ix").search("another")[0].row == 0
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("mine")
+    with pytest.raises(InvalidInputError, match="no index"):
+        Index.from_texts(["x"], path=tmp_path / "other", overwrite=True, **SMALL)
+
+
+def test_from_dataset_column():
+    import datasets
+
+    ds = datasets.Dataset.from_dict({"doc_id": ["x", "y", "z"], "body": ["red fox", "blue fox", "red hen"]})
+    index = Index.from_dataset(ds, text_column="body", id_column="doc_id", **SMALL)
+    assert [h.id for h in index.search("red hen", k=2)] == ["z", "x"]
+    with pytest.raises(InvalidInputError, match="no column 'text'"):
+        Index.from_dataset(ds, **SMALL)
+
+
+def test_missing_or_corrupted_folder_names_the_file(tmp_path):
+    with pytest.raises(ModelFolderError, match="not found"):
+        Index.open(tmp_path / "nothing")
+    Index.from_texts(["alpha beta", "beta gamma"], path=tmp_path / "ix", **SMALL)
+    positions = tmp_path / "ix" / "stats" / "positions.npy"
+    positions.write_bytes(positions.read_bytes()[:-8])
+    with pytest.raises(ModelFolderError, match="positions.npy"):
+        Index.open(tmp_path / "ix")
+    Index.from_texts(["alpha beta", "beta gamma"], path=tmp_path / "ix", overwrite=True, **SMALL)
+    (tmp_path / "ix" / "stats" / "vocab.txt").unlink()
+    with pytest.raises(ModelFolderError, match="vocab.txt"):
+        Index.open(tmp_path / "ix")
+    Index.from_texts(["alpha beta"], path=tmp_path / "ix", overwrite=True, **SMALL)
+    (tmp_path / "ix" / "tantivy" / "meta.json").write_text("{not json")
+    with pytest.raises(ModelFolderError, match="tantivy"):
+        Index.open(tmp_path / "ix")
+    Index.from_texts(["alpha beta"], path=tmp_path / "ix", overwrite=True, **SMALL)
+    (tmp_path / "ix" / "index.json").unlink()
+    with pytest.raises(ModelFolderError, match="index.json"):
+        Index.open(tmp_path / "ix")
+
+
+# ---------------------------------------------------------------- bad input
+@pytest.mark.parametrize("ranker", ["bm25", "ql", "sdm"])
+@pytest.mark.parametrize("query", ["", "   \t", "?!...", "unknownword nothere"])
+def test_queries_without_known_terms_return_nothing(index, query, ranker):
+    assert index.search(query, ranker=ranker) == []
+
+
+def test_bad_queries_and_parameters_raise_clear_errors(index):
+    for bad in (None, 3, ["alpha"], b"alpha"):
+        with pytest.raises(InvalidInputError, match="must be a string"):
+            index.search(bad)
+    with pytest.raises(InvalidInputError, match="max_query_terms"):
+        index.search("alpha " * 2000)
+    long_query = " ".join(random.Random(1).choices(["alpha", "beta", "gamma", "x"], k=1000))
+    assert len(index.search(long_query, k=3, ranker="sdm")) == 3
+    with pytest.raises(InvalidInputError, match="k must be a positive integer"):
+        index.search("alpha", k=0)
+    with pytest.raises(InvalidInputError, match="unknown ranker 'dfr'"):
+        index.search("alpha", ranker="dfr")
+    with pytest.raises(InvalidInputError, match="has no parameter"):
+        index.search("alpha", ranker="sdm", k1=1.0)
+    with pytest.raises(InvalidInputError, match="weights"):
+        index.search("alpha", ranker="sdm", weights=(1.0, 0.0))
+    with pytest.raises(InvalidInputError, match="not a string"):
+        Index.from_texts(["fine", None], **SMALL)
+    with pytest.raises(InvalidInputError, match="unique"):
+        Index.from_texts(["a", "b"], ids=["x", "x"], **SMALL)
+    with pytest.raises(InvalidInputError, match="a sequence of strings"):
+        index.search_batch("alpha")
+
+
+def test_empty_documents_and_empty_collection():
+    index = Index.from_texts(["", "alpha beta", "  ", "beta"], **SMALL)
+    hits = index.search("alpha", ranker="sdm", depth=None, k=4, mu=10.0)
+    assert hits[0].row == 1 and hits[1].score == pytest.approx(math.log(1 / 3))  # empty doc: log P(alpha|C)
+    empty = Index.from_texts([], **SMALL)
+    assert len(empty) == 0 and empty.search("alpha") == []
+
+
+def test_index_cli_build_and_search(tmp_path, capsys):
+    import json
+
+    from hf_querygen.cli import main
+
+    docs = tmp_path / "docs.tsv"
+    docs.write_text("d1\tthe red fox\nd2\ta blue hen\nd3\tred hens and foxes\n")
+    assert main(["index", "build", str(docs), str(tmp_path / "ix")]) == 0
+    assert (
+        main(
+            [
+                "index",
+                "search",
+                str(tmp_path / "ix"),
+                "red fox",
+                "-k",
+                "2",
+                "--ranker",
+                "sdm",
+                "--param",
+                "mu=10",
+            ]
+        )
+        == 0
+    )
+    line = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert line["query"] == "red fox" and [h["id"] for h in line["hits"]] == ["d1", "d3"]
+    with pytest.raises(InvalidInputError, match="overwrite"):
+        main(["index", "build", str(docs), str(tmp_path / "ix")])
