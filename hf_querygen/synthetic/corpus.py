@@ -56,7 +56,7 @@ def _rows(config: str, data_dir: str | os.PathLike | None) -> datasets.Dataset:
     from .. import load_corpus
 
     parts = []
-    for split, ds in load_corpus("wikianswers", config, data_dir=data_dir).items():
+    for ds in load_corpus("wikianswers", config, data_dir=data_dir).values():
         # wellformedness rows have no cluster: each question is its own upstream group.
         group = ds["cluster_id"] if "cluster_id" in ds.column_names else [f"{config}:{i}" for i in ds["id"]]
         ds = ds.select_columns(["id", "question"]).add_column("group", group)
