@@ -15,6 +15,7 @@ COMMAND_MODULES = (
     "hf_querygen.training",
     "hf_querygen.corpora.cli",
     "hf_querygen.experiments.cli",
+    "hf_querygen.synthetic.cli",
 )
 
 
