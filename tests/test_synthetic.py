@@ -307,3 +307,28 @@ def test_pipeline_resumes_after_a_kill(tmp_path, monkeypatch):
     assert resumed["tdf_score"] == reference["tdf_score"]
     with pytest.raises(InvalidInputError, match="different"):
         _run(tmp_path, "killed", seed=99)
+
+
+# ------------------------------------------------------------------ Table 1 machinery
+def test_first_s_of_a_long_draw_is_an_s_draw():
+    """Table 1 draws 7 units once and truncates per fold: exact because draws are sequential."""
+    docs = [f"what is t{i} of t{i + 1} and t{i + 2} in t{i + 3} u{i}".split() for i in range(20)]
+    stats = CollectionStatistics.from_documents(docs)
+    gen = KeywordQueryGenerator(
+        stats, KQGMConfig(paraphrase=False, phrases=False), LengthPrior.from_lengths([3])
+    )
+    prep = gen.prepare(" ".join(docs[3]))
+    for s in range(1, 7):
+        long = gen.sample_terms(prep, np.random.default_rng(11), 7, (0.6, 0.0, 0.4))
+        short = gen.sample_terms(prep, np.random.default_rng(11), s, (0.6, 0.0, 0.4))
+        assert long[:s] == short
+
+
+def test_table1_grid_and_configurations():
+    from hf_querygen.experiments.ding2018_table1 import PAPER_NUMBERS, _configs, parameter_grid
+
+    baseline, paraphrase = parameter_grid(False), parameter_grid(True)
+    assert len(baseline) == 9 and baseline[0] == (0.9, 0.0, 0.1)  # lambda = 0.1
+    assert len(paraphrase) == 45  # alpha in [0.1, 0.9], beta in [0.1, 1 - alpha]
+    assert all(a >= 0.1 and b >= 0.1 and c >= -1e-9 and abs(a + b + c - 1) < 1e-9 for a, b, c in paraphrase)
+    assert sorted(c.name for c in _configs()) == sorted(PAPER_NUMBERS)
