@@ -8,20 +8,38 @@
 - :mod:`.pipeline`: the resumable ``datasets`` pipeline behind ``hf-querygen synthesize``.
 """
 
-from .corpus import QuestionCorpus, build_question_corpus, load_seed_pairs
-from .filters import KQFResult, SearchIndex, keyword_query_filter, tdf_score, top_l
-from .kqgm import (
-    QUESTION_WORDS,
-    STRATEGIES,
-    CollectionStatistics,
-    KeywordQueryGenerator,
-    KQGMConfig,
-    LengthPrior,
-    keyword_string,
-    term_distribution,
-)
-from .phrases import PhraseDetector
-from .pipeline import SynthesisConfig, build_generator, synthesize
+import importlib
+
+# Lazy exports: `hf-querygen --help` imports synthetic.cli, which must not pull in datasets/gensim.
+_EXPORTS = {
+    "QuestionCorpus": "corpus",
+    "build_question_corpus": "corpus",
+    "load_seed_pairs": "corpus",
+    "KQFResult": "filters",
+    "SearchIndex": "filters",
+    "keyword_query_filter": "filters",
+    "tdf_score": "filters",
+    "top_l": "filters",
+    "QUESTION_WORDS": "kqgm",
+    "STRATEGIES": "kqgm",
+    "CollectionStatistics": "kqgm",
+    "KeywordQueryGenerator": "kqgm",
+    "KQGMConfig": "kqgm",
+    "LengthPrior": "kqgm",
+    "keyword_string": "kqgm",
+    "term_distribution": "kqgm",
+    "PhraseDetector": "phrases",
+    "SynthesisConfig": "pipeline",
+    "build_generator": "pipeline",
+    "synthesize": "pipeline",
+}
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "QUESTION_WORDS",
