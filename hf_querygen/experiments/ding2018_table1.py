@@ -182,6 +182,10 @@ def _run_repeat(task: tuple) -> dict:
 _STATE: dict = {}
 
 
+def _run_repeat_indexed(repeat: int) -> tuple[int, dict]:
+    return repeat, _run_repeat(repeat)
+
+
 def _prepare_state(data_dir, quick: bool) -> dict:
     from hf_querygen.corpora._base import normalize_for_matching
     from hf_querygen.synthetic.corpus import build_question_corpus, load_seed_pairs
@@ -238,11 +242,30 @@ def run_table1(
     _STATE.clear()
     _STATE.update(_prepare_state(data_dir, quick))
     prepared_s = time.time() - started
-    if num_proc > 1 and repeats > 1:
-        with multiprocessing.get_context("fork").Pool(min(num_proc, repeats)) as pool:
-            results = pool.map(_run_repeat, range(repeats))
+    # every finished repetition is saved, so an interrupted run resumes where it stopped
+    cache_dir = Path(out_dir) / ("table1_repeats-quick" if quick else "table1_repeats")
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    done = {
+        r: json.loads((cache_dir / f"{r:03d}.json").read_text())
+        for r in range(repeats)
+        if (cache_dir / f"{r:03d}.json").exists()
+    }
+    todo = [r for r in range(repeats) if r not in done]
+
+    def save(item: tuple[int, dict]) -> None:
+        repeat, result = item
+        (cache_dir / f"{repeat:03d}.json").write_text(json.dumps(result))
+        done[repeat] = result
+        print(f"table1: repetition {repeat} done after {time.time() - started:.0f} s", flush=True)
+
+    if num_proc > 1 and len(todo) > 1:
+        with multiprocessing.get_context("fork").Pool(min(num_proc, len(todo))) as pool:
+            for item in pool.imap_unordered(_run_repeat_indexed, todo):
+                save(item)
     else:
-        results = [_run_repeat(r) for r in range(repeats)]
+        for r in todo:
+            save(_run_repeat_indexed(r))
+    results = [done[r] for r in range(repeats)]
 
     system_runs: dict[str, list[dict]] = {}
     chosen: dict[str, list] = {}
