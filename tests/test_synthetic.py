@@ -332,3 +332,18 @@ def test_table1_grid_and_configurations():
     assert len(paraphrase) == 45  # alpha in [0.1, 0.9], beta in [0.1, 1 - alpha]
     assert all(a >= 0.1 and b >= 0.1 and c >= -1e-9 and abs(a + b + c - 1) < 1e-9 for a, b, c in paraphrase)
     assert sorted(c.name for c in _configs()) == sorted(PAPER_NUMBERS)
+
+
+def test_clusters_merge_transitively():
+    from hf_querygen.synthetic.corpus import connected_clusters
+
+    # rows (text, group): A-B share g0 (a ComQA cluster), B-C share g1 (a Quora pair), D alone,
+    # E appears in two configs' groups g3 and g4 with F in g4
+    texts = {"A": 0, "B": 1, "C": 2, "D": 3, "E": 4, "F": 5}
+    rows = [("A", 0), ("B", 0), ("B", 1), ("C", 1), ("D", 2), ("E", 3), ("E", 4), ("F", 4)]
+    labels = connected_clusters(
+        np.array([texts[t] for t, _ in rows]), np.array([g for _, g in rows]), len(texts), 5
+    )
+    assert labels[0] == labels[1] == labels[2]
+    assert labels[4] == labels[5]
+    assert len({labels[0], labels[3], labels[4]}) == 3

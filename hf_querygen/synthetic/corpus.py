@@ -28,7 +28,13 @@ import pyarrow.compute as pc
 
 from ..corpora._base import normalize_for_matching, quiet_progress
 
-__all__ = ["QUESTION_CONFIGS", "QuestionCorpus", "build_question_corpus", "load_seed_pairs"]
+__all__ = [
+    "QUESTION_CONFIGS",
+    "QuestionCorpus",
+    "build_question_corpus",
+    "connected_clusters",
+    "load_seed_pairs",
+]
 
 QUESTION_CONFIGS: tuple[str, ...] = ("comqa", "paralex", "quora", "wellformedness_filtered")
 
@@ -77,15 +83,26 @@ def load_seed_pairs(data_dir: str | os.PathLike | None = None, splits=None) -> d
         return ds.map(_normalise_batch, batched=True, batch_size=10_000)
 
 
+def connected_clusters(texts: np.ndarray, groups: np.ndarray, num_texts: int, num_groups: int) -> np.ndarray:
+    """Union-find without a Python loop: the connected components of the bipartite graph that links
+    each row's text code (``texts``, shape (rows,)) to its upstream group code (``groups``). Two texts
+    end in one cluster when a chain of shared groups / shared texts joins them (transitive merge).
+    Returns one cluster label per text code, shape (num_texts,)."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    size = num_texts + num_groups
+    graph = coo_matrix((np.ones(len(texts), dtype=np.int8), (texts, groups + num_texts)), shape=(size, size))
+    _, labels = connected_components(graph, directed=False)
+    return labels[:num_texts]
+
+
 def build_question_corpus(
     data_dir: str | os.PathLike | None = None,
     configs: tuple[str, ...] = QUESTION_CONFIGS,
     seed_pairs: datasets.Dataset | None = None,
 ) -> QuestionCorpus:
     """Build Q and C_q (see the module docstring); T_0 questions are removed from Q."""
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
-
     stats: dict = {"rows_per_config": {}}
     parts = []
     for config in configs:
@@ -96,22 +113,19 @@ def build_question_corpus(
     table = table.filter(pc.not_equal(table["text"], ""))
     stats["rows"] = table.num_rows
 
-    # Union-find as connected components of the bipartite graph text -- upstream group.
     text_codes = pc.dictionary_encode(table["text"]).combine_chunks()
     group_codes = pc.dictionary_encode(table["group"]).combine_chunks()
-    n_text, n_group = len(text_codes.dictionary), len(group_codes.dictionary)
+    n_text = len(text_codes.dictionary)
     rows = text_codes.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-    cols = group_codes.indices.to_numpy(zero_copy_only=False).astype(np.int64) + n_text
-    size = n_text + n_group
-    graph = coo_matrix((np.ones(len(rows), dtype=np.int8), (rows, cols)), shape=(size, size))
-    _, labels = connected_components(graph, directed=False)
+    groups = group_codes.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    labels = connected_clusters(rows, groups, n_text, len(group_codes.dictionary))
 
     # One row per distinct text: its first occurrence.
     first = np.full(n_text, -1, dtype=np.int64)
     order = np.arange(len(rows))[::-1]  # reversed so that the first occurrence is written last
     first[rows[order]] = order
     distinct = table.take(pa.array(first)).select(["id", "question", "text"])
-    cluster = labels[:n_text]
+    cluster = labels
     distinct = distinct.append_column("cluster", pa.array(cluster))
     stats["distinct_questions"] = distinct.num_rows
 
