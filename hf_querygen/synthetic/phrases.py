@@ -30,6 +30,16 @@ def phrase_words(unit: str) -> list[str]:
     return unit.replace(_SECOND_PASS_DELIMITER, PHRASE_DELIMITER).split(PHRASE_DELIMITER)
 
 
+class _Mapped:
+    """A re-iterable view of ``model[sentence]`` over a re-iterable of sentences."""
+
+    def __init__(self, model, sentences):
+        self.model, self.sentences = model, sentences
+
+    def __iter__(self):
+        return (self.model[list(s)] for s in self.sentences)
+
+
 class PhraseDetector:
     """Two frozen gensim phrase passes. ``transform(terms)`` -> units (a phrase is one unit).
 
@@ -43,17 +53,19 @@ class PhraseDetector:
     def train(
         cls, sentences: Iterable[Sequence[str]], min_count: int = 5, threshold: float = 10.0
     ) -> PhraseDetector:
-        """Train on tokenised questions (an iterable that can be read twice, e.g. a list)."""
+        """Train on tokenised questions: a re-iterable (a list, or a stream such as
+        :class:`hf_querygen.synthetic.pipeline.TokenStream` that reads a dataset column in batches, so
+        a corpus of millions is never held as lists); a one-shot iterator is materialised."""
         from gensim.models.phrases import ENGLISH_CONNECTOR_WORDS, Phrases
 
-        sentences = [list(s) for s in sentences]
+        if iter(sentences) is sentences:  # a generator can be read only once; both passes need it
+            sentences = [list(s) for s in sentences]
         connectors = frozenset(ENGLISH_CONNECTOR_WORDS) | WH_WORDS
         first = Phrases(
             sentences, min_count=min_count, threshold=threshold, connector_words=connectors
         ).freeze()
-        bigrammed = [first[s] for s in sentences]
         second = Phrases(
-            bigrammed,
+            _Mapped(first, sentences),
             min_count=min_count,
             threshold=threshold,
             connector_words=connectors,

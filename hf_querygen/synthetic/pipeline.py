@@ -48,7 +48,7 @@ from .kqgm import (
 )
 from .phrases import PhraseDetector
 
-__all__ = ["FEATURES", "SynthesisConfig", "build_generator", "synthesize"]
+__all__ = ["FEATURES", "SynthesisConfig", "TokenStream", "build_generator", "synthesize"]
 
 FEATURES = datasets.Features(
     {
@@ -95,6 +95,21 @@ class SynthesisConfig:
         return out
 
 
+class TokenStream:
+    """Re-iterable token lists of a dataset column, read in batches (no list of the whole corpus)."""
+
+    def __init__(
+        self, dataset: datasets.Dataset, column: str = "text", transform=None, batch_size: int = 10_000
+    ):
+        self.dataset, self.column, self.transform, self.batch_size = dataset, column, transform, batch_size
+
+    def __iter__(self):
+        for batch in self.dataset.select_columns([self.column]).iter(batch_size=self.batch_size):
+            for text in batch[self.column]:
+                terms = text.split()
+                yield self.transform(terms) if self.transform is not None else terms
+
+
 def build_generator(
     questions: datasets.Dataset,
     kqgm: KQGMConfig,
@@ -103,14 +118,12 @@ def build_generator(
     threshold: float = 10.0,
 ) -> KeywordQueryGenerator:
     """Phrase detector (when ``kqgm.phrases``) and collection statistics from Q's ``text`` column."""
-    texts = questions["text"]
     detector = None
     if kqgm.phrases:
-        detector = PhraseDetector.train((t.split() for t in texts), min_count=min_count, threshold=threshold)
-        docs: Iterable = (detector.transform(t.split()) for t in texts)
-    else:
-        docs = (t.split() for t in texts)
-    stats = CollectionStatistics.from_documents(docs)
+        detector = PhraseDetector.train(TokenStream(questions), min_count=min_count, threshold=threshold)
+    stats = CollectionStatistics.from_documents(
+        TokenStream(questions, transform=detector.transform if detector is not None else None)
+    )
     return KeywordQueryGenerator(stats, kqgm, length_prior, detector)
 
 
