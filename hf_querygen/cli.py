@@ -17,6 +17,7 @@ COMMAND_MODULES = (
     "hf_querygen.experiments.cli",
     "hf_querygen.retrieval.cli",
     "hf_querygen.experiments.retrieval",
+    "hf_querygen.synthetic.cli",
 )
 
 

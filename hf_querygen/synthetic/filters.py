@@ -1,0 +1,123 @@
+"""Keyword query filter KQF (Sec. 3.2.1, Eq. 7) and training data filter TDF (Sec. 3.2.2, Eq. 8).
+
+Both retrieve with SDM over an index of Q. They are written against :class:`SearchIndex`, the public
+API of ``hf_querygen.retrieval.Index`` (``search_batch(queries, k=..., ranker=..., threads=...)``
+returning one ranked list of hits with ``.id`` per query), so any index with that method plugs in.
+
+KQF: for each question q, m candidate keyword queries k_1..k_m; keep
+``argmax_i 1 / rank(q, R(k_i))`` (Eq. 7), the first candidate on ties; a question whose q is not in
+any top-N list keeps its first candidate (rank 0 = "not retrieved"). Retrieval is batched by
+*rounds*: round j sends candidate j of every question that is still open, and a question leaves
+once a candidate ranks it first (its reciprocal rank cannot improve), the early exit.
+
+TDF: ``P(k, q) = |C_q ∩ RR(k)| / |RR(k)|`` (Eq. 8) over the top N = 100 retrieved questions RR(k);
+C_q is q's cluster, q included. KQF already retrieved the top N for the kept candidate, so TDF
+reuses those hits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from ..errors import InvalidInputError
+
+__all__ = ["Hit", "KQFResult", "SearchIndex", "keyword_query_filter", "tdf_score", "top_l"]
+
+
+@runtime_checkable
+class Hit(Protocol):
+    id: str
+    score: float
+
+
+@runtime_checkable
+class SearchIndex(Protocol):
+    """What KQF/TDF need of ``hf_querygen.retrieval.Index``."""
+
+    def search_batch(
+        self, queries: Sequence[str], k: int = 10, ranker: str = "bm25", threads: int | None = None, **params
+    ) -> list[list[Hit]]: ...
+
+
+@dataclass
+class KQFResult:
+    """Per question: index of the kept candidate, rank of q for it (1-based; 0 = not in the top N),
+    the ids retrieved for it (top N, for TDF) and how many candidates were retrieved (early exit)."""
+
+    chosen: int
+    rank: int
+    retrieved: list[str]
+    candidates_tried: int
+
+
+def _rank_of(question_id: str, hits: Sequence[Hit]) -> int:
+    for position, hit in enumerate(hits, start=1):
+        if hit.id == question_id:
+            return position
+    return 0
+
+
+def keyword_query_filter(
+    question_ids: Sequence[str],
+    candidates: Sequence[Sequence[str]],
+    index: SearchIndex,
+    top_n: int = 100,
+    ranker: str = "sdm",
+    threads: int | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> list[KQFResult]:
+    """KQF, Eq. (7), with batched rounds and early exit (module docstring).
+
+    ``candidates[i]`` are the m candidate keyword queries (strings) of question ``question_ids[i]``.
+    ``progress(n)`` is called with the number of queries each round sent.
+    """
+    if len(question_ids) != len(candidates):
+        raise InvalidInputError(
+            f"keyword_query_filter: {len(question_ids)} questions but {len(candidates)} candidate lists"
+        )
+    best = [KQFResult(chosen=0, rank=0, retrieved=[], candidates_tried=0) for _ in question_ids]
+    best_rr = [-1.0] * len(question_ids)
+    rounds = max((len(c) for c in candidates), default=0)
+    open_rows = [i for i, c in enumerate(candidates) if c]
+    for j in range(rounds):
+        rows = [i for i in open_rows if j < len(candidates[i])]
+        if not rows:
+            break
+        results = index.search_batch(
+            [candidates[i][j] for i in rows], k=top_n, ranker=ranker, threads=threads
+        )
+        if len(results) != len(rows):
+            raise InvalidInputError(
+                f"keyword_query_filter: index returned {len(results)} result lists for {len(rows)} queries"
+            )
+        still_open = []
+        for i, hits in zip(rows, results, strict=True):
+            rank = _rank_of(question_ids[i], hits)
+            rr = 1.0 / rank if rank else 0.0
+            best[i].candidates_tried = j + 1
+            if rr > best_rr[i]:  # strict: the first candidate wins ties
+                best_rr[i] = rr
+                best[i].chosen, best[i].rank, best[i].retrieved = j, rank, [h.id for h in hits]
+            if rank != 1:
+                still_open.append(i)
+        open_rows = still_open  # a row without candidate j has no later candidate either
+        if progress is not None:
+            progress(len(rows))
+    return best
+
+
+def tdf_score(retrieved: Sequence[str], cluster: set[str] | frozenset[str]) -> float:
+    """Eq. (8): |C_q ∩ RR(k)| / |RR(k)| (0 when nothing was retrieved)."""
+    if not retrieved:
+        return 0.0
+    return sum(1 for r in retrieved if r in cluster) / len(retrieved)
+
+
+def top_l(dataset, limit: int, score_column: str = "tdf_score"):
+    """T_L: the ``limit`` pairs with the highest TDF score (stable: ties keep corpus order)."""
+    if limit < 0:
+        raise InvalidInputError(f"top_l: limit must be >= 0, got {limit}")
+    ranked = dataset.sort(score_column, reverse=True)  # pyarrow sorts stably
+    return ranked.select(range(min(limit, len(ranked))))

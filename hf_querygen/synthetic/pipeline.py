@@ -1,0 +1,383 @@
+"""The synthetic keyword-question generator as a resumable ``datasets`` pipeline (Ding & Balog Sec. 3).
+
+``synthesize(questions, out_dir, config, length_prior, index)``:
+
+1. phrase detection (Sec. 3.1.4) trained on Q when the KQGM configuration uses phrases, and the
+   collection statistics n(t), df(t), N of Q's units (Eq. 2, 5);
+2. Q is cut into contiguous shards of ``shard_size`` rows; for each shard that is not yet on disk:
+   m candidate keyword queries per question by KQGM (``Dataset.map(batched=True, num_proc=...)``;
+   each question's generator is seeded from the run seed and the question id, so the output does
+   not depend on shard size, ``num_proc`` or on where a run was interrupted), then KQF (Eq. 7, batched
+   SDM retrieval with early exit, ``threads``) and the TDF score (Eq. 8) of the kept candidate;
+   the shard is written to ``data/all/train-XXXXX-of-YYYYY.parquet`` atomically (temporary file +
+   rename), so a killed run continues with the first missing shard;
+3. a dataset card (``README.md`` with YAML ``configs``) and ``synthesis.json`` (the configuration and
+   counts); with ``top_l`` a second config ``top_l`` holds T_L, the L pairs with the highest TDF score.
+
+``load_dataset(out_dir)`` / ``load_dataset(out_dir, "top_l")`` read the result; the folder can be pushed
+to the Hub as it is. Without an index, KQF and TDF are skipped (``kqf_rank`` = -1, ``tdf_score`` NaN)
+and the first candidate is kept: the KQGM-only data (the paper's "Baseline/Par/Par+Ph" sets).
+
+Scale: shards are independent given Q, its statistics and the index, so several machines can each
+run a disjoint range of shards (``shards=range(a, b)``) into a shared folder; the same split maps onto
+Ray Data (``map_batches`` over the shard list) or Spark (``mapPartitions`` over shards).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import datasets
+import numpy as np
+
+from ..errors import InvalidInputError
+from .filters import SearchIndex, keyword_query_filter
+from .kqgm import (
+    CollectionStatistics,
+    KeywordQueryGenerator,
+    KQGMConfig,
+    LengthPrior,
+    keyword_string,
+    stable_seed,
+)
+from .phrases import PhraseDetector
+
+__all__ = ["FEATURES", "SynthesisConfig", "TokenStream", "build_generator", "synthesize"]
+
+FEATURES = datasets.Features(
+    {
+        "id": datasets.Value("string"),
+        "question": datasets.Value("string"),
+        "cluster_id": datasets.Value("string"),
+        "keyword_query": datasets.Value("string"),
+        "keyword_units": datasets.List(datasets.Value("string")),
+        "kqgm_config": datasets.Value("string"),
+        "strategy": datasets.Value("string"),
+        "paraphrase": datasets.Value("bool"),
+        "phrases": datasets.Value("bool"),
+        "lam": datasets.Value("float32"),
+        "alpha": datasets.Value("float32"),
+        "beta": datasets.Value("float32"),
+        "seed": datasets.Value("int64"),
+        "kqf_candidate": datasets.Value("int32"),
+        "kqf_candidates_tried": datasets.Value("int32"),
+        "kqf_rank": datasets.Value("int32"),
+        "tdf_score": datasets.Value("float32"),
+    }
+)
+
+
+@dataclass
+class SynthesisConfig:
+    """Run settings. ``num_candidates`` = m (Sec. 5: 20), ``top_n`` = N (Sec. 5: 100)."""
+
+    kqgm: KQGMConfig = field(default_factory=KQGMConfig)
+    seed: int = 0
+    num_candidates: int = 20
+    top_n: int = 100
+    ranker: str = "sdm"
+    shard_size: int = 10_000
+    num_proc: int | None = None
+    threads: int | None = None
+    batch_size: int = 1000
+    phrase_min_count: int = 5
+    phrase_threshold: float = 10.0
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        out["kqgm"] = self.kqgm.to_dict()
+        return out
+
+
+class TokenStream:
+    """Re-iterable token lists of a dataset column, read in batches (no list of the whole corpus)."""
+
+    def __init__(
+        self, dataset: datasets.Dataset, column: str = "text", transform=None, batch_size: int = 10_000
+    ):
+        self.dataset, self.column, self.transform, self.batch_size = dataset, column, transform, batch_size
+
+    def __iter__(self):
+        for batch in self.dataset.select_columns([self.column]).iter(batch_size=self.batch_size):
+            for text in batch[self.column]:
+                terms = text.split()
+                yield self.transform(terms) if self.transform is not None else terms
+
+
+def build_generator(
+    questions: datasets.Dataset,
+    kqgm: KQGMConfig,
+    length_prior: LengthPrior,
+    min_count: int = 5,
+    threshold: float = 10.0,
+) -> KeywordQueryGenerator:
+    """Phrase detector (when ``kqgm.phrases``) and collection statistics from Q's ``text`` column."""
+    detector = None
+    if kqgm.phrases:
+        detector = PhraseDetector.train(TokenStream(questions), min_count=min_count, threshold=threshold)
+    stats = CollectionStatistics.from_documents(
+        TokenStream(questions, transform=detector.transform if detector is not None else None)
+    )
+    return KeywordQueryGenerator(stats, kqgm, length_prior, detector)
+
+
+def _candidates_batch(batch: dict, generator: KeywordQueryGenerator, seed: int, m: int) -> dict:
+    """m KQGM candidates per question (Algorithm 1 run m times), as unit lists and strings."""
+    units, strings = [], []
+    for qid, text, paraphrases in zip(batch["id"], batch["text"], batch["paraphrases"], strict=True):
+        rng = np.random.default_rng(stable_seed(seed, qid))
+        prepared = generator.prepare(text, paraphrases)
+        cands = [generator.generate(text, rng, prepared=prepared) for _ in range(m)]
+        units.append([" ".join(c) for c in cands])
+        strings.append([keyword_string(c) for c in cands])
+    return {"candidate_units": units, "candidates": strings}
+
+
+def _questions_fingerprint(questions: datasets.Dataset) -> str:
+    h = hashlib.blake2b(digest_size=16)
+    for batch in questions.select_columns(["id", "text"]).iter(batch_size=100_000):
+        h.update("\x1f".join(batch["id"]).encode())
+        h.update("\x1e".join(batch["text"]).encode())
+    return h.hexdigest()
+
+
+def _shard_path(out_dir: Path, index: int, num_shards: int) -> Path:
+    return out_dir / "data" / "all" / f"train-{index:05d}-of-{num_shards:05d}.parquet"
+
+
+def synthesize(
+    questions: datasets.Dataset,
+    out_dir: str | os.PathLike,
+    config: SynthesisConfig,
+    length_prior: LengthPrior,
+    index: SearchIndex | None = None,
+    top_l: int | None = None,
+    shards: Iterable[int] | None = None,
+    generator: KeywordQueryGenerator | None = None,
+    progress: bool = True,
+) -> datasets.Dataset:
+    """Run (or resume) the pipeline of the module docstring; returns the full synthetic dataset.
+
+    ``questions`` needs ``id``, ``question``, ``text`` (normalised), ``cluster_id``, ``paraphrases``
+    (see :func:`hf_querygen.synthetic.corpus.build_question_corpus`); the index, when given, must hold
+    Q under the same ids. ``shards`` restricts this call to some shards (distributed runs); the card
+    is written once every shard exists.
+    """
+    from tqdm.auto import tqdm
+
+    missing = {"id", "question", "text", "cluster_id", "paraphrases"} - set(questions.column_names)
+    if missing:
+        raise InvalidInputError(f"synthesize: questions lack columns {sorted(missing)}")
+    if len(questions) == 0:
+        raise InvalidInputError("synthesize: no questions")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    num_shards = math.ceil(len(questions) / config.shard_size)
+    # what determines the output (num_proc / threads / batch_size do not: a resumed run may change them)
+    determining = {
+        k: v for k, v in config.to_dict().items() if k not in ("num_proc", "threads", "batch_size")
+    }
+    manifest = {
+        "config": determining,
+        "length_prior": length_prior.as_dict(),
+        "questions": len(questions),
+        "questions_fingerprint": _questions_fingerprint(questions),
+        "num_shards": num_shards,
+        "kqf_tdf": index is not None,
+    }
+    manifest_path = out / "synthesis.json"
+    if manifest_path.exists():
+        previous = json.loads(manifest_path.read_text())
+        stale = [k for k in manifest if previous.get(k) != json.loads(json.dumps(manifest[k]))]
+        if stale:
+            raise InvalidInputError(
+                f"synthesize: {out} holds a run with different {stale}; use another out_dir to start afresh"
+            )
+    else:
+        manifest_path.write_text(json.dumps(manifest, indent=2) + "\n")
+
+    todo = [
+        i
+        for i in (shards if shards is not None else range(num_shards))
+        if not _shard_path(out, i, num_shards).exists()
+    ]
+    if todo:
+        generator = generator or build_generator(
+            questions, config.kqgm, length_prior, config.phrase_min_count, config.phrase_threshold
+        )
+        cluster_of = (
+            dict(zip(questions["id"], questions["cluster_id"], strict=True)) if index is not None else {}
+        )
+        kq = config.kqgm
+        for shard_index in tqdm(todo, desc="synthesize shards", disable=not progress):
+            shard = questions.shard(num_shards, shard_index, contiguous=True)
+            with_candidates = shard.map(
+                _candidates_batch,
+                batched=True,
+                batch_size=config.batch_size,
+                num_proc=config.num_proc,
+                # without KQF only the first candidate is kept: draw just that one (the per-question
+                # generator is sequential, so candidate 0 is the same whatever m is)
+                fn_kwargs={
+                    "generator": generator,
+                    "seed": config.seed,
+                    "m": config.num_candidates if index is not None else 1,
+                },
+                # fingerprint from what determines the output; hashing the generator would be slow
+                new_fingerprint=hashlib.sha1(
+                    json.dumps(
+                        [manifest["questions_fingerprint"], determining, index is not None, shard_index]
+                    ).encode()
+                ).hexdigest(),
+                desc=f"KQGM shard {shard_index}",
+            )
+            ids = with_candidates["id"]
+            candidates = with_candidates["candidates"]
+            cand_units = with_candidates["candidate_units"]
+            if index is not None:
+                bar = tqdm(
+                    total=len(ids) * config.num_candidates,
+                    desc="KQF queries",
+                    disable=not progress,
+                    leave=False,
+                )
+                kqf = keyword_query_filter(
+                    ids,
+                    candidates,
+                    index,
+                    top_n=config.top_n,
+                    ranker=config.ranker,
+                    threads=config.threads,
+                    progress=bar.update,
+                )
+                bar.close()
+                chosen = [r.chosen for r in kqf]
+                ranks = [r.rank for r in kqf]
+                tried = [r.candidates_tried for r in kqf]
+                clusters = with_candidates["cluster_id"]
+                scores = [
+                    (sum(cluster_of.get(h) == c for h in r.retrieved) / len(r.retrieved))
+                    if r.retrieved
+                    else 0.0
+                    for r, c in zip(kqf, clusters, strict=True)
+                ]  # Eq. (8), C_q = the members of q's cluster
+            else:
+                chosen, ranks, tried, scores = (
+                    [0] * len(ids),
+                    [-1] * len(ids),
+                    [0] * len(ids),
+                    [float("nan")] * len(ids),
+                )
+            n = len(ids)
+            columns = {
+                "id": ids,
+                "question": with_candidates["question"],
+                "cluster_id": with_candidates["cluster_id"],
+                "keyword_query": [c[j] for c, j in zip(candidates, chosen, strict=True)],
+                "keyword_units": [u[j].split(" ") for u, j in zip(cand_units, chosen, strict=True)],
+                "kqgm_config": [kq.name] * n,
+                "strategy": [kq.strategy] * n,
+                "paraphrase": [kq.paraphrase] * n,
+                "phrases": [kq.phrases] * n,
+                "lam": [kq.lam] * n,
+                "alpha": [kq.alpha] * n,
+                "beta": [kq.beta] * n,
+                "seed": [config.seed] * n,
+                "kqf_candidate": chosen,
+                "kqf_candidates_tried": tried,
+                "kqf_rank": ranks,
+                "tdf_score": scores,
+            }
+            path = _shard_path(out, shard_index, num_shards)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(".parquet.tmp")
+            datasets.Dataset.from_dict(columns, features=FEATURES).to_parquet(str(tmp))
+            os.replace(tmp, path)  # atomic: a killed run never leaves a half-written shard behind
+
+    paths = [_shard_path(out, i, num_shards) for i in range(num_shards)]
+    if not all(p.exists() for p in paths):
+        return datasets.Dataset.from_parquet([str(p) for p in paths if p.exists()], features=FEATURES)
+    full = datasets.Dataset.from_parquet([str(p) for p in paths], features=FEATURES)
+    if top_l is not None:
+        from .filters import top_l as select_top_l
+
+        top_dir = out / "data" / "top_l"
+        top_dir.mkdir(parents=True, exist_ok=True)
+        select_top_l(full, top_l).to_parquet(str(top_dir / "train.parquet"))
+    _write_card(out, manifest, full, top_l)
+    return full
+
+
+def _write_card(out: Path, manifest: dict, full: datasets.Dataset, top_l: int | None) -> None:
+    import yaml
+
+    configs = [
+        {
+            "config_name": "all",
+            "data_files": [{"split": "train", "path": "data/all/*.parquet"}],
+            "default": True,
+        }
+    ]
+    if top_l is not None:
+        configs.append(
+            {"config_name": "top_l", "data_files": [{"split": "train", "path": "data/top_l/train.parquet"}]}
+        )
+    header = {
+        "pretty_name": "Synthetic keyword-question pairs (Ding & Balog ICTIR'18 generator)",
+        "language": ["en"],
+        "task_categories": ["text2text-generation"],
+        "tags": ["keyword-to-question", "synthetic", "question-generation"],
+        "configs": configs,
+    }
+    kq = manifest["config"]["kqgm"]
+    ranks = np.array(full["kqf_rank"])
+    lines = [
+        "---",
+        yaml.safe_dump(header, sort_keys=False).strip(),
+        "---",
+        "# Synthetic keyword-question pairs",
+        "",
+        "Generated by `hf-querygen synthesize` (`hf_querygen.synthetic`): Ding & Balog, *Generating",
+        "Synthetic Data for Neural Keyword-to-Question Models*, ICTIR 2018, Sec. 3. One keyword query",
+        "per question of the question corpus Q (KQGM, Algorithm 1): "
+        + (
+            "the best of m candidates by the keyword query filter (Eq. 7), with the training-data "
+            "filter score (Eq. 8)."
+            if manifest["kqf_tdf"]
+            else "KQGM only (no keyword query filter, no training-data filter score)."
+        ),
+        "",
+        f"- rows: {len(full):,}; KQGM `{KQGMConfig(**kq).name}` (lambda={kq['lam']}, alpha={kq['alpha']}, "
+        f"beta={kq['beta']}); seed {manifest['config']['seed']}",
+        f"- m = {manifest['config']['num_candidates']} candidates, N = {manifest['config']['top_n']}, "
+        f"ranker `{manifest['config']['ranker']}`; KQF/TDF applied: {manifest['kqf_tdf']}",
+        f"- P(s): {json.dumps(manifest['length_prior'])}",
+    ]
+    if manifest["kqf_tdf"]:
+        lines.append(
+            f"- q ranked first by its kept keyword query: {float((ranks == 1).mean()):.3f}; "
+            f"not in the top N: {float((ranks == 0).mean()):.3f}"
+        )
+    if top_l is not None:
+        lines.append(f"- config `top_l`: T_L, the {min(top_l, len(full)):,} pairs with the highest TDF score")
+    lines += [
+        "",
+        "## Columns",
+        "",
+        "`id`, `question`, `cluster_id` (paraphrase cluster C_q) of the question; `keyword_query` (text) and",
+        "`keyword_units` (sampled terms; a detected phrase is one unit, `_`-joined); the KQGM configuration",
+        "(`kqgm_config`, `strategy`, `paraphrase`, `phrases`, `lam`, `alpha`, `beta`, `seed`);",
+        "`kqf_candidate` (which of the m candidates was kept), `kqf_candidates_tried` (early exit),",
+        "`kqf_rank` (rank of the question for the kept query; 0 = not in the top N, -1 = no KQF);",
+        "`tdf_score` (Eq. 8; NaN without an index).",
+        "",
+        "`synthesis.json` records the full run configuration.",
+        "",
+    ]
+    (out / "README.md").write_text("\n".join(lines))
