@@ -12,7 +12,7 @@ import importlib
 import sys
 
 COMMAND_MODULES = (
-    "hf_querygen.training",
+    "hf_querygen.commands",
     "hf_querygen.corpora.cli",
     "hf_querygen.experiments.cli",
 )

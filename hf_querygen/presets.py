@@ -9,11 +9,12 @@ named there; vocabulary sizes come from the tokenizer at training time, not from
 
 from __future__ import annotations
 
-from typing import Any
-
-from transformers import AutoConfig, PretrainedConfig
+from typing import TYPE_CHECKING, Any
 
 from .models.dual_decoder.configuration_dual_decoder import LIU2018_DUAL_DECODER
+
+if TYPE_CHECKING:
+    from transformers import PretrainedConfig
 
 # Liu et al. CIKM'18 Sec. 5.1: embeddings 60, BiLSTM encoder and LSTM decoders of 128, dropout 0.4,
 # encoder and decoders share the word embeddings; the same settings for every baseline they run.
@@ -59,6 +60,8 @@ PRESETS: dict[str, dict[str, Any]] = {
         "bidirectional": True,
         "dropout": 0.4,
     },
+    # Liu'18 Table 2 row 8: the attentional seq2seq and a keyword tagger on one shared encoder
+    "liu2018-joint": {**_LIU2018, "model_type": "joint_seq2seq_tagger", "attention": "bahdanau"},
     # Song et al. SIGIR'17 Sec. 3: BiLSTM encoder, LSTM decoder, Luong local attention scored from
     # z_{t-1} with c_t fed into z_t = f(z_{t-1}, e(y_{t-1}), c_t); sizes are not stated (Liu'18's are used)
     "song2017": {
@@ -94,6 +97,15 @@ PRESETS: dict[str, dict[str, Any]] = {
         "tie_word_embeddings": False,
         "bridge": "linear",
     },
+    # not in Lin'17: our BiLSTM BIO tagger, the neural counterpart of its CRF (lin2017's extra row)
+    "lin2017-tagger": {
+        "model_type": "rnn_tagger",
+        "cell": "lstm",
+        "embedding_size": 64,
+        "hidden_size": 128,
+        "bidirectional": True,
+        "dropout": 0.2,
+    },
 }
 
 _ADAM = {"optim": "adamw_torch", "weight_decay": 0.0}
@@ -111,6 +123,7 @@ TRAINING_PRESETS: dict[str, dict[str, Any]] = {
     "liu2018-dual-decoder": dict(_LIU2018_TRAINING),
     "liu2018-pointer-network": dict(_LIU2018_TRAINING),
     "liu2018-sequence-labeling": dict(_LIU2018_TRAINING),
+    "liu2018-joint": dict(_LIU2018_TRAINING),
     # Song'17: "stochastic gradient descent"; rate, batch and clipping not stated: Luong et al. 2015's
     "song2017": {
         "optim": "sgd",
@@ -128,6 +141,12 @@ TRAINING_PRESETS: dict[str, dict[str, Any]] = {
         "per_device_train_batch_size": 64,
         "max_grad_norm": 0.0,
     },
+    "lin2017-tagger": {
+        **_ADAM,
+        "learning_rate": 1e-3,
+        "per_device_train_batch_size": 64,
+        "max_grad_norm": 5.0,
+    },
 }
 
 
@@ -136,7 +155,11 @@ def config_from_preset(name: str, **overrides: Any) -> PretrainedConfig:
     applied."""
     if name not in PRESETS:
         raise KeyError(f"unknown preset {name!r}; known presets: {sorted(PRESETS)}")
-    import hf_querygen  # noqa: F401  (registers the model types with AutoConfig)
+    from transformers import AutoConfig
+
+    from ._registration import register_all
+
+    register_all()  # the model types must be known to AutoConfig
 
     kwargs = {**PRESETS[name], **overrides}
     return AutoConfig.for_model(kwargs.pop("model_type"), **kwargs)
