@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from .errors import InvalidInputError
@@ -41,8 +40,6 @@ class BaselineContext:
 #: a baseline: context -> one task output per example of ``context.split`` (plus optional run info,
 #: returned as ``(outputs, info_dict)``)
 Baseline = Callable[[BaselineContext], Any]
-
-_EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
 @dataclass(frozen=True)
@@ -73,10 +70,10 @@ class System:
     label: str = ""
     preset: str | None = None
     baseline: Baseline | None = None
-    preset_overrides: Mapping[str, Any] = _EMPTY
+    preset_overrides: Mapping[str, Any] = field(default_factory=dict)
     training_preset: str | None = None
-    training_overrides: Mapping[str, Any] = _EMPTY
-    decoding: Mapping[str, Any] = _EMPTY
+    training_overrides: Mapping[str, Any] = field(default_factory=dict)
+    decoding: Mapping[str, Any] = field(default_factory=dict)
     decodes_model_of: str | None = None
     inputs: tuple[str, ...] = ()
     deterministic: bool = True

@@ -196,9 +196,11 @@ def _init_worker(
     prepares the same)."""
     import datasets
     import torch
+    from transformers.utils import logging as hf_logging
 
     torch.set_num_threads(threads)
-    logging.getLogger("transformers").setLevel(logging.ERROR)
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
     datasets.disable_progress_bars()
     reproduction = get_reproduction(name)
     budget = reproduction.budgets[mode]
@@ -519,6 +521,10 @@ def run_reproduction(
                     bar.update()
     timings["training_s"] = time.time() - t0
 
+    with _quiet_console(out / "train.log"):  # (the empty checkpoints folder of finished runs)
+        if (out / "checkpoints").is_dir() and not any((out / "checkpoints").iterdir()):
+            (out / "checkpoints").rmdir()
+
     # ---- systems built from other systems' outputs
     combined = [s for s in systems if s.baseline is not None and s.inputs]
     for fold in folds:
@@ -610,6 +616,8 @@ class _quiet_console:
             self.logger.removeHandler(handler)
         self.logger.addHandler(self.handler)
         self.logger.setLevel(logging.INFO)
+        self.bars = hf_logging.is_progress_bar_enabled()
+        hf_logging.disable_progress_bar()  # "Writing model shards" / "Loading weights" bars
         return self
 
     def __exit__(self, *exc):
@@ -617,5 +625,9 @@ class _quiet_console:
         for handler in self.old_handlers:
             self.logger.addHandler(handler)
         self.logger.setLevel(self.level)
+        if self.bars:
+            from transformers.utils import logging as hf_logging
+
+            hf_logging.enable_progress_bar()
         self.handler.close()
         return False

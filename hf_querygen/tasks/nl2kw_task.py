@@ -217,8 +217,11 @@ class NL2KWTask(Task):
             [w for w in words if normalize_for_matching(w) not in in_source],
         )
 
-    def as_text(self, output: KeywordQuery) -> str:
-        return output.text
+    def as_text(self, output: KeywordQuery | Sequence[str] | str) -> str:
+        """The keyword query's text (a word list is joined by spaces)."""
+        if isinstance(output, str):
+            return output
+        return output.text if hasattr(output, "text") else " ".join(output)
 
     def score(
         self, predictions: Sequence[Any], references: Sequence[str], sources: Sequence[str]
