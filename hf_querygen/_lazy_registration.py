@@ -1,0 +1,82 @@
+"""Registration with the transformers Auto classes without importing torch at ``import hf_querygen``.
+
+Registering a config needs its class, and every config class imports ``transformers``'
+``PretrainedConfig``, which imports torch (seconds). So ``import hf_querygen`` registers nothing
+itself. Instead it installs an import hook: the moment transformers' auto-config, auto-model or
+pipelines module finishes importing (i.e. the first time anyone can look a model type or a pipeline
+task up), :func:`hf_querygen._registration.register_all` runs. If those modules are already imported,
+registration happens at once. Touching a model, config or pipeline class through ``hf_querygen``
+(``hf_querygen.DualDecoderConfig``) registers too. Either way ``import hf_querygen`` followed by
+``AutoConfig.from_pretrained(...)`` / ``pipeline("keyword-query-generation", ...)`` works as before.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import sys
+from typing import Any
+
+#: transformers modules after whose import our types must be known
+TRIGGERS = frozenset(
+    {
+        "transformers.models.auto.configuration_auto",
+        "transformers.models.auto.modeling_auto",
+        "transformers.models.auto.tokenization_auto",
+        "transformers.pipelines",
+    }
+)
+
+_state = {"registering": False}
+
+
+def _register() -> None:
+    from ._registration import register_all
+
+    if _state["registering"]:
+        return
+    _state["registering"] = True
+    try:
+        register_all()
+    finally:
+        _state["registering"] = False
+
+
+class _Loader(importlib.abc.Loader):
+    """Wraps a trigger module's loader: run it, then register."""
+
+    def __init__(self, loader: importlib.abc.Loader):
+        self.loader = loader
+
+    def create_module(self, spec: Any) -> Any:
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module: Any) -> None:
+        self.loader.exec_module(module)
+        _register()
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+        if fullname not in TRIGGERS:
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None:
+                if spec.loader is not None and not isinstance(spec.loader, _Loader):
+                    spec.loader = _Loader(spec.loader)
+                return spec
+        return None
+
+
+_FINDER = _Finder()
+
+
+def install() -> None:
+    """Register now if transformers' auto classes are already imported; otherwise on their import."""
+    if any(name in sys.modules for name in TRIGGERS):
+        _register()
+        return
+    if _FINDER not in sys.meta_path:
+        sys.meta_path.insert(0, _FINDER)
