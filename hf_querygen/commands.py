@@ -32,6 +32,16 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     train.add_argument("--max-steps", type=int, default=None, help="stop after this many optimiser steps")
     train.add_argument("--epochs", type=float, default=None, help="override the preset's epochs")
     train.add_argument("--max-train-examples", type=int, default=None, help="train on a random subset")
+    train.add_argument(
+        "--max-validation-examples", type=int, default=None, help="validate on the first N examples"
+    )
+    train.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="override a config field of the preset (JSON value), e.g. --set hidden_size=64; repeatable",
+    )
     train.add_argument("--seed", type=int, default=42)
     train.add_argument("--data-dir", type=Path, default=None, help="raw corpora (default ../shared/data)")
     train.add_argument("--num-beams", type=int, default=1, help="saved generation config")
@@ -83,8 +93,9 @@ def _train_command(args: argparse.Namespace) -> int:
     from .training import train_model
 
     set_threads(args.threads)
-    kwargs: dict[str, Any] = {}
     preset, task = args.preset, args.task
+    preset_overrides: dict[str, Any] = {}
+    kwargs: dict[str, Any] = {}
     if args.system:
         from .systems import get_system
 
@@ -92,7 +103,9 @@ def _train_command(args: argparse.Namespace) -> int:
         if system.preset is None:
             raise SystemExit(f"system {system.name!r} is a baseline: there is nothing to train")
         preset, task = system.preset, task or system.task
-        kwargs.update(preset_overrides=system.preset_overrides, training_overrides=system.training_overrides)
+        preset_overrides.update(system.preset_overrides)
+        kwargs.update(training_preset=system.training_preset, training_overrides=system.training_overrides)
+    preset_overrides.update(parse_assignments(args.set))
     # Trainer prints to stdout; keep stdout for the JSON result so that it can be piped
     with contextlib.redirect_stdout(sys.stderr):
         metadata = train_model(
@@ -107,6 +120,8 @@ def _train_command(args: argparse.Namespace) -> int:
             max_steps=args.max_steps,
             epochs=args.epochs,
             max_train_examples=args.max_train_examples,
+            max_validation_examples=args.max_validation_examples,
+            preset_overrides=preset_overrides,
             num_beams=args.num_beams,
             group_by_length=args.group_by_length,
             overwrite=args.overwrite,
@@ -115,6 +130,21 @@ def _train_command(args: argparse.Namespace) -> int:
         )
     print(json.dumps(metadata, indent=2))
     return 0
+
+
+def parse_assignments(assignments: list[str]) -> dict[str, Any]:
+    """``["hidden_size=64", "cell=gru"]`` -> ``{"hidden_size": 64, "cell": "gru"}`` (JSON values, else
+    the string)."""
+    out: dict[str, Any] = {}
+    for assignment in assignments:
+        field, sep, value = assignment.partition("=")
+        if not sep or not field:
+            raise SystemExit(f"--set expects FIELD=VALUE, got {assignment!r}")
+        try:
+            out[field] = json.loads(value)
+        except json.JSONDecodeError:
+            out[field] = value
+    return out
 
 
 def _loaded(model_dir: Path):

@@ -79,6 +79,19 @@ def configure_generation(
     )
 
 
+def text_generation_scores(
+    predictions: Sequence[str], references: Sequence[str], sources: Sequence[str]
+) -> dict[str, float]:
+    """Exact match and corpus BLEU-4: generic scores for any generated text."""
+    from .metrics.bleu import corpus_bleu
+    from .metrics.exact_match import exact_match
+
+    return {
+        "exact_match": float(exact_match(predictions, references)["exact_match"]),
+        "bleu": float(corpus_bleu(predictions, references)["bleu"]),
+    }
+
+
 def make_compute_metrics(
     eval_dataset: datasets.Dataset,
     tokenizer: PreTrainedTokenizerFast,
@@ -105,11 +118,7 @@ def make_compute_metrics(
         if isinstance(generated, tuple):
             generated = generated[0]
         predictions = decode_extended_batch(generated, source_words, tokenizer, output_vocab_size)
-        if score is None:
-            from .metrics.exact_match import exact_match
-
-            return {"exact_match": float(exact_match(predictions, references)["exact_match"])}
-        return score(predictions, references, sources)
+        return (score or text_generation_scores)(predictions, references, sources)
 
     return compute_metrics
 
@@ -455,7 +464,9 @@ def train_model(
     max_steps: int | None = None,
     epochs: float | None = None,
     max_train_examples: int | None = None,
+    max_validation_examples: int | None = None,
     preset_overrides: Mapping[str, Any] | None = None,
+    training_preset: str | None = None,
     training_overrides: Mapping[str, Any] | None = None,
     num_beams: int = 1,
     group_by_length: bool = True,
@@ -488,8 +499,9 @@ def train_model(
             raise ValueError(f"corpus {corpus!r} config {config_name!r} has no {split!r} split")
     if max_train_examples is not None and len(splits["train"]) > max_train_examples:
         splits["train"] = splits["train"].shuffle(seed=seed).select(range(max_train_examples))
-    if quick and len(splits["validation"]) > QUICK_SETTINGS["max_validation_examples"]:
-        splits["validation"] = splits["validation"].select(range(QUICK_SETTINGS["max_validation_examples"]))
+    cap = max_validation_examples or (QUICK_SETTINGS["max_validation_examples"] if quick else None)
+    if cap is not None and len(splits["validation"]) > cap:
+        splits["validation"] = splits["validation"].select(range(cap))
     data = task_object.prepare(splits)
     data.corpus, data.config_name = corpus, config_name
 
@@ -508,6 +520,7 @@ def train_model(
         checkpoints,
         seed=seed,
         preset_overrides=preset_overrides,
+        training_preset=training_preset,
         training_overrides=overrides,
         group_by_length=group_by_length,
         resume=resume,
