@@ -26,7 +26,9 @@ TRIGGERS = frozenset(
     }
 )
 
-_state = {"registering": False}
+#: ``depth``: trigger modules being imported right now (one may import another: auto_factory imports
+#: configuration_auto while modeling_auto is half-imported); registration waits for the outermost
+_state = {"registering": False, "depth": 0}
 
 
 def _register() -> None:
@@ -51,8 +53,13 @@ class _Loader(importlib.abc.Loader):
         return self.loader.create_module(spec)
 
     def exec_module(self, module: Any) -> None:
-        self.loader.exec_module(module)
-        _register()
+        _state["depth"] += 1
+        try:
+            self.loader.exec_module(module)
+        finally:
+            _state["depth"] -= 1
+        if _state["depth"] == 0:  # only once no trigger module is half-imported
+            _register()
 
 
 class _Finder(importlib.abc.MetaPathFinder):
