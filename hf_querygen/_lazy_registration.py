@@ -5,7 +5,8 @@ Registering a config needs its class, and every config class imports ``transform
 itself. Instead it installs an import hook: the moment transformers' auto-config, auto-model or
 pipelines module finishes importing (i.e. the first time anyone can look a model type or a pipeline
 task up), :func:`hf_querygen._registration.register_all` runs. If those modules are already imported,
-registration happens at once. Touching a model, config or pipeline class through ``hf_querygen``
+registration happens at once. Our own model / pipeline modules are tracked too, so that registration
+never starts while one of them is half-imported (it runs when the outermost of them completes). Touching a model, config or pipeline class through ``hf_querygen``
 (``hf_querygen.DualDecoderConfig``) registers too. Either way ``import hf_querygen`` followed by
 ``AutoConfig.from_pretrained(...)`` / ``pipeline("keyword-query-generation", ...)`` works as before.
 """
@@ -26,7 +27,11 @@ TRIGGERS = frozenset(
     }
 )
 
-#: ``depth``: trigger modules being imported right now (one may import another: auto_factory imports
+#: our modules that registration imports: while one of them is half-imported (importing it imports
+#: transformers, which fires a trigger), registration waits until it is complete
+OWN_PREFIXES = ("hf_querygen.models.", "hf_querygen.pipelines.", "hf_querygen.tokenization")
+
+#: ``depth``: tracked modules being imported right now (one may import another: auto_factory imports
 #: configuration_auto while modeling_auto is half-imported); registration waits for the outermost
 _state = {"registering": False, "depth": 0}
 
@@ -58,13 +63,14 @@ class _Loader(importlib.abc.Loader):
             self.loader.exec_module(module)
         finally:
             _state["depth"] -= 1
-        if _state["depth"] == 0:  # only once no trigger module is half-imported
+        # only once no tracked module is half-imported, and only once transformers' auto classes exist
+        if _state["depth"] == 0 and any(name in sys.modules for name in TRIGGERS):
             _register()
 
 
 class _Finder(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
-        if fullname not in TRIGGERS:
+        if fullname not in TRIGGERS and not fullname.startswith(OWN_PREFIXES):
             return None
         for finder in sys.meta_path:
             if finder is self or not hasattr(finder, "find_spec"):
