@@ -6,8 +6,9 @@ itself. Instead it installs an import hook: the moment transformers' auto-config
 pipelines module finishes importing (i.e. the first time anyone can look a model type or a pipeline
 task up), :func:`hf_querygen._registration.register_all` runs. If those modules are already imported,
 registration happens at once. Our own model / pipeline modules are tracked too, so that registration
-never starts while one of them is half-imported (it runs when the outermost of them completes). Touching a model, config or pipeline class through ``hf_querygen``
-(``hf_querygen.DualDecoderConfig``) registers too. Either way ``import hf_querygen`` followed by
+never starts while one of them is half-imported (it runs when the outermost of them completes).
+Touching a model, config or pipeline class through ``hf_querygen`` (``hf_querygen.DualDecoderConfig``)
+registers too. Either way ``import hf_querygen`` followed by
 ``AutoConfig.from_pretrained(...)`` / ``pipeline("keyword-query-generation", ...)`` works as before.
 """
 

@@ -269,7 +269,8 @@ def train_and_score(
         seed=job.seed,
         preset_overrides={**system.preset_overrides, **budget.preset_overrides.get(system.key, {})},
         training_preset=system.training_preset,
-        training_overrides={**budget.training_overrides, **system.training_overrides},
+        # the mode's budget wins over the system's own settings (quick mode: more epochs, a higher rate)
+        training_overrides={**system.training_overrides, **budget.training_overrides},
         early_stopping_patience=budget.patience,
         group_by_length=budget.group_by_length,
         resume=True,
