@@ -192,15 +192,12 @@ _WORKER: dict[str, Any] = {}
 def _init_worker(
     name: str, mode: str, data_dir: Any, threads: int, out: str, save_models: str | None
 ) -> None:
-    """Per worker process: torch threads, quiet logs, the prepared data (deterministic, so every process
+    """Per worker process: torch threads, transformers' logs to train.log, the prepared data (deterministic, so every process
     prepares the same)."""
     import datasets
     import torch
-    from transformers.utils import logging as hf_logging
-
     torch.set_num_threads(threads)
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
+    _quiet_console(Path(out) / "train.log").__enter__()  # for the worker's lifetime: logs to the file
     datasets.disable_progress_bars()
     reproduction = get_reproduction(name)
     budget = reproduction.budgets[mode]

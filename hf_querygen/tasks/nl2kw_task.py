@@ -116,15 +116,20 @@ class NL2KWTask(Task):
         from .nl2kw import TAG_LABELS
 
         tokenizer = data.tokenizer
-        sizes: dict[str, Any] = {"vocab_size": len(tokenizer), "pad_token_id": tokenizer.pad_token_id}
+        # every special id the tokenizer has, also for a tagger: the Trainer otherwise "aligns" the config
+        # with the tokenizer and warns that the tokenizer has new PAD/BOS/EOS tokens
+        sizes: dict[str, Any] = {
+            "vocab_size": len(tokenizer),
+            "pad_token_id": tokenizer.pad_token_id,
+            "bos_token_id": tokenizer.bos_token_id,
+            "eos_token_id": tokenizer.eos_token_id,
+        }
         config = config_from_preset(preset)
         if self.family_of(config) == "tagging":
             sizes.update(id2label=dict(TAG_LABELS), label2id={v: k for k, v in TAG_LABELS.items()})
         else:
             sizes.update(
                 output_vocab_size=data.state["output_vocab_size"],
-                bos_token_id=tokenizer.bos_token_id,
-                eos_token_id=tokenizer.eos_token_id,
                 unk_token_id=tokenizer.unk_token_id,
                 decoder_start_token_id=tokenizer.bos_token_id,
             )

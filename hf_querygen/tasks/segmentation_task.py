@@ -81,7 +81,14 @@ class SegmentationTask(Task):
         from ..text import BIO_LABELS
 
         tokenizer = data.tokenizer
-        sizes: dict[str, Any] = {"vocab_size": len(tokenizer), "pad_token_id": tokenizer.pad_token_id}
+        # every special id the tokenizer has, also for a tagger: the Trainer otherwise "aligns" the config
+        # with the tokenizer and warns that the tokenizer has new PAD/BOS/EOS tokens
+        sizes: dict[str, Any] = {
+            "vocab_size": len(tokenizer),
+            "pad_token_id": tokenizer.pad_token_id,
+            "bos_token_id": tokenizer.bos_token_id,
+            "eos_token_id": tokenizer.eos_token_id,
+        }
         if self.family_of(config_from_preset(preset)) == "tagging":
             sizes.update(
                 id2label=dict(enumerate(BIO_LABELS)),
@@ -90,8 +97,6 @@ class SegmentationTask(Task):
         else:
             sizes.update(
                 output_vocab_size=len(tokenizer),
-                bos_token_id=tokenizer.bos_token_id,
-                eos_token_id=tokenizer.eos_token_id,
                 unk_token_id=tokenizer.unk_token_id,
                 decoder_start_token_id=tokenizer.bos_token_id,
             )
