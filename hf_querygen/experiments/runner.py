@@ -192,8 +192,8 @@ _WORKER: dict[str, Any] = {}
 def _init_worker(
     name: str, mode: str, data_dir: Any, threads: int, out: str, save_models: str | None
 ) -> None:
-    """Per worker process: torch threads, transformers' logs to train.log, the prepared data (deterministic, so every process
-    prepares the same)."""
+    """Per worker process: torch threads, transformers' logs to train.log, the prepared data
+    (deterministic, so every process prepares the same)."""
     import datasets
     import torch
     torch.set_num_threads(threads)
