@@ -196,6 +196,7 @@ def _init_worker(
     (deterministic, so every process prepares the same)."""
     import datasets
     import torch
+
     torch.set_num_threads(threads)
     _quiet_console(Path(out) / "train.log").__enter__()  # for the worker's lifetime: logs to the file
     datasets.disable_progress_bars()
