@@ -407,7 +407,8 @@ def run_reproduction(
         quick: the ``"quick"`` budget (minutes on 2 cores) instead of ``"full"``.
         seeds: number of seeds (default: the budget's).
         workers: training processes (spawned; each prepares the deterministic data itself). 1 = in
-            this process.
+            this process (always so for a reproduction that is not the registered one, e.g. a modified
+            copy: the workers could not find it).
         save_models: keep every trained model as ``save_models/<system>[-fold<f>]-seed<s>/``.
         resume: skip finished runs (``out_dir/runs/``) and continue interrupted trainings.
         overwrite: start again in a non-empty ``out_dir`` (its runs and checkpoints are deleted).
@@ -489,7 +490,11 @@ def run_reproduction(
     with tqdm(
         total=len(jobs), desc=f"{reproduction.name}: training", disable=not progress, file=sys.stderr
     ) as bar:
-        if workers > 1 and len(jobs) > 1:
+        # worker processes look the reproduction up by name: an unregistered or modified one trains here
+        registered = (
+            reproduction.name in REPRODUCTIONS and get_reproduction(reproduction.name) is reproduction
+        )
+        if workers > 1 and len(jobs) > 1 and registered:
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor, as_completed
 
