@@ -82,7 +82,9 @@ def bench_preset(preset: str, args: argparse.Namespace) -> dict:
         copy=str(getattr(config, "copy", "none")) != "none",
         remove_columns=True,
     )
-    batch_size = TRAINING_PRESETS.get(preset, {}).get("per_device_train_batch_size", 64)
+    batch_size = (TRAINING_PRESETS[preset] if preset in TRAINING_PRESETS else {}).get(
+        "per_device_train_batch_size", 64
+    )
     rss_before = _peak_rss_mib()
     with tempfile.TemporaryDirectory() as out:
         trainer = train_seq2seq(

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .models.dual_decoder.configuration_dual_decoder import LIU2018_DUAL_DECODER
+from .registry import Registry
 
 if TYPE_CHECKING:
     from transformers import PretrainedConfig
@@ -44,7 +45,7 @@ _DING2018 = {
     "bridge": "tanh",  # not stated; Bahdanau et al. 2015 initialise the GRU decoder with tanh(W h_1)
 }
 
-PRESETS: dict[str, dict[str, Any]] = {
+_PRESETS: dict[str, dict[str, Any]] = {
     "liu2018-seq2seq": {**_LIU2018, "attention": "none"},
     # Liu'18 cite Luong et al. [20] for the attentional baseline but give no score function; the
     # Bahdanau-style additive attention matches their own Eq. (6)-(8) and (12)
@@ -117,7 +118,7 @@ _DING2018_TRAINING = {
     "per_device_train_batch_size": 64,  # not stated
 }
 
-TRAINING_PRESETS: dict[str, dict[str, Any]] = {
+_TRAINING_PRESETS: dict[str, dict[str, Any]] = {
     "liu2018-seq2seq": dict(_LIU2018_TRAINING),
     "liu2018-attn-seq2seq": dict(_LIU2018_TRAINING),
     "liu2018-dual-decoder": dict(_LIU2018_TRAINING),
@@ -150,6 +151,16 @@ TRAINING_PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
+#: preset name -> config kwargs (with ``model_type``); a new preset is ``PRESETS.register(name, {...})``
+PRESETS: Registry[dict[str, Any]] = Registry("preset")
+#: preset name -> ``TrainingArguments`` kwargs
+TRAINING_PRESETS: Registry[dict[str, Any]] = Registry("training preset")
+for _name, _spec in _PRESETS.items():
+    PRESETS.register(_name, _spec)
+for _name, _spec in _TRAINING_PRESETS.items():
+    TRAINING_PRESETS.register(_name, _spec)
+
+
 def config_from_preset(name: str, **overrides: Any) -> PretrainedConfig:
     """The config of preset ``name`` with ``overrides`` (e.g. ``vocab_size``, ``output_vocab_size``)
     applied."""
@@ -161,7 +172,7 @@ def config_from_preset(name: str, **overrides: Any) -> PretrainedConfig:
 
     register_all()  # the model types must be known to AutoConfig
 
-    kwargs = {**PRESETS[name], **overrides}
+    kwargs = {**PRESETS.get(name), **overrides}
     return AutoConfig.for_model(kwargs.pop("model_type"), **kwargs)
 
 
@@ -169,7 +180,7 @@ def training_arguments_from_preset(name: str, **overrides: Any) -> dict[str, Any
     """``TrainingArguments`` kwargs of preset ``name`` (a fresh dict) with ``overrides`` applied."""
     if name not in TRAINING_PRESETS:
         raise KeyError(f"no training preset {name!r}; known: {sorted(TRAINING_PRESETS)}")
-    return {**TRAINING_PRESETS[name], **overrides}
+    return {**TRAINING_PRESETS.get(name), **overrides}
 
 
 __all__ = ["PRESETS", "TRAINING_PRESETS", "config_from_preset", "training_arguments_from_preset"]

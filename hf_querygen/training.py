@@ -372,7 +372,7 @@ def train_preset(
     model = model_for_config(config)
     encoded = data.encoded(task.family_of(config))
     training_name = training_preset or (preset if preset in TRAINING_PRESETS else None)
-    arguments = dict(TRAINING_PRESETS[training_name]) if training_name else {}
+    arguments = dict(TRAINING_PRESETS.get(training_name)) if training_name else {}
     overrides = {"seed": seed, "save_total_limit": 1, **dict(training_overrides or {})}
     trainer = train_seq2seq(
         model,
