@@ -48,10 +48,11 @@ def bench_preset(preset: str, args: argparse.Namespace) -> dict:
     from transformers import AutoModelForSeq2SeqLM
 
     from hf_querygen.corpora import load_corpus
+    from hf_querygen.inference import generate_texts
     from hf_querygen.presets import TRAINING_PRESETS, config_from_preset
     from hf_querygen.tasks.seq2seq import encode_seq2seq
     from hf_querygen.tokenization import output_vocab_size_of, train_word_tokenizer
-    from hf_querygen.training import generate_texts, model_copies, train_seq2seq
+    from hf_querygen.training import train_seq2seq
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -78,10 +79,12 @@ def bench_preset(preset: str, args: argparse.Namespace) -> dict:
         V,
         64,
         16,
-        copy=model_copies(config),
+        copy=str(getattr(config, "copy", "none")) != "none",
         remove_columns=True,
     )
-    batch_size = TRAINING_PRESETS.get(preset, {}).get("per_device_train_batch_size", 64)
+    batch_size = (TRAINING_PRESETS[preset] if preset in TRAINING_PRESETS else {}).get(
+        "per_device_train_batch_size", 64
+    )
     rss_before = _peak_rss_mib()
     with tempfile.TemporaryDirectory() as out:
         trainer = train_seq2seq(

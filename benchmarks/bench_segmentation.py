@@ -38,17 +38,17 @@ def main() -> dict:
     parser.add_argument("--data-dir", default=None)
     args = parser.parse_args()
 
+    import datasets
     import torch
 
     from hf_querygen.baselines.crf_segmenter import CRFSegmenter, CRFSettings
     from hf_querygen.baselines.wikipedia_titles import WikipediaTitleSegmenter
     from hf_querygen.corpora import load_corpus
     from hf_querygen.corpora.webis_qsec_10 import load_segmentation_resources
-    from hf_querygen.experiments.lin2017 import NeuralSettings
-    from hf_querygen.models.rnn_seq2seq import RNNSeq2SeqForConditionalGeneration
-    from hf_querygen.models.rnn_tagger import RNNTaggerConfig, RNNTaggerForTokenClassification
-    from hf_querygen.presets import config_from_preset
-    from hf_querygen.tasks.segmentation_neural import segment_breaks, train_segmentation_tokenizer
+    from hf_querygen.experiments.lin2017 import REPRODUCTION
+    from hf_querygen.tasks.base import get_task
+    from hf_querygen.tasks.segmentation_neural import segment_breaks
+    from hf_querygen.training import model_for_config
 
     torch.set_num_threads(args.threads)
     corpus = load_corpus("webis_qsec_10", data_dir=args.data_dir)["train"]
@@ -81,30 +81,16 @@ def main() -> dict:
             "train_queries": train.num_rows,
         }
 
-    settings = NeuralSettings()
-    tokenizer = train_segmentation_tokenizer(train["query"], train["reference"])
-    size = settings.rnn_hidden_size
-    rnn = RNNSeq2SeqForConditionalGeneration(
-        config_from_preset(
-            "lin2017-segmenter",
-            vocab_size=len(tokenizer),
-            output_vocab_size=len(tokenizer),
-            embedding_size=size,
-            hidden_size=size,
-            decoder_hidden_size=size,
-            num_encoder_layers=settings.rnn_layers,
-            num_decoder_layers=settings.rnn_layers,
-        )
-    ).eval()
-    tagger = RNNTaggerForTokenClassification(
-        RNNTaggerConfig(
-            vocab_size=len(tokenizer),
-            embedding_size=settings.tagger_embedding_size,
-            hidden_size=settings.tagger_hidden_size,
-            id2label={0: "B", 1: "I"},
-            label2id={"B": 0, "I": 1},
-        )
-    ).eval()
+    # the lin2017 table's systems (full-run sizes), untrained: decoding speed does not depend on weights
+    task = get_task("segmentation")
+    data = task.prepare(datasets.DatasetDict(train=train))
+    models = {}
+    for key in ("rnn_encoder_decoder", "neural_tagger"):
+        system = REPRODUCTION.system(key)
+        models[key] = model_for_config(
+            task.model_config(system.preset, data, **system.preset_overrides)
+        ).eval()
+    rnn, tagger, tokenizer = models["rnn_encoder_decoder"], models["neural_tagger"], data.tokenizer
     few = queries[: args.batch1_queries]
     variants = {
         "rnn_encoder_decoder_constrained": (rnn, {"constrained": True}),
@@ -122,9 +108,9 @@ def main() -> dict:
             ),
         }
     results["neural_sizes"] = {
-        "rnn_hidden_size": size,
-        "rnn_layers": settings.rnn_layers,
-        "tagger_hidden_size": settings.tagger_hidden_size,
+        "rnn_hidden_size": rnn.config.hidden_size,
+        "rnn_layers": rnn.config.num_encoder_layers,
+        "tagger_hidden_size": tagger.config.hidden_size,
         "vocab_size": len(tokenizer),
     }
     print(json.dumps(results, indent=2))

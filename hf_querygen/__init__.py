@@ -1,14 +1,85 @@
 """hf-querygen: query understanding and reformulation models for the Hugging Face stack.
 
-Importing the package registers every config, model and pipeline with the transformers Auto
-classes, so ``AutoConfig``/``AutoModel*.from_pretrained`` and ``pipeline(task)`` work.
+Everything public is importable from here, lazily (PEP 562): ``import hf_querygen`` costs
+milliseconds and imports neither torch nor transformers; a name is imported on first access.
+Configs, models and pipelines are registered with the transformers Auto classes as soon as
+transformers' auto classes or pipelines are imported (see :mod:`hf_querygen._lazy_registration`),
+so ``import hf_querygen`` + ``AutoConfig`` / ``AutoModel*.from_pretrained`` / ``pipeline(task)`` work.
 """
 
-from ._registration import register_all
-from .corpora import build_dataset_folder, load_corpus
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from . import _lazy_registration
 
 __version__ = "0.1.0"
 
-register_all()
+#: public name -> module defining it
+_EXPORTS: dict[str, str] = {
+    # corpora
+    "load_corpus": "hf_querygen.corpora",
+    "build_dataset_folder": "hf_querygen.corpora",
+    "normalize_for_matching": "hf_querygen.text",
+    # configs and models
+    "RNNSeq2SeqConfig": "hf_querygen.models.rnn_seq2seq",
+    "RNNSeq2SeqForConditionalGeneration": "hf_querygen.models.rnn_seq2seq",
+    "RNNTaggerConfig": "hf_querygen.models.rnn_tagger",
+    "RNNTaggerForTokenClassification": "hf_querygen.models.rnn_tagger",
+    "DualDecoderConfig": "hf_querygen.models.dual_decoder",
+    "DualDecoderForKeywordGeneration": "hf_querygen.models.dual_decoder",
+    "JointSeq2SeqTaggerConfig": "hf_querygen.models.joint_seq2seq_tagger",
+    "JointSeq2SeqTaggerForConditionalGeneration": "hf_querygen.models.joint_seq2seq_tagger",
+    # pipelines
+    "QueryReformulationPipeline": "hf_querygen.pipelines.text2text",
+    "KeywordQueryGenerationPipeline": "hf_querygen.pipelines.keyword_query",
+    "QuerySegmentationPipeline": "hf_querygen.pipelines.segmentation",
+    # tasks, systems, experiments
+    "Task": "hf_querygen.tasks.base",
+    "TaskData": "hf_querygen.tasks.base",
+    "TASKS": "hf_querygen.tasks.base",
+    "get_task": "hf_querygen.tasks.base",
+    "NL2KWTask": "hf_querygen.tasks.nl2kw_task",
+    "SegmentationTask": "hf_querygen.tasks.segmentation_task",
+    "Text2TextTask": "hf_querygen.tasks.text2text_task",
+    "System": "hf_querygen.systems",
+    "SYSTEMS": "hf_querygen.systems",
+    "get_system": "hf_querygen.systems",
+    "Reproduction": "hf_querygen.experiments.runner",
+    "Budget": "hf_querygen.experiments.runner",
+    "REPRODUCTIONS": "hf_querygen.experiments.runner",
+    "run_reproduction": "hf_querygen.experiments.runner",
+    # training and presets
+    "train_model": "hf_querygen.training",
+    "train_preset": "hf_querygen.training",
+    "load_trained": "hf_querygen.training",
+    "PRESETS": "hf_querygen.presets",
+    "config_from_preset": "hf_querygen.presets",
+    "train_word_tokenizer": "hf_querygen.tokenization",
+    "register_all": "hf_querygen._registration",
+}
+#: modules whose names need the Auto-class registration done first
+_REGISTERING = ("hf_querygen.models.", "hf_querygen.pipelines.")
 
-__all__ = ["__version__", "build_dataset_folder", "load_corpus", "register_all"]
+__all__ = ["__version__", *_EXPORTS]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'hf_querygen' has no attribute {name!r}")
+    if module.startswith(_REGISTERING):
+        from ._registration import register_all
+
+        register_all()
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
+
+
+_lazy_registration.install()

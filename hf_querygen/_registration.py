@@ -14,12 +14,25 @@ MODEL_PACKAGES: tuple[str, ...] = ("rnn_seq2seq", "rnn_tagger", "dual_decoder", 
 PIPELINE_MODULES: tuple[str, ...] = ("text2text", "segmentation", "keyword_query")
 
 _done = False
+_running = False
 
 
 def register_all() -> None:
-    global _done
-    if _done:
+    """Register every model package and pipeline (idempotent). Re-entrant calls return at once: importing
+    a model module imports transformers' auto classes, whose import hook
+    (:mod:`hf_querygen._lazy_registration`) would otherwise start a second, nested registration."""
+    global _done, _running
+    if _done or _running:
         return
+    _running = True
+    try:
+        _register_all()
+    finally:
+        _running = False
+
+
+def _register_all() -> None:
+    global _done
     for package in MODEL_PACKAGES:
         importlib.import_module(f"hf_querygen.models.{package}").register()
     # AutoTokenizer must know our tokenizer classes by name before a pipeline loads a saved model

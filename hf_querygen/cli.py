@@ -12,11 +12,10 @@ import importlib
 import sys
 
 COMMAND_MODULES = (
-    "hf_querygen.training",
+    "hf_querygen.commands",
     "hf_querygen.corpora.cli",
     "hf_querygen.experiments.cli",
     "hf_querygen.retrieval.cli",
-    "hf_querygen.experiments.retrieval",
     "hf_querygen.synthetic.cli",
 )
 

@@ -78,8 +78,10 @@ def render_model_card(
     limitations: str | None = None,
     license: str = "apache-2.0",
     language: str | list[str] = "en",
+    pipeline_task: str = "query-reformulation",
 ) -> ModelCard:
-    """A filled model card for ``model`` (a PreTrainedModel of this package)."""
+    """A filled model card for ``model`` (a PreTrainedModel of this package); ``task`` is the Hub
+    ``pipeline_tag``, ``pipeline_task`` the ``transformers.pipeline`` task shown in the usage code."""
     config = model.config
     model_type = config.model_type
     paper_title, citation, bibtex = PAPERS.get(model_type, _UNKNOWN_PAPER)
@@ -103,11 +105,15 @@ def render_model_card(
         rows = "\n".join(f"| {name} | {float(value):.4f} |" for name, value in eval_metrics.items())
         table = f"Split `{dataset_split}` of `{dataset}`:\n\n| metric | value |\n|---|---|\n{rows}"
     repo = repo_id or "REPO_ID"
+    auto_class = (
+        "AutoModelForSeq2SeqLM"
+        if getattr(config, "is_encoder_decoder", False)
+        else ("AutoModelForTokenClassification")
+    )
     usage = (
-        f'model = AutoModelForSeq2SeqLM.from_pretrained("{repo}")\n'
+        f'model = {auto_class}.from_pretrained("{repo}")\n'
         f'tokenizer = AutoTokenizer.from_pretrained("{repo}")\n'
-        f'reformulate = pipeline("query-reformulation", model="{repo}")  # copies unknown words from '
-        "the input"
+        f'predict = pipeline("{pipeline_task}", model="{repo}")'
     )
     return ModelCard.from_template(
         card_data,
@@ -166,7 +172,19 @@ def card_kwargs_from_training(model_dir: str | Path) -> dict[str, Any]:
         and not key.startswith("eval_n_")
     }
     corpus = metadata.get("corpus")
+    task_kwargs: dict[str, Any] = {}
+    if metadata.get("task"):
+        from transformers import AutoConfig
+
+        from ._registration import register_all
+        from .tasks.base import get_task
+
+        register_all()
+        task = get_task(metadata["task"])
+        config = AutoConfig.from_pretrained(model_dir)
+        task_kwargs = {"task": task.card_pipeline_tag(config), "pipeline_task": task.pipeline_task}
     return {
+        **task_kwargs,
         "dataset": corpus,
         "dataset_split": "validation",
         "eval_metrics": validation,

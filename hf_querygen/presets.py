@@ -9,11 +9,13 @@ named there; vocabulary sizes come from the tokenizer at training time, not from
 
 from __future__ import annotations
 
-from typing import Any
-
-from transformers import AutoConfig, PretrainedConfig
+from typing import TYPE_CHECKING, Any
 
 from .models.dual_decoder.configuration_dual_decoder import LIU2018_DUAL_DECODER
+from .registry import Registry
+
+if TYPE_CHECKING:
+    from transformers import PretrainedConfig
 
 # Liu et al. CIKM'18 Sec. 5.1: embeddings 60, BiLSTM encoder and LSTM decoders of 128, dropout 0.4,
 # encoder and decoders share the word embeddings; the same settings for every baseline they run.
@@ -43,7 +45,7 @@ _DING2018 = {
     "bridge": "tanh",  # not stated; Bahdanau et al. 2015 initialise the GRU decoder with tanh(W h_1)
 }
 
-PRESETS: dict[str, dict[str, Any]] = {
+_PRESETS: dict[str, dict[str, Any]] = {
     "liu2018-seq2seq": {**_LIU2018, "attention": "none"},
     # Liu'18 cite Luong et al. [20] for the attentional baseline but give no score function; the
     # Bahdanau-style additive attention matches their own Eq. (6)-(8) and (12)
@@ -59,6 +61,8 @@ PRESETS: dict[str, dict[str, Any]] = {
         "bidirectional": True,
         "dropout": 0.4,
     },
+    # Liu'18 Table 2 row 8: the attentional seq2seq and a keyword tagger on one shared encoder
+    "liu2018-joint": {**_LIU2018, "model_type": "joint_seq2seq_tagger", "attention": "bahdanau"},
     # Song et al. SIGIR'17 Sec. 3: BiLSTM encoder, LSTM decoder, Luong local attention scored from
     # z_{t-1} with c_t fed into z_t = f(z_{t-1}, e(y_{t-1}), c_t); sizes are not stated (Liu'18's are used)
     "song2017": {
@@ -94,6 +98,15 @@ PRESETS: dict[str, dict[str, Any]] = {
         "tie_word_embeddings": False,
         "bridge": "linear",
     },
+    # not in Lin'17: our BiLSTM BIO tagger, the neural counterpart of its CRF (lin2017's extra row)
+    "lin2017-tagger": {
+        "model_type": "rnn_tagger",
+        "cell": "lstm",
+        "embedding_size": 64,
+        "hidden_size": 128,
+        "bidirectional": True,
+        "dropout": 0.2,
+    },
 }
 
 _ADAM = {"optim": "adamw_torch", "weight_decay": 0.0}
@@ -105,12 +118,13 @@ _DING2018_TRAINING = {
     "per_device_train_batch_size": 64,  # not stated
 }
 
-TRAINING_PRESETS: dict[str, dict[str, Any]] = {
+_TRAINING_PRESETS: dict[str, dict[str, Any]] = {
     "liu2018-seq2seq": dict(_LIU2018_TRAINING),
     "liu2018-attn-seq2seq": dict(_LIU2018_TRAINING),
     "liu2018-dual-decoder": dict(_LIU2018_TRAINING),
     "liu2018-pointer-network": dict(_LIU2018_TRAINING),
     "liu2018-sequence-labeling": dict(_LIU2018_TRAINING),
+    "liu2018-joint": dict(_LIU2018_TRAINING),
     # Song'17: "stochastic gradient descent"; rate, batch and clipping not stated: Luong et al. 2015's
     "song2017": {
         "optim": "sgd",
@@ -128,7 +142,23 @@ TRAINING_PRESETS: dict[str, dict[str, Any]] = {
         "per_device_train_batch_size": 64,
         "max_grad_norm": 0.0,
     },
+    "lin2017-tagger": {
+        **_ADAM,
+        "learning_rate": 1e-3,
+        "per_device_train_batch_size": 64,
+        "max_grad_norm": 5.0,
+    },
 }
+
+
+#: preset name -> config kwargs (with ``model_type``); a new preset is ``PRESETS.register(name, {...})``
+PRESETS: Registry[dict[str, Any]] = Registry("preset")
+#: preset name -> ``TrainingArguments`` kwargs
+TRAINING_PRESETS: Registry[dict[str, Any]] = Registry("training preset")
+for _name, _spec in _PRESETS.items():
+    PRESETS.register(_name, _spec)
+for _name, _spec in _TRAINING_PRESETS.items():
+    TRAINING_PRESETS.register(_name, _spec)
 
 
 def config_from_preset(name: str, **overrides: Any) -> PretrainedConfig:
@@ -136,9 +166,13 @@ def config_from_preset(name: str, **overrides: Any) -> PretrainedConfig:
     applied."""
     if name not in PRESETS:
         raise KeyError(f"unknown preset {name!r}; known presets: {sorted(PRESETS)}")
-    import hf_querygen  # noqa: F401  (registers the model types with AutoConfig)
+    from transformers import AutoConfig
 
-    kwargs = {**PRESETS[name], **overrides}
+    from ._registration import register_all
+
+    register_all()  # the model types must be known to AutoConfig
+
+    kwargs = {**PRESETS.get(name), **overrides}
     return AutoConfig.for_model(kwargs.pop("model_type"), **kwargs)
 
 
@@ -146,7 +180,7 @@ def training_arguments_from_preset(name: str, **overrides: Any) -> dict[str, Any
     """``TrainingArguments`` kwargs of preset ``name`` (a fresh dict) with ``overrides`` applied."""
     if name not in TRAINING_PRESETS:
         raise KeyError(f"no training preset {name!r}; known: {sorted(TRAINING_PRESETS)}")
-    return {**TRAINING_PRESETS[name], **overrides}
+    return {**TRAINING_PRESETS.get(name), **overrides}
 
 
 __all__ = ["PRESETS", "TRAINING_PRESETS", "config_from_preset", "training_arguments_from_preset"]

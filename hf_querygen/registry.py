@@ -71,6 +71,10 @@ class Registry(Generic[T]):
                 f"unknown {self.kind} {name!r}.{hint} Available: {', '.join(sorted(self._items))}"
             ) from None
 
+    def __getitem__(self, name: str) -> T:
+        """``registry[name]``, as :meth:`get` (dict-style access for registries that replaced dicts)."""
+        return self.get(name)
+
     def names(self) -> list[str]:
         self._load()
         return sorted(self._items)

@@ -1,95 +1,34 @@
-"""Training and inference glue around the stock ``Seq2SeqTrainer``, and the CLI subcommands
-``hf-querygen train`` / ``evaluate`` / ``generate``.
+"""Training glue around the stock ``Seq2SeqTrainer`` (no training loop of our own).
 
-No training loop of our own: :func:`train_seq2seq` configures ``Seq2SeqTrainingArguments`` from a
-paper's training preset (optimiser settings, batch size, gradient clipping), early-stops on the
-validation loss (``EarlyStoppingCallback`` + ``load_best_model_at_end``), evaluates with
-``predict_with_generate`` when metrics are asked for, and sets the generation config deliberately
-before saving. :func:`generate_texts` runs batched ``generate()`` and maps copy ids back to source
-words (:func:`hf_querygen.tasks.seq2seq.decode_extended`).
+* :func:`train_seq2seq`: ``Seq2SeqTrainingArguments`` from a paper's training preset, early stopping on
+  the validation loss (``EarlyStoppingCallback`` + ``load_best_model_at_end``), bucketed batches,
+  resuming from the last checkpoint, the generation config set deliberately before saving;
+* :func:`train_preset`: one preset of a task on prepared task data (config sized by the task, the
+  task's encoding for the model family) -- what ``hf-querygen train`` and the experiment runner call;
+* :func:`save_model_folder`: model + tokenizer + generation config + training metadata + model card,
+  written to a temporary folder and renamed (a folder either is complete or does not exist);
+* :func:`train_model`: corpus -> task data -> :func:`train_preset` -> :func:`save_model_folder`.
 
-Which corpus columns are source and target, and how outputs are scored, is declared per corpus in
-:data:`SEQ2SEQ_TASKS` (other tasks add theirs with :func:`register_seq2seq_task`).
+Decoding lives in :mod:`hf_querygen.inference` and the tasks' ``predict``; the CLI in
+:mod:`hf_querygen.commands`.
 """
 
 from __future__ import annotations
 
-import argparse
-import inspect
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # torch/transformers/datasets cost seconds at import; the CLI imports this module
+if TYPE_CHECKING:  # torch/transformers/datasets cost seconds at import
     import datasets
     from transformers import PreTrainedModel, PreTrainedTokenizerFast, Seq2SeqTrainer
 
-#: (predictions, references, sources) -> metric name -> value
-ScoreFn = Callable[[Sequence[str], Sequence[str], Sequence[str]], dict[str, float]]
+    from .tasks.base import Task, TaskData
 
 #: file written beside a trained model: what it was trained on and how (read by ``evaluate``)
 TRAINING_METADATA_FILE = "hf_querygen_training.json"
-
-
-# ---------------------------------------------------------------- per-corpus task declarations
-def text_generation_scores(
-    predictions: Sequence[str], references: Sequence[str], sources: Sequence[str]
-) -> dict[str, float]:
-    """Exact match and corpus BLEU-4: generic scores for any generated text."""
-    from .metrics.bleu import corpus_bleu
-    from .metrics.exact_match import exact_match
-
-    return {
-        "exact_match": exact_match(predictions, references)["exact_match"],
-        "bleu": corpus_bleu(predictions, references)["bleu"],
-    }
-
-
-def keyword_query_scores(
-    predictions: Sequence[str], references: Sequence[str], sources: Sequence[str]
-) -> dict[str, float]:
-    """Liu'18 keyword P/R/F1 (per query and pooled, extractive/generative recall) + exact match."""
-    from .metrics.exact_match import exact_match
-    from .metrics.keyword_prf import keyword_prf
-
-    scores = {k: float(v) for k, v in keyword_prf(predictions, references, sources=sources).items()}
-    scores["exact_match"] = exact_match(predictions, references)["exact_match"]
-    return scores
-
-
-@dataclass(frozen=True)
-class Seq2SeqCorpusTask:
-    """How a corpus is used as a seq2seq task: which columns, which default config, which scores."""
-
-    source_column: str
-    target_column: str
-    score: ScoreFn = text_generation_scores
-    default_config: str | None = None
-    description: str = ""
-
-
-SEQ2SEQ_TASKS: dict[str, Seq2SeqCorpusTask] = {
-    "nl2kw": Seq2SeqCorpusTask(
-        "nl_query", "keyword_query", keyword_query_scores, "en", "natural-language query -> keyword query"
-    ),
-}
-
-
-def register_seq2seq_task(corpus: str, task: Seq2SeqCorpusTask) -> None:
-    """Make ``corpus`` usable with ``hf-querygen train/evaluate`` (task modules call this)."""
-    SEQ2SEQ_TASKS[corpus] = task
-
-
-def get_seq2seq_task(corpus: str) -> Seq2SeqCorpusTask:
-    if corpus not in SEQ2SEQ_TASKS:
-        raise ValueError(
-            f"Corpus {corpus!r} has no seq2seq task declaration; known: {sorted(SEQ2SEQ_TASKS)} "
-            "(add one with hf_querygen.training.register_seq2seq_task)"
-        )
-    return SEQ2SEQ_TASKS[corpus]
 
 
 # ---------------------------------------------------------------- training arguments
@@ -140,13 +79,26 @@ def configure_generation(
     )
 
 
+def text_generation_scores(
+    predictions: Sequence[str], references: Sequence[str], sources: Sequence[str]
+) -> dict[str, float]:
+    """Exact match and corpus BLEU-4: generic scores for any generated text."""
+    from .metrics.bleu import corpus_bleu
+    from .metrics.exact_match import exact_match
+
+    return {
+        "exact_match": float(exact_match(predictions, references)["exact_match"]),
+        "bleu": float(corpus_bleu(predictions, references)["bleu"]),
+    }
+
+
 def make_compute_metrics(
     eval_dataset: datasets.Dataset,
     tokenizer: PreTrainedTokenizerFast,
     output_vocab_size: int,
     source_column: str,
     target_column: str,
-    score: ScoreFn = text_generation_scores,
+    score: Callable[[Sequence[str], Sequence[str], Sequence[str]], dict[str, float]] | None = None,
 ) -> Callable:
     """A ``compute_metrics`` for ``Seq2SeqTrainer(predict_with_generate=True)``.
 
@@ -166,7 +118,7 @@ def make_compute_metrics(
         if isinstance(generated, tuple):
             generated = generated[0]
         predictions = decode_extended_batch(generated, source_words, tokenizer, output_vocab_size)
-        return score(predictions, references, sources)
+        return (score or text_generation_scores)(predictions, references, sources)
 
     return compute_metrics
 
@@ -231,6 +183,27 @@ class BucketedBatchSampler:
             yield from batch
 
 
+class LogFileCallback:
+    """A ``TrainerCallback`` that appends every Trainer log (losses, evaluations) as a JSON line to
+    ``path``, tagged with ``run``; when given to :func:`train_seq2seq` it replaces the console printer,
+    so a long experiment prints progress bars and tables, not hundreds of log dicts."""
+
+    def __init__(self, path: str | Path, run: str = ""):
+        self.path = Path(path)
+        self.run = run
+
+    def __getattr__(self, name: str):
+        if name.startswith("on_"):  # every other TrainerCallback event: nothing to do
+            return lambda *args, **kwargs: None
+        raise AttributeError(name)
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a", encoding="utf-8") as handle:
+            entry = {"run": self.run, "step": state.global_step, **(logs or {})}
+            handle.write(json.dumps(entry, default=str) + "\n")
+
+
 def _bucketed_trainer_class():
     """Seq2SeqTrainer whose training batches come from :class:`BucketedBatchSampler`."""
     from transformers import Seq2SeqTrainer
@@ -259,6 +232,7 @@ def train_seq2seq(
     early_stopping_patience: int | None = 3,
     callbacks: Sequence | None = None,
     group_by_length: bool = False,
+    resume_from_checkpoint: bool | str | None = None,
     **training_args: Any,
 ) -> Seq2SeqTrainer:
     """Train a seq2seq model with the stock ``Seq2SeqTrainer`` and save the best one to ``output_dir``.
@@ -275,6 +249,8 @@ def train_seq2seq(
             (:class:`BucketedBatchSampler`: random batches in random order). The encoder and every
             attention step run over the longest source of the batch, so on corpora of mixed lengths
             an epoch takes about 1.2-1.5x less time.
+        resume_from_checkpoint: continue from the last ``checkpoint-*`` in ``output_dir`` (``True``; a
+            fresh start when there is none) or from the given checkpoint folder.
         **training_args: any ``Seq2SeqTrainingArguments`` field; overrides the preset and defaults.
 
     Returns:
@@ -330,434 +306,282 @@ def train_seq2seq(
         compute_metrics=compute_metrics,
         callbacks=all_callbacks,
     )
-    trainer.train()
+    if any(isinstance(callback, LogFileCallback) for callback in all_callbacks):
+        from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+        trainer.remove_callback(PrinterCallback)
+        trainer.remove_callback(ProgressCallback)
+    if resume_from_checkpoint is True:
+        from transformers.trainer_utils import get_last_checkpoint
+
+        resume_from_checkpoint = get_last_checkpoint(str(output_dir)) if Path(output_dir).is_dir() else None
+    trainer.train(resume_from_checkpoint=resume_from_checkpoint or None)
     trainer.save_model(str(output_dir))  # best model (load_best_model_at_end) + tokenizer + generation config
     trainer.save_state()
     return trainer
 
 
-# ---------------------------------------------------------------- inference
-def _forward_argument_names(model: PreTrainedModel) -> set[str]:
-    return set(inspect.signature(model.forward).parameters)
+# ---------------------------------------------------------------- presets on task data
+def model_for_config(config: Any) -> PreTrainedModel:
+    """A freshly initialised model for ``config`` through the Auto classes (encoder-decoders:
+    ``AutoModelForSeq2SeqLM``, the rest ``AutoModelForTokenClassification``); seed first."""
+    from transformers import AutoModelForSeq2SeqLM, AutoModelForTokenClassification
+
+    from ._registration import register_all
+
+    register_all()
+    auto = (
+        AutoModelForSeq2SeqLM
+        if getattr(config, "is_encoder_decoder", False)
+        else AutoModelForTokenClassification
+    )
+    return auto.from_config(config)
 
 
-def output_vocab_size_of_model(model: PreTrainedModel) -> int:
-    """The decoder output vocabulary size ``V`` (ids ``>= V`` are copy positions)."""
-    size = getattr(model.config, "output_vocab_size", None) or getattr(model.config, "vocab_size", None)
-    if size is None:
-        raise ValueError(f"{type(model.config).__name__} has neither output_vocab_size nor vocab_size")
-    return int(size)
+def train_preset(
+    data: TaskData,
+    preset: str,
+    output_dir: str | Path,
+    *,
+    seed: int = 42,
+    preset_overrides: Mapping[str, Any] | None = None,
+    training_preset: str | None = None,
+    training_overrides: Mapping[str, Any] | None = None,
+    early_stopping_patience: int | None = 3,
+    group_by_length: bool = True,
+    resume: bool = False,
+    callbacks: Sequence | None = None,
+) -> Seq2SeqTrainer:
+    """Train model ``preset`` on ``data`` (a :class:`~hf_querygen.tasks.base.TaskData`) with the stock
+    ``Seq2SeqTrainer``; checkpoints and the best model go to ``output_dir``.
 
-
-def as_max_length(generate_kwargs: Mapping[str, Any]) -> dict[str, Any]:
-    """``max_new_tokens=n`` -> ``max_length=n + 1`` (the decoder start token counts for an
-    encoder-decoder), so that a call-time limit does not clash with the saved ``max_length``."""
-    kwargs = dict(generate_kwargs)
-    if kwargs.get("max_new_tokens") is not None and kwargs.get("max_length") is None:
-        kwargs["max_length"] = kwargs.pop("max_new_tokens") + 1
-    return kwargs
-
-
-def generate_texts(
-    model: PreTrainedModel,
-    tokenizer: PreTrainedTokenizerFast,
-    texts: Sequence[str],
-    batch_size: int = 64,
-    max_source_length: int | None = None,
-    **generate_kwargs: Any,
-) -> list[str]:
-    """Batched ``model.generate`` on raw texts; returns decoded texts (copy ids -> source words).
-
-    Texts are batched by length (fewer pad positions; a padded batch decodes like single examples)
-    and returned in input order; with ``num_return_sequences=n`` the ``n`` outputs of text ``i`` are
-    at ``i * n .. i * n + n - 1``.
+    The model config is ``data.task.model_config(preset, data, **preset_overrides)``; the training
+    arguments are :data:`DEFAULT_TRAINING_ARGUMENTS` < the training preset (``training_preset``, else
+    the preset's own name when it has one) < ``training_overrides`` (any ``Seq2SeqTrainingArguments``
+    field). The train / validation splits are the task's encoding for the config's model family.
+    ``resume`` continues from the last checkpoint in ``output_dir``. Returns the trainer (its model is
+    the best one, in eval mode).
     """
-    import torch
+    from transformers import set_seed
 
-    from .tasks.seq2seq import Seq2SeqCollator, decode_extended_batch, encode_sources
+    from .presets import TRAINING_PRESETS
 
-    if isinstance(texts, str):
-        raise TypeError("generate_texts expects a list of texts, not a single string")
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-    generate_kwargs = as_max_length(generate_kwargs)
-    n_returns = int(generate_kwargs.get("num_return_sequences", 1))
-    output_vocab_size = output_vocab_size_of_model(model)
-    accepted = _forward_argument_names(model)
-    collator = Seq2SeqCollator(pad_token_id=tokenizer.pad_token_id)
-    encoded = encode_sources(texts, tokenizer, max_source_length)
-    order = sorted(range(len(texts)), key=lambda i: len(encoded["input_ids"][i]))
-    results: list[list[str]] = [[] for _ in texts]
-    model.eval()
-    for start in range(0, len(order), batch_size):
-        indices = order[start : start + batch_size]
-        features = [
-            {key: encoded[key][i] for key in ("input_ids", "attention_mask", "source_word_ids")}
-            for i in indices
-        ]
-        batch = {k: v.to(model.device) for k, v in collator(features).items() if k in accepted}
-        with torch.no_grad():
-            generated = model.generate(**batch, **generate_kwargs)
-        sequences = generated.sequences if hasattr(generated, "sequences") else generated
-        texts_out = decode_extended_batch(
-            sequences, [encoded["source_words"][i] for i in indices], tokenizer, output_vocab_size, n_returns
-        )
-        for k, i in enumerate(indices):
-            results[i] = texts_out[k * n_returns : (k + 1) * n_returns]
-    return [text for group in results for text in group]
+    task = data.task
+    set_seed(seed)
+    config = task.model_config(preset, data, **dict(preset_overrides or {}))
+    model = model_for_config(config)
+    encoded = data.encoded(task.family_of(config))
+    training_name = training_preset or (preset if preset in TRAINING_PRESETS else None)
+    arguments = dict(TRAINING_PRESETS.get(training_name)) if training_name else {}
+    overrides = {"seed": seed, "save_total_limit": 1, **dict(training_overrides or {})}
+    trainer = train_seq2seq(
+        model,
+        data.tokenizer,
+        encoded["train"],
+        encoded["validation"] if "validation" in encoded else None,
+        output_dir,
+        training_preset=arguments,
+        max_new_tokens=task.max_new_tokens(data),
+        early_stopping_patience=early_stopping_patience,
+        callbacks=callbacks,
+        group_by_length=group_by_length,
+        resume_from_checkpoint=resume,
+        label_names=["labels"],  # the joint model's optional tag_labels must not hide the eval loss
+        **overrides,
+    )
+    trainer.model.eval()
+    return trainer
 
 
-def evaluate_model(
+def save_model_folder(
     model: PreTrainedModel,
     tokenizer: PreTrainedTokenizerFast,
-    dataset: datasets.Dataset,
-    task: Seq2SeqCorpusTask,
-    batch_size: int = 64,
-    max_source_length: int | None = None,
-    **generate_kwargs: Any,
-) -> tuple[dict[str, float], list[str]]:
-    """Generate for every source of ``dataset`` and score against its targets; returns (scores, outputs)."""
-    from .tokenization import word_tokenize
+    directory: str | Path,
+    metadata: Mapping[str, Any],
+    overwrite: bool = False,
+) -> Path:
+    """Write a self-contained model folder: weights, config, generation config, tokenizer,
+    ``hf_querygen_training.json`` (``metadata``) and a model card (README.md, :mod:`hf_querygen.hub`).
 
-    sources = [_text(s) for s in dataset[task.source_column]]
-    predictions = generate_texts(model, tokenizer, sources, batch_size, max_source_length, **generate_kwargs)
-    references = [" ".join(word_tokenize(tokenizer, _text(t))) for t in dataset[task.target_column]]
-    return task.score(predictions, references, sources), predictions
+    Atomic: everything is written to a temporary sibling folder that is renamed at the end, so an
+    interrupted run never leaves a half-written model. An existing folder is an error unless
+    ``overwrite`` (then it is replaced only once the new one is complete).
+    """
+    import shutil
+    import tempfile
+
+    from .hub import card_kwargs_from_training, render_model_card
+
+    directory = Path(directory)
+    if directory.exists() and not overwrite:
+        raise FileExistsError(f"{directory} exists; pass overwrite=True (CLI: --overwrite) to replace it")
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.tmp-", dir=directory.parent))
+    try:
+        model.save_pretrained(staging)
+        tokenizer.save_pretrained(staging)
+        (staging / TRAINING_METADATA_FILE).write_text(
+            json.dumps(dict(metadata), indent=2, default=str) + "\n", encoding="utf-8"
+        )
+        render_model_card(model, **card_kwargs_from_training(staging)).save(staging / "README.md")
+        if directory.exists():
+            shutil.rmtree(directory)
+        staging.rename(directory)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return directory
 
 
-# ---------------------------------------------------------------- CLI
-#: the --quick settings: a step budget, evaluation every eval_steps on a validation subset
+def _training_summary(trainer: Seq2SeqTrainer) -> dict[str, Any]:
+    history = trainer.state.log_history
+    evaluations = [log for log in history if "eval_loss" in log]
+    losses = [log["loss"] for log in history if "loss" in log]
+    best = min(evaluations, key=lambda log: log["eval_loss"]) if evaluations else {}
+    return {
+        "global_steps": trainer.state.global_step,
+        "epochs": trainer.state.epoch,
+        "best_eval_loss": best.get("eval_loss"),
+        "first_logged_train_loss": losses[0] if losses else None,
+        "last_logged_train_loss": losses[-1] if losses else None,
+    }
+
+
+#: --quick for ``train``: a step budget and a validation subset (a smoke run, minutes on a CPU)
 QUICK_SETTINGS = {"max_steps": 150, "eval_steps": 75, "max_validation_examples": 256}
 
 
-THREADS_HELP = "torch CPU threads (default 1: these small RNNs gain little from more; 0 = torch's default)"
-
-
-def add_commands(subparsers: argparse._SubParsersAction) -> None:
-    train = subparsers.add_parser("train", help="train a seq2seq model on a corpus (Seq2SeqTrainer)")
-    train.add_argument("--corpus", required=True, help=f"one of {sorted(SEQ2SEQ_TASKS)}")
-    train.add_argument("--config", default=None, help="corpus config (default: the task's)")
-    train.add_argument("--preset", required=True, help="model preset name (hf_querygen.presets.PRESETS)")
-    train.add_argument("--output-dir", type=Path, required=True)
-    train.add_argument("--quick", action="store_true", help=f"smoke run: {QUICK_SETTINGS}")
-    train.add_argument("--max-steps", type=int, default=None, help="stop after this many optimiser steps")
-    train.add_argument("--epochs", type=float, default=None, help="override the preset's epochs")
-    train.add_argument("--seed", type=int, default=42)
-    train.add_argument("--data-dir", type=Path, default=None, help="raw corpora (default ../shared/data)")
-    train.add_argument("--vocab-size", type=int, default=None, help="cap on the whole vocabulary")
-    train.add_argument(
-        "--output-vocab-size", type=int, default=None, help="decoder vocabulary (default all targets)"
-    )
-    train.add_argument("--min-frequency", type=int, default=1)
-    train.add_argument("--max-source-length", type=int, default=64)
-    train.add_argument("--max-target-length", type=int, default=16)
-    train.add_argument("--num-beams", type=int, default=1, help="saved generation config")
-    train.add_argument("--keep-checkpoints", action="store_true", help="keep checkpoint-* folders")
-    train.add_argument(
-        "--group-by-length",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="batch examples of similar source length (faster; default on)",
-    )
-    train.add_argument(
-        "--chinese-segmentation", action="store_true", help="segment words with jieba (zh extra)"
-    )
-    train.add_argument("--threads", type=int, default=1, help=THREADS_HELP)
-    train.set_defaults(func=_train_command)
-
-    evaluate = subparsers.add_parser("evaluate", help="score a trained model on a corpus split (JSON out)")
-    evaluate.add_argument("--model", type=Path, required=True, help="folder written by `train`")
-    evaluate.add_argument("--corpus", default=None, help="default: the corpus the model was trained on")
-    evaluate.add_argument("--config", default=None)
-    evaluate.add_argument("--split", default="test")
-    evaluate.add_argument("--data-dir", type=Path, default=None)
-    evaluate.add_argument("--num-beams", type=int, default=None, help="default: the saved generation config")
-    evaluate.add_argument("--batch-size", type=int, default=64)
-    evaluate.add_argument("--limit", type=int, default=None, help="score only the first N examples")
-    evaluate.add_argument("--predictions", type=Path, default=None, help="also write outputs (JSON lines)")
-    evaluate.add_argument("--threads", type=int, default=1, help=THREADS_HELP)
-    evaluate.set_defaults(func=_evaluate_command)
-
-    generate = subparsers.add_parser("generate", help="generate from texts with a trained model")
-    generate.add_argument("--model", type=Path, required=True)
-    generate.add_argument("texts", nargs="+")
-    generate.add_argument("--num-beams", type=int, default=None)
-    generate.add_argument("--num-return-sequences", type=int, default=1)
-    generate.add_argument("--max-new-tokens", type=int, default=None)
-    generate.add_argument("--threads", type=int, default=1, help=THREADS_HELP)
-    generate.set_defaults(func=_generate_command)
-
-
-def model_copies(config) -> bool:
-    """Whether the model's labels live in the extended (copy) space."""
-    copy = getattr(config, "copy", None)
-    if copy is not None:
-        return str(copy).lower() not in ("none", "false", "")
-    return bool(getattr(config, "uses_copy", False))
-
-
-def train_on_corpus(
-    corpus: str,
+def train_model(
     preset: str,
     output_dir: str | Path,
+    *,
+    task: str | Task | None = None,
+    corpus: str | None = None,
     config_name: str | None = None,
     data_dir: str | Path | None = None,
     seed: int = 42,
     quick: bool = False,
     max_steps: int | None = None,
     epochs: float | None = None,
-    vocab_size: int | None = None,
-    output_vocab_size: int | None = None,
-    min_frequency: int = 1,
-    max_source_length: int = 64,
-    max_target_length: int = 16,
+    max_train_examples: int | None = None,
+    max_validation_examples: int | None = None,
+    preset_overrides: Mapping[str, Any] | None = None,
+    training_preset: str | None = None,
+    training_overrides: Mapping[str, Any] | None = None,
     num_beams: int = 1,
-    keep_checkpoints: bool = False,
-    chinese_segmentation: bool = False,
     group_by_length: bool = True,
+    overwrite: bool = False,
+    resume: bool = False,
+    evaluate_split: str | None = "validation",
 ) -> dict[str, Any]:
-    """Corpus -> tokenizer -> preset model -> Seq2SeqTrainer; returns (and saves) the run's metadata.
+    """Corpus -> task data (tokenizer on TRAIN) -> :func:`train_preset` -> :func:`save_model_folder`.
 
-    The tokenizer is trained on the TRAIN split only (targets first, so the output vocabulary is the
-    frequent target words); the validation split drives early stopping and the reported metrics.
+    ``task`` defaults to the one task that trains on ``corpus`` (and ``corpus`` to the task's first).
+    Checkpoints go to ``output_dir/../.<name>.checkpoints`` (kept for ``resume`` until the model folder
+    is written). Returns the metadata saved with the model, including the task's scores on
+    ``evaluate_split`` (decoded by ``Task.predict``, as the pipeline does).
     """
     import shutil
 
     import torch
-    from transformers import AutoModelForSeq2SeqLM, set_seed
 
-    from .corpora import load_corpus
-    from .presets import PRESETS, TRAINING_PRESETS, config_from_preset
-    from .tasks.seq2seq import encode_seq2seq
-    from .tokenization import train_word_tokenizer
+    from .tasks.base import get_task, task_for_corpus
 
-    task = get_seq2seq_task(corpus)
-    if preset not in PRESETS:
-        raise ValueError(f"Unknown model preset {preset!r}; available: {sorted(PRESETS)}")
-    if PRESETS[preset]["model_type"] != "rnn_seq2seq":
-        # the dual decoder needs pointer/generator targets (tasks.nl2kw.encode_nl2kw(mode="dual")), the
-        # tagger BIO labels: both are trained by their reproductions, not by this generic path
-        raise ValueError(
-            f"`train` fits rnn_seq2seq presets; {preset!r} is a {PRESETS[preset]['model_type']!r} model, "
-            "trained by `hf-querygen reproduce liu2018` / `lin2017`"
-        )
-    config_name = config_name or task.default_config
+    output_dir = Path(output_dir)
+    if output_dir.exists() and not overwrite:
+        raise FileExistsError(f"{output_dir} exists; pass overwrite=True (CLI: --overwrite) to replace it")
+    task_object = get_task(task) if task is not None else task_for_corpus(corpus)
+    corpus, config_name = task_object.resolve_corpus(corpus, config_name)
     started = time.perf_counter()
-    set_seed(seed)
-    splits = load_corpus(corpus, config_name, data_dir=data_dir)
+    splits = task_object.load(corpus, config_name, data_dir)
     for split in ("train", "validation"):
         if split not in splits:
             raise ValueError(f"corpus {corpus!r} config {config_name!r} has no {split!r} split")
-    train_split, validation_split = splits["train"], splits["validation"]
-    if quick and len(validation_split) > QUICK_SETTINGS["max_validation_examples"]:
-        validation_split = validation_split.select(range(QUICK_SETTINGS["max_validation_examples"]))
+    if max_train_examples is not None and len(splits["train"]) > max_train_examples:
+        splits["train"] = splits["train"].shuffle(seed=seed).select(range(max_train_examples))
+    cap = max_validation_examples or (QUICK_SETTINGS["max_validation_examples"] if quick else None)
+    if cap is not None and len(splits["validation"]) > cap:
+        splits["validation"] = splits["validation"].select(range(cap))
+    data = task_object.prepare(splits)
+    data.corpus, data.config_name = corpus, config_name
 
-    tokenizer = train_word_tokenizer(
-        [_text(s) for s in train_split[task.source_column]],
-        target_texts=[_text(t) for t in train_split[task.target_column]],
-        vocab_size=vocab_size,
-        min_frequency=min_frequency,
-        output_vocab_size=output_vocab_size,
-        chinese_segmentation=chinese_segmentation,
-    )
-    output_vocab = int(tokenizer.init_kwargs["output_vocab_size"])
-    model_config = config_from_preset(
-        preset,
-        vocab_size=len(tokenizer),
-        output_vocab_size=output_vocab,
-        pad_token_id=tokenizer.pad_token_id,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        unk_token_id=tokenizer.unk_token_id,
-        decoder_start_token_id=tokenizer.bos_token_id,
-    )
-    model = AutoModelForSeq2SeqLM.from_config(model_config)
-    copy = model_copies(model_config)
-    encode = dict(
-        tokenizer=tokenizer,
-        source_column=task.source_column,
-        target_column=task.target_column,
-        output_vocab_size=output_vocab,
-        max_source_length=max_source_length,
-        max_target_length=max_target_length,
-        copy=copy,
-    )
-    train_encoded = encode_seq2seq(train_split, **encode)
-    validation_encoded = encode_seq2seq(validation_split, **encode)
-
-    overrides: dict[str, Any] = {"seed": seed, "data_seed": seed}
+    overrides: dict[str, Any] = {"data_seed": seed, **dict(training_overrides or {})}
     steps = max_steps if max_steps is not None else (QUICK_SETTINGS["max_steps"] if quick else None)
     if steps is not None:
-        eval_steps = QUICK_SETTINGS["eval_steps"] if quick else max(steps // 5, 1)
+        every = min(QUICK_SETTINGS["eval_steps"] if quick else max(steps // 5, 1), steps)
         overrides.update(max_steps=steps, eval_strategy="steps", save_strategy="steps")
-        overrides.update(eval_steps=min(eval_steps, steps), save_steps=min(eval_steps, steps))
+        overrides.update(eval_steps=every, save_steps=every)
     if epochs is not None:
         overrides["num_train_epochs"] = epochs
-    compute_metrics = make_compute_metrics(
-        validation_encoded, tokenizer, output_vocab, task.source_column, task.target_column, task.score
-    )
-    trainer = train_seq2seq(
-        model,
-        tokenizer,
-        train_encoded,
-        validation_encoded,
-        output_dir,
-        training_preset=preset if preset in TRAINING_PRESETS else None,
-        compute_metrics=compute_metrics,
-        max_new_tokens=max_target_length,
-        num_beams=num_beams,
+    checkpoints = output_dir.parent / f".{output_dir.name}.checkpoints"
+    trainer = train_preset(
+        data,
+        preset,
+        checkpoints,
+        seed=seed,
+        preset_overrides=preset_overrides,
+        training_preset=training_preset,
+        training_overrides=overrides,
         group_by_length=group_by_length,
-        **overrides,
+        resume=resume,
     )
-    # the restored best model's evaluation is already in the log: no second pass over validation
-    evaluations = [log for log in trainer.state.log_history if "eval_loss" in log]
-    validation_metrics = min(evaluations, key=lambda log: log["eval_loss"]) if evaluations else {}
-    train_losses = [log["loss"] for log in trainer.state.log_history if "loss" in log]
-    metadata = {
+    model = trainer.model
+    model.generation_config.num_beams = num_beams
+    metadata: dict[str, Any] = {
+        "task": task_object.name,
         "corpus": corpus,
         "config": config_name,
         "preset": preset,
-        "model_type": model_config.model_type,
+        "model_type": model.config.model_type,
+        "family": task_object.family_of(model.config),
         "seed": seed,
         "quick": quick,
-        "copy": copy,
-        "source_column": task.source_column,
-        "target_column": task.target_column,
-        "max_source_length": max_source_length,
-        "max_target_length": max_target_length,
-        "vocab_size": len(tokenizer),
-        "output_vocab_size": output_vocab,
-        "train_examples": len(train_split),
-        "validation_examples": len(validation_split),
-        "global_steps": trainer.state.global_step,
+        "source_column": task_object.source_column,
+        "target_column": task_object.reference_column,
+        "vocab_size": len(data.tokenizer),
+        "output_vocab_size": getattr(model.config, "output_vocab_size", None),
+        "train_examples": len(splits["train"]),
+        "validation_examples": len(splits["validation"]),
         "group_by_length": group_by_length,
-        "best_checkpoint": trainer.state.best_model_checkpoint,
-        "first_logged_train_loss": train_losses[0] if train_losses else None,
-        "last_logged_train_loss": train_losses[-1] if train_losses else None,
-        "validation": {k: float(v) for k, v in validation_metrics.items() if isinstance(v, int | float)},
-        "seconds": round(time.perf_counter() - started, 1),
+        **_training_summary(trainer),
         "torch_threads": torch.get_num_threads(),
     }
-    Path(output_dir, TRAINING_METADATA_FILE).write_text(
-        json.dumps(metadata, indent=2) + "\n", encoding="utf-8"
-    )
-    if not keep_checkpoints:
-        for checkpoint in Path(output_dir).glob("checkpoint-*"):
-            shutil.rmtree(checkpoint)
+    if evaluate_split is not None and evaluate_split in splits:
+        scores, _ = task_object.evaluate(model, data.tokenizer, splits[evaluate_split])
+        metadata["validation" if evaluate_split == "validation" else evaluate_split] = {
+            f"eval_{k}": v for k, v in scores.items()
+        }
+    metadata["seconds"] = round(time.perf_counter() - started, 1)
+    save_model_folder(model, data.tokenizer, output_dir, metadata, overwrite=overwrite)
+    shutil.rmtree(checkpoints, ignore_errors=True)
     return metadata
 
 
-def load_trained(model_dir: str | Path):
-    """(model, tokenizer, metadata) from a folder written by ``hf-querygen train``."""
-    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+def load_trained(model_dir: str | Path) -> tuple[PreTrainedModel, PreTrainedTokenizerFast, dict[str, Any]]:
+    """(model, tokenizer, metadata) from a folder written by ``hf-querygen train`` / ``--save-models``."""
+    from transformers import AutoConfig, AutoModelForSeq2SeqLM, AutoModelForTokenClassification, AutoTokenizer
 
-    import hf_querygen  # noqa: F401  (registers our model types with the Auto classes)
+    from ._registration import register_all
 
+    register_all()
     model_dir = Path(model_dir)
     if not (model_dir / "config.json").is_file():
         raise FileNotFoundError(f"{model_dir} holds no trained model (no config.json)")
     metadata_path = model_dir / TRAINING_METADATA_FILE
     metadata = json.loads(metadata_path.read_text(encoding="utf-8")) if metadata_path.is_file() else {}
-    return (
-        AutoModelForSeq2SeqLM.from_pretrained(model_dir),
-        AutoTokenizer.from_pretrained(model_dir),
-        metadata,
+    config = AutoConfig.from_pretrained(model_dir)
+    auto = (
+        AutoModelForSeq2SeqLM
+        if getattr(config, "is_encoder_decoder", False)
+        else AutoModelForTokenClassification
     )
+    return auto.from_pretrained(model_dir), AutoTokenizer.from_pretrained(model_dir), metadata
 
 
-def _set_threads(threads: int) -> None:
-    # measured on the 2-core dev machine under load: the quick nl2kw job took 5.5 CPU-minutes with
-    # torch's 2 threads and under 2 with one (thread synchronisation dominates at these sizes)
-    if threads > 0:
-        import torch
+def __getattr__(name: str) -> Any:
+    # decoding moved to hf_querygen.inference; old imports keep working
+    if name in ("generate_texts", "as_max_length", "output_vocab_size_of_model"):
+        from . import inference
 
-        torch.set_num_threads(threads)
-
-
-def _train_command(args: argparse.Namespace) -> int:
-    import contextlib
-    import sys
-
-    _set_threads(args.threads)
-    # Trainer prints its logs to stdout; keep stdout for the JSON result so that it can be piped
-    with contextlib.redirect_stdout(sys.stderr):
-        metadata = train_on_corpus(
-            args.corpus,
-            args.preset,
-            args.output_dir,
-            config_name=args.config,
-            data_dir=args.data_dir,
-            seed=args.seed,
-            quick=args.quick,
-            max_steps=args.max_steps,
-            epochs=args.epochs,
-            vocab_size=args.vocab_size,
-            output_vocab_size=args.output_vocab_size,
-            min_frequency=args.min_frequency,
-            max_source_length=args.max_source_length,
-            max_target_length=args.max_target_length,
-            num_beams=args.num_beams,
-            keep_checkpoints=args.keep_checkpoints,
-            chinese_segmentation=args.chinese_segmentation,
-            group_by_length=args.group_by_length,
-        )
-    print(json.dumps(metadata, indent=2))
-    return 0
-
-
-def _evaluate_command(args: argparse.Namespace) -> int:
-    from .corpora import load_corpus
-
-    _set_threads(args.threads)
-    model, tokenizer, metadata = load_trained(args.model)
-    corpus = args.corpus or metadata.get("corpus")
-    if corpus is None:
-        raise SystemExit(f"{args.model} has no {TRAINING_METADATA_FILE}: pass --corpus")
-    task = get_seq2seq_task(corpus)
-    config_name = args.config or (metadata.get("config") if corpus == metadata.get("corpus") else None)
-    config_name = config_name or task.default_config
-    splits = load_corpus(corpus, config_name, data_dir=args.data_dir)
-    if args.split not in splits:
-        raise SystemExit(f"corpus {corpus!r} has no split {args.split!r}; splits: {list(splits)}")
-    dataset = splits[args.split]
-    if args.limit is not None:
-        dataset = dataset.select(range(min(args.limit, len(dataset))))
-    generate_kwargs = {} if args.num_beams is None else {"num_beams": args.num_beams}
-    started = time.perf_counter()
-    scores, predictions = evaluate_model(
-        model, tokenizer, dataset, task, args.batch_size, metadata.get("max_source_length"), **generate_kwargs
-    )
-    result = {
-        "model": str(args.model),
-        "corpus": corpus,
-        "config": config_name,
-        "split": args.split,
-        "examples": len(dataset),
-        "num_beams": args.num_beams or model.generation_config.num_beams,
-        "seconds": round(time.perf_counter() - started, 1),
-        "metrics": scores,
-    }
-    if args.predictions is not None:
-        with open(args.predictions, "w", encoding="utf-8") as handle:
-            for source, prediction in zip(dataset[task.source_column], predictions, strict=True):
-                handle.write(json.dumps({"source": _text(source), "prediction": prediction}) + "\n")
-    print(json.dumps(result, indent=2))
-    return 0
-
-
-def _generate_command(args: argparse.Namespace) -> int:
-    _set_threads(args.threads)
-    model, tokenizer, metadata = load_trained(args.model)
-    generate_kwargs: dict[str, Any] = {"num_return_sequences": args.num_return_sequences}
-    if args.num_beams is not None:
-        generate_kwargs["num_beams"] = args.num_beams
-    if args.max_new_tokens is not None:
-        generate_kwargs["max_new_tokens"] = args.max_new_tokens
-    if args.num_return_sequences > max(args.num_beams or model.generation_config.num_beams or 1, 1):
-        raise SystemExit("--num-return-sequences cannot exceed --num-beams (beam search returns its beams)")
-    outputs = generate_texts(
-        model, tokenizer, args.texts, max_source_length=metadata.get("max_source_length"), **generate_kwargs
-    )
-    for output in outputs:
-        print(output)
-    return 0
+        return getattr(inference, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

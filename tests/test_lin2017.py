@@ -1,38 +1,57 @@
-"""The Lin'17 reproduction's neural fold: both neural segmenters train (length-bucketed batches, early
-stopping) on a real Webis-QSeC-10 slice and every decoding of them is scored."""
+"""The Lin'17 reproduction's neural systems through the runner: both neural segmenters train (length-bucketed
+batches, early stopping) on a real Webis-QSeC-10 slice and every decoding of them is scored."""
 
+import dataclasses
+
+import datasets
 import torch
 
-from hf_querygen.experiments.lin2017 import NeuralSettings, run_neural_fold
+from hf_querygen.experiments import lin2017
+from hf_querygen.experiments.runner import Budget, Fold, Job, train_and_score
 
 torch.set_num_threads(1)
 
 
-def test_neural_fold_trains_and_scores_every_neural_system(data_dir, tmp_path):
+def test_neural_systems_train_and_every_decoding_is_scored(data_dir, tmp_path):
     from hf_querygen.corpora import load_corpus
+    from hf_querygen.tasks.base import get_task
 
     corpus = load_corpus("webis_qsec_10", "segmentations", data_dir=data_dir)["train"]
-    train = corpus.select(range(0, 400))
-    test = corpus.select(range(400, 460))
-    settings = NeuralSettings(
-        rnn_hidden_size=24,
-        rnn_layers=1,
-        tagger_embedding_size=16,
-        tagger_hidden_size=16,
-        max_epochs=2,
-        patience=1,
+    fit, validation = lin2017._validation_split(corpus.select(range(0, 400)), 0.1)
+    fold = Fold(
+        0, datasets.DatasetDict(train=fit, validation=validation, test=corpus.select(range(400, 460)))
     )
-    out = run_neural_fold(train, test, settings, seed=0, work_dir=tmp_path)
-    assert set(out) == {
+    data = get_task("segmentation").prepare(fold.splits)
+    budget = Budget(
+        "test",
+        patience=1,
+        training_overrides={"num_train_epochs": 2},
+        preset_overrides={
+            "rnn_encoder_decoder": {"hidden_size": 24, "decoder_hidden_size": 24, "embedding_size": 24},
+            "neural_tagger": {"hidden_size": 16, "embedding_size": 16},
+        },
+    )
+    reproduction = lin2017.REPRODUCTION
+    rnn = reproduction.system("rnn_encoder_decoder")
+    variants = tuple(s for s in reproduction.systems if s.decodes_model_of == "rnn_encoder_decoder")
+    records = train_and_score(Job(rnn, 0, 0, (rnn, *variants)), reproduction, budget, data, tmp_path)
+    tagger = reproduction.system("neural_tagger")
+    records += train_and_score(Job(tagger, 0, 0, (tagger,)), reproduction, budget, data, tmp_path)
+    assert {r["system"] for r in records} == {
         "rnn_encoder_decoder",
         "rnn_encoder_decoder_constrained",
         "rnn_encoder_decoder_constrained_word_only",
         "neural_tagger",
     }
-    for system, result in out.items():
-        scores = result["scores"]
-        assert 0.0 <= scores["query_accuracy"] <= scores["break_accuracy"] <= 1.0, system
-        assert 1 <= result["epochs"] <= settings.max_epochs, system
+    for record in records:
+        scores = record["scores"]["test"]
+        assert 0.0 <= scores["query_accuracy"] <= scores["break_accuracy"] <= 1.0, record["system"]
+        assert 1 <= record["training"]["epochs"] <= 2, record["system"]
+        assert (tmp_path / "runs" / f"{record['system']}-fold0-seed0.json").is_file()
+    by_system = {r["system"]: r for r in records}
     # constrained decoding can only break or copy the next word: the segments spell the query
-    assert out["rnn_encoder_decoder_constrained"]["scores"]["break_accuracy"] > 0.3
-    assert not list(tmp_path.glob("*/checkpoint-*"))  # checkpoints are removed after training
+    constrained = by_system["rnn_encoder_decoder_constrained"]["outputs"]["test"]
+    for output, query in zip(constrained, fold.splits["test"]["query"], strict=True):
+        assert output.replace("|", " ").split() == query.split()
+    assert not list((tmp_path / "checkpoints").glob("*/checkpoint-*"))  # checkpoints removed after training
+    assert dataclasses.is_dataclass(budget)

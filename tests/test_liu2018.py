@@ -253,15 +253,18 @@ def test_report_renders_both_tables_and_the_claim_verdict():
 
 def test_prepared_nl2kw_data_respects_the_dual_decoder_conventions(data_dir):
     """On the real corpus (capped): vocabulary, output vocabulary and labels of every model kind."""
-    from hf_querygen.experiments import liu2018
+    from hf_querygen.experiments.runner import Budget, default_folds
+    from hf_querygen.tasks.base import get_task
 
-    data = liu2018.prepare_data(
-        data_dir, liu2018.Budget(epochs=1, patience=1, max_train=300, max_validation=40, max_test=40)
+    task = get_task("nl2kw")
+    (fold,) = default_folds(
+        task, Budget("test", max_train=300, max_validation=40, max_test=40), data_dir, None, None
     )
+    data = task.prepare(fold.splits)
     assert [len(data.splits[s]) for s in ("train", "validation", "test")] == [300, 40, 40]
-    assert 4 < data.output_vocab_size < len(data.tokenizer)
-    vocab = data.output_vocab_size
-    dual = data.encoded["dual"]["train"]
+    vocab = data.state["output_vocab_size"]
+    assert 4 < vocab < len(data.tokenizer)
+    dual = data.encoded("dual")["train"]
     n_extractive = n_generative = 0
     for row in dual:
         sentinel = vocab + len(row["input_ids"]) - 1
@@ -273,5 +276,5 @@ def test_prepared_nl2kw_data_respects_the_dual_decoder_conventions(data_dir):
         n_generative += len(labels) - end - 2
     # both decoders have work to do on this corpus (Liu'18: 55% of keywords are extractive)
     assert 0.3 < n_extractive / (n_extractive + n_generative) < 0.9
-    pointer = data.encoded["pointer"]["train"]
+    pointer = data.encoded("pointer")["train"]
     assert all(row["labels"][-1] == vocab + len(row["input_ids"]) - 1 for row in pointer)

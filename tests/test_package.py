@@ -5,10 +5,56 @@ import sys
 import pytest
 
 
-def test_import_is_cheap_and_registers():
+def _fresh(code: str) -> str:
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+def test_import_is_lazy_and_registration_happens_on_first_auto_use():
+    # import hf_querygen (and building the CLI parser) loads neither torch nor transformers ...
+    loaded = _fresh(
+        "import sys, hf_querygen\n"
+        "from hf_querygen.cli import build_parser\n"
+        "build_parser()\n"
+        "print(sorted(m for m in ('torch', 'transformers', 'datasets') if m in sys.modules))"
+    )
+    assert loaded == "[]"
+    # ... yet the Auto classes and pipeline() know our types as soon as transformers' are imported
+    found = _fresh(
+        "import hf_querygen\n"
+        "from transformers import AutoConfig\n"
+        "from transformers.pipelines import PIPELINE_REGISTRY\n"
+        "print(type(AutoConfig.for_model('dual_decoder')).__name__,"
+        " 'keyword-query-generation' in PIPELINE_REGISTRY.get_supported_tasks())"
+    )
+    assert found == "DualDecoderConfig True"
+
+
+def test_every_public_name_is_exported_lazily():
     import hf_querygen
+    from hf_querygen import _EXPORTS, _registration
 
     assert hf_querygen.__version__
+    for name in _EXPORTS:
+        assert getattr(hf_querygen, name) is not None, name
+    # every config and model class of every registered model package is among them
+    import importlib
+
+    for package in _registration.MODEL_PACKAGES:
+        module = importlib.import_module(f"hf_querygen.models.{package}")
+        for name in module.__all__:
+            if name.endswith("Config") or "For" in name:
+                assert name in _EXPORTS, f"hf_querygen.{name} ({package}) is not exported"
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        hf_querygen.Nope  # noqa: B018
+
+
+def test_reproduce_choices_equal_the_registry():
+    from hf_querygen.experiments.cli import NAMES
+    from hf_querygen.experiments.runner import REPRODUCTIONS
+
+    assert sorted(NAMES) == REPRODUCTIONS.names()
 
 
 def test_network_is_blocked():
@@ -19,4 +65,4 @@ def test_network_is_blocked():
 def test_cli_help_lists_commands():
     out = subprocess.run([sys.executable, "-m", "hf_querygen.cli", "--help"], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
-    assert "reproduce" in out.stdout
+    assert "reproduce" in out.stdout and "train" in out.stdout

@@ -13,7 +13,6 @@ import hashlib
 import json
 import os
 import re
-import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from typing import TYPE_CHECKING
 from xml.etree import ElementTree
 
 from ..errors import CorpusFormatError
+from ..text import collapse_whitespace, normalize_for_matching  # noqa: F401  (re-exported)
 
 if TYPE_CHECKING:  # datasets costs ~0.7 s at import; only the builders need it
     import datasets
@@ -287,43 +287,6 @@ def quiet_progress() -> Iterator[None]:
     finally:
         if not was_disabled:
             datasets_tqdm.enable_progress_bars()
-
-
-def collapse_whitespace(text: str) -> str:
-    # str.split() splits on the same Unicode whitespace as r"\s+" and is ~10x faster
-    return " ".join(text.split())
-
-
-_APOSTROPHES = frozenset("'\u2019\u02bc`\u00b4")
-
-
-class _MatchingTable(dict):
-    """``str.translate`` table filled on first sight of each character: apostrophes are deleted,
-    Unicode punctuation (P*) and symbols (S*) become spaces, everything else stays. Letters, digits
-    and combining marks stay (Devanagari vowel signs are Mc/Mn, which a plain \\w regex would
-    wrongly split on)."""
-
-    def __missing__(self, codepoint: int) -> str:
-        char = chr(codepoint)
-        value = "" if char in _APOSTROPHES else " " if unicodedata.category(char)[0] in "PS" else char
-        self[codepoint] = value
-        return value
-
-
-_MATCHING_TABLE = _MatchingTable()
-
-
-def normalize_for_matching(text: str) -> str:
-    """The one normalisation used to compare queries, keywords and questions across the project.
-
-    NFKC, case-folded, apostrophes deleted (``what's`` -> ``whats``, as UQV100 normalises),
-    every other punctuation or symbol character replaced by a space, whitespace collapsed. No
-    stemming: ``astronauts`` and ``astronaut`` stay different words. Returns space-separated
-    tokens (``.split()`` gives the word list). Used for the extractive / generative keyword split
-    (Liu'18 Sec. 3: a keyword is extractive when it occurs in the natural-language query), for
-    de-duplication keys, and by the keyword metrics.
-    """
-    return " ".join(unicodedata.normalize("NFKC", text).casefold().translate(_MATCHING_TABLE).split())
 
 
 # ---------------------------------------------------------------- Hub-ready folders

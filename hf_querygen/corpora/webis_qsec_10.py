@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..tasks.segmentation import (
+from ..text import (
     BIO_LABELS,
     SegmentationError,
     break_fusion,

@@ -1,16 +1,7 @@
-"""Paper reproductions: one module per paper, each exposing ``run(out_dir, quick, seeds, data_dir)``."""
+"""Paper reproductions: one module per paper, each defining ``REPRODUCTION`` (a
+:class:`~hf_querygen.experiments.runner.Reproduction`) run by the one runner; registered by name in
+:data:`~hf_querygen.experiments.runner.REPRODUCTIONS`."""
 
-import importlib
+from .runner import REPRODUCTIONS, get_reproduction
 
-#: reproduction name -> module implementing ``run``
-REPRODUCTIONS = {
-    "liu2018": "hf_querygen.experiments.liu2018",
-    "lin2017": "hf_querygen.experiments.lin2017",
-    "retrieval": "hf_querygen.experiments.retrieval",
-}
-
-
-def get_reproduction(name: str):
-    if name not in REPRODUCTIONS:
-        raise ValueError(f"Unknown reproduction {name!r}; available: {sorted(REPRODUCTIONS)}")
-    return importlib.import_module(REPRODUCTIONS[name])
+__all__ = ["REPRODUCTIONS", "get_reproduction"]

@@ -26,15 +26,18 @@ the TRAINING folds only; the test fold is used once, for the reported numbers.
 
 from __future__ import annotations
 
+import functools
 import logging
-import shutil
-import tempfile
-import time
-from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from hf_querygen.corpora.webis_qsec_10 import PUBLISHED_ALGORITHMS
+from hf_querygen.experiments.runner import Budget, Fold, Reproduction, RunContext, run_reproduction
+from hf_querygen.systems import BaselineContext, System, register_systems
+
+if TYPE_CHECKING:
+    from hf_querygen.tasks.base import Task
 
 PAPER = "lin2017"
 #: Table 2 of the paper (official Webis-QSeC-10 test set)
@@ -57,6 +60,7 @@ SYSTEM_LABELS = {
     "next word)",
     "neural_tagger": "extra: BiLSTM BIO tagger",
     "every_word": "extra: trivial, every word its own segment",
+    "no_breaks": "extra: trivial, the whole query one segment",
     "published_wt": "published output: WT (CIKM'12)",
     "published_wt_snp": "published output: WT+SNP (CIKM'12)",
     "published_pmi": "published output: PMI baseline",
@@ -69,33 +73,6 @@ TABLE_METRICS = ("query_accuracy", "break_accuracy")
 EXTRA_METRICS = ("break_accuracy_pooled", "segment_precision", "segment_recall", "segment_f1")
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass
-class NeuralSettings:
-    """Sizes and training budget of the neural segmenters (the paper's are in presets.py)."""
-
-    rnn_hidden_size: int = 128
-    rnn_layers: int = 2
-    tagger_embedding_size: int = 64
-    tagger_hidden_size: int = 128
-    max_epochs: int = 20
-    patience: int = 2
-    learning_rate: float = 1e-3
-    batch_size: int = 64
-    validation_fraction: float = 0.1
-    max_train_queries: int | None = None
-
-
-QUICK = NeuralSettings(
-    rnn_hidden_size=64,
-    rnn_layers=1,
-    tagger_embedding_size=32,
-    tagger_hidden_size=32,
-    max_epochs=2,
-    patience=1,
-    max_train_queries=600,
-)
 
 
 # ---------------------------------------------------------------- scoring helpers
@@ -131,7 +108,194 @@ def reimplementation_agreement(algorithms, resources) -> dict[str, dict[str, flo
     return agreement
 
 
-# ---------------------------------------------------------------- neural systems
+# ---------------------------------------------------------------- baselines
+def wikipedia_title_baseline(context: BaselineContext, strict_noun_phrases: bool = False) -> list[str]:
+    """WT / WT+SNP (Hagen et al. CIKM'12), our re-implementation, on the context's queries."""
+    from hf_querygen.baselines.wikipedia_titles import WikipediaTitleSegmenter
+
+    segmenter = WikipediaTitleSegmenter(context.resources["segmentation"], strict_noun_phrases)
+    return segmenter(context.data.splits[context.split]["query"])
+
+
+def every_word_baseline(context: BaselineContext) -> list[str]:
+    """The trivial segmentation: every word its own segment."""
+    return [q.replace(" ", "|") for q in context.data.splits[context.split]["query"]]
+
+
+def no_breaks_baseline(context: BaselineContext) -> list[str]:
+    """The other trivial segmentation: the whole query is one segment (no break anywhere)."""
+    return list(context.data.splits[context.split]["query"])
+
+
+def published_baseline(context: BaselineContext, column: str) -> list[str]:
+    """A published algorithm's output shipped with the corpus, for the same test queries."""
+    return list(context.resources["published"][column])
+
+
+def crf_baseline(context: BaselineContext, feature_set: str = "paper") -> tuple[list[str], dict[str, Any]]:
+    """The CRF (python-crfsuite) on the fold's full training part; c1/c2 selected on a validation part of
+    it (query accuracy), then refit on all of it."""
+    from hf_querygen.baselines.crf_segmenter import CRFSegmenter, select_regularization
+
+    resources = context.resources["segmentation"]
+    train, test = context.resources["train_full"], context.data.splits[context.split]
+    settings_of_budget = context.resources["crf_budget"]
+    with_pos = feature_set == "paper+corpus"
+    pos = [resources.query_pos.get(i) for i in train["id"]] if with_pos else None
+    settings, trials = select_regularization(
+        train["words"],
+        train["breaks"],
+        train["id"],
+        feature_set,
+        resources,
+        pos,
+        settings_of_budget["grid"],
+        max_iterations=settings_of_budget["max_iterations"],
+    )
+    model = CRFSegmenter(settings, resources).fit(train["words"], train["breaks"], pos)
+    test_pos = [resources.query_pos.get(i) for i in test["id"]] if with_pos else None
+    predicted = model.predict_breaks(test["words"], test_pos)
+    info = {
+        "c1_c2": [settings.c1, settings.c2],
+        "validation_query_accuracy": max(t["query_accuracy"] for t in trials),
+    }
+    return _as_strings(test["words"], predicted), info
+
+
+# ---------------------------------------------------------------- the table
+#: our RNN encoder-decoder: the paper's architecture (presets.py) at 2 x 128 units, trained with Adam 1e-3
+#: (the paper's 1e-4 over 50,000 epochs does not fit the budget), batch 64, clipping 5
+_RNN_SIZES = {
+    "embedding_size": 128,
+    "hidden_size": 128,
+    "decoder_hidden_size": 128,
+    "num_encoder_layers": 2,
+    "num_decoder_layers": 2,
+}
+_NEURAL_TRAINING = {"learning_rate": 1e-3, "per_device_train_batch_size": 64, "max_grad_norm": 5.0}
+_NEURAL = {
+    "task": "segmentation",
+    "training_preset": "lin2017-segmenter",
+    "training_overrides": _NEURAL_TRAINING,
+}
+
+SYSTEMS = register_systems(
+    [
+        System("lin2017/wt", "segmentation", SYSTEM_LABELS["wt"], baseline=wikipedia_title_baseline),
+        System(
+            "lin2017/wt_snp",
+            "segmentation",
+            SYSTEM_LABELS["wt_snp"],
+            baseline=functools.partial(wikipedia_title_baseline, strict_noun_phrases=True),
+        ),
+        System("lin2017/crf", "segmentation", SYSTEM_LABELS["crf"], baseline=crf_baseline),
+        System(
+            "lin2017/rnn_encoder_decoder",
+            label=SYSTEM_LABELS["rnn_encoder_decoder"],
+            preset="lin2017-segmenter",
+            preset_overrides=_RNN_SIZES,
+            decoding={"constrained": False},
+            cost=2,
+            **_NEURAL,
+        ),
+        System(
+            "lin2017/crf_corpus_features",
+            "segmentation",
+            SYSTEM_LABELS["crf_corpus_features"],
+            baseline=functools.partial(crf_baseline, feature_set="paper+corpus"),
+        ),
+        System(
+            "lin2017/rnn_encoder_decoder_constrained",
+            "segmentation",
+            SYSTEM_LABELS["rnn_encoder_decoder_constrained"],
+            decodes_model_of="rnn_encoder_decoder",
+            decoding={"constrained": True, "pool_word_probability": True},
+        ),
+        System(
+            "lin2017/rnn_encoder_decoder_constrained_word_only",
+            "segmentation",
+            SYSTEM_LABELS["rnn_encoder_decoder_constrained_word_only"],
+            decodes_model_of="rnn_encoder_decoder",
+            decoding={"constrained": True, "pool_word_probability": False},
+        ),
+        System(
+            "lin2017/neural_tagger", label=SYSTEM_LABELS["neural_tagger"], preset="lin2017-tagger", **_NEURAL
+        ),
+        System(
+            "lin2017/every_word", "segmentation", SYSTEM_LABELS["every_word"], baseline=every_word_baseline
+        ),
+        System("lin2017/no_breaks", "segmentation", SYSTEM_LABELS["no_breaks"], baseline=no_breaks_baseline),
+    ]
+    + [
+        System(
+            f"lin2017/published_{column}",
+            "segmentation",
+            SYSTEM_LABELS[f"published_{column}"],
+            baseline=functools.partial(published_baseline, column=column),
+        )
+        for column in PUBLISHED_ALGORITHMS
+    ]
+)
+
+FULL_BUDGET = Budget(
+    "full",
+    seeds=1,
+    patience=2,
+    training_overrides={"num_train_epochs": 20},
+    settings={"crf_grid": None, "crf_iterations": 100, "validation_fraction": 0.1},
+)
+#: minutes on 2 cores: fold 0 only, one smaller RNN layer, 4 epochs at a higher rate, a CRF grid of 2
+QUICK_BUDGET = Budget(
+    "quick",
+    seeds=1,
+    patience=None,
+    training_overrides={"num_train_epochs": 4, "learning_rate": 3e-3},
+    preset_overrides={
+        "rnn_encoder_decoder": {
+            "embedding_size": 64,
+            "hidden_size": 64,
+            "decoder_hidden_size": 64,
+            "num_encoder_layers": 1,
+            "num_decoder_layers": 1,
+        },
+        "neural_tagger": {"embedding_size": 32, "hidden_size": 32},
+    },
+    folds=(0,),
+    settings={"crf_grid": 2, "crf_iterations": 50, "validation_fraction": 0.1},
+)
+
+
+def cross_validation_folds(task: Task, budget: Budget, data_dir: Any) -> list[Fold]:
+    """The corpus' 5 deterministic folds: test = one fold; train = the others (the CRF's training set),
+    of which a deterministic 10% (by query id) is the neural models' validation part. Quick mode caps
+    the neural training part (a seeded subset of the other folds)."""
+    import datasets
+
+    from hf_querygen.corpora import load_corpus
+    from hf_querygen.corpora.webis_qsec_10 import NUM_FOLDS
+
+    corpus = load_corpus("webis_qsec_10", "segmentations", data_dir=data_dir)["train"]
+    algorithms = load_corpus("webis_qsec_10", "algorithms", data_dir=data_dir)["train"]
+    if algorithms["id"] != corpus["id"]:
+        raise RuntimeError("the algorithms config lists other queries than the segmentations config")
+    folds = []
+    for fold in budget.folds or range(NUM_FOLDS):
+        test_rows = [i for i, f in enumerate(corpus["fold"]) if f == fold]
+        train = corpus.select([i for i, f in enumerate(corpus["fold"]) if f != fold])
+        neural = train
+        if budget.max_train is not None and len(train) > budget.max_train:
+            neural = train.shuffle(seed=0).select(range(budget.max_train))
+        fit, validation = _validation_split(neural, budget.settings["validation_fraction"])
+        splits = datasets.DatasetDict(train=fit, validation=validation, test=corpus.select(test_rows))
+        extras = {
+            "train_full": train,
+            "published": algorithms.select(test_rows),
+            "crf_budget": _with_crf_budget(budget),
+        }
+        folds.append(Fold(fold, splits, extras))
+    return folds
+
+
 def _validation_split(train, fraction: float):
     from hf_querygen.baselines.crf_segmenter import validation_mask
 
@@ -142,223 +306,112 @@ def _validation_split(train, fraction: float):
     )
 
 
-def _train(model, tokenizer, train_set, validation_set, work_dir: Path, settings: NeuralSettings, seed: int):
-    from hf_querygen.presets import training_arguments_from_preset
-    from hf_querygen.training import train_seq2seq
-
-    # Lin'17 train with Adam at 1e-4 for 50,000 epochs; our budget needs a larger rate (see config)
-    arguments = training_arguments_from_preset(
-        "lin2017-segmenter",
-        learning_rate=settings.learning_rate,
-        per_device_train_batch_size=settings.batch_size,
-        max_grad_norm=5.0,
-    )
-    trainer = train_seq2seq(
-        model,
-        tokenizer,
-        train_set,
-        validation_set,
-        work_dir,
-        training_preset=arguments,
-        max_new_tokens=24,
-        early_stopping_patience=settings.patience,
-        num_train_epochs=settings.max_epochs,
-        seed=seed,
-        save_total_limit=1,
-        group_by_length=True,
-    )
-    epochs = trainer.state.epoch
-    shutil.rmtree(work_dir, ignore_errors=True)  # checkpoints are not part of the results
-    return trainer.model.eval(), epochs
-
-
-def run_neural_fold(train, test, settings: NeuralSettings, seed: int, work_dir: Path) -> dict[str, dict]:
-    """Train the encoder-decoder and the tagger on ``train`` and score them on ``test``."""
-    from transformers import set_seed
-
-    from hf_querygen.models.rnn_seq2seq import RNNSeq2SeqForConditionalGeneration
-    from hf_querygen.models.rnn_tagger import RNNTaggerConfig, RNNTaggerForTokenClassification
-    from hf_querygen.presets import config_from_preset
-    from hf_querygen.tasks.segmentation import BIO_LABELS
-    from hf_querygen.tasks.segmentation_neural import (
-        encode_for_seq2seq,
-        encode_for_tagging,
-        segment_breaks,
-        train_segmentation_tokenizer,
-    )
-
-    if settings.max_train_queries is not None and len(train) > settings.max_train_queries:
-        train = train.shuffle(seed=seed).select(range(settings.max_train_queries))
-    fit, validation = _validation_split(train, settings.validation_fraction)
-    tokenizer = train_segmentation_tokenizer(fit["query"], fit["reference"])
-    queries, references = test["query"], test["reference"]
-    out: dict[str, dict] = {}
-
-    set_seed(seed)
-    size = settings.rnn_hidden_size
-    config = config_from_preset(
-        "lin2017-segmenter",
-        vocab_size=len(tokenizer),
-        output_vocab_size=len(tokenizer),
-        embedding_size=size,
-        hidden_size=size,
-        decoder_hidden_size=size,
-        num_encoder_layers=settings.rnn_layers,
-        num_decoder_layers=settings.rnn_layers,
-    )
-    model, epochs = _train(
-        RNNSeq2SeqForConditionalGeneration(config),
-        tokenizer,
-        encode_for_seq2seq(fit, tokenizer),
-        encode_for_seq2seq(validation, tokenizer),
-        work_dir / "rnn",
-        settings,
-        seed,
-    )
-    decodings = {
-        "rnn_encoder_decoder": {"constrained": False},
-        "rnn_encoder_decoder_constrained": {"constrained": True, "pool_word_probability": True},
-        "rnn_encoder_decoder_constrained_word_only": {"constrained": True, "pool_word_probability": False},
-    }
-    for system, decoding in decodings.items():
-        start = time.perf_counter()
-        breaks = segment_breaks(model, tokenizer, queries, **decoding)
-        out[system] = {
-            "scores": _scores(_as_strings(test["words"], breaks), references),
-            "epochs": epochs,
-            "decode_seconds": time.perf_counter() - start,
-        }
-
-    set_seed(seed)
-    tagger_config = RNNTaggerConfig(
-        vocab_size=len(tokenizer),
-        embedding_size=settings.tagger_embedding_size,
-        hidden_size=settings.tagger_hidden_size,
-        cell="lstm",
-        bidirectional=True,
-        dropout=0.2,
-        id2label=dict(enumerate(BIO_LABELS)),
-        label2id={label: i for i, label in enumerate(BIO_LABELS)},
-    )
-    tagger, epochs = _train(
-        RNNTaggerForTokenClassification(tagger_config),
-        tokenizer,
-        encode_for_tagging(fit, tokenizer),
-        encode_for_tagging(validation, tokenizer),
-        work_dir / "tagger",
-        settings,
-        seed,
-    )
-    breaks = segment_breaks(tagger, tokenizer, queries)
-    out["neural_tagger"] = {
-        "scores": _scores(_as_strings(test["words"], breaks), references),
-        "epochs": epochs,
-    }
-    return out
-
-
-# ---------------------------------------------------------------- the table
-def run(out_dir: str | Path, quick: bool = False, seeds: int | None = None, data_dir=None) -> dict:
-    """Cross-validate every system and write ``results.json`` + ``results.md`` into ``out_dir``."""
-    import torch
-
-    from hf_querygen.baselines.crf_segmenter import REGULARIZATION_GRID, CRFSegmenter, select_regularization
-    from hf_querygen.baselines.wikipedia_titles import WikipediaTitleSegmenter
+def segmentation_resources(data_dir: Any) -> dict[str, Any]:
     from hf_querygen.corpora import load_corpus
-    from hf_querygen.corpora.webis_qsec_10 import NUM_FOLDS, PUBLISHED_ALGORITHMS, load_segmentation_resources
-    from hf_querygen.experiments._report import results_document, write_results
+    from hf_querygen.corpora.webis_qsec_10 import load_segmentation_resources
 
-    torch.set_num_threads(2)
-    started = time.perf_counter()
-    folds = (0,) if quick else tuple(range(NUM_FOLDS))
-    n_seeds = seeds or 1
-    neural = QUICK if quick else NeuralSettings()
-    crf_grid = REGULARIZATION_GRID[:2] if quick else REGULARIZATION_GRID
-    crf_iterations = 50 if quick else 100
-
-    corpus = load_corpus("webis_qsec_10", "segmentations", data_dir=data_dir)["train"]
-    algorithms = load_corpus("webis_qsec_10", "algorithms", data_dir=data_dir)["train"]
-    if algorithms["id"] != corpus["id"]:
-        raise RuntimeError("the algorithms config lists other queries than the segmentations config")
-    resources = load_segmentation_resources(data_dir)
-    agreement = reimplementation_agreement(algorithms, resources)
-    segmenters = {
-        name: WikipediaTitleSegmenter(resources, snp) for name, snp in (("wt", False), ("wt_snp", True))
+    return {
+        "segmentation": load_segmentation_resources(data_dir),
+        "algorithms": load_corpus("webis_qsec_10", "algorithms", data_dir=data_dir)["train"],
     }
 
-    system_runs: dict[str, list[dict[str, float]]] = defaultdict(list)
-    fold_log: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory(prefix="lin2017-") as tmp:
-        for fold in folds:
-            test_rows = [i for i, f in enumerate(corpus["fold"]) if f == fold]
-            train_rows = [i for i, f in enumerate(corpus["fold"]) if f != fold]
-            train, test = corpus.select(train_rows), corpus.select(test_rows)
-            published = algorithms.select(test_rows)
-            references = test["reference"]
-            entry: dict[str, Any] = {"fold": fold, "train_queries": len(train), "test_queries": len(test)}
 
-            for name, segmenter in segmenters.items():
-                system_runs[name].append(_scores(segmenter(test["query"]), references))
-            system_runs["every_word"].append(
-                _scores([q.replace(" ", "|") for q in test["query"]], references)
-            )
-            for column in PUBLISHED_ALGORITHMS:
-                system_runs[f"published_{column}"].append(_scores(published[column], references))
+def _with_crf_budget(budget: Budget) -> dict[str, Any]:
+    from hf_querygen.baselines.crf_segmenter import REGULARIZATION_GRID
 
-            for system, feature_set in (("crf", "paper"), ("crf_corpus_features", "paper+corpus")):
-                pos = (
-                    [resources.query_pos.get(i) for i in train["id"]]
-                    if feature_set == "paper+corpus"
-                    else None
-                )
-                settings, trials = select_regularization(
-                    train["words"],
-                    train["breaks"],
-                    train["id"],
-                    feature_set,
-                    resources,
-                    pos,
-                    crf_grid,
-                    max_iterations=crf_iterations,
-                )
-                model = CRFSegmenter(settings, resources).fit(train["words"], train["breaks"], pos)
-                test_pos = [resources.query_pos.get(i) for i in test["id"]] if pos is not None else None
-                predicted = model.predict_breaks(test["words"], test_pos)
-                system_runs[system].append(_scores(_as_strings(test["words"], predicted), references))
-                entry[f"{system}_c1_c2"] = [settings.c1, settings.c2]
-                entry[f"{system}_validation_query_accuracy"] = max(t["query_accuracy"] for t in trials)
+    size = budget.settings.get("crf_grid")
+    grid = REGULARIZATION_GRID if size is None else REGULARIZATION_GRID[:size]
+    return {"grid": grid, "max_iterations": budget.settings["crf_iterations"]}
 
-            for seed in range(n_seeds):
-                results = run_neural_fold(train, test, neural, seed, Path(tmp) / f"fold{fold}-seed{seed}")
-                for system, result in results.items():
-                    system_runs[system].append(result["scores"])
-                    entry[f"{system}_epochs_seed{seed}"] = result["epochs"]
-            fold_log.append(entry)
-            logger.info("lin2017: fold %d done after %.0f s", fold, time.perf_counter() - started)
 
-    config = {
+# ---------------------------------------------------------------- analyses
+def describe(context: RunContext) -> dict[str, Any]:
+    """The config entries of the report: folds, CRF grid, neural settings, per-fold details."""
+    crf = _with_crf_budget(context.budget)
+    per_fold = []
+    for fold in context.folds:
+        entry: dict[str, Any] = {
+            "fold": fold.id,
+            "train_queries": len(fold.extras["train_full"]),
+            "test_queries": len(fold.splits["test"]),
+        }
+        for record in context.records:
+            if record["fold"] != fold.id:
+                continue
+            if record["system"] in ("crf", "crf_corpus_features"):
+                entry[f"{record['system']}_c1_c2"] = record["info"]["c1_c2"]
+                entry[f"{record['system']}_validation_query_accuracy"] = record["info"][
+                    "validation_query_accuracy"
+                ]
+            if "training" in record:
+                entry[f"{record['system']}_epochs_seed{record['seed']}"] = record["training"]["epochs"]
+        per_fold.append(entry)
+    neural = {
+        system.key: {
+            "preset": system.preset,
+            "config_overrides": {
+                **system.preset_overrides,
+                **context.budget.preset_overrides.get(system.key, {}),
+            },
+            "training": {**context.budget.training_overrides, **system.training_overrides},
+            "patience": context.budget.patience,
+            "validation_fraction": context.budget.settings["validation_fraction"],
+        }
+        for system in context.reproduction.systems
+        if system.trainable
+    }
+    n = len(context.folds)
+    return {
         "corpus": "webis_qsec_10 (training set, 4,848 queries; references by break fusion)",
-        "evaluation": f"{len(folds)}-fold cross-validation (deterministic folds of the corpus), mean +- "
-        "std over folds" + (f" x {n_seeds} seeds for the neural rows" if n_seeds > 1 else ""),
-        "paper_numbers_measured_on": "the official Webis-QSeC-10 test set (48,587 queries), not "
-        "available here",
-        "quick": quick,
-        "folds": list(folds),
-        "seeds": n_seeds,
+        "evaluation": f"{n}-fold cross-validation (deterministic folds of the corpus), mean +- std over folds"
+        + (f" x {context.seeds} seeds for the neural rows" if context.seeds > 1 else ""),
+        "paper_numbers_measured_on": "the official Webis-QSeC-10 test set (48,587 queries), not available "
+        "here",
         "crf": {
-            "grid_c1_c2": [list(p) for p in crf_grid],
-            "max_iterations": crf_iterations,
+            "grid_c1_c2": [list(p) for p in crf["grid"]],
+            "max_iterations": crf["max_iterations"],
             "selection": "query accuracy on a 15% validation part of the training folds",
         },
-        "neural": asdict(neural),
+        "neural": neural,
         "paper_rnn": "2-layer tanh RNN, 1024 units, one-hot input, Adam 1e-4, dropout 0.05, 50,000 epochs",
-        "per_fold": fold_log,
-        "runtime_seconds": round(time.perf_counter() - started, 1),
+        "per_fold": per_fold,
+        "reimplementation_agreement": reimplementation_agreement(
+            context.resources["algorithms"], context.resources["segmentation"]
+        ),
     }
-    document = results_document(PAPER, system_runs, PAPER_NUMBERS, config)
-    document["reimplementation_agreement"] = agreement
-    write_results(document, out_dir, render_markdown(document))
-    return document
+
+
+def _resources(data_dir: Any) -> dict[str, Any]:
+    return segmentation_resources(data_dir)
+
+
+REPRODUCTION = Reproduction(
+    name=PAPER,
+    task="segmentation",
+    corpus="webis_qsec_10",
+    corpus_config="segmentations",
+    systems=SYSTEMS,
+    paper_numbers=PAPER_NUMBERS,
+    table_metrics=TABLE_METRICS,
+    budgets={"full": FULL_BUDGET, "quick": QUICK_BUDGET},
+    folds=cross_validation_folds,
+    resources=_resources,
+    analyses=(describe,),
+    render_markdown=lambda document: render_markdown(document),
+)
+
+
+def run(
+    out_dir: str | Path = "results/lin2017",
+    quick: bool = False,
+    seeds: int | None = None,
+    data_dir: Any = None,
+    workers: int = 2,
+    **runner_options: Any,
+) -> dict:
+    """Cross-validate every system through :func:`hf_querygen.experiments.runner.run_reproduction` and
+    write ``results.json`` + ``results.md`` into ``out_dir``."""
+    return run_reproduction(REPRODUCTION, out_dir, quick, seeds, data_dir, workers, **runner_options)
 
 
 def _best_system(document: dict, candidates: Sequence[str]) -> str:
@@ -385,7 +438,7 @@ def render_markdown(document: dict) -> str:
     published = document["systems"]["published_wt_snp"]["query_accuracy"]
     verdict = "beats" if best_q["mean"] > published["mean"] else "does not beat"
     config = document["config"]
-    agreement = document["reimplementation_agreement"]
+    agreement = document.get("reimplementation_agreement") or config["reimplementation_agreement"]
     lines = [
         "# Lin et al. 2017, Table 2: query segmentation on Webis-QSeC-10",
         "",
@@ -416,8 +469,13 @@ def render_markdown(document: dict) -> str:
         "reported.",
         "",
         f"Neural settings (the paper's RNN: {config['paper_rnn']}): {config['neural']}. "
-        f"CRF: {config['crf']}. Runtime {config['runtime_seconds']:.0f} s"
+        f"CRF: {config['crf']}. Runtime {_runtime(config):.0f} s"
         + (" (quick smoke run: 1 fold, small models; not for reporting)." if config["quick"] else "."),
         "",
     ]
     return "\n".join(lines)
+
+
+def _runtime(config: dict) -> float:
+    """Seconds of the whole run (``timings_s.total_s``; older results: ``runtime_seconds``)."""
+    return config.get("timings_s", {}).get("total_s", config.get("runtime_seconds", float("nan")))

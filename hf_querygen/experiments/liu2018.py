@@ -17,19 +17,15 @@ not reproduced, and the epoch budget is capped so the whole run fits 30 minutes 
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import math
-import shutil
 import statistics
-import tempfile
-import time
-from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from hf_querygen.experiments.runner import Budget, Reproduction, RunContext, run_reproduction
+from hf_querygen.systems import BaselineContext, System, register_systems
 
 #: Table 2 (translation columns) and Table 3 of the paper; keys are our system and metric names
 PAPER_NUMBERS: dict[str, dict[str, float]] = {
@@ -110,338 +106,269 @@ LENGTH_BIN_EDGES = (1, 6, 9, 12, 16, 21)
 
 logger = logging.getLogger(__name__)
 
-
-@dataclass
-class Budget:
-    """Training budget: epochs cap (early stopping on validation loss inside it), data caps, and whether
-    training batches are bucketed by source length (faster; see
-    :class:`hf_querygen.training.BucketedBatchSampler`
-    and NOTES.md for what it costs the pointer network)."""
-
-    epochs: float
-    patience: int
-    max_train: int | None = None
-    max_validation: int | None = None
-    max_test: int | None = None
-    sweep_seeds: int = 1
-    group_by_length: bool = True
-
-
-FULL_BUDGET = Budget(epochs=12, patience=2)
-QUICK_BUDGET = Budget(epochs=2, patience=1, max_train=600, max_validation=150, max_test=200)
-
-
-@dataclass
-class PreparedData:
-    """Corpus splits, tokenizer, TF-IDF order and the encodings for every kind of model."""
-
-    splits: Any  # datasets.DatasetDict with the raw nl2kw columns
-    tokenizer: Any
-    output_vocab_size: int
-    encoded: dict[str, Any] = field(default_factory=dict)  # mode -> DatasetDict
-
-    def sources(self, split: str) -> list[str]:
-        return list(self.splits[split]["nl_query"])
-
-    def references(self, split: str) -> list[str]:
-        return list(self.splits[split]["keyword_query"])
-
-
 MAX_SOURCE_LENGTH = 64
 MAX_TARGET_LENGTH = 16
-ENCODING_MODES = ("seq2seq", "dual", "pointer", "tagging", "joint")
+#: greedy decoding, as the paper takes the most probable word (Sec. 3.3)
+GREEDY = {"num_beams": 1, "do_sample": False}
 
 
-def prepare_data(data_dir: str | Path | None, budget: Budget, min_output_frequency: int = 2) -> PreparedData:
-    """Load nl2kw (en), cap split sizes for quick runs, fit the tokenizer and TF-IDF order on TRAIN only
-    and encode every split for every model kind.
+# ---------------------------------------------------------------- baselines
+def raw_query_baseline(context: BaselineContext) -> list[list[str]]:
+    """Table 2 row 1: the natural-language query's own words are the keyword query."""
+    from hf_querygen.baselines.keyword_query import raw_query_keywords
 
-    The generator's output vocabulary = the target words seen at least ``min_output_frequency``
-    times in training (the paper: "the most common query keywords"); the input vocabulary = all
-    training words.
-    """
-    from hf_querygen import load_corpus
-    from hf_querygen.tasks.nl2kw import TfidfKeywordOrder, encode_nl2kw
-    from hf_querygen.tokenization import train_word_tokenizer, word_tokenize
-
-    corpus = load_corpus("nl2kw", "en", data_dir=data_dir)
-    caps = {"train": budget.max_train, "validation": budget.max_validation, "test": budget.max_test}
-    for split, cap in caps.items():
-        if cap is not None and len(corpus[split]) > cap:
-            corpus[split] = corpus[split].shuffle(seed=0).select(range(cap))
-    train = corpus["train"]
-    tokenizer = train_word_tokenizer(train["nl_query"], target_texts=train["keyword_query"])
-    target_counts = Counter(w for q in train["keyword_query"] for w in word_tokenize(tokenizer, q))
-    # the tokenizer ranks target words by frequency right after the 4 specials
-    output_vocab_size = 4 + sum(1 for count in target_counts.values() if count >= min_output_frequency)
-    documents = list(dict.fromkeys(train["nl_query"])) + list(train["keyword_query"])
-    order = TfidfKeywordOrder.fit(documents)
-    data = PreparedData(corpus, tokenizer, output_vocab_size)
-    for mode in ENCODING_MODES:
-        data.encoded[mode] = encode_nl2kw(
-            corpus,
-            tokenizer,
-            order,
-            mode,
-            output_vocab_size,
-            max_source_length=MAX_SOURCE_LENGTH,
-            max_target_length=MAX_TARGET_LENGTH,
-        )
-    return data
+    return [raw_query_keywords(q) for q in context.sources()]
 
 
-# ---------------------------------------------------------------- models
-def build_model(system: str, data: PreparedData, loss_lambda: float = 0.5):
-    """A freshly initialised model for a neural system (call ``transformers.set_seed`` first)."""
-    from hf_querygen.models.dual_decoder import (
-        LIU2018_DUAL_DECODER,
-        DualDecoderConfig,
-        DualDecoderForKeywordGeneration,
+def yake_baseline(context: BaselineContext) -> tuple[list[list[str]], dict[str, Any]]:
+    """YAKE with its (top-k, n-gram) chosen on the VALIDATION split."""
+    from hf_querygen.baselines.keyword_query import YakeKeywordExtractor
+
+    data = context.data
+    yake, grid = YakeKeywordExtractor.select_on_validation(
+        data.sources("validation"), data.references("validation")
     )
-    from hf_querygen.models.joint_seq2seq_tagger import (
-        JointSeq2SeqTaggerConfig,
-        JointSeq2SeqTaggerForConditionalGeneration,
-    )
-    from hf_querygen.models.rnn_seq2seq import RNNSeq2SeqForConditionalGeneration
-    from hf_querygen.models.rnn_tagger import RNNTaggerForTokenClassification
-    from hf_querygen.presets import PRESETS, config_from_preset
-    from hf_querygen.tasks.nl2kw import TAG_LABELS
+    info = {"yake_selected": {"top": yake.top, "max_ngram": yake.max_ngram}, "yake_validation_f1": grid}
+    return yake.batch(context.sources()), info
 
-    sizes = {"vocab_size": len(data.tokenizer), "output_vocab_size": data.output_vocab_size}
-    if system == "vanilla_seq2seq":
-        return RNNSeq2SeqForConditionalGeneration(config_from_preset("liu2018-seq2seq", **sizes))
-    if system == "attentional_seq2seq":
-        return RNNSeq2SeqForConditionalGeneration(config_from_preset("liu2018-attn-seq2seq", **sizes))
-    if system == "luong_local_seq2seq":
+
+def union_baseline(context: BaselineContext) -> list[list[str]]:
+    """ATS2S+SL / ATS2S+PN (Table 2 rows 6-7): per query the union of two systems' keywords (first
+    system's words first), from their outputs on the same seed."""
+    from hf_querygen.baselines.keyword_query import union_keyword_queries
+
+    return union_keyword_queries(*[[text.split() for text in outputs] for outputs in context.inputs.values()])
+
+
+# ---------------------------------------------------------------- the table
+_NEURAL = {"training_preset": "liu2018-attn-seq2seq", "decoding": GREEDY, "task": "nl2kw"}
+
+SYSTEMS = register_systems(
+    [
+        System("liu2018/raw_query", "nl2kw", SYSTEM_LABELS["raw_query"], baseline=raw_query_baseline),
+        System(
+            "liu2018/vanilla_seq2seq",
+            label=SYSTEM_LABELS["vanilla_seq2seq"],
+            preset="liu2018-seq2seq",
+            **_NEURAL,
+        ),
+        System(
+            "liu2018/attentional_seq2seq",
+            label=SYSTEM_LABELS["attentional_seq2seq"],
+            preset="liu2018-attn-seq2seq",
+            cost=3,
+            **_NEURAL,
+        ),
         # Song'17's architecture under Liu'18's shared training settings (Sec. 5.1: "also used in the
         # other models")
-        return RNNSeq2SeqForConditionalGeneration(config_from_preset("song2017", dropout=0.4, **sizes))
-    if system == "sequence_labeling":
-        config = config_from_preset(
-            "liu2018-sequence-labeling",
-            vocab_size=len(data.tokenizer),
-            id2label=dict(TAG_LABELS),
-            label2id={v: k for k, v in TAG_LABELS.items()},
-        )
-        return RNNTaggerForTokenClassification(config)
-    if system == "joint_ats2s_sl":
-        kwargs = {k: v for k, v in PRESETS["liu2018-attn-seq2seq"].items() if k != "model_type"}
-        return JointSeq2SeqTaggerForConditionalGeneration(JointSeq2SeqTaggerConfig(**kwargs, **sizes))
-    if system in ("dual_decoder", "pointer_network"):
-        settings = {
-            **LIU2018_DUAL_DECODER,
-            "loss_lambda": loss_lambda,
-            "pointer_only": system == "pointer_network",
-        }
-        return DualDecoderForKeywordGeneration(DualDecoderConfig(**settings, **sizes))
-    raise ValueError(f"build_model: {system!r} is not a neural system ({NEURAL_SYSTEMS})")
-
-
-ENCODING_OF = {
-    "vanilla_seq2seq": "seq2seq",
-    "attentional_seq2seq": "seq2seq",
-    "luong_local_seq2seq": "seq2seq",
-    "sequence_labeling": "tagging",
-    "joint_ats2s_sl": "joint",
-    "pointer_network": "pointer",
-    "dual_decoder": "dual",
-}
-
-
-def train_system(
-    system: str, data: PreparedData, seed: int, work_dir: Path, budget: Budget, loss_lambda: float = 0.5
-):
-    """Train one neural system with the stock Seq2SeqTrainer (:func:`hf_querygen.training.train_seq2seq`):
-    Adam 1e-3, batch 64, clipping 5 (Liu'18 Sec. 5.1), early stopping on validation loss."""
-    from transformers import set_seed
-
-    from hf_querygen.presets import TRAINING_PRESETS
-    from hf_querygen.training import train_seq2seq
-
-    set_seed(seed)
-    model = build_model(system, data, loss_lambda)
-    encoded = data.encoded[ENCODING_OF[system]]
-    columns = [
-        c
-        for c in ("input_ids", "attention_mask", "labels", "source_word_ids")
-        if c in encoded["train"].column_names
+        System(
+            "liu2018/luong_local_seq2seq",
+            label=SYSTEM_LABELS["luong_local_seq2seq"],
+            preset="song2017",
+            preset_overrides={"dropout": 0.4},
+            cost=3,
+            **_NEURAL,
+        ),
+        System(
+            "liu2018/sequence_labeling",
+            label=SYSTEM_LABELS["sequence_labeling"],
+            preset="liu2018-sequence-labeling",
+            **_NEURAL,
+        ),
+        System(
+            "liu2018/pointer_network",
+            label=SYSTEM_LABELS["pointer_network"],
+            preset="liu2018-pointer-network",
+            **_NEURAL,
+        ),
+        System(
+            "liu2018/ats2s_sl",
+            "nl2kw",
+            SYSTEM_LABELS["ats2s_sl"],
+            baseline=union_baseline,
+            inputs=("attentional_seq2seq", "sequence_labeling"),
+            deterministic=False,
+        ),
+        System(
+            "liu2018/ats2s_pn",
+            "nl2kw",
+            SYSTEM_LABELS["ats2s_pn"],
+            baseline=union_baseline,
+            inputs=("attentional_seq2seq", "pointer_network"),
+            deterministic=False,
+        ),
+        System(
+            "liu2018/joint_ats2s_sl",
+            label=SYSTEM_LABELS["joint_ats2s_sl"],
+            preset="liu2018-joint",
+            cost=3,
+            **_NEURAL,
+        ),
+        System(
+            "liu2018/dual_decoder",
+            label=SYSTEM_LABELS["dual_decoder"],
+            preset="liu2018-dual-decoder",
+            evaluate_on=("test", "validation"),  # validation: the lambda = 0.5 point of Fig. 4
+            cost=3,
+            **_NEURAL,
+        ),
+        System("liu2018/yake", "nl2kw", SYSTEM_LABELS["yake"], baseline=yake_baseline),
     ]
-    output_dir = work_dir / f"{system}-lambda{loss_lambda}-seed{seed}"
-    trainer = train_seq2seq(
-        model,
-        data.tokenizer,
-        encoded["train"].select_columns(columns),
-        encoded["validation"].select_columns(columns),
-        output_dir,
-        training_preset=TRAINING_PRESETS["liu2018-attn-seq2seq"],
-        max_new_tokens=MAX_TARGET_LENGTH + 2,
-        early_stopping_patience=budget.patience,
-        num_train_epochs=budget.epochs,
-        seed=seed,
-        save_total_limit=1,
-        label_names=["labels"],  # the joint model's optional tag_labels must not hide the eval loss
-        group_by_length=budget.group_by_length,
-    )
-    model = trainer.model
-    shutil.rmtree(output_dir, ignore_errors=True)  # checkpoints are not part of the results
-    return model.eval()
+)
 
 
-# ---------------------------------------------------------------- predictions
-def _batches(dataset, batch_size: int, columns: Sequence[str]):
-    from hf_querygen.tasks.seq2seq import Seq2SeqCollator
-
-    collator = Seq2SeqCollator()
-    for start in range(0, len(dataset), batch_size):
-        rows = dataset.select(range(start, min(start + batch_size, len(dataset))))
-        yield start, collator([{c: row[c] for c in columns} for row in rows])
-
-
-def tagged_words(tag_logits, attention_mask, source_words: Sequence[Sequence[str]]) -> list[list[str]]:
-    """Words whose argmax tag is KEYWORD (tag_logits (B, S, 2), attention_mask (B, S)), unique, in order."""
-    from hf_querygen.tasks.nl2kw import unique_words
-
-    tags = (tag_logits.argmax(-1) == 1) & attention_mask.bool()
-    out = []
-    for row, words in zip(tags.tolist(), source_words, strict=True):
-        out.append(unique_words(w for w, keep in zip(words, row, strict=False) if keep))
-    return out
-
-
-def predict_keywords(
-    system: str, model, data: PreparedData, split: str, batch_size: int = 64, suppress_unk: bool = False
-) -> list[list[str]]:
-    """Keyword words predicted for every example of ``split`` (greedy decoding).
-
-    ``suppress_unk`` forbids the decoders to emit [UNK] (it would be dropped from the keyword query
-    anyway); without it a decoder trained on TF-IDF-ordered targets, whose rarest (often
-    out-of-vocabulary) word comes first, can spend its greedy steps on [UNK]."""
-    import torch
-
-    from hf_querygen.baselines.keyword_query import union_keyword_queries
-    from hf_querygen.training import generate_texts
-
-    sources = data.sources(split)
-    if system == "sequence_labeling":
-        encoded = data.encoded["tagging"][split]
-        out: list[list[str]] = []
-        with torch.no_grad():
-            for start, batch in _batches(encoded, batch_size, ("input_ids", "attention_mask")):
-                logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
-                out += tagged_words(
-                    logits, batch["attention_mask"], encoded["source_words"][start : start + len(logits)]
-                )
-        return out
-    from hf_querygen.tokenization import UNK_ID
-
-    extra = {"suppress_tokens": [UNK_ID]} if suppress_unk else {}
-    texts = generate_texts(
-        model,
-        data.tokenizer,
-        sources,
-        batch_size=batch_size,
-        max_source_length=MAX_SOURCE_LENGTH,
-        num_beams=1,
-        do_sample=False,
-        **extra,
-    )
-    generated = [text.split() for text in texts]
-    if system != "joint_ats2s_sl":
-        return generated
-    encoded = data.encoded["joint"][split]
-    tagged: list[list[str]] = []
-    with torch.no_grad():
-        for start, batch in _batches(encoded, batch_size, ("input_ids", "attention_mask", "source_word_ids")):
-            encoder_outputs = model.encoder(
-                batch["input_ids"], batch["attention_mask"], batch["source_word_ids"]
-            )
-            tagged += tagged_words(
-                model.tag(encoder_outputs),
-                batch["attention_mask"],
-                encoded["source_words"][start : start + len(batch["input_ids"])],
-            )
-    return union_keyword_queries(generated, tagged)
+def lambda_sweep_systems(budget: Budget, seeds: int) -> list[tuple[System, list[int]]]:
+    """Fig. 4: the dual decoder with every other lambda (Eq. 13), scored on VALIDATION only (lambda =
+    0.5 comes from the main runs); seeds 0 .. ``sweep_seeds - 1``."""
+    if not budget.settings.get("lambda_sweep", True):
+        return []
+    sweep_seeds = list(range(min(int(budget.settings.get("sweep_seeds", 1)), seeds)))
+    return [
+        (
+            System(
+                f"liu2018/dual_decoder_lambda{lam}",
+                label=f"dual decoder, lambda {lam}",
+                preset="liu2018-dual-decoder",
+                preset_overrides={"loss_lambda": lam},
+                evaluate_on=("validation",),
+                in_table=False,
+                cost=3,
+                **_NEURAL,
+            ),
+            sweep_seeds,
+        )
+        for lam in LAMBDAS
+        if lam != 0.5
+    ]
 
 
-def score(predictions: Sequence[Sequence[str]], data: PreparedData, split: str) -> dict[str, float]:
-    from hf_querygen.metrics.keyword_prf import keyword_prf
+#: the paper's settings: 12-epoch cap with early stopping on validation loss (patience 2), 3 seeds
+FULL_BUDGET = Budget(
+    "full",
+    seeds=3,
+    patience=2,
+    training_overrides={"num_train_epochs": 12},
+    settings={"lambda_sweep": True, "sweep_seeds": 1},
+)
+#: minutes on 2 cores: a training subset, smaller models at a higher rate, no lambda sweep
+QUICK_BUDGET = Budget(
+    "quick",
+    seeds=1,
+    max_train=2000,
+    max_validation=200,
+    max_test=300,
+    patience=None,
+    training_overrides={"num_train_epochs": 6, "learning_rate": 3e-3},
+    preset_overrides={
+        key: {
+            "embedding_size": 32,
+            "hidden_size": 64,
+            **({} if key == "sequence_labeling" else {"decoder_hidden_size": 64}),
+        }
+        for key in (
+            "vanilla_seq2seq",
+            "attentional_seq2seq",
+            "luong_local_seq2seq",
+            "sequence_labeling",
+            "pointer_network",
+            "joint_ats2s_sl",
+            "dual_decoder",
+        )
+    },
+    settings={"lambda_sweep": False},
+)
 
-    result = keyword_prf(
-        [" ".join(p) for p in predictions], data.references(split), sources=data.sources(split)
-    )
-    return {k: float(v) for k, v in result.items() if k in REPORTED_METRICS}
+
+# ---------------------------------------------------------------- analyses
+def _runs_of(context: RunContext, key: str) -> list[dict[str, Any]]:
+    return [r for r in context.records if r["system"] == key]
 
 
-def length_profile(
-    predictions: Sequence[Sequence[str]], data: PreparedData, split: str
-) -> list[dict[str, float]]:
+def describe_data(context: RunContext) -> dict[str, Any]:
+    data = context.data[None]
+    return {
+        "corpus": "nl2kw/en",
+        "vocab_size": len(data.tokenizer),
+        "output_vocab_size": data.state["output_vocab_size"],
+        "max_source_length": MAX_SOURCE_LENGTH,
+        "max_target_length": MAX_TARGET_LENGTH,
+        "batching": (
+            "random batches of similar source length, in random order "
+            "(hf_querygen.training.BucketedBatchSampler)"
+            if context.budget.group_by_length
+            else "random batches"
+        ),
+    }
+
+
+def yake_selection(context: RunContext) -> dict[str, Any]:
+    runs = _runs_of(context, "yake")
+    return dict(runs[0].get("info", {})) if runs else {}
+
+
+def lambda_sweep(context: RunContext) -> dict[str, Any]:
+    """Validation F1 per lambda (Fig. 4); lambda = 0.5 has every seed of the main runs."""
+    sweep: dict[str, list[float]] = {str(lam): [] for lam in LAMBDAS}
+    for lam in LAMBDAS:
+        key = "dual_decoder" if lam == 0.5 else f"dual_decoder_lambda{lam}"
+        for record in sorted(_runs_of(context, key), key=lambda r: r["seed"]):
+            if "validation" in record["scores"]:
+                sweep[str(lam)].append(record["scores"]["validation"]["f1"])
+    return {"lambda_sweep_validation_f1": sweep}
+
+
+def length_profiles(context: RunContext) -> dict[str, Any]:
+    """Fig. 5: seed-mean F1 per bucket of query length; and the share of empty test outputs."""
     from hf_querygen.metrics.keyword_prf import f1_by_length
 
-    return f1_by_length(
-        [" ".join(p) for p in predictions], data.references(split), data.sources(split), LENGTH_BIN_EDGES
-    )
+    data = context.data[None]
+    sources, references = data.sources("test"), data.references("test")
+    profiles: dict[str, list[list[dict[str, float]]]] = {}
+    empty: dict[str, list[float]] = {}
+    for system in context.reproduction.systems:
+        for record in sorted(_runs_of(context, system.key), key=lambda r: r["seed"]):
+            outputs = record["outputs"]["test"]
+            profiles.setdefault(system.key, []).append(
+                f1_by_length(outputs, references, sources, LENGTH_BIN_EDGES)
+            )
+            empty.setdefault(system.key, []).append(
+                sum(not o.split() for o in outputs) / max(len(outputs), 1)
+            )
+    return {
+        "f1_by_length_test": _mean_length_profiles(profiles),
+        "empty_prediction_rate_test": {k: round(statistics.fmean(v), 4) for k, v in empty.items()},
+        "length_bin_edges_words": list(LENGTH_BIN_EDGES),
+    }
 
 
-# ---------------------------------------------------------------- the run
-@dataclass(frozen=True)
-class Job:
-    """One training run: a neural system, a seed and the dual decoder's lambda (Eq. 13)."""
-
-    system: str
-    seed: int
-    loss_lambda: float = 0.5
-
-    @property
-    def main(self) -> bool:  # part of Tables 2-3 (else: only the Fig. 4 sweep)
-        return self.loss_lambda == 0.5
+def _plots(document: dict, out: Path) -> None:
+    config = document["config"]
+    plot_lambda_sweep(config["lambda_sweep_validation_f1"], out / "lambda_sweep.png")
+    plot_f1_by_length(config["f1_by_length_test"], out / "f1_by_length.png")
 
 
-_WORKER: dict[str, Any] = {}
-
-
-def _init_worker(
-    data_dir: str | Path | None, budget: Budget, threads: int, suppress_unk: bool = False
-) -> None:
-    """Per worker process: one torch thread (two processes use two cores far better than one process
-    with two threads on a shared machine), quiet logs, and the prepared data (deterministic)."""
-    import torch
-
-    torch.set_num_threads(threads)
-    logging.getLogger("transformers").setLevel(logging.ERROR)
-    import datasets
-
-    datasets.disable_progress_bars()
-    _WORKER["data"] = prepare_data(data_dir, budget)
-    _WORKER["budget"] = budget
-    _WORKER["suppress_unk"] = suppress_unk
-
-
-def _run_job(job: Job) -> dict[str, Any]:
-    """Train ``job`` and return its predictions: test (Tables 2-3) or validation (Fig. 4 / dual decoder)."""
-    data, budget = _WORKER["data"], _WORKER["budget"]
-    started = time.time()
-    with tempfile.TemporaryDirectory(prefix="liu2018-") as tmp:
-        model = train_system(job.system, data, job.seed, Path(tmp), budget, loss_lambda=job.loss_lambda)
-    out: dict[str, Any] = {"job": job}
-    suppress_unk = _WORKER["suppress_unk"]
-    if job.main:
-        out["test"] = predict_keywords(job.system, model, data, "test", suppress_unk=suppress_unk)
-    if job.system == "dual_decoder":
-        out["validation"] = predict_keywords(job.system, model, data, "validation", suppress_unk=suppress_unk)
-    out["seconds"] = time.time() - started
-    return out
-
-
-#: rough relative training cost, to start the longest jobs first
-_JOB_COST = {
-    "attentional_seq2seq": 3,
-    "joint_ats2s_sl": 3,
-    "luong_local_seq2seq": 3,
-    "dual_decoder": 3,
-    "pointer_network": 1,
-    "vanilla_seq2seq": 1,
-    "sequence_labeling": 1,
-}
+REPRODUCTION = Reproduction(
+    name="liu2018",
+    task="nl2kw",
+    corpus="nl2kw",
+    corpus_config="en",
+    systems=SYSTEMS,
+    paper_numbers=PAPER_NUMBERS,
+    table_metrics=("precision", "recall", "f1"),
+    budgets={"full": FULL_BUDGET, "quick": QUICK_BUDGET},
+    extra_systems=lambda_sweep_systems,
+    analyses=(describe_data, yake_selection, lambda_sweep, length_profiles),
+    render_markdown=lambda document: render_markdown(document),
+    plots=_plots,
+    config={
+        "decoding": "greedy, [UNK] allowed (dropped afterwards)",
+        "training": "Adam lr 1e-3, batch 64, grad clip 5, dropout 0.4, emb 60, LSTM 128, early stopping on "
+        "validation loss (Liu'18 Sec. 5.1) within the epoch cap",
+        "metric_averaging": "precision/recall/f1 = mean over test queries; pooled_* = micro over all "
+        "keywords; recall_extractive/generative/total pooled over gold words (Table 3)",
+        "paper_retrieval_numbers_not_reproduced": PAPER_RETRIEVAL,
+    },
+)
 
 
 def run(
@@ -450,131 +377,12 @@ def run(
     seeds: int | None = None,
     data_dir: str | Path | None = None,
     workers: int = 2,
-    threads_per_worker: int = 1,
-    suppress_unk: bool = False,
-    lambda_sweep: bool = True,
-    group_by_length: bool = True,
+    **runner_options: Any,
 ) -> dict:
-    """Train and evaluate every system; write results.json / results.md / the two plots to ``out_dir``.
-
-    Training runs go to ``workers`` processes (default 2: the 2 CPU cores the full run is sized for).
-    ``suppress_unk``: decode without [UNK] (see :func:`predict_keywords`); ``lambda_sweep=False``
-    skips the Fig. 4 runs; ``group_by_length=False`` trains on plain random batches (slower).
-    """
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    import datasets
-    import torch
-
-    from hf_querygen.baselines.keyword_query import (
-        YakeKeywordExtractor,
-        raw_query_keywords,
-        union_keyword_queries,
-    )
-    from hf_querygen.experiments._report import results_document
-
-    torch.set_num_threads(threads_per_worker)
-    datasets.disable_progress_bars()
-    started = time.time()
-    budget = dataclasses.replace(QUICK_BUDGET if quick else FULL_BUDGET, group_by_length=group_by_length)
-    n_seeds = seeds or (1 if quick else 3)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    data = prepare_data(data_dir, budget)
-    timings: dict[str, float] = {"prepare_data_s": time.time() - started}
-
-    runs: dict[str, list[dict[str, float]]] = {}
-    lengths: dict[str, list[list[dict[str, float]]]] = {}
-    validation_f1: dict[float, list[float]] = {lam: [] for lam in LAMBDAS}
-
-    empty_outputs: dict[str, list[float]] = {}
-
-    def record(system: str, predictions: list[list[str]]) -> None:
-        runs.setdefault(system, []).append(score(predictions, data, "test"))
-        # share of test queries left without a keyword (a decoder that only emits [UNK] ends here)
-        empty_outputs.setdefault(system, []).append(
-            sum(not p for p in predictions) / max(len(predictions), 1)
-        )
-        lengths.setdefault(system, []).append(length_profile(predictions, data, "test"))
-
-    # non-neural systems are deterministic: one run each
-    record("raw_query", [raw_query_keywords(q) for q in data.sources("test")])
-    yake, yake_grid = YakeKeywordExtractor.select_on_validation(
-        data.sources("validation"), data.references("validation")
-    )
-    record("yake", yake.batch(data.sources("test")))
-
-    jobs = [Job(system, seed) for seed in range(n_seeds) for system in NEURAL_SYSTEMS]
-    # Fig. 4: lambda on the VALIDATION split (lambda = 0.5 comes from the main runs)
-    if lambda_sweep:
-        jobs += [
-            Job("dual_decoder", seed, lam)
-            for seed in range(min(budget.sweep_seeds, n_seeds))
-            for lam in LAMBDAS
-            if lam != 0.5
-        ]
-    jobs.sort(key=lambda job: -_JOB_COST[job.system])
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(
-        workers,
-        mp_context=context,
-        initializer=_init_worker,
-        initargs=(data_dir, budget, threads_per_worker, suppress_unk),
-    ) as pool:
-        results = list(pool.map(_run_job, jobs))
-    test_predictions: dict[tuple[str, int], list[list[str]]] = {}
-    for result in sorted(results, key=lambda r: (r["job"].seed, NEURAL_SYSTEMS.index(r["job"].system))):
-        job = result["job"]
-        timings[f"{job.system}_lambda{job.loss_lambda}_seed{job.seed}_s"] = result["seconds"]
-        if "validation" in result:
-            validation_f1[job.loss_lambda].append(score(result["validation"], data, "validation")["f1"])
-        if job.main:
-            test_predictions[(job.system, job.seed)] = result["test"]
-            record(job.system, result["test"])
-    for seed in range(n_seeds):
-        attentional = test_predictions[("attentional_seq2seq", seed)]
-        record("ats2s_sl", union_keyword_queries(attentional, test_predictions[("sequence_labeling", seed)]))
-        record("ats2s_pn", union_keyword_queries(attentional, test_predictions[("pointer_network", seed)]))
-
-    timings["total_s"] = time.time() - started
-    config = {
-        "corpus": "nl2kw/en",
-        "split_sizes": {split: len(ds) for split, ds in data.splits.items()},
-        "quick": quick,
-        "seeds": n_seeds,
-        "budget": budget.__dict__,
-        "workers": workers,
-        "torch_threads_per_worker": threads_per_worker,
-        "vocab_size": len(data.tokenizer),
-        "output_vocab_size": data.output_vocab_size,
-        "max_source_length": MAX_SOURCE_LENGTH,
-        "max_target_length": MAX_TARGET_LENGTH,
-        "decoding": "greedy"
-        + (", [UNK] suppressed" if suppress_unk else ", [UNK] allowed (dropped afterwards)"),
-        "training": "Adam lr 1e-3, batch 64, grad clip 5, dropout 0.4, emb 60, LSTM 128, early stopping on "
-        "validation loss (Liu'18 Sec. 5.1) within the epoch cap",
-        "metric_averaging": "precision/recall/f1 = mean over test queries; pooled_* = micro over all "
-        "keywords; "
-        "recall_extractive/generative/total pooled over gold words (Table 3)",
-        "yake_selected": {"top": yake.top, "max_ngram": yake.max_ngram},
-        "yake_validation_f1": yake_grid,
-        "lambda_sweep_validation_f1": {str(k): v for k, v in validation_f1.items()},
-        "f1_by_length_test": _mean_length_profiles(lengths),
-        "empty_prediction_rate_test": {k: round(statistics.fmean(v), 4) for k, v in empty_outputs.items()},
-        "batching": (
-            "random batches of similar source length, in random order "
-            "(hf_querygen.training.BucketedBatchSampler)"
-            if budget.group_by_length
-            else "random batches"
-        ),
-        "length_bin_edges_words": list(LENGTH_BIN_EDGES),
-        "paper_retrieval_numbers_not_reproduced": PAPER_RETRIEVAL,
-        "timings_s": {k: round(v, 1) for k, v in timings.items()},
-    }
-    document = results_document("liu2018", runs, PAPER_NUMBERS, config)
-    write_report(document, out)
-    return document
+    """Train and evaluate every system through :func:`hf_querygen.experiments.runner.run_reproduction`
+    (results.json / results.md / the two plots in ``out_dir``; ``runner_options``: ``save_models``,
+    ``resume``, ``overwrite``, ``progress``)."""
+    return run_reproduction(REPRODUCTION, out_dir, quick, seeds, data_dir, workers, **runner_options)
 
 
 def write_report(document: dict, out_dir: str | Path) -> Path:

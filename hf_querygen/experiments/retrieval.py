@@ -33,7 +33,6 @@ Every (split, ranker, query form) is a "system" of the one results JSON shape
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import time
@@ -388,24 +387,3 @@ def plot_ndcg(document: dict, path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=130)
     plt.close(fig)
-
-
-# ---------------------------------------------------------------- command
-def add_commands(subparsers: argparse._SubParsersAction) -> None:
-    """``hf-querygen retrieval-table``: this reproduction with trained keyword systems (``--models-dir``)."""
-    parser = subparsers.add_parser(
-        "retrieval-table", help="NFCorpus retrieval with every keyword-query system (results/retrieval)"
-    )
-    parser.add_argument(
-        "--models-dir", type=Path, default=None, help="saved nl2kw model folders / .jsonl files"
-    )
-    parser.add_argument("--out-dir", type=Path, default=None, help="default results/retrieval[-quick]")
-    parser.add_argument("--data-dir", type=Path, default=None)
-    parser.add_argument("--quick", action="store_true")
-    parser.set_defaults(func=_command)
-
-
-def _command(args: argparse.Namespace) -> int:
-    out_dir = args.out_dir or Path("results") / ("retrieval-quick" if args.quick else "retrieval")
-    run(out_dir, quick=args.quick, data_dir=args.data_dir, models_dir=args.models_dir)
-    return 0

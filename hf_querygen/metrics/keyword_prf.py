@@ -2,7 +2,7 @@
 
 A keyword query is compared with the gold one as a SET of normalised words (the paper treats the
 keyword query as a word set, Sec. 3.1). Normalisation is the corpus' own
-:func:`hf_querygen.corpora.nl2kw.normalize_for_matching`, the same function that splits gold
+:func:`hf_querygen.text.normalize_for_matching`, the same function that splits gold
 keywords into extractive and generative ones, so "a keyword occurs in the query" means the same
 thing for the data and for the metric.
 
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import datasets
 import evaluate
 
-from hf_querygen.tasks.nl2kw import resolve_normalizer
+from hf_querygen.text import normalize_for_matching
 
 Keywords = str | Sequence[str]
 Normalizer = Callable[[str], str]
@@ -75,7 +75,7 @@ def keyword_words(keywords: Keywords, normalize: Normalizer | None = None) -> li
         keywords = [keywords]
     elif not isinstance(keywords, Sequence):
         raise TypeError(f"keywords must be a string or a sequence of strings, got {type(keywords).__name__}")
-    normalize = resolve_normalizer(normalize)
+    normalize = normalize or normalize_for_matching
     words: dict[str, None] = {}
     for position, keyword in enumerate(keywords):
         if not isinstance(keyword, str):
@@ -141,7 +141,7 @@ def keyword_prf(
     _check_lengths("references", references, predictions)
     if not predictions:
         raise ValueError("keyword_prf: no predictions to score")
-    normalize = resolve_normalizer(normalize)
+    normalize = normalize or normalize_for_matching
     counts = [query_counts(p, r, normalize) for p, r in zip(predictions, references, strict=True)]
     n = len(counts)
     tp = sum(c.true_positives for c in counts)
@@ -173,7 +173,7 @@ def extractive_generative_recall(
     """Recall on extractive gold words (in the normalised source), generative ones (not in it) and
     all of them, pooled over queries (Liu'18 Table 3: a per-query mean is undefined for the many
     queries without any generative, or without any extractive, keyword)."""
-    normalize = resolve_normalizer(normalize)
+    normalize = normalize or normalize_for_matching
     found = {"extractive": 0, "generative": 0}
     total = {"extractive": 0, "generative": 0}
     for prediction, reference, source in zip(predictions, references, sources, strict=True):
@@ -212,7 +212,7 @@ def f1_by_length(
         raise ValueError(
             f"f1_by_length: bin_edges must be strictly increasing and non-empty, got {bin_edges}"
         )
-    normalize = resolve_normalizer(normalize)
+    normalize = normalize or normalize_for_matching
     sums = [0.0] * len(bin_edges)
     sizes = [0] * len(bin_edges)
     for prediction, reference, source in zip(predictions, references, sources, strict=True):

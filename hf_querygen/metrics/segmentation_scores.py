@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from hf_querygen.tasks.segmentation import BREAK_TOKEN, SegmentationError, parse_segmentation
+from hf_querygen.text import BREAK_TOKEN, SegmentationError, parse_segmentation
 
 Segmentation = str | Sequence[str]
 

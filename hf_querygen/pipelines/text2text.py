@@ -21,8 +21,8 @@ from typing import Any
 import torch
 from transformers import Pipeline
 
+from ..inference import as_max_length
 from ..tasks.seq2seq import decode_extended, encode_sources
-from ..training import as_max_length
 
 TASK_NAME = "query-reformulation"
 

@@ -8,7 +8,7 @@ What this module adds on top of the generic seq2seq preprocessing (:mod:`hf_quer
   (natural-language query + keyword query) against document frequencies fitted on the TRAINING
   split only (:class:`TfidfKeywordOrder`).
 * **extractive / generative split** (Sec. 3.1): a target word is extractive when a source word has
-  the same normalised form (:func:`hf_querygen.corpora.nl2kw.normalize_for_matching`, the one
+  the same normalised form (:func:`hf_querygen.text.normalize_for_matching`, the one
   normaliser shared with the corpus and the metric), generative otherwise.
 * **dual-decoder labels** in the extended output space ``[output vocabulary | source positions]``
   (see :mod:`hf_querygen.nn.copy`): ``[V+pos(e_1) .. V+pos(e_m), V+pos(sentinel), g_1 .. g_k, EOS]``:
@@ -39,11 +39,10 @@ TAG_LABELS: dict[int, str] = {0: "O", 1: "KEYWORD"}
 
 
 def resolve_normalizer(normalize: Normalizer | None = None) -> Normalizer:
-    """``normalize`` if given, else the corpus' :func:`~hf_querygen.corpora.nl2kw.normalize_for_matching`
-    (imported lazily: the corpus module pulls in the builders' dependencies)."""
+    """``normalize`` if given, else the project's one :func:`~hf_querygen.text.normalize_for_matching`."""
     if normalize is not None:
         return normalize
-    from hf_querygen.corpora.nl2kw import normalize_for_matching
+    from hf_querygen.text import normalize_for_matching
 
     return normalize_for_matching
 

@@ -1,0 +1,96 @@
+"""Registration with the transformers Auto classes without importing torch at ``import hf_querygen``.
+
+Registering a config needs its class, and every config class imports ``transformers``'
+``PretrainedConfig``, which imports torch (seconds). So ``import hf_querygen`` registers nothing
+itself. Instead it installs an import hook: the moment transformers' auto-config, auto-model or
+pipelines module finishes importing (i.e. the first time anyone can look a model type or a pipeline
+task up), :func:`hf_querygen._registration.register_all` runs. If those modules are already imported,
+registration happens at once. Our own model / pipeline modules are tracked too, so that registration
+never starts while one of them is half-imported (it runs when the outermost of them completes).
+Touching a model, config or pipeline class through ``hf_querygen`` (``hf_querygen.DualDecoderConfig``)
+registers too. Either way ``import hf_querygen`` followed by
+``AutoConfig.from_pretrained(...)`` / ``pipeline("keyword-query-generation", ...)`` works as before.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import sys
+from typing import Any
+
+#: transformers modules after whose import our types must be known
+TRIGGERS = frozenset(
+    {
+        "transformers.models.auto.configuration_auto",
+        "transformers.models.auto.modeling_auto",
+        "transformers.models.auto.tokenization_auto",
+        "transformers.pipelines",
+    }
+)
+
+#: our modules that registration imports: while one of them is half-imported (importing it imports
+#: transformers, which fires a trigger), registration waits until it is complete
+OWN_PREFIXES = ("hf_querygen.models.", "hf_querygen.pipelines.", "hf_querygen.tokenization")
+
+#: ``depth``: tracked modules being imported right now (one may import another: auto_factory imports
+#: configuration_auto while modeling_auto is half-imported); registration waits for the outermost
+_state = {"registering": False, "depth": 0}
+
+
+def _register() -> None:
+    from ._registration import register_all
+
+    if _state["registering"]:
+        return
+    _state["registering"] = True
+    try:
+        register_all()
+    finally:
+        _state["registering"] = False
+
+
+class _Loader(importlib.abc.Loader):
+    """Wraps a trigger module's loader: run it, then register."""
+
+    def __init__(self, loader: importlib.abc.Loader):
+        self.loader = loader
+
+    def create_module(self, spec: Any) -> Any:
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module: Any) -> None:
+        _state["depth"] += 1
+        try:
+            self.loader.exec_module(module)
+        finally:
+            _state["depth"] -= 1
+        # only once no tracked module is half-imported, and only once transformers' auto classes exist
+        if _state["depth"] == 0 and any(name in sys.modules for name in TRIGGERS):
+            _register()
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+        if fullname not in TRIGGERS and not fullname.startswith(OWN_PREFIXES):
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None:
+                if spec.loader is not None and not isinstance(spec.loader, _Loader):
+                    spec.loader = _Loader(spec.loader)
+                return spec
+        return None
+
+
+_FINDER = _Finder()
+
+
+def install() -> None:
+    """Register now if transformers' auto classes are already imported; otherwise on their import."""
+    if any(name in sys.modules for name in TRIGGERS):
+        _register()
+        return
+    if _FINDER not in sys.meta_path:
+        sys.meta_path.insert(0, _FINDER)

@@ -1,0 +1,214 @@
+"""``hf-querygen train`` / ``evaluate`` / ``generate``: thin argument parsing over library functions
+(:func:`hf_querygen.training.train_model`, :meth:`hf_querygen.tasks.base.Task.evaluate` /
+:meth:`~hf_querygen.tasks.base.Task.predict`). Nothing heavy is imported to build the parser."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+THREADS_HELP = "torch CPU threads (default 1: these small RNNs gain little from more; 0 = torch's default)"
+
+
+def add_commands(subparsers: argparse._SubParsersAction) -> None:
+    train = subparsers.add_parser(
+        "train", help="train a preset (or a paper system) on a task's corpus; writes a model folder"
+    )
+    train.add_argument("--task", default=None, help="nl2kw | segmentation | text2text (default: the corpus')")
+    train.add_argument("--corpus", default=None, help="default: the task's first corpus")
+    train.add_argument("--config", default=None, help="corpus config (default: the task's)")
+    which = train.add_mutually_exclusive_group(required=True)
+    which.add_argument("--preset", help="model preset (hf_querygen.presets.PRESETS)")
+    which.add_argument(
+        "--system", help="a paper system (hf_querygen.systems.SYSTEMS), e.g. liu2018/dual_decoder"
+    )
+    train.add_argument("--output-dir", type=Path, required=True)
+    train.add_argument("--overwrite", action="store_true", help="replace an existing --output-dir")
+    train.add_argument("--resume", action="store_true", help="continue from the last checkpoint")
+    train.add_argument("--quick", action="store_true", help="smoke run: 150 steps, 256 validation examples")
+    train.add_argument("--max-steps", type=int, default=None, help="stop after this many optimiser steps")
+    train.add_argument("--epochs", type=float, default=None, help="override the preset's epochs")
+    train.add_argument("--max-train-examples", type=int, default=None, help="train on a random subset")
+    train.add_argument(
+        "--max-validation-examples", type=int, default=None, help="validate on the first N examples"
+    )
+    train.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="override a config field of the preset (JSON value), e.g. --set hidden_size=64; repeatable",
+    )
+    train.add_argument("--seed", type=int, default=42)
+    train.add_argument("--data-dir", type=Path, default=None, help="raw corpora (default ../shared/data)")
+    train.add_argument("--num-beams", type=int, default=1, help="saved generation config")
+    train.add_argument(
+        "--group-by-length",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="batch examples of similar source length (faster; default on)",
+    )
+    train.add_argument("--threads", type=int, default=1, help=THREADS_HELP)
+    train.set_defaults(func=_train_command)
+
+    evaluate = subparsers.add_parser("evaluate", help="score a trained model on a corpus split (JSON out)")
+    evaluate.add_argument("--model", type=Path, required=True, help="folder written by `train`")
+    evaluate.add_argument("--corpus", default=None, help="default: the corpus the model was trained on")
+    evaluate.add_argument("--config", default=None)
+    evaluate.add_argument("--split", default="test")
+    evaluate.add_argument("--data-dir", type=Path, default=None)
+    evaluate.add_argument("--num-beams", type=int, default=None, help="default: the saved generation config")
+    evaluate.add_argument("--batch-size", type=int, default=64)
+    evaluate.add_argument("--limit", type=int, default=None, help="score only the first N examples")
+    evaluate.add_argument("--predictions", type=Path, default=None, help="also write outputs (JSON lines)")
+    evaluate.add_argument("--threads", type=int, default=1, help=THREADS_HELP)
+    evaluate.set_defaults(func=_evaluate_command)
+
+    generate = subparsers.add_parser("generate", help="run a trained model on texts (its task's output)")
+    generate.add_argument("--model", type=Path, required=True)
+    generate.add_argument("texts", nargs="+")
+    generate.add_argument("--num-beams", type=int, default=None)
+    generate.add_argument("--num-return-sequences", type=int, default=1)
+    generate.add_argument("--max-new-tokens", type=int, default=None)
+    generate.add_argument("--threads", type=int, default=1, help=THREADS_HELP)
+    generate.set_defaults(func=_generate_command)
+
+
+def set_threads(threads: int) -> None:
+    # measured on the 2-core dev machine under load: the quick nl2kw job took 5.5 CPU-minutes with
+    # torch's 2 threads and under 2 with one (thread synchronisation dominates at these sizes)
+    if threads > 0:
+        import torch
+
+        torch.set_num_threads(threads)
+
+
+def _train_command(args: argparse.Namespace) -> int:
+    import contextlib
+    import sys
+
+    from .training import train_model
+
+    set_threads(args.threads)
+    preset, task = args.preset, args.task
+    preset_overrides: dict[str, Any] = {}
+    kwargs: dict[str, Any] = {}
+    if args.system:
+        from .systems import get_system
+
+        system = get_system(args.system)
+        if system.preset is None:
+            raise SystemExit(f"system {system.name!r} is a baseline: there is nothing to train")
+        preset, task = system.preset, task or system.task
+        preset_overrides.update(system.preset_overrides)
+        kwargs.update(training_preset=system.training_preset, training_overrides=system.training_overrides)
+    preset_overrides.update(parse_assignments(args.set))
+    # Trainer prints to stdout; keep stdout for the JSON result so that it can be piped
+    with contextlib.redirect_stdout(sys.stderr):
+        metadata = train_model(
+            preset,
+            args.output_dir,
+            task=task,
+            corpus=args.corpus,
+            config_name=args.config,
+            data_dir=args.data_dir,
+            seed=args.seed,
+            quick=args.quick,
+            max_steps=args.max_steps,
+            epochs=args.epochs,
+            max_train_examples=args.max_train_examples,
+            max_validation_examples=args.max_validation_examples,
+            preset_overrides=preset_overrides,
+            num_beams=args.num_beams,
+            group_by_length=args.group_by_length,
+            overwrite=args.overwrite,
+            resume=args.resume,
+            **kwargs,
+        )
+    print(json.dumps(metadata, indent=2))
+    return 0
+
+
+def parse_assignments(assignments: list[str]) -> dict[str, Any]:
+    """``["hidden_size=64", "cell=gru"]`` -> ``{"hidden_size": 64, "cell": "gru"}`` (JSON values, else
+    the string)."""
+    out: dict[str, Any] = {}
+    for assignment in assignments:
+        field, sep, value = assignment.partition("=")
+        if not sep or not field:
+            raise SystemExit(f"--set expects FIELD=VALUE, got {assignment!r}")
+        try:
+            out[field] = json.loads(value)
+        except json.JSONDecodeError:
+            out[field] = value
+    return out
+
+
+def _loaded(model_dir: Path):
+    from .tasks.base import get_task
+    from .training import TRAINING_METADATA_FILE, load_trained
+
+    model, tokenizer, metadata = load_trained(model_dir)
+    if "task" not in metadata:
+        raise SystemExit(
+            f"{model_dir} has no task in {TRAINING_METADATA_FILE}: it was not written by `train`"
+        )
+    return model, tokenizer, metadata, get_task(metadata["task"])
+
+
+def _evaluate_command(args: argparse.Namespace) -> int:
+    set_threads(args.threads)
+    model, tokenizer, metadata, task = _loaded(args.model)
+    corpus = args.corpus or metadata.get("corpus")
+    config_name = args.config or (metadata.get("config") if corpus == metadata.get("corpus") else None)
+    splits = task.load(corpus, config_name, args.data_dir)
+    if args.split not in splits:
+        raise SystemExit(f"corpus {corpus!r} has no split {args.split!r}; splits: {list(splits)}")
+    dataset = splits[args.split]
+    if args.limit is not None:
+        dataset = dataset.select(range(min(args.limit, len(dataset))))
+    generate_kwargs = {} if args.num_beams is None else {"num_beams": args.num_beams}
+    started = time.perf_counter()
+    scores, outputs = task.evaluate(model, tokenizer, dataset, args.batch_size, **generate_kwargs)
+    result = {
+        "model": str(args.model),
+        "task": task.name,
+        "corpus": corpus,
+        "config": config_name,
+        "split": args.split,
+        "examples": len(dataset),
+        "seconds": round(time.perf_counter() - started, 1),
+        "metrics": scores,
+    }
+    if args.predictions is not None:
+        with open(args.predictions, "w", encoding="utf-8") as handle:
+            for source, output in zip(dataset[task.source_column], outputs, strict=True):
+                handle.write(json.dumps({"source": source, "prediction": task.as_text(output)}) + "\n")
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+def _generate_command(args: argparse.Namespace) -> int:
+    set_threads(args.threads)
+    model, tokenizer, _, task = _loaded(args.model)
+    kwargs: dict[str, Any] = {}
+    if task.name == "segmentation":
+        kwargs = {} if args.num_beams is None else {"num_beams": args.num_beams}
+    else:
+        kwargs["num_return_sequences"] = args.num_return_sequences
+        if args.num_beams is not None:
+            kwargs["num_beams"] = args.num_beams
+        if args.max_new_tokens is not None:
+            kwargs["max_new_tokens"] = args.max_new_tokens
+        if args.num_return_sequences > max(args.num_beams or model.generation_config.num_beams or 1, 1):
+            raise SystemExit(
+                "--num-return-sequences cannot exceed --num-beams (beam search returns its beams)"
+            )
+    outputs = task.predict(model, tokenizer, args.texts, **kwargs)
+    for output in outputs:
+        for one in output if isinstance(output, list) and task.name != "segmentation" else [output]:
+            print(task.as_text(one))
+    return 0

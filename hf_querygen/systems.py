@@ -1,0 +1,118 @@
+"""Systems: the rows of a paper's table, registered by name in :data:`SYSTEMS`.
+
+A :class:`System` is a name, a task and EITHER a preset (a trainable model, with preset and training
+overrides) OR a baseline callable. The experiment runner (:mod:`hf_querygen.experiments.runner`) runs
+a list of systems; ``hf-querygen train --system NAME`` trains a trainable one. Variants of one trained
+model (another decoding) name it in ``decodes_model_of``; systems built from other systems' outputs
+(Liu'18's ATS2S+SL = the union of two systems' keywords) list them in ``inputs``.
+
+Names are ``"<paper>/<system>"`` (``"liu2018/dual_decoder"``) so that papers never collide.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .errors import InvalidInputError
+from .registry import Registry
+
+if TYPE_CHECKING:
+    from .tasks.base import TaskData
+
+
+@dataclass(frozen=True)
+class BaselineContext:
+    """What a baseline callable gets: the task data of this run (splits, tokenizer), the split to
+    predict, the seed, and the outputs of the systems named in ``System.inputs`` on that split."""
+
+    data: TaskData
+    split: str
+    seed: int
+    inputs: Mapping[str, Sequence[Any]] = field(default_factory=dict)
+    resources: Mapping[str, Any] = field(default_factory=dict)
+
+    def sources(self) -> list[str]:
+        return self.data.sources(self.split)
+
+
+#: a baseline: context -> one task output per example of ``context.split`` (plus optional run info,
+#: returned as ``(outputs, info_dict)``)
+Baseline = Callable[[BaselineContext], Any]
+
+
+@dataclass(frozen=True)
+class System:
+    """One row of a paper table.
+
+    Attributes:
+        name: registry name, ``"<paper>/<key>"``; ``key`` is the row's key in results.json.
+        task: the :data:`~hf_querygen.tasks.base.TASKS` name.
+        label: the row label of the markdown table.
+        preset: model preset (trainable system) ...
+        baseline: ... or a baseline callable (exactly one of the two, or ``decodes_model_of``).
+        preset_overrides: config fields on top of the preset (e.g. ``{"dropout": 0.4}``).
+        training_preset: name in ``TRAINING_PRESETS`` (default: the preset's own, if any).
+        training_overrides: ``Seq2SeqTrainingArguments`` fields on top of it.
+        decoding: keyword arguments of ``Task.predict`` (e.g. ``{"constrained": False}``).
+        decodes_model_of: key of a trainable system of the same table whose trained model this row
+            decodes (with its own ``decoding``) instead of training one.
+        inputs: keys of systems whose outputs a baseline combines (run before it).
+        deterministic: a baseline that gives the same output for every seed (run once).
+        evaluate_on: splits scored (the table's split first).
+        in_table: False for runs that only feed an analysis (e.g. a hyper-parameter sweep).
+        cost: relative training cost (the runner starts the longest jobs first).
+    """
+
+    name: str
+    task: str
+    label: str = ""
+    preset: str | None = None
+    baseline: Baseline | None = None
+    preset_overrides: Mapping[str, Any] = field(default_factory=dict)
+    training_preset: str | None = None
+    training_overrides: Mapping[str, Any] = field(default_factory=dict)
+    decoding: Mapping[str, Any] = field(default_factory=dict)
+    decodes_model_of: str | None = None
+    inputs: tuple[str, ...] = ()
+    deterministic: bool = True
+    evaluate_on: tuple[str, ...] = ("test",)
+    in_table: bool = True
+    cost: float = 1.0
+
+    def __post_init__(self) -> None:
+        kinds = [self.preset is not None, self.baseline is not None, self.decodes_model_of is not None]
+        if sum(kinds) != 1:
+            raise InvalidInputError(
+                f"system {self.name!r}: give exactly one of preset, baseline or decodes_model_of"
+            )
+
+    @property
+    def key(self) -> str:
+        """The row key in results.json (the name without the paper prefix)."""
+        return self.name.rsplit("/", 1)[-1]
+
+    @property
+    def trainable(self) -> bool:
+        return self.preset is not None
+
+    @property
+    def neural(self) -> bool:
+        """Trained or decoding a trained model: one run per seed."""
+        return self.preset is not None or self.decodes_model_of is not None
+
+
+#: "<paper>/<system>" -> :class:`System`; the paper modules register theirs at import
+SYSTEMS: Registry[System] = Registry(
+    "system", modules=("hf_querygen.experiments.liu2018", "hf_querygen.experiments.lin2017")
+)
+
+
+def register_systems(systems: Sequence[System]) -> list[System]:
+    """Register every system of a table; returns them (the table's row order)."""
+    return [SYSTEMS.register(system.name, system) for system in systems]
+
+
+def get_system(name: str | System) -> System:
+    return name if isinstance(name, System) else SYSTEMS.get(name)

@@ -1,0 +1,228 @@
+"""The seam between tasks and models: one :class:`Task` object per task, registered in :data:`TASKS`.
+
+A task owns everything that is about the TASK and not about a particular model:
+
+* which corpora/configs it is trained on and how they load (:meth:`Task.load`),
+* how a tokenizer and task state (e.g. nl2kw's TF-IDF keyword order) are fitted on the training split
+  (:meth:`Task.prepare`), and how a split is encoded for each model family (:meth:`Task.encode`:
+  ``seq2seq`` / ``dual`` / ``pointer`` / ``tagging`` / ``joint`` for nl2kw, ``seq2seq`` / ``tagging``
+  for segmentation),
+* the collator, the model config built from a preset for the prepared data (:meth:`Task.model_config`),
+* decoding raw inputs into the task's output type (:meth:`Task.predict`, the ONE decode path: the
+  pipelines, the ``generate``/``evaluate`` commands and the experiment runner all call it),
+* scoring with its metrics (:meth:`Task.score`),
+* its ``pipeline()`` task name and the model card's ``pipeline_tag``.
+
+A new task (k2q, q2id) is one subclass + ``TASKS.register(name, instance)`` in its module; add the
+module to the registry's ``modules`` below so that a lookup by name imports it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from ..errors import InvalidInputError
+from ..registry import Registry
+
+if TYPE_CHECKING:
+    import datasets
+    from transformers import PretrainedConfig, PreTrainedModel, PreTrainedTokenizerFast
+
+#: task name -> :class:`Task` instance; the modules are imported on the first lookup
+TASKS: Registry[Task] = Registry(
+    "task",
+    modules=(
+        "hf_querygen.tasks.nl2kw_task",
+        "hf_querygen.tasks.segmentation_task",
+        "hf_querygen.tasks.text2text_task",
+    ),
+)
+
+
+def get_task(name: str | Task) -> Task:
+    """The registered task ``name`` (a :class:`Task` passes through)."""
+    return name if isinstance(name, Task) else TASKS.get(name)
+
+
+def task_for_corpus(corpus: str | None) -> Task:
+    """The one registered task that trains on ``corpus`` (an error naming the candidates if none or
+    several do: then pass the task explicitly)."""
+    if corpus is None:
+        raise InvalidInputError("give a task or a corpus")
+    candidates = [task for _, task in TASKS.items() if corpus in task.corpora]
+    if len(candidates) != 1:
+        owners = {name: sorted(task.corpora) for name, task in TASKS.items()}
+        what = "no task trains" if not candidates else f"several tasks train ({[t.name for t in candidates]})"
+        raise InvalidInputError(
+            f"{what} on corpus {corpus!r}: pass --task; tasks and their corpora: {owners}"
+        )
+    return candidates[0]
+
+
+@dataclass
+class TaskData:
+    """A task's corpus splits with the tokenizer and state fitted on TRAIN, and per-family encodings
+    (computed on first use and cached)."""
+
+    task: Task
+    splits: datasets.DatasetDict
+    tokenizer: PreTrainedTokenizerFast
+    state: dict[str, Any] = field(default_factory=dict)
+    corpus: str = ""
+    config_name: str | None = None
+    _encoded: dict[str, datasets.DatasetDict] = field(default_factory=dict, repr=False)
+
+    def encoded(self, family: str) -> datasets.DatasetDict:
+        """Every split encoded for ``family`` (model inputs + labels), cached."""
+        if family not in self._encoded:
+            self.task.check_family(family)
+            self._encoded[family] = self.task.encode(self, family)
+        return self._encoded[family]
+
+    def sources(self, split: str) -> list[str]:
+        return [_text(s) for s in self.splits[split][self.task.source_column]]
+
+    def references(self, split: str) -> list[str]:
+        return [_text(r) for r in self.splits[split][self.task.reference_column]]
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else " ".join(value)
+
+
+class Task:
+    """Base class of a task; subclasses set the class attributes and implement the abstract methods.
+
+    Attributes:
+        name: registry name (``"nl2kw"``).
+        pipeline_task: the ``transformers.pipeline`` task name serving it.
+        pipeline_tag: the Hub ``pipeline_tag`` of its model cards.
+        corpora: corpus name -> the configs this task can train on (first = default).
+        families: model families it can encode for (first = default).
+        source_column / reference_column: corpus columns of the input and the gold output.
+        primary_metric: the metric named first in summaries.
+    """
+
+    name: ClassVar[str]
+    pipeline_task: ClassVar[str]
+    pipeline_tag: ClassVar[str]
+    corpora: ClassVar[Mapping[str, tuple[str, ...]]]
+    families: ClassVar[tuple[str, ...]]
+    source_column: ClassVar[str]
+    reference_column: ClassVar[str]
+    primary_metric: ClassVar[str]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r})"
+
+    # ------------------------------------------------------------ corpora
+    @property
+    def default_corpus(self) -> str:
+        return next(iter(self.corpora))
+
+    def resolve_corpus(self, corpus: str | None = None, config: str | None = None) -> tuple[str, str | None]:
+        """(corpus, config) with defaults filled in; an unsupported pair is an error naming both."""
+        corpus = corpus or self.default_corpus
+        if corpus not in self.corpora:
+            raise InvalidInputError(
+                f"task {self.name!r} does not train on corpus {corpus!r}; supported: {sorted(self.corpora)}"
+            )
+        configs = self.corpora[corpus]
+        config = config or (configs[0] if configs else None)
+        if configs and config not in configs:
+            raise InvalidInputError(
+                f"task {self.name!r} uses corpus {corpus!r} with configs {list(configs)}, not {config!r}"
+            )
+        return corpus, config
+
+    def load(
+        self, corpus: str | None = None, config: str | None = None, data_dir: str | Path | None = None
+    ) -> datasets.DatasetDict:
+        """The corpus splits in the task's columns (``source_column`` / ``reference_column``)."""
+        from ..corpora import load_corpus
+
+        corpus, config = self.resolve_corpus(corpus, config)
+        return load_corpus(corpus, config, data_dir=data_dir)
+
+    # ------------------------------------------------------------ preparation and encoding
+    def prepare(self, splits: datasets.DatasetDict, **options: Any) -> TaskData:
+        """Fit the tokenizer (and any task state) on ``splits["train"]``."""
+        raise NotImplementedError
+
+    def encode(self, data: TaskData, family: str) -> datasets.DatasetDict:
+        """Every split of ``data`` encoded for model ``family`` (model columns only + what decoding needs)."""
+        raise NotImplementedError
+
+    def check_family(self, family: str) -> None:
+        if family not in self.families:
+            raise InvalidInputError(
+                f"task {self.name!r} has no model family {family!r}; families: {list(self.families)}"
+            )
+
+    def family_of(self, config: PretrainedConfig) -> str:
+        """The model family of a model config (which encoding trains it, which decoding reads it)."""
+        if config.model_type == "dual_decoder":
+            return "pointer" if getattr(config, "pointer_only", False) else "dual"
+        if config.model_type == "joint_seq2seq_tagger":
+            return "joint"
+        if getattr(config, "is_encoder_decoder", False):
+            return "seq2seq"
+        return "tagging"
+
+    def card_pipeline_tag(self, config: PretrainedConfig) -> str:
+        """The Hub ``pipeline_tag`` of a model card: a token classifier is tagged as one, whatever the
+        task's pipeline (its card must not claim text generation)."""
+        return "token-classification" if self.family_of(config) == "tagging" else self.pipeline_tag
+
+    def collator(self, tokenizer: PreTrainedTokenizerFast) -> Any:
+        """Pads encoded examples: ids with [PAD], masks with 0, labels with IGNORE_INDEX."""
+        from .seq2seq import Seq2SeqCollator
+
+        return Seq2SeqCollator(pad_token_id=tokenizer.pad_token_id)
+
+    def model_config(self, preset: str, data: TaskData, **overrides: Any) -> PretrainedConfig:
+        """The config of model ``preset`` sized for ``data`` (vocabularies, special ids, labels)."""
+        raise NotImplementedError
+
+    def max_new_tokens(self, data: TaskData | None = None) -> int:
+        """Generation length saved with a trained model."""
+        return 32
+
+    # ------------------------------------------------------------ decoding and scoring
+    def predict(
+        self,
+        model: PreTrainedModel,
+        tokenizer: PreTrainedTokenizerFast,
+        inputs: Sequence[str],
+        batch_size: int = 64,
+        **generation_kwargs: Any,
+    ) -> list[Any]:
+        """Decode raw ``inputs`` into the task's outputs, one per input (in input order)."""
+        raise NotImplementedError
+
+    def as_text(self, output: Any) -> str:
+        """One output as the text the metrics compare with the reference."""
+        return str(output)
+
+    def score(
+        self, predictions: Sequence[Any], references: Sequence[str], sources: Sequence[str]
+    ) -> dict[str, float]:
+        """Metric name -> value of ``predictions`` (task outputs) against ``references``."""
+        raise NotImplementedError
+
+    def evaluate(
+        self,
+        model: PreTrainedModel,
+        tokenizer: PreTrainedTokenizerFast,
+        dataset: datasets.Dataset,
+        batch_size: int = 64,
+        **generation_kwargs: Any,
+    ) -> tuple[dict[str, float], list[Any]]:
+        """Predict every source of ``dataset`` and score against its references: (scores, outputs)."""
+        sources = [_text(s) for s in dataset[self.source_column]]
+        references = [_text(r) for r in dataset[self.reference_column]]
+        outputs = self.predict(model, tokenizer, sources, batch_size=batch_size, **generation_kwargs)
+        return self.score(outputs, references, sources), outputs

@@ -1,0 +1,154 @@
+"""The ``segmentation`` task object: a query -> its segments (Lin et al., eCOM@SIGIR'17).
+
+Trained on the ``webis_qsec_10`` corpus (``segmentations`` config: the 4,848 training queries with
+their break-fusion reference and 5 deterministic folds; the corpus has no validation split, so
+:meth:`SegmentationTask.load` holds out a deterministic part of train). Encodings: ``seq2seq`` (the
+RNN encoder-decoder writes the query again with ``|`` at every break) and ``tagging`` (one B/I tag per
+word). Decoding: :func:`hf_querygen.tasks.segmentation_neural.segment_breaks` (constrained by default).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .base import TASKS, Task, TaskData
+
+if TYPE_CHECKING:
+    import datasets
+    from transformers import PretrainedConfig, PreTrainedModel, PreTrainedTokenizerFast
+
+
+class SegmentationTask(Task):
+    """Query segmentation on Webis-QSeC-10; outputs are segment lists (``["graffiti fonts", "alphabet"]``)."""
+
+    name = "segmentation"
+    pipeline_task = "query-segmentation"
+    pipeline_tag = "token-classification"
+    corpora = {"webis_qsec_10": ("segmentations",)}
+    families = ("seq2seq", "tagging")
+    source_column = "query"
+    reference_column = "reference"
+    primary_metric = "query_accuracy"
+
+    #: share of the training queries held out for validation when the corpus has no validation split
+    validation_fraction = 0.1
+
+    def load(
+        self, corpus: str | None = None, config: str | None = None, data_dir: str | Path | None = None
+    ) -> datasets.DatasetDict:
+        """train / validation / test: the corpus' folds 1-4 -> train (minus a deterministic 10% validation
+        part, by query id), fold 0 -> test. The paper's official test set is not available."""
+        import datasets
+
+        from ..baselines.crf_segmenter import validation_mask
+
+        splits = super().load(corpus, config, data_dir)
+        if "validation" in splits and "test" in splits:
+            return splits
+        full = splits["train"]
+        test_rows = [i for i, fold in enumerate(full["fold"]) if fold == 0]
+        rest = full.select([i for i, fold in enumerate(full["fold"]) if fold != 0])
+        held_out = validation_mask(rest["id"], self.validation_fraction, salt="neural-validation")
+        return datasets.DatasetDict(
+            train=rest.select([i for i, h in enumerate(held_out) if not h]),
+            validation=rest.select([i for i, h in enumerate(held_out) if h]),
+            test=full.select(test_rows),
+        )
+
+    def prepare(self, splits: datasets.DatasetDict, **options: Any) -> TaskData:
+        """Whitespace word tokenizer fitted on the training queries; target side = words + ``|``."""
+        from .segmentation_neural import train_segmentation_tokenizer
+
+        if options:
+            raise TypeError(f"SegmentationTask.prepare: unknown options {sorted(options)}")
+        train = splits["train"]
+        return TaskData(self, splits, train_segmentation_tokenizer(train["query"], train["reference"]))
+
+    def encode(self, data: TaskData, family: str) -> datasets.DatasetDict:
+        import datasets
+
+        from .segmentation_neural import encode_for_seq2seq, encode_for_tagging
+
+        encode = encode_for_seq2seq if family == "seq2seq" else encode_for_tagging
+        return datasets.DatasetDict(
+            {name: encode(split, data.tokenizer) for name, split in data.splits.items()}
+        )
+
+    def model_config(self, preset: str, data: TaskData, **overrides: Any) -> PretrainedConfig:
+        from ..presets import config_from_preset
+        from ..text import BIO_LABELS
+
+        tokenizer = data.tokenizer
+        # every special id the tokenizer has, also for a tagger: the Trainer otherwise "aligns" the config
+        # with the tokenizer and warns that the tokenizer has new PAD/BOS/EOS tokens
+        sizes: dict[str, Any] = {
+            "vocab_size": len(tokenizer),
+            "pad_token_id": tokenizer.pad_token_id,
+            "bos_token_id": tokenizer.bos_token_id,
+            "eos_token_id": tokenizer.eos_token_id,
+        }
+        if self.family_of(config_from_preset(preset)) == "tagging":
+            sizes.update(
+                id2label=dict(enumerate(BIO_LABELS)),
+                label2id={label: i for i, label in enumerate(BIO_LABELS)},
+            )
+        else:
+            sizes.update(
+                output_vocab_size=len(tokenizer),
+                unk_token_id=tokenizer.unk_token_id,
+                decoder_start_token_id=tokenizer.bos_token_id,
+            )
+        return config_from_preset(preset, **{**sizes, **overrides})
+
+    def max_new_tokens(self, data: TaskData | None = None) -> int:
+        return 24
+
+    def predict(
+        self,
+        model: PreTrainedModel,
+        tokenizer: PreTrainedTokenizerFast,
+        inputs: Sequence[str],
+        batch_size: int = 64,
+        constrained: bool = True,
+        num_beams: int = 1,
+        pool_word_probability: bool = True,
+        **generation_kwargs: Any,
+    ) -> list[list[str]]:
+        """Segments of each query, in the caller's own words (whitespace split, case kept).
+
+        constrained / num_beams / pool_word_probability: see
+        :func:`hf_querygen.tasks.segmentation_neural.seq2seq_batch_breaks` (ignored by a tagger)."""
+        from ..text import breaks_to_segments
+        from .segmentation_neural import segment_breaks
+
+        if generation_kwargs:
+            raise TypeError(f"segmentation predict: unsupported arguments {sorted(generation_kwargs)}")
+        for i, query in enumerate(inputs):
+            if not isinstance(query, str) or not query.split():
+                raise ValueError(f"segmentation inputs must be non-empty strings; input {i} is {query!r}")
+        breaks = segment_breaks(
+            model, tokenizer, list(inputs), constrained, batch_size, num_beams, pool_word_probability
+        )
+        return [breaks_to_segments(q.split(), b) for q, b in zip(inputs, breaks, strict=True)]
+
+    def as_text(self, output: Sequence[str]) -> str:
+        from ..text import BREAK_TOKEN
+
+        return BREAK_TOKEN.join(output)
+
+    def score(
+        self, predictions: Sequence[Any], references: Sequence[str], sources: Sequence[str]
+    ) -> dict[str, float]:
+        """Query / break accuracy and segment P/R/F1 (Lin'17 Table 2); predictions are segment lists
+        or ``|``-notation strings."""
+        from ..metrics.segmentation_scores import segmentation_scores
+
+        texts = [p if isinstance(p, str) else self.as_text(p) for p in predictions]
+        scores = segmentation_scores(texts, list(references))
+        scores.pop("n_queries", None)
+        return {k: float(v) for k, v in scores.items()}
+
+
+SEGMENTATION = TASKS.register("segmentation", SegmentationTask())

@@ -1,0 +1,126 @@
+"""The experiment runner: pipeline() on a saved model gives exactly the table's outputs, finished runs
+are persisted and skipped on --resume, output folders are never silently reused, and an interrupted
+training continues from its last checkpoint."""
+
+import dataclasses
+import json
+
+import pytest
+from transformers import pipeline
+
+from hf_querygen.experiments import liu2018, runner
+from hf_querygen.experiments.runner import Budget, run_reproduction
+from hf_querygen.tasks.base import get_task
+
+TINY = {"embedding_size": 8, "hidden_size": 8}
+
+
+@pytest.fixture(scope="module")
+def tiny_liu2018():
+    budget = Budget(
+        "quick",
+        max_train=64,
+        max_validation=16,
+        max_test=16,
+        patience=None,
+        training_overrides={"num_train_epochs": 1, "eval_strategy": "no", "load_best_model_at_end": False},
+        preset_overrides={"dual_decoder": TINY, "sequence_labeling": TINY},
+    )
+    keep = ("raw_query", "dual_decoder", "sequence_labeling")
+    return dataclasses.replace(
+        liu2018.REPRODUCTION,
+        systems=[s for s in liu2018.REPRODUCTION.systems if s.key in keep],
+        budgets={"quick": budget, "full": budget},
+        extra_systems=None,
+        analyses=(),
+        plots=None,
+        render_markdown=None,
+    )
+
+
+def test_pipeline_on_a_saved_model_gives_the_tables_outputs(tiny_liu2018, data_dir, tmp_path, monkeypatch):
+    out, models = tmp_path / "results", tmp_path / "models"
+    document = run_reproduction(
+        tiny_liu2018, out, quick=True, data_dir=data_dir, workers=1, save_models=models, progress=False
+    )
+    assert set(document["systems"]) == {"raw_query", "dual_decoder", "sequence_labeling"}
+    assert {"f1", "precision", "recall"} <= set(document["systems"]["dual_decoder"])
+    assert (out / "results.md").is_file() and (out / "train.log").stat().st_size > 0
+    assert not (out / "checkpoints").exists()
+
+    sources = [
+        row["nl_query"]
+        for row in runner.default_folds(
+            get_task("nl2kw"), tiny_liu2018.budgets["quick"], data_dir, "nl2kw", "en"
+        )[0].splits["test"]
+    ]
+    for key in ("dual_decoder", "sequence_labeling"):
+        record = json.loads((out / "runs" / f"{key}-seed0.json").read_text())
+        generate = pipeline("keyword-query-generation", model=str(models / f"{key}-seed0"))
+        piped = [result[0]["keyword_query"] for result in generate(sources, batch_size=5)]
+        assert piped == record["outputs"]["test"], key
+        assert "pipeline_tag:" in (models / f"{key}-seed0" / "README.md").read_text()
+
+    # a second run into the same folder must say what to do
+    with pytest.raises(FileExistsError, match="--resume"):
+        run_reproduction(tiny_liu2018, out, quick=True, data_dir=data_dir, workers=1, progress=False)
+
+    # --resume: every run is finished, so nothing trains and the document is the same
+    def no_training(*args, **kwargs):
+        raise AssertionError("resume retrained a finished run")
+
+    monkeypatch.setattr(runner, "train_and_score", no_training)
+    again = run_reproduction(
+        tiny_liu2018, out, quick=True, data_dir=data_dir, workers=1, resume=True, progress=False
+    )
+    assert again["systems"] == document["systems"]
+
+
+def test_overwrite_starts_again(tiny_liu2018, data_dir, tmp_path):
+    out = tmp_path / "results"
+    (out / "runs").mkdir(parents=True)
+    (out / "runs" / "dual_decoder-seed0.json").write_text("{}")  # a stale run must not be read back
+    document = run_reproduction(
+        tiny_liu2018, out, quick=True, data_dir=data_dir, workers=1, overwrite=True, progress=False
+    )
+    assert document["systems"]["dual_decoder"]["f1"]["n"] == 1
+
+
+def test_interrupted_training_continues_from_its_last_checkpoint(data_dir, tmp_path):
+    from hf_querygen.tasks.base import get_task
+    from hf_querygen.training import train_preset
+
+    task = get_task("nl2kw")
+    (fold,) = runner.default_folds(
+        task, Budget("t", max_train=64, max_validation=8, max_test=8), data_dir, None, None
+    )
+    data = task.prepare(fold.splits)
+    steps = {
+        "eval_strategy": "no",
+        "load_best_model_at_end": False,
+        "save_strategy": "steps",
+        "save_steps": 2,
+    }
+    common = dict(preset_overrides=TINY, early_stopping_patience=None)
+    common["training_overrides"] = {**steps, "per_device_train_batch_size": 8}
+    interrupted = train_preset(
+        data,
+        "liu2018-dual-decoder",
+        tmp_path,
+        preset_overrides=TINY,
+        early_stopping_patience=None,
+        training_overrides={**common["training_overrides"], "max_steps": 2},
+    )
+    assert interrupted.state.global_step == 2 and (tmp_path / "checkpoint-2").is_dir()
+    resumed = train_preset(
+        data,
+        "liu2018-dual-decoder",
+        tmp_path,
+        preset_overrides=TINY,
+        early_stopping_patience=None,
+        resume=True,
+        training_overrides={**common["training_overrides"], "max_steps": 4},
+    )
+    assert resumed.state.global_step == 4
+    # the resumed run did only steps 3-4: its first logged step comes after the checkpoint
+    assert min(log["step"] for log in resumed.state.log_history if "step" in log) > 2
