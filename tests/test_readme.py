@@ -3,7 +3,8 @@
 The bash blocks run in order through the CLI's ``main`` (in this process, in a temporary working
 directory), the python blocks with ``exec`` in the same directory, so the python example finds the
 ``runs/...`` models that the README's own ``train`` commands wrote. Tiny size: every ``train`` gets a
-few steps on a data slice with 8-unit layers appended (later flags win). Not run: the Quickstart
+few steps on a data slice with 8-unit layers appended (later flags win), ``reproduce`` runs
+``--quick`` and ``synthesize`` takes 20 questions. Not run: the Quickstart
 block (it installs the package and runs the whole suite, i.e. this test).
 """
 
@@ -67,6 +68,10 @@ def test_every_readme_example_runs(data_dir, tmp_path, monkeypatch):
             arguments = command[1:]
             if arguments[0] == "train":
                 arguments += TINY_TRAIN
+            elif arguments[0] == "reproduce" and "--quick" not in arguments:
+                arguments.append("--quick")
+            elif arguments[0] == "synthesize":
+                arguments += ["--limit", "20"]
             assert cli_main(arguments) == 0, command
             ran += 1
     assert (tmp_path / "runs" / "dual-decoder" / "README.md").is_file()

@@ -44,7 +44,6 @@ from hf_querygen.nn.initialization import init_uniform_weights
 from hf_querygen.nn.labels import IGNORE_INDEX, floored_log, shift_labels_right
 from hf_querygen.nn.loss import token_nll
 
-from .._checkpoint_keys import register_checkpoint_renames
 from .._generation import ExtendedSpaceLMOutput, RecurrentGenerationMixin
 from .configuration_dual_decoder import DualDecoderConfig
 
@@ -523,11 +522,3 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, RecurrentGener
             "encoder_outputs": encoder_outputs,
             "use_cache": use_cache,
         }
-
-
-# the embedding moved from ``encoder.embeddings`` into the shared RecurrentSourceEncoder's ``embed_tokens``;
-# files keep the first name
-register_checkpoint_renames(
-    "DualDecoderForKeywordGeneration",
-    {r"^encoder\.embeddings\.embedding\.": "encoder.embed_tokens.embedding."},
-)

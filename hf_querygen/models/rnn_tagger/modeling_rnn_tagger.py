@@ -14,7 +14,6 @@ from transformers.modeling_outputs import TokenClassifierOutput
 from ...nn.encoder import RecurrentSourceEncoder, RNNEncoder, WordEmbeddings
 from ...nn.initialization import init_uniform_weights
 from ...nn.loss import token_nll
-from .._checkpoint_keys import register_checkpoint_renames
 from .configuration_rnn_tagger import RNNTaggerConfig
 
 
@@ -84,14 +83,5 @@ class RNNTaggerForTokenClassification(RNNTaggerPreTrainedModel):
             return (loss, logits) if loss is not None else (logits,)
         return TokenClassifierOutput(loss=loss, logits=logits)
 
-
-# the embedding and RNN moved into the shared RecurrentSourceEncoder; files keep the first names
-register_checkpoint_renames(
-    "RNNTaggerForTokenClassification",
-    {
-        r"^embed_tokens\.embedding\.": "encoder.embed_tokens.embedding.",
-        r"^encoder\.rnn\.(weight|bias)": r"encoder.rnn.rnn.\1",
-    },
-)
 
 __all__ = ["RNNTaggerForTokenClassification", "RNNTaggerPreTrainedModel"]
