@@ -43,7 +43,29 @@ _DING2018 = {
     "bridge": "tanh",  # not stated; Bahdanau et al. 2015 initialise the GRU decoder with tanh(W h_1)
 }
 
+# Zhang et al. CIKM'20 Sec. 5.1: one-layer BiGRU encoders and a GRU decoder of 256, embeddings 300,
+# uniform init in [-0.1, 0.1], lambda = 0.5. Table 3's ablations are switches of the same model.
+_ZHANG2020 = {
+    "model_type": "ctrsgen",
+    "embedding_size": 300,
+    "hidden_size": 256,
+    "decoder_hidden_size": 256,
+    "init_range": 0.1,
+    "contrast_lambda": 0.5,
+    "dropout": 0.0,  # not stated
+}
+ZHANG2020_ABLATIONS: dict[str, dict[str, Any]] = {
+    "zhang2020-ctrsgen-i": {"use_irrelevant": False},  # CtrsGen_-I
+    "zhang2020-ctrsgen-i-con": {"use_irrelevant": False, "decoder_attention": "concat"},  # CtrsGen_-I+Con
+    "zhang2020-ctrsgen-q": {"use_query": False},  # CtrsGen_-Q
+    "zhang2020-ctrsgen-q-i": {"use_query": False, "use_irrelevant": False},  # CtrsGen_-Q-I
+    "zhang2020-ctrsgen-ircon": {"irrelevant_encoding": "concatenated"},  # CtrsGen_IrCon
+    "zhang2020-ctrsgen-reircon": {"irrelevant_as_relevant": True},  # CtrsGen_ReIrCon
+}
+
 PRESETS: dict[str, dict[str, Any]] = {
+    "zhang2020": dict(_ZHANG2020),
+    **{name: {**_ZHANG2020, **switches} for name, switches in ZHANG2020_ABLATIONS.items()},
     "liu2018-seq2seq": {**_LIU2018, "attention": "none"},
     # Liu'18 cite Luong et al. [20] for the attentional baseline but give no score function; the
     # Bahdanau-style additive attention matches their own Eq. (6)-(8) and (12)
@@ -105,7 +127,16 @@ _DING2018_TRAINING = {
     "per_device_train_batch_size": 64,  # not stated
 }
 
+# Zhang'20 Sec. 5.1: Adam, learning rate 0.0005, batch 16, gradient norm clipped at 5
+_ZHANG2020_TRAINING = {
+    **_ADAM,
+    "learning_rate": 5e-4,
+    "per_device_train_batch_size": 16,
+    "max_grad_norm": 5.0,
+}
+
 TRAINING_PRESETS: dict[str, dict[str, Any]] = {
+    **{name: dict(_ZHANG2020_TRAINING) for name in ("zhang2020", *ZHANG2020_ABLATIONS)},
     "liu2018-seq2seq": dict(_LIU2018_TRAINING),
     "liu2018-attn-seq2seq": dict(_LIU2018_TRAINING),
     "liu2018-dual-decoder": dict(_LIU2018_TRAINING),
@@ -149,4 +180,10 @@ def training_arguments_from_preset(name: str, **overrides: Any) -> dict[str, Any
     return {**TRAINING_PRESETS[name], **overrides}
 
 
-__all__ = ["PRESETS", "TRAINING_PRESETS", "config_from_preset", "training_arguments_from_preset"]
+__all__ = [
+    "PRESETS",
+    "ZHANG2020_ABLATIONS",
+    "TRAINING_PRESETS",
+    "config_from_preset",
+    "training_arguments_from_preset",
+]
