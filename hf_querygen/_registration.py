@@ -17,7 +17,7 @@ MODEL_PACKAGES: tuple[str, ...] = (
 )
 
 #: modules under hf_querygen.pipelines whose ``register_pipeline()`` adds a pipeline task
-PIPELINE_MODULES: tuple[str, ...] = ("text2text", "segmentation", "keyword_query")
+PIPELINE_MODULES: tuple[str, ...] = ("text2text", "segmentation", "keyword_query", "intent_description")
 
 _done = False
 
