@@ -14,6 +14,7 @@ MODEL_PACKAGES: tuple[str, ...] = (
     "dual_decoder",
     "joint_seq2seq_tagger",
     "ctrsgen",
+    "query_pointer_generator",
 )
 
 #: modules under hf_querygen.pipelines whose ``register_pipeline()`` adds a pipeline task

@@ -4,6 +4,7 @@ score against a loop reference, and the hierarchical helpers."""
 
 import pytest
 import torch
+from _q2id_toy import OUTPUT_VOCAB, VOCAB, model_inputs, toy_features
 from transformers import AutoConfig, AutoModelForSeq2SeqLM
 
 import hf_querygen  # noqa: F401  (registers the model with the Auto classes)
@@ -12,8 +13,6 @@ from hf_querygen.models.ctrsgen import CtrsGenConfig, CtrsGenForIntentDescriptio
 from hf_querygen.nn.hierarchical import compact_rows
 from hf_querygen.presets import PRESETS, ZHANG2020_ABLATIONS, config_from_preset
 from hf_querygen.tasks.q2id import Q2IDCollator
-
-VOCAB, OUTPUT_VOCAB = 50, 30
 
 VARIANTS = {
     "ctrsgen": {},
@@ -45,45 +44,6 @@ def tiny_model(seed: int = 0, **overrides) -> CtrsGenForIntentDescription:
         for parameter in model.parameters():
             parameter.mul_(8.0)
     return model
-
-
-def toy_features(seed: int = 0, with_irrelevant: bool = True) -> list[dict]:
-    """Three encoded examples of different shapes (one without irrelevant documents)."""
-    g = torch.Generator().manual_seed(seed)
-
-    def words(n):
-        return torch.randint(4, VOCAB, (n,), generator=g).tolist()
-
-    examples = [
-        dict(
-            input_ids=words(3) + [3],
-            relevant_input_ids=[[words(5), words(2)], [words(4)]],
-            irrelevant_input_ids=[[words(3), words(6)], [words(2), words(2), words(3)]],
-            labels=words(4) + [3],
-        ),
-        dict(
-            input_ids=words(1) + [3],
-            relevant_input_ids=[[words(3)]],
-            irrelevant_input_ids=[],
-            labels=words(2) + [3],
-        ),
-        dict(
-            input_ids=words(5) + [3],
-            relevant_input_ids=[[words(2), words(7), words(1)], [words(3)], [words(2), words(2)]],
-            irrelevant_input_ids=[[words(4)]],
-            labels=words(6) + [3],
-        ),
-    ]
-    for example in examples:
-        example["attention_mask"] = [1] * len(example["input_ids"])
-        example["labels"] = [i % OUTPUT_VOCAB if i >= OUTPUT_VOCAB else i for i in example["labels"]]
-        if not with_irrelevant:
-            example["irrelevant_input_ids"] = []
-    return examples
-
-
-def model_inputs(batch: dict) -> dict:
-    return {k: v for k, v in batch.items() if k != "labels"}
 
 
 def test_collator_shapes_and_masks():
