@@ -66,6 +66,23 @@ ZHANG2020_ABLATIONS: dict[str, dict[str, Any]] = {
 PRESETS: dict[str, dict[str, Any]] = {
     "zhang2020": dict(_ZHANG2020),
     **{name: {**_ZHANG2020, **switches} for name, switches in ZHANG2020_ABLATIONS.items()},
+    # Table 4's query-dependent abstractive baselines: PG (Hasselqvist et al. 2017 = See et al. 2017's
+    # pointer-generator with coverage + a query encoder) and RSA-style relevance-scaled attention (Baumel
+    # et al. 2018) on the same model; sizes are not stated, See et al.'s (embeddings 128, GRU 256) are used
+    "zhang2020-pg": {
+        "model_type": "query_pointer_generator",
+        "embedding_size": 128,
+        "hidden_size": 256,
+        "coverage": True,
+        "coverage_loss_weight": 1.0,
+    },
+    "zhang2020-rsa": {
+        "model_type": "query_pointer_generator",
+        "embedding_size": 128,
+        "hidden_size": 256,
+        "coverage": True,
+        "relevance_scaled_attention": True,
+    },
     "liu2018-seq2seq": {**_LIU2018, "attention": "none"},
     # Liu'18 cite Luong et al. [20] for the attentional baseline but give no score function; the
     # Bahdanau-style additive attention matches their own Eq. (6)-(8) and (12)
@@ -136,7 +153,11 @@ _ZHANG2020_TRAINING = {
 }
 
 TRAINING_PRESETS: dict[str, dict[str, Any]] = {
-    **{name: dict(_ZHANG2020_TRAINING) for name in ("zhang2020", *ZHANG2020_ABLATIONS)},
+    # the baselines' optimiser settings are not stated: CtrsGen's, for a like-for-like comparison
+    **{
+        name: dict(_ZHANG2020_TRAINING)
+        for name in ("zhang2020", *ZHANG2020_ABLATIONS, "zhang2020-pg", "zhang2020-rsa")
+    },
     "liu2018-seq2seq": dict(_LIU2018_TRAINING),
     "liu2018-attn-seq2seq": dict(_LIU2018_TRAINING),
     "liu2018-dual-decoder": dict(_LIU2018_TRAINING),

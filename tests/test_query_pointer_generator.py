@@ -101,3 +101,12 @@ def test_coverage_loss_and_sentence_overlap_by_hand():
     query = torch.tensor([[5, 7, 5, 3, 0]])  # words 5, 7 (5 repeated), [EOS], pad
     overlap = sentence_query_overlap(sentences, sentences != 0, query, query != 0, (0, 1, 3))
     assert overlap.tolist() == [[[0.5, 0.5]]]
+
+
+def test_pg_presets():
+    from hf_querygen.presets import config_from_preset
+
+    pg = config_from_preset("zhang2020-pg", vocab_size=60, output_vocab_size=40)
+    rsa = config_from_preset("zhang2020-rsa", vocab_size=60, output_vocab_size=40)
+    assert pg.model_type == "query_pointer_generator" and pg.coverage and not pg.relevance_scaled_attention
+    assert rsa.relevance_scaled_attention
