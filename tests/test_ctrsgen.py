@@ -207,3 +207,36 @@ def test_presets_build_each_ablation():
     assert configs["zhang2020-ctrsgen-i-con"].decoder_attention == "concat"
     assert configs["zhang2020-ctrsgen-reircon"].irrelevant_as_relevant
     assert configs["zhang2020-ctrsgen-ircon"].irrelevant_encoding == "concatenated"
+
+
+def test_stock_seq2seq_trainer_keeps_nested_columns_and_learns(tmp_path):
+    """Seq2SeqTrainer keeps the nested columns (they are forward arguments), the loss falls on a repeated
+    toy batch, and predict_with_generate runs generate() on the nested inputs."""
+    import datasets
+    from transformers import Seq2SeqTrainer, Seq2SeqTrainingArguments
+
+    rows = toy_features() * 4
+    dataset = datasets.Dataset.from_list([{**row, "query": "q"} for row in rows])  # "query": an unused column
+    model = tiny_model().train()
+    args = Seq2SeqTrainingArguments(
+        output_dir=str(tmp_path),
+        per_device_train_batch_size=4,
+        per_device_eval_batch_size=4,
+        learning_rate=0.01,
+        max_steps=30,
+        logging_steps=10,
+        save_strategy="no",
+        report_to=[],
+        predict_with_generate=True,
+        generation_max_length=6,
+        dataloader_pin_memory=False,
+    )
+    trainer = Seq2SeqTrainer(
+        model=model, args=args, train_dataset=dataset, eval_dataset=dataset, data_collator=Q2IDCollator()
+    )
+    first = trainer.evaluate()["eval_loss"]
+    trainer.train()
+    metrics = trainer.evaluate()
+    assert metrics["eval_loss"] < first - 0.5
+    prediction = trainer.predict(dataset.select(range(3)))
+    assert prediction.predictions.shape[0] == 3
