@@ -83,6 +83,14 @@ PRESETS: dict[str, dict[str, Any]] = {
         "coverage": True,
         "relevance_scaled_attention": True,
     },
+    # SD2-style diversity (Nema et al. 2017): the PG with gated orthogonalised context vectors
+    "zhang2020-sd2": {
+        "model_type": "query_pointer_generator",
+        "embedding_size": 128,
+        "hidden_size": 256,
+        "coverage": True,
+        "diversity_attention": True,
+    },
     "liu2018-seq2seq": {**_LIU2018, "attention": "none"},
     # Liu'18 cite Luong et al. [20] for the attentional baseline but give no score function; the
     # Bahdanau-style additive attention matches their own Eq. (6)-(8) and (12)
@@ -156,7 +164,7 @@ TRAINING_PRESETS: dict[str, dict[str, Any]] = {
     # the baselines' optimiser settings are not stated: CtrsGen's, for a like-for-like comparison
     **{
         name: dict(_ZHANG2020_TRAINING)
-        for name in ("zhang2020", *ZHANG2020_ABLATIONS, "zhang2020-pg", "zhang2020-rsa")
+        for name in ("zhang2020", *ZHANG2020_ABLATIONS, "zhang2020-pg", "zhang2020-rsa", "zhang2020-sd2")
     },
     "liu2018-seq2seq": dict(_LIU2018_TRAINING),
     "liu2018-attn-seq2seq": dict(_LIU2018_TRAINING),

@@ -45,7 +45,13 @@ def features_with_copy_labels():
 
 
 def test_variants_train_generate_and_cache_equals_no_cache():
-    for overrides in ({}, {"relevance_scaled_attention": True}, {"coverage": False, "use_query": False}):
+    variants = (
+        {},
+        {"relevance_scaled_attention": True},
+        {"diversity_attention": True},
+        {"coverage": False, "use_query": False},
+    )
+    for overrides in variants:
         model = tiny_pg(**overrides).train()
         batch = Q2IDCollator()(features_with_copy_labels())
         loss = model(**batch).loss
@@ -110,3 +116,4 @@ def test_pg_presets():
     rsa = config_from_preset("zhang2020-rsa", vocab_size=60, output_vocab_size=40)
     assert pg.model_type == "query_pointer_generator" and pg.coverage and not pg.relevance_scaled_attention
     assert rsa.relevance_scaled_attention
+    assert config_from_preset("zhang2020-sd2", vocab_size=60, output_vocab_size=40).diversity_attention

@@ -24,6 +24,10 @@ class QueryPointerGeneratorConfig(PretrainedConfig):
             multiplied by its sentence's relevance to the query (share of distinct query words the sentence
             contains, plus ``relevance_floor``) and renormalised.
         relevance_floor: added to every sentence relevance, so that no sentence is cut off entirely.
+        diversity_attention: SD2-style diversity (after Nema et al. 2017): the context vector is made
+            (gated) orthogonal to the previous step's diversified context, d_t = c_t - g_t proj_{d_{t-1}}(c_t)
+            with g_t = sigmoid(w [s_t; c_t]), so successive steps read different content. A re-implementation
+            from the idea, not from their code.
         max_source_tokens: the relevant mega-document is read as one word sequence, cut at this length.
         dropout, init_range, max_decoding_length, special ids: as for the other RNN models.
     """
@@ -44,6 +48,7 @@ class QueryPointerGeneratorConfig(PretrainedConfig):
         coverage_loss_weight: float = 1.0,
         relevance_scaled_attention: bool = False,
         relevance_floor: float = 0.05,
+        diversity_attention: bool = False,
         max_source_tokens: int = 400,
         dropout: float = 0.0,
         init_range: float = 0.1,
@@ -103,6 +108,7 @@ class QueryPointerGeneratorConfig(PretrainedConfig):
         self.coverage_loss_weight = coverage_loss_weight
         self.relevance_scaled_attention = relevance_scaled_attention
         self.relevance_floor = relevance_floor
+        self.diversity_attention = diversity_attention
         self.max_source_tokens = max_source_tokens
         self.dropout = dropout
         self.init_range = init_range

@@ -182,6 +182,8 @@ class QueryPointerGeneratorForIntentDescription(QueryPointerGeneratorPreTrainedM
         )
         if config.use_query:
             self.query_attention_term = nn.Linear(states, config.attention_size, bias=False)  # W_q x^q
+        if config.diversity_attention:
+            self.diversity_gate = nn.Linear(hidden + states, 1)  # g_t of the SD2-style context
         self.output_projection = nn.Linear(hidden + states, config.output_vocab_size)
         self.mixture = PointerGeneratorMixture(states + hidden + config.embedding_size)
         self.feature_dropout = nn.Dropout(config.dropout)
@@ -255,6 +257,9 @@ class QueryPointerGeneratorForIntentDescription(QueryPointerGeneratorPreTrainedM
         resuming = past_key_values is not None and past_key_values.get_seq_length() > 0
         hidden = past_key_values["hidden"] if resuming else encoder_outputs.initial_state
         coverage = past_key_values["coverage"] if resuming else keys.new_zeros(mask.shape)
+        diverse = past_key_values["diversity"] if resuming and config.diversity_attention else None
+        if diverse is None:
+            diverse = keys.new_zeros(keys.shape[0], keys.shape[-1])
 
         embedded = self.encoder.embed_tokens(decoder_input_ids)  # (B, T, E)
         # no input feeding: the GRU runs over all teacher-forced steps at once; only attention loops
@@ -267,12 +272,20 @@ class QueryPointerGeneratorForIntentDescription(QueryPointerGeneratorPreTrainedM
             attended = self.attention(
                 state, keys, mask, coverage, projected, extra, encoder_outputs.relevance
             )
-            features = self.feature_dropout(torch.cat([state, attended.context], dim=-1))
+            context = attended.context
+            if config.diversity_attention:
+                # remove (gated) the part of c_t that repeats the previous diversified context d_{t-1}
+                norm = (diverse * diverse).sum(-1, keepdim=True).clamp_min(1e-12)
+                along = (context * diverse).sum(-1, keepdim=True) / norm
+                gate = torch.sigmoid(self.diversity_gate(torch.cat([state, context], dim=-1)))
+                context = context - gate * along * diverse
+                diverse = context
+            features = self.feature_dropout(torch.cat([state, context], dim=-1))
             log_probs, _ = self.mixture(
                 self.output_projection(features),
                 attended.weights,
                 encoder_outputs.source_ids,
-                torch.cat([attended.context, state, embedded[:, t]], dim=-1),
+                torch.cat([context, state, embedded[:, t]], dim=-1),
                 config.vocab_size,
             )
             step_log_probs.append(log_probs)
@@ -284,7 +297,10 @@ class QueryPointerGeneratorForIntentDescription(QueryPointerGeneratorPreTrainedM
         cache = None
         if use_cache:
             cache = past_key_values if past_key_values is not None else RecurrentStateCache()
-            cache.update(hidden=last.squeeze(0), coverage=coverage)
+            states = {"hidden": last.squeeze(0), "coverage": coverage}
+            if config.diversity_attention:
+                states["diversity"] = diverse
+            cache.update(**states)
             cache.advance(decoder_input_ids.shape[1])
         loss = None
         if labels is not None:
