@@ -31,11 +31,14 @@ from hf_querygen.tasks.q2id import (
 )
 
 
-def _data(output_vocab: int, caps: Q2IDCaps):
+def _data(output_vocab: int, caps: Q2IDCaps, copy_labels: bool = False):
+    """Tokenizer trained on train, train + validation encoded. ``copy_labels``: keep label ids outside the
+    output vocabulary (a pointer-generator can copy them from the source; it trains the others as [UNK])."""
     corpus = hf_querygen.load_corpus("q2id")
     tokenizer = train_q2id_tokenizer(corpus["train"], output_vocab_size=output_vocab)
-    train = encode_q2id_dataset(corpus["train"], tokenizer, caps)
-    validation = encode_q2id_dataset(corpus["validation"], tokenizer, caps)
+    label_space = len(tokenizer) if copy_labels else None
+    train = encode_q2id_dataset(corpus["train"], tokenizer, caps, output_vocab_size=label_space)
+    validation = encode_q2id_dataset(corpus["validation"], tokenizer, caps, output_vocab_size=label_space)
     return tokenizer, train, validation
 
 
@@ -83,9 +86,11 @@ def train(args: argparse.Namespace) -> dict:
     from transformers import Seq2SeqTrainer, Seq2SeqTrainingArguments, TrainerCallback
 
     from hf_querygen.metrics.rouge import rouge
+    from hf_querygen.presets import PRESETS
 
     caps = Q2IDCaps()
-    tokenizer, train_set, validation = _data(args.output_vocab, caps)
+    copy_labels = PRESETS[args.preset]["model_type"] == "query_pointer_generator"
+    tokenizer, train_set, validation = _data(args.output_vocab, caps, copy_labels)
     overrides = dict(embedding_size=args.embedding, hidden_size=args.hidden, decoder_hidden_size=args.hidden)
     model = _model(args.preset, tokenizer, **overrides)
     model.generation_config.max_length = caps.max_description_words + 2
@@ -134,7 +139,9 @@ def train(args: argparse.Namespace) -> dict:
             rows = [validation[i] for i in range(begin, min(begin + 16, len(validation)))]
             batch = collate(rows)
             batch.pop("labels")
-            generated = model.generate(**batch, num_beams=args.beams, max_length=caps.max_description_words + 2)
+            generated = model.generate(
+                **batch, num_beams=args.beams, max_length=caps.max_description_words + 2
+            )
             predictions += [decode_description(g, tokenizer) for g in generated]
     decode_seconds = time.perf_counter() - start
     scores = rouge(predictions, list(validation["description"]))
@@ -155,12 +162,17 @@ def train(args: argparse.Namespace) -> dict:
             **{f"{t}_f": scores[f"{t}_f"] for t in ("rouge1", "rouge2", "rougeL")},
             "mean_length_words": statistics.fmean(lengths),
         },
-        "examples": [{"query": q, "prediction": p} for q, p in zip(validation["query"][:5], predictions[:5])],
+        "examples": [
+            {"query": q, "prediction": p}
+            for q, p in zip(validation["query"][:5], predictions[:5], strict=True)
+        ],
     }
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("steptime")
     p.add_argument("--preset", default="zhang2020")
