@@ -2,6 +2,7 @@
 
     python benchmarks/ctrsgen_q2id.py steptime --output-vocab 5000 10000 20000 --out steptime.json
     python benchmarks/ctrsgen_q2id.py train --preset zhang2020 --minutes 5 --out run.json
+    python benchmarks/ctrsgen_q2id.py baselines --out baselines.json
 
 ``steptime``: seconds per Seq2SeqTrainer-style optimiser step (forward + backward + Adam) of the paper-size
 model (embeddings 300, GRUs 256, batch 16) on real q2id batches, per output-vocabulary size.
@@ -169,6 +170,38 @@ def train(args: argparse.Namespace) -> dict:
     }
 
 
+def baselines(args: argparse.Namespace) -> dict:
+    """Table 4's extractive rows (one sentence of the relevant documents), copy-the-query and the ORACLE
+    best relevant sentence on the validation split."""
+    from hf_querygen.baselines.intent_description import copy_query, extract_descriptions, oracle_sentences
+    from hf_querygen.metrics.rouge import rouge
+
+    examples = list(hf_querygen.load_corpus("q2id")["validation"])
+    references = [example["description"] for example in examples]
+    systems = {
+        "lexrank": lambda: extract_descriptions(examples, "lexrank"),
+        "lsa": lambda: extract_descriptions(examples, "lsa"),
+        "textrank": lambda: extract_descriptions(examples, "textrank"),
+        "copy-query (extra)": lambda: copy_query(examples),
+        "ORACLE best relevant sentence by ROUGE-L F (extra, uses the reference)": lambda: oracle_sentences(
+            examples
+        ),
+    }
+    rows = {}
+    for name, run in systems.items():
+        start = time.perf_counter()
+        predictions = run()
+        scores = rouge(predictions, references)
+        rows[name] = {
+            **{key: scores[key] for key in ("rouge1_recall", "rouge2_recall", "rougeL_recall")},
+            **{key: scores[key] for key in ("rouge1_f", "rouge2_f", "rougeL_f")},
+            "mean_length_words": statistics.fmean(len(p.split()) for p in predictions),
+            "seconds": time.perf_counter() - start,
+        }
+        print(name, {k: round(v, 4) for k, v in rows[name].items()}, flush=True)
+    return {"split": "validation", "n": len(examples), "systems": rows}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -178,6 +211,8 @@ def main() -> None:
     p.add_argument("--preset", default="zhang2020")
     p.add_argument("--output-vocab", type=int, nargs="+", default=[5000, 10000, 20000])
     p.add_argument("--steps", type=int, default=3)
+    p.add_argument("--out", required=True)
+    p = sub.add_parser("baselines")
     p.add_argument("--out", required=True)
     p = sub.add_parser("train")
     p.add_argument("--preset", default="zhang2020")
@@ -192,7 +227,7 @@ def main() -> None:
     p.add_argument("--out", required=True)
     args = parser.parse_args()
     torch.set_num_threads(1)
-    result = steptime(args) if args.command == "steptime" else train(args)
+    result = {"steptime": steptime, "train": train, "baselines": baselines}[args.command](args)
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps({k: v for k, v in result.items() if k != "examples"}, indent=1))
 
