@@ -125,8 +125,7 @@ def _encode_documents(
     for index, document in enumerate(documents):
         if len(encoded) == max_documents:
             break
-        # sentences past the cap can only be dropped (chunking adds pieces, it never removes them)
-        sentences = _document_sentences(document, f"{where}[{index}]")[: caps.max_sentences_per_document]
+        sentences = _document_sentences(document, f"{where}[{index}]")
         if not sentences:
             continue
         kept = _capped_sentences(tokenizer(sentences, add_special_tokens=False)["input_ids"], caps)
