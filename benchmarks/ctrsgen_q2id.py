@@ -93,9 +93,9 @@ def train(args: argparse.Namespace) -> dict:
     copy_labels = PRESETS[args.preset]["model_type"] == "query_pointer_generator"
     tokenizer, train_set, validation = _data(args.output_vocab, caps, copy_labels)
     overrides = dict(embedding_size=args.embedding, hidden_size=args.hidden, decoder_hidden_size=args.hidden)
+    torch.manual_seed(args.seed)  # the initial weights
     model = _model(args.preset, tokenizer, **overrides)
     model.generation_config.max_length = caps.max_description_words + 2
-    torch.manual_seed(args.seed)
 
     class Budget(TrainerCallback):
         def __init__(self):
@@ -106,6 +106,8 @@ def train(args: argparse.Namespace) -> dict:
                 control.should_training_stop = True
 
     training = training_arguments_from_preset(args.preset)
+    if args.learning_rate is not None:
+        training["learning_rate"] = args.learning_rate
     training_args = Seq2SeqTrainingArguments(
         output_dir=str(Path(args.workdir) / args.preset),
         num_train_epochs=args.epochs,
@@ -150,6 +152,7 @@ def train(args: argparse.Namespace) -> dict:
     return {
         "preset": args.preset,
         "model_overrides": overrides,
+        "learning_rate": training["learning_rate"],
         "output_vocab_size": int(tokenizer.init_kwargs["output_vocab_size"]),
         "train_steps": steps,
         "epochs": trainer.state.epoch,
@@ -223,6 +226,7 @@ def main() -> None:
     p.add_argument("--epochs", type=float, default=50.0)
     p.add_argument("--beams", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--learning-rate", type=float, default=None, help="override the preset's")
     p.add_argument("--workdir", default="/tmp/ctrsgen_runs")
     p.add_argument("--out", required=True)
     args = parser.parse_args()

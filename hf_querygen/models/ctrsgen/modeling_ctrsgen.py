@@ -410,20 +410,22 @@ class CtrsGenDecoder(nn.Module):
         """embedded (B, Z, E) decoder inputs e(y_{z-1}), hidden (B, H_d) h^s before the first of them ->
         (scores (B, Z, W), hidden after the last step (B, H_d), optional per-step weights)."""
         cached = self.precompute(encoder_outputs)
-        step_scores, recorded = [], []
+        step_features, recorded = [], []
         for z in range(embedded.shape[1]):
             context, weights = self._contexts(hidden, encoder_outputs, cached)
             rnn_input = torch.cat([embedded[:, z], context], dim=-1).unsqueeze(1)
             output, state = self.rnn(rnn_input, hidden.unsqueeze(0).contiguous())  # Eq. (2)
             hidden = state.squeeze(0)
-            features = torch.cat([embedded[:, z], hidden, context], dim=-1)
-            step_scores.append(self.output_projection(self.feature_dropout(features)))  # Eq. (4)
+            step_features.append(torch.cat([embedded[:, z], hidden, context], dim=-1))
             if return_weights and weights is not None:
                 recorded.append(weights)
+        # Eq. (4) for all steps in one matrix product: nothing recurrent depends on the output layer, and
+        # one (B * Z, F) x (F, W) product is much cheaper on CPU than Z small ones
+        scores = self.output_projection(self.feature_dropout(torch.stack(step_features, dim=1)))
         step_weights = None
         if recorded:
             step_weights = DecoderStepWeights(*(torch.stack(w, dim=1) for w in zip(*recorded, strict=True)))
-        return torch.stack(step_scores, dim=1), hidden, step_weights
+        return scores, hidden, step_weights
 
 
 class CtrsGenPreTrainedModel(PreTrainedModel):
