@@ -31,10 +31,15 @@ _EXPORTS: dict[str, str] = {
     "DualDecoderForKeywordGeneration": "hf_querygen.models.dual_decoder",
     "JointSeq2SeqTaggerConfig": "hf_querygen.models.joint_seq2seq_tagger",
     "JointSeq2SeqTaggerForConditionalGeneration": "hf_querygen.models.joint_seq2seq_tagger",
+    "CtrsGenConfig": "hf_querygen.models.ctrsgen",
+    "CtrsGenForIntentDescription": "hf_querygen.models.ctrsgen",
+    "QueryPointerGeneratorConfig": "hf_querygen.models.query_pointer_generator",
+    "QueryPointerGeneratorForIntentDescription": "hf_querygen.models.query_pointer_generator",
     # pipelines
     "QueryReformulationPipeline": "hf_querygen.pipelines.text2text",
     "KeywordQueryGenerationPipeline": "hf_querygen.pipelines.keyword_query",
     "QuerySegmentationPipeline": "hf_querygen.pipelines.segmentation",
+    "IntentDescriptionPipeline": "hf_querygen.pipelines.intent_description",
     # tasks, systems, experiments
     "Task": "hf_querygen.tasks.base",
     "TaskData": "hf_querygen.tasks.base",

@@ -8,10 +8,17 @@ Add new ones to the tuples below.
 import importlib
 
 #: model packages under hf_querygen.models whose ``register()`` wires AutoConfig/AutoModel*
-MODEL_PACKAGES: tuple[str, ...] = ("rnn_seq2seq", "rnn_tagger", "dual_decoder", "joint_seq2seq_tagger")
+MODEL_PACKAGES: tuple[str, ...] = (
+    "rnn_seq2seq",
+    "rnn_tagger",
+    "dual_decoder",
+    "joint_seq2seq_tagger",
+    "ctrsgen",
+    "query_pointer_generator",
+)
 
 #: modules under hf_querygen.pipelines whose ``register_pipeline()`` adds a pipeline task
-PIPELINE_MODULES: tuple[str, ...] = ("text2text", "segmentation", "keyword_query")
+PIPELINE_MODULES: tuple[str, ...] = ("text2text", "segmentation", "keyword_query", "intent_description")
 
 _done = False
 _running = False

@@ -45,7 +45,54 @@ _DING2018 = {
     "bridge": "tanh",  # not stated; Bahdanau et al. 2015 initialise the GRU decoder with tanh(W h_1)
 }
 
+# Zhang et al. CIKM'20 Sec. 5.1: one-layer BiGRU encoders and a GRU decoder of 256, embeddings 300,
+# uniform init in [-0.1, 0.1], lambda = 0.5. Table 3's ablations are switches of the same model.
+_ZHANG2020 = {
+    "model_type": "ctrsgen",
+    "embedding_size": 300,
+    "hidden_size": 256,
+    "decoder_hidden_size": 256,
+    "init_range": 0.1,
+    "contrast_lambda": 0.5,
+    "dropout": 0.0,  # not stated
+}
+ZHANG2020_ABLATIONS: dict[str, dict[str, Any]] = {
+    "zhang2020-ctrsgen-i": {"use_irrelevant": False},  # CtrsGen_-I
+    "zhang2020-ctrsgen-i-con": {"use_irrelevant": False, "decoder_attention": "concat"},  # CtrsGen_-I+Con
+    "zhang2020-ctrsgen-q": {"use_query": False},  # CtrsGen_-Q
+    "zhang2020-ctrsgen-q-i": {"use_query": False, "use_irrelevant": False},  # CtrsGen_-Q-I
+    "zhang2020-ctrsgen-ircon": {"irrelevant_encoding": "concatenated"},  # CtrsGen_IrCon
+    "zhang2020-ctrsgen-reircon": {"irrelevant_as_relevant": True},  # CtrsGen_ReIrCon
+}
+
 _PRESETS: dict[str, dict[str, Any]] = {
+    "zhang2020": dict(_ZHANG2020),
+    **{name: {**_ZHANG2020, **switches} for name, switches in ZHANG2020_ABLATIONS.items()},
+    # Table 4's query-dependent abstractive baselines: PG (Hasselqvist et al. 2017 = See et al. 2017's
+    # pointer-generator with coverage + a query encoder) and RSA-style relevance-scaled attention (Baumel
+    # et al. 2018) on the same model; sizes are not stated, See et al.'s (embeddings 128, GRU 256) are used
+    "zhang2020-pg": {
+        "model_type": "query_pointer_generator",
+        "embedding_size": 128,
+        "hidden_size": 256,
+        "coverage": True,
+        "coverage_loss_weight": 1.0,
+    },
+    "zhang2020-rsa": {
+        "model_type": "query_pointer_generator",
+        "embedding_size": 128,
+        "hidden_size": 256,
+        "coverage": True,
+        "relevance_scaled_attention": True,
+    },
+    # SD2-style diversity (Nema et al. 2017): the PG with gated orthogonalised context vectors
+    "zhang2020-sd2": {
+        "model_type": "query_pointer_generator",
+        "embedding_size": 128,
+        "hidden_size": 256,
+        "coverage": True,
+        "diversity_attention": True,
+    },
     "liu2018-seq2seq": {**_LIU2018, "attention": "none"},
     # Liu'18 cite Luong et al. [20] for the attentional baseline but give no score function; the
     # Bahdanau-style additive attention matches their own Eq. (6)-(8) and (12)
@@ -118,7 +165,20 @@ _DING2018_TRAINING = {
     "per_device_train_batch_size": 64,  # not stated
 }
 
+# Zhang'20 Sec. 5.1: Adam, learning rate 0.0005, batch 16, gradient norm clipped at 5
+_ZHANG2020_TRAINING = {
+    **_ADAM,
+    "learning_rate": 5e-4,
+    "per_device_train_batch_size": 16,
+    "max_grad_norm": 5.0,
+}
+
 _TRAINING_PRESETS: dict[str, dict[str, Any]] = {
+    # the baselines' optimiser settings are not stated: CtrsGen's, for a like-for-like comparison
+    **{
+        name: dict(_ZHANG2020_TRAINING)
+        for name in ("zhang2020", *ZHANG2020_ABLATIONS, "zhang2020-pg", "zhang2020-rsa", "zhang2020-sd2")
+    },
     "liu2018-seq2seq": dict(_LIU2018_TRAINING),
     "liu2018-attn-seq2seq": dict(_LIU2018_TRAINING),
     "liu2018-dual-decoder": dict(_LIU2018_TRAINING),
@@ -183,4 +243,10 @@ def training_arguments_from_preset(name: str, **overrides: Any) -> dict[str, Any
     return {**TRAINING_PRESETS.get(name), **overrides}
 
 
-__all__ = ["PRESETS", "TRAINING_PRESETS", "config_from_preset", "training_arguments_from_preset"]
+__all__ = [
+    "PRESETS",
+    "ZHANG2020_ABLATIONS",
+    "TRAINING_PRESETS",
+    "config_from_preset",
+    "training_arguments_from_preset",
+]

@@ -1,0 +1,90 @@
+"""pipeline("intent-description") on a tiny saved CtrsGen model: save -> from_pretrained gives identical
+outputs, and the pipeline returns what generate() + decoding return for the same input."""
+
+import pytest
+import torch
+from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, pipeline
+
+import hf_querygen  # noqa: F401  (registers model and pipeline)
+from hf_querygen.errors import InvalidInputError
+from hf_querygen.models.ctrsgen import CtrsGenConfig, CtrsGenForIntentDescription
+from hf_querygen.tasks.q2id import Q2IDCaps, Q2IDCollator, decode_description, encode_q2id, split_document
+from hf_querygen.tokenization import train_word_tokenizer
+
+RELEVANT = [
+    "Eight nations of the Amazon basin asked for money. They want to preserve the rain forest.",
+    "Destruction of tropical forests is faster than estimated.",
+]
+IRRELEVANT = ["Burning trees adds carbon dioxide. Scientists warn about warming."]
+QUERY = "amazon rain forest"
+DESCRIPTION = "what measures preserve the amazon rain forest"
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    tokenizer = train_word_tokenizer(
+        [QUERY, *RELEVANT, *IRRELEVANT], target_texts=[DESCRIPTION, "describe the forest"]
+    )
+    torch.manual_seed(0)
+    config = CtrsGenConfig(
+        vocab_size=len(tokenizer),
+        output_vocab_size=int(tokenizer.init_kwargs["output_vocab_size"]),
+        embedding_size=8,
+        hidden_size=8,
+        decoder_hidden_size=12,
+        max_decoding_length=8,
+    )
+    model = CtrsGenForIntentDescription(config).eval()
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.mul_(8.0)
+    path = tmp_path_factory.mktemp("ctrsgen")
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path, model, tokenizer
+
+
+def _direct(model, tokenizer, **generate_kwargs):
+    encoded = encode_q2id(
+        {"query": [QUERY], "relevant_documents": [RELEVANT], "irrelevant_documents": [IRRELEVANT]},
+        tokenizer,
+        Q2IDCaps(),
+        with_labels=False,
+    )
+    batch = Q2IDCollator()([{key: values[0] for key, values in encoded.items()}])
+    return [decode_description(g, tokenizer) for g in model.generate(**batch, **generate_kwargs)]
+
+
+def test_saved_model_reloads_with_identical_outputs(model_dir):
+    path, model, tokenizer = model_dir
+    loaded = AutoModelForSeq2SeqLM.from_pretrained(path).eval()
+    reloaded_tokenizer = AutoTokenizer.from_pretrained(path)
+    assert _direct(model, tokenizer, num_beams=2) == _direct(loaded, reloaded_tokenizer, num_beams=2)
+
+
+def test_pipeline_matches_generate_and_accepts_every_document_form(model_dir):
+    path, model, tokenizer = model_dir
+    describe = pipeline("intent-description", model=str(path))
+    inputs = {"query": QUERY, "relevant_documents": RELEVANT, "irrelevant_documents": IRRELEVANT}
+    (result,) = describe(inputs, num_beams=2)
+    assert result["description"] == _direct(model, tokenizer, num_beams=2)[0]
+    assert result["description"].strip()
+    as_sentences = {
+        "query": QUERY,
+        "relevant_documents": [split_document(d) for d in RELEVANT],
+        "irrelevant_documents": [{"sentences": split_document(d)} for d in IRRELEVANT],
+    }
+    assert describe(as_sentences, num_beams=2) == [result]
+    # several inputs, several sequences each, and queries without irrelevant documents
+    outputs = describe(
+        [inputs, {"query": QUERY, "relevant_documents": RELEVANT}], num_beams=3, num_return_sequences=2
+    )
+    assert len(outputs) == 2 and all(len(per_input) == 2 for per_input in outputs)
+
+
+def test_pipeline_rejects_malformed_inputs(model_dir):
+    describe = pipeline("intent-description", model=str(model_dir[0]))
+    with pytest.raises(InvalidInputError, match="relevant_documents"):
+        describe({"query": QUERY})
+    with pytest.raises(InvalidInputError, match="lists of documents"):
+        describe({"query": QUERY, "relevant_documents": RELEVANT[0]})
