@@ -34,7 +34,14 @@ from ..tasks.segmentation import (
     breaks_to_string,
     parse_segmentation,
 )
-from ._base import ParseLog, dataset_from_columns, kfold_assignment, register_corpus, resolve_data_dir
+from ._base import (
+    ParseLog,
+    dataset_from_columns,
+    iter_lines,
+    kfold_assignment,
+    register_corpus,
+    resolve_data_dir,
+)
 
 if TYPE_CHECKING:
     import datasets
@@ -69,20 +76,14 @@ PAPER_STATISTICS = {
 
 # ---------------------------------------------------------------- raw file readers
 def _tab_records(path: Path, num_fields: int, log: ParseLog) -> Iterator[tuple[int, list[str]]]:
-    """(line number, fields) of a TAB-separated file; malformed lines go to ``log``."""
-    if not path.is_file():
-        raise FileNotFoundError(f"missing corpus file {path}")
-    with path.open(encoding="utf-8-sig", newline=None) as handle:
-        for line_no, line in enumerate(handle, start=1):
-            line = line.rstrip("\n")
-            if not line.strip():
-                log.error(path, line_no, "empty line")
-                continue
-            fields = line.split("\t")
-            if len(fields) != num_fields:
-                log.error(path, line_no, f"expected {num_fields} TAB-separated fields, found {len(fields)}")
-                continue
-            yield line_no, fields
+    """(line number, fields) of a TAB-separated file read by the shared reader layer (editor line
+    numbers, UTF-8 errors with byte offsets, empty files); malformed lines go to ``log``."""
+    for line in iter_lines(path, log, blank_is_error=True):
+        fields = line.text.split("\t")
+        if len(fields) != num_fields:
+            log.error(path, line.number, f"expected {num_fields} TAB-separated fields, found {len(fields)}")
+            continue
+        yield line.number, fields
 
 
 def _query_id(path: Path, line_no: int, value: str, log: ParseLog) -> str | None:
@@ -256,16 +257,12 @@ def load_segmentation_resources(data_dir=None, strict: bool = True) -> Segmentat
         return folder / f"{PREFIX}{name}.txt"
 
     titles_path = path("n-gram-wikipedia-titles")
-    if not titles_path.is_file():
-        raise FileNotFoundError(f"missing corpus file {titles_path}")
     titles = set()
-    with titles_path.open(encoding="utf-8-sig", newline=None) as handle:
-        for line_no, line in enumerate(handle, start=1):
-            title = line.rstrip("\n")
-            if not title.strip() or "\t" in title:
-                log.error(titles_path, line_no, "expected one n-gram per line")
-                continue
-            titles.add(title)
+    for line in iter_lines(titles_path, log, blank_is_error=True):
+        if "\t" in line.text:
+            log.error(titles_path, line.number, "expected one n-gram per line")
+            continue
+        titles.add(line.text)
     return SegmentationResources(
         google_counts=_read_values(path("n-gram-web-frequencies-google"), log, int),
         normalized_weights=_read_values(path("n-gram-web-frequencies-normalized"), log, int),
