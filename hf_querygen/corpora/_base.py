@@ -75,6 +75,7 @@ class ParseLog:
     errors: list[CorpusFormatError] = field(default_factory=list)
     removed_counts: Counter = field(default_factory=Counter)
     skipped_scope: dict[int, str] = field(default_factory=dict)  # id(error) -> what was skipped
+    duplicates_kept: Counter = field(default_factory=Counter)
 
     def error(
         self, path: str | os.PathLike, line: int | str | None, message: str, skipped: str = "record"
@@ -92,6 +93,11 @@ class ParseLog:
     def removed(self, reason: str, count: int = 1) -> None:
         if count:
             self.removed_counts[reason] += count
+
+    def kept_duplicates(self, reason: str, count: int = 1) -> None:
+        """Count repeated records that are kept on purpose (documented upstream quirks)."""
+        if count:
+            self.duplicates_kept[reason] += count
 
     def per_file(self) -> dict[str, dict]:
         """file -> {"skipped": n, "whole_file": bool, "reasons": {reason: count}, "first": message}."""
@@ -115,6 +121,7 @@ class ParseLog:
             "malformed_examples": [str(e) for e in self.errors[:20]],
             "skipped_per_file": self.per_file(),
             "removed": dict(self.removed_counts),
+            "duplicates_kept": dict(self.duplicates_kept),
         }
 
     def format_summary(self) -> str:
@@ -127,6 +134,8 @@ class ParseLog:
             lines.append(f"      first: {entry['first']}")
         for reason, count in sorted(self.removed_counts.items()):
             lines.append(f"  removed {count} x {reason}")
+        for reason, count in sorted(self.duplicates_kept.items()):
+            lines.append(f"  kept {count} x {reason}")
         return "\n".join(lines)
 
 

@@ -292,6 +292,7 @@ def _iter_covid(data_dir: Path, log: ParseLog) -> Iterator[_Pair]:
     root, lines = read_xml(path, rel, log, "topic")
     if root is None:
         return
+    seen: dict[str, int | str | None] = {}
     for index, topic in enumerate(root.iter("topic")):
         number = topic.get("number", "")
         query = collapse_whitespace(topic.findtext("query") or "")
@@ -302,6 +303,10 @@ def _iter_covid(data_dir: Path, log: ParseLog) -> Iterator[_Pair]:
                 lines[index] if index < len(lines) else None,
                 "TREC-COVID <topic> needs a numeric number, a <query> and a <question>",
             )
+            continue
+        if not check_unique(
+            number, lines[index] if index < len(lines) else None, seen, rel, "topic number", log
+        ):
             continue
         yield _Pair(f"trec-covid:{number}", "trec-covid", f"trec-covid:{number}", question, query, "en", rel)
 

@@ -46,6 +46,7 @@ from ._base import (
     CorpusFormatError,
     ParseLog,
     XmlElement,
+    check_unique,
     collapse_whitespace,
     grouped_split,
     iter_lines,
@@ -260,6 +261,7 @@ def read_semeval2015(data_dir: Path, log: ParseLog) -> list[Q2IDRecord]:
     """SemEval-2015 Task 3 dev questions, each with the comments of its own thread (``CGOLD``)."""
     path = data_dir / SEMEVAL2015_XML
     records = []
+    seen: dict[str, int | str | None] = {}
     for question in iter_xml_records(path, "Question", log):
         try:  # a question is validated whole before anything is kept, so a lenient skip is clean
             record = Q2IDRecord(
@@ -288,6 +290,8 @@ def read_semeval2015(data_dir: Path, log: ParseLog) -> list[Q2IDRecord]:
             ]
         except CorpusFormatError as err:
             log.error(err.path, err.line, err.reason)
+            continue
+        if not check_unique(record.id, question.line, seen, path, "question QID", log):
             continue
         for comment_id, label, text in comments:
             _comment_document(record, comment_id, label, text, log, SOURCE_SEMEVAL2015)
@@ -349,6 +353,7 @@ def read_semeval2016_xml(
     path = data_dir / SEMEVAL2016_XML[split]
     originals: dict[str, Q2IDRecord] = {}
     related: list[Q2IDRecord] = []
+    seen_threads: dict[str, int | str | None] = {}
     for element in iter_xml_records(path, "OrgQuestion", log):
         try:
             thread = _parse_semeval2016_element(element, path, split)
@@ -364,6 +369,10 @@ def read_semeval2016_xml(
                 )
         except CorpusFormatError as err:
             log.error(err.path, err.line, err.reason)
+            continue
+        # a thread appears once per original question: a repeat would add its comments twice
+        thread_key = f"{thread.original_id}/{thread.related.id}"
+        if not check_unique(thread_key, element.line, seen_threads, path, "thread (ORGQ_ID/RELQ_ID)", log):
             continue
         if original is None:
             original = originals[thread.original_id] = Q2IDRecord(
@@ -404,6 +413,7 @@ def read_semeval2016_test_csv(data_dir: Path, kind: str, log: ParseLog) -> list[
     group_key: tuple[str, str] | None = None
     comments_in_group = 0
     header_seen = False
+    previous_row: list[str] | None = None
     while True:
         # reader.line_num counts the lines read so far, so the next row starts on the next one.
         line = numbered[min(reader.line_num, len(numbered) - 1)][0]
@@ -427,6 +437,9 @@ def read_semeval2016_test_csv(data_dir: Path, kind: str, log: ParseLog) -> list[
         except CorpusFormatError as err:
             log.error(err.path, err.line, err.reason)
             continue
+        if row == previous_row:  # upstream repeats rows (92 in subtask A, 97 in C): kept, counted
+            log.kept_duplicates(f"{path.name} ({kind}): row identical to the row before it")
+        previous_row = row
         if group_key != (subject, body):
             group_key, comments_in_group = (subject, body), 0
             records.append(
@@ -508,6 +521,7 @@ def _read_qrels(
 ) -> Iterator[tuple[str, str, int]]:
     """``(query_id, doc_id, level)`` of a TAB-separated NFCorpus qrels file."""
     known_levels = {str(level) for level in levels}
+    seen: dict[tuple[str, str], int] = {}
     for line, text in read_lines(path, log):
         columns = text.split("\t")
         if len(columns) != 4:
@@ -522,6 +536,12 @@ def _read_qrels(
             log.error(path, line, f"malformed qrels line {text!r}")
         elif level not in known_levels:
             log.error(path, line, f"unknown relevance level {level!r} (expected one of {sorted(levels)})")
+        elif (query_id, doc_id) in seen:
+            log.error(
+                path,
+                line,
+                f"duplicate judgment of {doc_id} for {query_id} (first at line {seen[query_id, doc_id]})",
+            )
         elif doc_id not in documents:
             log.error(
                 path,
@@ -529,6 +549,7 @@ def _read_qrels(
                 f"judged document {doc_id} is not in {path.parent.name}/{path.name.split('.')[0]}.docs",
             )
         else:
+            seen[query_id, doc_id] = line
             yield query_id, doc_id, int(level)
 
 

@@ -217,6 +217,9 @@ class SegmentationResources:
 def _read_values(path: Path, log: ParseLog, cast) -> dict:
     values = {}
     for line_no, (key, raw) in _tab_records(path, 2, log):
+        if key in values:
+            log.error(path, line_no, f"duplicate n-gram {key!r}")
+            continue
         try:
             values[key] = cast(raw)
         except ValueError:
@@ -239,6 +242,9 @@ def _read_pos(path: Path, log: ParseLog) -> dict[str, tuple[str, ...]]:
     the tag count is not checked against the words."""
     tags_of = {}
     for line_no, (key, raw) in _tab_records(path, 2, log):
+        if key in tags_of:
+            log.error(path, line_no, f"duplicate key {key!r}")
+            continue
         try:
             tags = _pos_literal(raw)
         except ValueError as err:
@@ -246,6 +252,20 @@ def _read_pos(path: Path, log: ParseLog) -> dict[str, tuple[str, ...]]:
             continue
         tags_of[key] = tags
     return tags_of
+
+
+def read_wikipedia_titles(path: Path, log: ParseLog) -> set[str]:
+    """The n-grams of the Wikipedia-titles file (one per line; a repeat or a TAB is an error)."""
+    titles: set[str] = set()
+    for line in iter_lines(path, log, blank_is_error=True):
+        if "\t" in line.text:
+            log.error(path, line.number, "expected one n-gram per line")
+            continue
+        if line.text in titles:
+            log.error(path, line.number, f"duplicate n-gram {line.text!r}")
+            continue
+        titles.add(line.text)
+    return titles
 
 
 def load_segmentation_resources(data_dir=None, strict: bool = True) -> SegmentationResources:
@@ -256,13 +276,7 @@ def load_segmentation_resources(data_dir=None, strict: bool = True) -> Segmentat
     def path(name: str) -> Path:
         return folder / f"{PREFIX}{name}.txt"
 
-    titles_path = path("n-gram-wikipedia-titles")
-    titles = set()
-    for line in iter_lines(titles_path, log, blank_is_error=True):
-        if "\t" in line.text:
-            log.error(titles_path, line.number, "expected one n-gram per line")
-            continue
-        titles.add(line.text)
+    titles = read_wikipedia_titles(path("n-gram-wikipedia-titles"), log)
     return SegmentationResources(
         google_counts=_read_values(path("n-gram-web-frequencies-google"), log, int),
         normalized_weights=_read_values(path("n-gram-web-frequencies-normalized"), log, int),
