@@ -20,7 +20,7 @@ stemming by default; ``use_stemmer=True`` applies the Porter stemmer as the offi
 Empty predictions or references score 0.
 
 Resource limit: ROUGE-L is a longest common subsequence, O(n * m) in pure Python. A prediction or
-reference longer than :data:`MAX_WORDS` (5,000) whitespace-separated words is truncated to its first
+reference longer than :data:`MAX_WORDS` (2,000) whitespace-separated words is truncated to its first
 ``MAX_WORDS`` words, with a ``UserWarning`` saying how many texts were cut, so that a runaway
 100,000-word output scores in seconds instead of hours (generation outputs and intent
 descriptions are tens of words; the limit never bites on real data).
@@ -37,7 +37,7 @@ from hf_querygen.errors import InvalidInputError
 from hf_querygen.validation import check_bool, check_string_list
 
 #: texts longer than this many whitespace-separated words are truncated (see the module docstring)
-MAX_WORDS = 5000
+MAX_WORDS = 2000
 
 ROUGE_TYPES: tuple[str, ...] = ("rouge1", "rouge2", "rougeL")
 
