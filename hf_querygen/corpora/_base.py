@@ -57,7 +57,8 @@ _REST_OF_FILE = "rest of the file"
 def _reason_kind(message: str) -> str:
     """A message with its specifics (quoted values, numbers) blanked, to group skips by reason."""
     kind = re.sub(r"'[^']*'|\"[^\"]*\"", "'...'", message)
-    return re.sub(r"\d+", "N", kind)[:120]
+    # standalone numbers only: "UTF-8" and "val.q1" keep their digits, "line 12" becomes "line N"
+    return re.sub(r"(?<![\w.-])\d+(?![\w.])", "N", kind)[:160]
 
 
 @dataclass
