@@ -675,6 +675,7 @@ def _pooled_records(data_dir: Path, log: ParseLog) -> list[Q2IDRecord]:
     pool, pool_log = _POOL_CACHE[key]
     log.errors.extend(pool_log.errors)
     log.removed_counts.update(pool_log.removed_counts)
+    log.duplicates_kept.update(pool_log.duplicates_kept)
     return pool
 
 
