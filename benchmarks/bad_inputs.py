@@ -66,6 +66,7 @@ class Case:
     mentions: tuple[str, ...] = ()
     strict_mentions: bool = False
     timeout: int = 60
+    memory_gb: float | None = None  # address-space headroom: an allocation beyond it fails, not the OS
     note: str = ""
     outcome: str = ""
     detail: str = ""
@@ -84,6 +85,7 @@ def run_case(case: Case) -> None:
     previous = signal.signal(signal.SIGALRM, alarm)
     signal.alarm(case.timeout)
     start = time.perf_counter()
+    limits = _limit_memory(case.memory_gb)
     try:
         result = case.call()
     except Hang:
@@ -115,7 +117,28 @@ def run_case(case: Case) -> None:
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
+        if limits is not None:
+            import resource
+
+            resource.setrlimit(resource.RLIMIT_AS, limits)
         case.seconds = round(time.perf_counter() - start, 2)
+
+
+def _limit_memory(headroom_gb: float | None):
+    """Cap the address space at the current size + ``headroom_gb`` (returns the old limits): a 100,000-word
+    input that asks for 80 GB then fails with an error in this process instead of being OOM-killed."""
+    if headroom_gb is None:
+        return None
+    import resource
+
+    size_kb = next(
+        int(line.split()[1])
+        for line in Path("/proc/self/status").read_text().splitlines()
+        if line.startswith("VmSize")
+    )
+    old = resource.getrlimit(resource.RLIMIT_AS)
+    resource.setrlimit(resource.RLIMIT_AS, (size_kb * 1024 + int(headroom_gb * 2**30), old[1]))
+    return old
 
 
 # ---------------------------------------------------------------- corpus builders
@@ -713,7 +736,15 @@ def model_cases(work: Path) -> list[Case]:
             ("emoji-only", lambda p=make: p()("🚀🚀"), lambda r: r is not None),
         ]
         cases += [
-            Case(f"pipeline/{task}/{name}", "pipeline", call, expect=expect, mentions=("input",), timeout=60)
+            Case(
+                f"pipeline/{task}/{name}",
+                "pipeline",
+                call,
+                expect=expect,
+                mentions=("input",),
+                timeout=60,
+                memory_gb=4 if "100k" in name else None,
+            )
             for name, call, expect in rows
         ]
     wrong_kind = [
