@@ -31,3 +31,11 @@ class CorpusFormatError(InvalidInputError):
 
 class ModelFolderError(InvalidInputError):
     """A model or index folder that is missing, incomplete or corrupted (names the folder and the file)."""
+
+
+class CorpusFileMissingError(InvalidInputError, FileNotFoundError):
+    """A raw corpus file or folder that a builder needs is not there (names the path and the fix)."""
+
+
+class CorpusCountWarning(UserWarning):
+    """A built corpus config whose row counts differ from the counts recorded in its dataset card."""

@@ -109,7 +109,25 @@ def test_build_strict_fails_naming_file_and_line_and_lenient_skips(tiny, capsys)
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "tiny/plain: {'test': 1, 'train': 2}; skipped malformed: 1" in out
-    assert "skipped: tiny/pairs.tsv:4: expected question<TAB>keywords" in out
+    # the lenient per-file summary: file, count, reason, first message
+    assert "  tiny/pairs.tsv: 1 skipped\n      1 x expected question<TAB>keywords\n" in out
+    assert "first: tiny/pairs.tsv:4: expected question<TAB>keywords" in out
+
+
+def test_build_summary_warns_when_a_count_moves_against_the_card(tiny, capsys):
+    data, folder = tiny
+    args = ["corpus", "build", "tiny", "--data-dir", str(data), "--out-dir", str(folder)]
+    assert main(args) == 0
+    assert "train: 2 rows (no count in the card)" in capsys.readouterr().out  # no counts recorded yet
+    assert main(args) == 0  # the card now records train 2 / test 1
+    captured = capsys.readouterr()
+    assert "train: 2 rows (card 2)\n" in captured.out and "WARNING" not in captured.out + captured.err
+    with (data / "tiny" / "pairs.tsv").open("a", encoding="utf-8") as handle:
+        handle.write("who painted guernica\tguernica painter\n")
+    assert main(args) == 0
+    captured = capsys.readouterr()
+    assert "train: 3 rows (card 2)  <-- WARNING: +1 rows" in captured.out
+    assert "row counts moved against the dataset card" in captured.err
 
 
 def test_unknown_config_is_a_usage_error(tiny, capsys):

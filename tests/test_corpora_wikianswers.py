@@ -189,7 +189,7 @@ def test_quora_blank_line_inside(data_dir, tmp_path):
     lines = (data_dir / rel).read_text(encoding="utf-8").splitlines(keepends=True)
     lines[41] = "   \n"
     error = _expect_error(data_dir, tmp_path, "quora", rel, "".join(lines))
-    assert error.line == 42 and "empty question line" in error.reason
+    assert error.line == 42 and "empty line" in error.reason
     broken = data_dir_with(data_dir, tmp_path / "lenient", {rel: "".join(lines).encode("utf-8")})
     dataset_dict, log = load_corpus("wikianswers", "quora", data_dir=broken, strict=False, return_log=True)
     assert [(e.path, e.line) for e in log.errors] == [(rel, 42)]  # the pair is skipped, reported once

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from hf_querygen.errors import InvalidInputError
 from hf_querygen.metrics.keyword_prf import (
     extractive_generative_recall,
     f1_by_length,
@@ -21,7 +22,7 @@ def test_keyword_words_normalise_and_deduplicate():
     assert keyword_words("Beijing, SIGHTSEEING beijing") == ["beijing", "sightseeing"]
     assert keyword_words(["New York", "hotels", "new"]) == ["new", "york", "hotels"]
     assert keyword_words("What's up?") == ["whats", "up"]
-    with pytest.raises(TypeError, match="keyword 1"):
+    with pytest.raises(InvalidInputError, match=r"keywords\[1\]=3 \(int\)"):
         keyword_words(["ok", 3])
 
 

@@ -26,9 +26,21 @@ def main(argv: list[str] | None = None) -> int:
         "--lenient", action="store_true", help="skip malformed records (counted) instead of failing"
     )
     args = parser.parse_args(argv)
+    logs: dict = {}
+    summaries: dict = {}
     folder = build_dataset_folder(
-        CORPUS_NAME, out_dir=Path(__file__).resolve().parent, data_dir=args.data_dir, strict=not args.lenient
+        CORPUS_NAME,
+        out_dir=Path(__file__).resolve().parent,
+        data_dir=args.data_dir,
+        strict=not args.lenient,
+        logs=logs,
+        summaries=summaries,
     )
+    for config, summary in summaries.items():  # rows against the counts the card recorded before
+        moved = {split: entry for split, entry in summary.items() if entry["change"]}
+        print(f"{CORPUS_NAME}/{config}: {summary}" + (f"  WARNING: counts moved {moved}" if moved else ""))
+        if logs[config].errors:
+            print(logs[config].format_summary())
     statistics = {config: corpus_stats(config, args.data_dir) for config in CONFIGS}
     print(json.dumps(statistics, indent=2))
     print(f"wrote {folder}")

@@ -61,6 +61,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _build(args: argparse.Namespace) -> int:
+    from ..errors import InvalidInputError
     from ._base import CorpusFormatError, build_dataset_folder, get_corpus_spec
 
     try:  # unknown corpus or config: a usage error, not a traceback
@@ -71,6 +72,7 @@ def _build(args: argparse.Namespace) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     logs: dict = {}
+    summaries: dict = {}
     try:
         out = build_dataset_folder(
             args.name,
@@ -80,22 +82,39 @@ def _build(args: argparse.Namespace) -> int:
             strict=not args.lenient,
             progress=True,
             logs=logs,
+            summaries=summaries,
         )
-    except CorpusFormatError as err:
-        print(f"error: {err}\n(re-run with --lenient to skip malformed records)", file=sys.stderr)
+    except InvalidInputError as err:  # CorpusFormatError names file and line; a missing file its path
+        hint = (
+            "\n(re-run with --lenient to skip malformed records)"
+            if isinstance(err, CorpusFormatError)
+            else ""
+        )
+        print(f"error: {err}{hint}", file=sys.stderr)
         return 1
+    moved = False
     for config, log in logs.items():
         summary = log.summary()
-        counts = {
-            split: _count_rows(out / "data" / config / f"{split}.parquet")
-            for split in sorted(p.stem for p in (out / "data" / config).glob("*.parquet"))
-        }
+        summaries[config] = {s: summaries[config][s] for s in sorted(summaries[config])}
+        rows = {split: entry["rows"] for split, entry in summaries.get(config, {}).items()}
         print(
-            f"{args.name}/{config}: {counts}; skipped malformed: {summary['skipped_malformed']}; "
+            f"{args.name}/{config}: {rows}; skipped malformed: {summary['skipped_malformed']}; "
             f"removed: {summary['removed'] or 'nothing'}"
         )
-        for message in summary["malformed_examples"]:
-            print(f"  skipped: {message}")
+        for split, entry in summaries.get(config, {}).items():
+            expected = "no count in the card" if entry["expected"] is None else f"card {entry['expected']}"
+            flag = f"  <-- WARNING: {entry['change']:+d} rows" if entry["change"] else ""
+            moved |= bool(entry["change"])
+            print(f"  {split}: {entry['rows']} rows ({expected}){flag}")
+        if log.errors:
+            print("  skipped per file (lenient):")
+            print(log.format_summary())
+    if moved:
+        print(
+            "warning: row counts moved against the dataset card (see above); the card header now states "
+            "the new counts: check the raw files before committing it",
+            file=sys.stderr,
+        )
     print(f"wrote {out}")
     return 0
 

@@ -33,13 +33,16 @@ from pathlib import Path
 
 from ._base import (
     ParseLog,
+    check_unique,
     collapse_whitespace,
     dataset_from_columns,
     grouped_split,
+    iter_lines,
     line_numbers,
     normalize_for_matching,
     quiet_progress,
     read_json,
+    read_text,
     read_xml,
     register_corpus,
 )
@@ -184,10 +187,13 @@ def _sgml_fields(block: str) -> dict[str, str]:
 def _iter_trec_sgml(data_dir: Path, file_name: str, source: str, log: ParseLog) -> Iterator[_Pair]:
     path = data_dir / TREC_DIR / file_name
     rel = path.relative_to(data_dir).as_posix()
-    text = path.read_text(encoding="utf-8")
+    text = read_text(path, log, rel)
+    if text is None:
+        return
     openings = list(re.finditer(r"<top>", text))
     if not openings:
-        log.error(rel, 1, "no <top> topic block in a TREC topic file")
+        log.error(rel, 1, "no <top> topic block in a TREC topic file", "whole file")
+    seen: dict[str, int | str | None] = {}
     for opening, line in zip(openings, line_numbers(text, r"<top>"), strict=True):
         closing = text.find("</top>", opening.end())
         next_opening = text.find("<top>", opening.end())
@@ -200,6 +206,8 @@ def _iter_trec_sgml(data_dir: Path, file_name: str, source: str, log: ParseLog) 
             log.error(rel, line, "topic without a <num> number")
             continue
         number_int = int(number.group())
+        if not check_unique(str(number_int), line, seen, rel, "topic number", log):
+            continue
         title, description = fields.get("title", ""), fields.get("desc", "")
         if not title or not description:
             missing = "<title>" if not title else "<desc>"
@@ -254,12 +262,18 @@ def read_web_topics(data_dir: Path, log: ParseLog) -> dict[int, WebTopic]:
         root, lines = read_xml(path, rel, log, "topic")
         if root is None:
             continue
+        seen: dict[str, int | str | None] = {}
         for index, topic in enumerate(root.iter("topic")):
             line = lines[index] if index < len(lines) else None
             number, query = topic.get("number", ""), collapse_whitespace(topic.findtext("query") or "")
             description = _web_topic_description(topic)
             if not number.isdigit() or not query or not description:
                 log.error(rel, line, "Web-track <topic> needs a numeric number, a <query> and a description")
+                continue
+            if not check_unique(number, line, seen, rel, "topic number", log):
+                continue
+            if int(number) in topics:
+                log.error(rel, line, f"topic {number} is also in {topics[int(number)].file}")
                 continue
             subtopics = {}
             for subtopic in topic.iter("subtopic"):
@@ -278,6 +292,7 @@ def _iter_covid(data_dir: Path, log: ParseLog) -> Iterator[_Pair]:
     root, lines = read_xml(path, rel, log, "topic")
     if root is None:
         return
+    seen: dict[str, int | str | None] = {}
     for index, topic in enumerate(root.iter("topic")):
         number = topic.get("number", "")
         query = collapse_whitespace(topic.findtext("query") or "")
@@ -289,6 +304,10 @@ def _iter_covid(data_dir: Path, log: ParseLog) -> Iterator[_Pair]:
                 "TREC-COVID <topic> needs a numeric number, a <query> and a <question>",
             )
             continue
+        if not check_unique(
+            number, lines[index] if index < len(lines) else None, seen, rel, "topic number", log
+        ):
+            continue
         yield _Pair(f"trec-covid:{number}", "trec-covid", f"trec-covid:{number}", question, query, "en", rel)
 
 
@@ -299,6 +318,7 @@ def _iter_epicqa(data_dir: Path, covid_topic_of_query: dict[str, str], log: Pars
         records = read_json(path, rel, log, list)
         if records is None:
             continue
+        seen: dict[str, int | str | None] = {}
         for index, record in enumerate(records):
             values = [
                 record.get(k) if isinstance(record, dict) else None
@@ -310,6 +330,8 @@ def _iter_epicqa(data_dir: Path, covid_topic_of_query: dict[str, str], log: Pars
                 )
                 continue
             question_id, question, query = (collapse_whitespace(v) for v in values)
+            if not check_unique(question_id, f"record {index}", seen, rel, "question_id", log):
+                continue
             topic_id = covid_topic_of_query.get(normalize_for_matching(query), f"epic-qa:{question_id}")
             yield _Pair(f"epic-qa:{question_id}", "epic-qa", topic_id, question, query, "en", rel)
 
@@ -318,40 +340,41 @@ def _iter_epicqa(data_dir: Path, covid_topic_of_query: dict[str, str], log: Pars
 def _iter_uqv100(data_dir: Path, web_topics: dict[int, WebTopic], log: ParseLog) -> Iterator[_Pair]:
     path = data_dir / UQV100_FILE
     rel = path.relative_to(data_dir).as_posix()
-    with path.open(encoding="utf-8-sig", newline="") as handle:  # the file starts with a BOM
-        for line_number, line in enumerate(handle, start=1):
-            line = line.rstrip("\r\n")
-            if not line.strip():
-                continue
-            columns = line.split("\t")
-            meta = columns[0].split("|")
-            if len(columns) != 2 or len(meta) != 7:
-                log.error(rel, line_number, "expected '<7 |-separated metadata fields>\\t<query>'")
-                continue
-            topic_field, worker_query_id, raw_count = meta[1], meta[3], meta[6]
-            topic_match = re.fullmatch(r"(\d+)-(\d+)", topic_field)
-            query = collapse_whitespace(columns[1])
-            if not topic_match or not raw_count.isdigit() or not query:
-                log.error(
-                    rel, line_number, f"bad topic field {topic_field!r}, count {raw_count!r} or empty query"
-                )
-                continue
-            topic_number, subtopic = int(topic_match.group(1)), int(topic_match.group(2))
-            topic = web_topics.get(topic_number)
-            need = topic.need(subtopic) if topic is not None else None
-            if not need:
-                log.error(rel, line_number, f"no Web-track description for topic {topic_field}")
-                continue
-            yield _Pair(
-                id=f"uqv100:{topic_field}:{worker_query_id}",
-                source="uqv100",
-                topic_id=f"trec-web:{topic_number}",
-                nl_query=need,
-                keyword_query=query,
-                language="en",
-                source_file=rel,
-                query_count=int(raw_count),
+    seen: dict[str, int | str | None] = {}
+    for record in iter_lines(path, log, rel):  # the file starts with a BOM
+        line_number, line = record.number, record.text
+        columns = line.split("\t")
+        meta = columns[0].split("|")
+        if len(columns) != 2 or len(meta) != 7:
+            log.error(rel, line_number, "expected '<7 |-separated metadata fields>\\t<query>'")
+            continue
+        topic_field, worker_query_id, raw_count = meta[1], meta[3], meta[6]
+        topic_match = re.fullmatch(r"(\d+)-(\d+)", topic_field)
+        query = collapse_whitespace(columns[1])
+        if not topic_match or not raw_count.isdigit() or not query:
+            log.error(
+                rel, line_number, f"bad topic field {topic_field!r}, count {raw_count!r} or empty query"
             )
+            continue
+        # (topic, worker query) identifies a row: a repeated row would double the row's worker count
+        if not check_unique(f"{topic_field}|{worker_query_id}", line_number, seen, rel, "query row", log):
+            continue
+        topic_number, subtopic = int(topic_match.group(1)), int(topic_match.group(2))
+        topic = web_topics.get(topic_number)
+        need = topic.need(subtopic) if topic is not None else None
+        if not need:
+            log.error(rel, line_number, f"no Web-track description for topic {topic_field}")
+            continue
+        yield _Pair(
+            id=f"uqv100:{topic_field}:{worker_query_id}",
+            source="uqv100",
+            topic_id=f"trec-web:{topic_number}",
+            nl_query=need,
+            keyword_query=query,
+            language="en",
+            source_file=rel,
+            query_count=int(raw_count),
+        )
 
 
 # ---------------------------------------------------------------- QALD

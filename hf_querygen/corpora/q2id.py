@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import csv
 import re
-import xml.parsers.expat
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -46,8 +45,12 @@ from typing import TYPE_CHECKING
 from ._base import (
     CorpusFormatError,
     ParseLog,
+    XmlElement,
+    check_unique,
     collapse_whitespace,
     grouped_split,
+    iter_lines,
+    iter_xml_records,
     load_corpus,
     normalize_for_matching,
     register_corpus,
@@ -230,122 +233,12 @@ def q2id_features() -> datasets.Features:
 
 # ---------------------------------------------------------------- raw readers
 def read_lines(path: Path, log: ParseLog) -> Iterator[tuple[int, str]]:
-    """``(line_number, text)`` of a UTF-8 file with LF or CRLF endings and an optional BOM; a
-    line that is not valid UTF-8 is an error naming file and line (skipped when lenient). A
-    final empty line (file ending in a newline) is not yielded."""
-    if not path.is_file():
-        raise FileNotFoundError(f"Q2ID source file not found: {path}")
-    raw_lines = path.read_bytes().split(b"\n")
-    if raw_lines and raw_lines[-1] == b"":
-        raw_lines.pop()
-    for number, raw in enumerate(raw_lines, start=1):
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as err:
-            log.error(path, number, f"not valid UTF-8 (byte {raw[err.start]:#04x} at column {err.start + 1})")
-            continue
-        if number == 1:
-            text = text.removeprefix("\ufeff")
-        yield number, text.removesuffix("\r")
-
-
-class XmlElement:
-    """A parsed element of one record with the line of its start tag (for error messages)."""
-
-    __slots__ = ("tag", "attributes", "line", "children", "_text")
-
-    def __init__(self, tag: str, attributes: dict[str, str], line: int):
-        self.tag, self.attributes, self.line = tag, attributes, line
-        self.children: list[XmlElement] = []
-        self._text: list[str] = []
-
-    @property
-    def text(self) -> str:
-        return "".join(self._text)
-
-    def findall(self, tag: str) -> list[XmlElement]:
-        return [child for child in self.children if child.tag == tag]
-
-    def attribute(self, name: str, path: Path) -> str:
-        if name not in self.attributes:
-            raise CorpusFormatError(path, self.line, f"<{self.tag}> has no {name} attribute")
-        return self.attributes[name]
-
-    def only_child(self, tag: str, path: Path) -> XmlElement:
-        found = self.findall(tag)
-        if len(found) != 1:
-            raise CorpusFormatError(
-                path, self.line, f"<{self.tag}> must have exactly one <{tag}> element, found {len(found)}"
-            )
-        return found[0]
-
-    def child_text(self, tag: str, path: Path) -> str:
-        return self.only_child(tag, path).text
-
-
-def iter_xml_records(
-    path: Path, record_tag: str, log: ParseLog, chunk_size: int = 1 << 20
-) -> Iterator[XmlElement]:
-    """Stream the ``<record_tag>`` children of the root element of an XML file with expat, one
-    subtree at a time, every element carrying its line number.
-
-    A child of the root with another tag is an error; so is malformed XML, whose message names
-    the line expat stopped at. Malformed XML cannot be resumed: in lenient mode the error is
-    recorded and the rest of the file is skipped (the records before it are kept).
-    """
-    if not path.is_file():
-        raise FileNotFoundError(f"Q2ID source file not found: {path}")
-    parser = xml.parsers.expat.ParserCreate()
-    parser.buffer_text = True
-    stack: list[XmlElement] = []
-    finished: list[XmlElement | CorpusFormatError] = []
-
-    def start(tag: str, attributes: dict[str, str]) -> None:
-        element = XmlElement(tag, attributes, parser.CurrentLineNumber)
-        if len(stack) >= 2:  # inside a record: keep the subtree (outside it nothing is kept)
-            stack[-1].children.append(element)
-        stack.append(element)
-
-    def end(tag: str) -> None:
-        element = stack.pop()
-        if len(stack) == 1:
-            if tag == record_tag:
-                finished.append(element)
-            else:
-                finished.append(
-                    CorpusFormatError(
-                        path, element.line, f"unexpected <{tag}> element (expected <{record_tag}>)"
-                    )
-                )
-
-    def characters(data: str) -> None:
-        if len(stack) >= 2:
-            stack[-1]._text.append(data)
-
-    parser.StartElementHandler, parser.EndElementHandler = start, end
-    parser.CharacterDataHandler = characters
-    with path.open("rb") as handle:
-        while True:
-            chunk = handle.read(chunk_size)
-            try:
-                parser.Parse(chunk, not chunk)
-            except xml.parsers.expat.ExpatError as err:
-                broken = err
-            else:
-                broken = None
-            for item in finished:  # the records completed before a syntax error are still good
-                if isinstance(item, CorpusFormatError):
-                    log.error(item.path, item.line, item.reason)
-                else:
-                    yield item
-            finished.clear()
-            if broken is not None:
-                log.error(
-                    path, broken.lineno, f"malformed XML: {xml.parsers.expat.errors.messages[broken.code]}"
-                )
-                return
-            if not chunk:
-                return
+    """``(line_number, text)`` of a UTF-8 file (LF or CRLF, optional BOM) through the shared reader
+    layer (:func:`~hf_querygen.corpora._base.iter_lines`): lines numbered as editors number them, a
+    line that is not valid UTF-8 an error naming file, line and byte offset (skipped when lenient),
+    an empty file an error. Blank lines are yielded (a CSV field may span them)."""
+    for line in iter_lines(path, log, keep_blank=True):
+        yield line.number, line.text
 
 
 def _check_label(label: str, allowed: frozenset[str], path: Path, line: int | None, what: str) -> str:
@@ -368,6 +261,7 @@ def read_semeval2015(data_dir: Path, log: ParseLog) -> list[Q2IDRecord]:
     """SemEval-2015 Task 3 dev questions, each with the comments of its own thread (``CGOLD``)."""
     path = data_dir / SEMEVAL2015_XML
     records = []
+    seen: dict[str, int | str | None] = {}
     for question in iter_xml_records(path, "Question", log):
         try:  # a question is validated whole before anything is kept, so a lenient skip is clean
             record = Q2IDRecord(
@@ -396,6 +290,8 @@ def read_semeval2015(data_dir: Path, log: ParseLog) -> list[Q2IDRecord]:
             ]
         except CorpusFormatError as err:
             log.error(err.path, err.line, err.reason)
+            continue
+        if not check_unique(record.id, question.line, seen, path, "question QID", log):
             continue
         for comment_id, label, text in comments:
             _comment_document(record, comment_id, label, text, log, SOURCE_SEMEVAL2015)
@@ -457,6 +353,7 @@ def read_semeval2016_xml(
     path = data_dir / SEMEVAL2016_XML[split]
     originals: dict[str, Q2IDRecord] = {}
     related: list[Q2IDRecord] = []
+    seen_threads: dict[str, int | str | None] = {}
     for element in iter_xml_records(path, "OrgQuestion", log):
         try:
             thread = _parse_semeval2016_element(element, path, split)
@@ -472,6 +369,10 @@ def read_semeval2016_xml(
                 )
         except CorpusFormatError as err:
             log.error(err.path, err.line, err.reason)
+            continue
+        # a thread appears once per original question: a repeat would add its comments twice
+        thread_key = f"{thread.original_id}/{thread.related.id}"
+        if not check_unique(thread_key, element.line, seen_threads, path, "thread (ORGQ_ID/RELQ_ID)", log):
             continue
         if original is None:
             original = originals[thread.original_id] = Q2IDRecord(
@@ -512,6 +413,7 @@ def read_semeval2016_test_csv(data_dir: Path, kind: str, log: ParseLog) -> list[
     group_key: tuple[str, str] | None = None
     comments_in_group = 0
     header_seen = False
+    previous_row: list[str] | None = None
     while True:
         # reader.line_num counts the lines read so far, so the next row starts on the next one.
         line = numbered[min(reader.line_num, len(numbered) - 1)][0]
@@ -535,6 +437,9 @@ def read_semeval2016_test_csv(data_dir: Path, kind: str, log: ParseLog) -> list[
         except CorpusFormatError as err:
             log.error(err.path, err.line, err.reason)
             continue
+        if row == previous_row:  # upstream repeats rows (92 in subtask A, 97 in C): kept, counted
+            log.kept_duplicates(f"{path.name} ({kind}): row identical to the row before it")
+        previous_row = row
         if group_key != (subject, body):
             group_key, comments_in_group = (subject, body), 0
             records.append(
@@ -616,6 +521,7 @@ def _read_qrels(
 ) -> Iterator[tuple[str, str, int]]:
     """``(query_id, doc_id, level)`` of a TAB-separated NFCorpus qrels file."""
     known_levels = {str(level) for level in levels}
+    seen: dict[tuple[str, str], int] = {}
     for line, text in read_lines(path, log):
         columns = text.split("\t")
         if len(columns) != 4:
@@ -630,6 +536,12 @@ def _read_qrels(
             log.error(path, line, f"malformed qrels line {text!r}")
         elif level not in known_levels:
             log.error(path, line, f"unknown relevance level {level!r} (expected one of {sorted(levels)})")
+        elif (query_id, doc_id) in seen:
+            log.error(
+                path,
+                line,
+                f"duplicate judgment of {doc_id} for {query_id} (first at line {seen[query_id, doc_id]})",
+            )
         elif doc_id not in documents:
             log.error(
                 path,
@@ -637,6 +549,7 @@ def _read_qrels(
                 f"judged document {doc_id} is not in {path.parent.name}/{path.name.split('.')[0]}.docs",
             )
         else:
+            seen[query_id, doc_id] = line
             yield query_id, doc_id, int(level)
 
 
@@ -651,7 +564,22 @@ def read_nfcorpus_split(data_dir: Path, split: str, log: ParseLog) -> list[Q2IDR
         (titles_path, titles, descriptions_path, descriptions),
         (descriptions_path, descriptions, titles_path, titles),
     ):
-        for query_id in sorted(set(ids) - set(other), key=lambda q: ids[q][0]):
+        missing = sorted(set(ids) - set(other), key=lambda q: ids[q][0])
+        shared_lines = [line for query_id, (line, _) in ids.items() if query_id in other]
+        if missing and other and ids[missing[0]][0] > max(shared_lines, default=0):
+            # every id without a counterpart comes after the last shared one: the other file was
+            # cut short (truncated), so the other file is to blame, once, at its end
+            last = max(line for line, _ in other.values())
+            log.error(
+                other_path,
+                last + 1,
+                f"{other_path.name} ends after line {last}: the {len(missing)} ids from {missing[0]} on "
+                f"({path.name} lines {ids[missing[0]][0]}-{ids[missing[-1]][0]}) have no line here; "
+                "the file looks truncated",
+                "rest of the file",
+            )
+            continue
+        for query_id in missing:
             log.error(path, ids[query_id][0], f"{query_id} has no line in {other_path.name}")
     documents = _read_id_text_file(folder / f"{split}.docs", _DOC_ID, log)
     sentences = {doc_id: split_nfcorpus_document(text) for doc_id, (_, text) in documents.items()}
@@ -747,6 +675,7 @@ def _pooled_records(data_dir: Path, log: ParseLog) -> list[Q2IDRecord]:
     pool, pool_log = _POOL_CACHE[key]
     log.errors.extend(pool_log.errors)
     log.removed_counts.update(pool_log.removed_counts)
+    log.duplicates_kept.update(pool_log.duplicates_kept)
     return pool
 
 

@@ -34,7 +34,14 @@ from ..text import (
     breaks_to_string,
     parse_segmentation,
 )
-from ._base import ParseLog, dataset_from_columns, kfold_assignment, register_corpus, resolve_data_dir
+from ._base import (
+    ParseLog,
+    dataset_from_columns,
+    iter_lines,
+    kfold_assignment,
+    register_corpus,
+    resolve_data_dir,
+)
 
 if TYPE_CHECKING:
     import datasets
@@ -69,20 +76,14 @@ PAPER_STATISTICS = {
 
 # ---------------------------------------------------------------- raw file readers
 def _tab_records(path: Path, num_fields: int, log: ParseLog) -> Iterator[tuple[int, list[str]]]:
-    """(line number, fields) of a TAB-separated file; malformed lines go to ``log``."""
-    if not path.is_file():
-        raise FileNotFoundError(f"missing corpus file {path}")
-    with path.open(encoding="utf-8-sig", newline=None) as handle:
-        for line_no, line in enumerate(handle, start=1):
-            line = line.rstrip("\n")
-            if not line.strip():
-                log.error(path, line_no, "empty line")
-                continue
-            fields = line.split("\t")
-            if len(fields) != num_fields:
-                log.error(path, line_no, f"expected {num_fields} TAB-separated fields, found {len(fields)}")
-                continue
-            yield line_no, fields
+    """(line number, fields) of a TAB-separated file read by the shared reader layer (editor line
+    numbers, UTF-8 errors with byte offsets, empty files); malformed lines go to ``log``."""
+    for line in iter_lines(path, log, blank_is_error=True):
+        fields = line.text.split("\t")
+        if len(fields) != num_fields:
+            log.error(path, line.number, f"expected {num_fields} TAB-separated fields, found {len(fields)}")
+            continue
+        yield line.number, fields
 
 
 def _query_id(path: Path, line_no: int, value: str, log: ParseLog) -> str | None:
@@ -216,6 +217,9 @@ class SegmentationResources:
 def _read_values(path: Path, log: ParseLog, cast) -> dict:
     values = {}
     for line_no, (key, raw) in _tab_records(path, 2, log):
+        if key in values:
+            log.error(path, line_no, f"duplicate n-gram {key!r}")
+            continue
         try:
             values[key] = cast(raw)
         except ValueError:
@@ -238,6 +242,9 @@ def _read_pos(path: Path, log: ParseLog) -> dict[str, tuple[str, ...]]:
     the tag count is not checked against the words."""
     tags_of = {}
     for line_no, (key, raw) in _tab_records(path, 2, log):
+        if key in tags_of:
+            log.error(path, line_no, f"duplicate key {key!r}")
+            continue
         try:
             tags = _pos_literal(raw)
         except ValueError as err:
@@ -245,6 +252,20 @@ def _read_pos(path: Path, log: ParseLog) -> dict[str, tuple[str, ...]]:
             continue
         tags_of[key] = tags
     return tags_of
+
+
+def read_wikipedia_titles(path: Path, log: ParseLog) -> set[str]:
+    """The n-grams of the Wikipedia-titles file (one per line; a repeat or a TAB is an error)."""
+    titles: set[str] = set()
+    for line in iter_lines(path, log, blank_is_error=True):
+        if "\t" in line.text:
+            log.error(path, line.number, "expected one n-gram per line")
+            continue
+        if line.text in titles:
+            log.error(path, line.number, f"duplicate n-gram {line.text!r}")
+            continue
+        titles.add(line.text)
+    return titles
 
 
 def load_segmentation_resources(data_dir=None, strict: bool = True) -> SegmentationResources:
@@ -255,17 +276,7 @@ def load_segmentation_resources(data_dir=None, strict: bool = True) -> Segmentat
     def path(name: str) -> Path:
         return folder / f"{PREFIX}{name}.txt"
 
-    titles_path = path("n-gram-wikipedia-titles")
-    if not titles_path.is_file():
-        raise FileNotFoundError(f"missing corpus file {titles_path}")
-    titles = set()
-    with titles_path.open(encoding="utf-8-sig", newline=None) as handle:
-        for line_no, line in enumerate(handle, start=1):
-            title = line.rstrip("\n")
-            if not title.strip() or "\t" in title:
-                log.error(titles_path, line_no, "expected one n-gram per line")
-                continue
-            titles.add(title)
+    titles = read_wikipedia_titles(path("n-gram-wikipedia-titles"), log)
     return SegmentationResources(
         google_counts=_read_values(path("n-gram-web-frequencies-google"), log, int),
         normalized_weights=_read_values(path("n-gram-web-frequencies-normalized"), log, int),

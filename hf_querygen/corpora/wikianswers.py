@@ -26,11 +26,14 @@ from pathlib import Path
 
 from ._base import (
     ParseLog,
+    check_unique,
     collapse_whitespace,
     dataset_from_columns,
     grouped_split,
+    iter_lines,
     normalize_for_matching,
     quiet_progress,
+    read_aligned_lines,
     read_json,
     register_corpus,
 )
@@ -171,6 +174,7 @@ def _comqa_rows(data_dir: Path, log: ParseLog) -> dict[str, list[dict]]:
     rows: dict[str, list[dict]] = {"train": [], "test": []}
     rel = f"{COMQA_DIR}/comqa_train.json"
     repeats = 0
+    seen: dict[str, int | str | None] = {}
     for index, cluster in enumerate(read_json(data_dir / rel, rel, log, list) or []):
         questions = cluster.get("questions") if isinstance(cluster, dict) else None
         cluster_id = cluster.get("cluster_id") if isinstance(cluster, dict) else None
@@ -181,6 +185,8 @@ def _comqa_rows(data_dir: Path, log: ParseLog) -> dict[str, list[dict]]:
             or not all(isinstance(q, str) and q.strip() for q in questions)
         ):
             log.error(rel, f"record {index}", 'cluster needs a "cluster_id" and a non-empty "questions" list')
+            continue
+        if not check_unique(cluster_id, f"record {index}", seen, rel, "cluster_id", log):
             continue
         distinct = list(dict.fromkeys(collapse_whitespace(q) for q in questions))
         repeats += len(questions) - len(distinct)
@@ -197,11 +203,14 @@ def _comqa_rows(data_dir: Path, log: ParseLog) -> dict[str, list[dict]]:
             )
     log.removed("comqa: question repeated inside its train cluster", repeats)
     rel = f"{COMQA_DIR}/comqa_test.json"
+    seen = {}
     for index, record in enumerate(read_json(data_dir / rel, rel, log, list) or []):
         question = record.get("question") if isinstance(record, dict) else None
         question_id = record.get("id") if isinstance(record, dict) else None
         if not isinstance(question, str) or not question.strip() or not isinstance(question_id, int):
             log.error(rel, f"record {index}", 'test record needs an integer "id" and a non-empty "question"')
+            continue
+        if not check_unique(str(question_id), f"record {index}", seen, rel, "id", log):
             continue
         # The test release has no cluster ids: every test question is its own cluster.
         rows["test"].append(
@@ -218,39 +227,17 @@ def _comqa_rows(data_dir: Path, log: ParseLog) -> dict[str, list[dict]]:
 
 
 # ---------------------------------------------------------------- aligned pair files
-def _read_lines(path: Path, rel: str, log: ParseLog) -> tuple[dict[int, str], int]:
-    """Whitespace-collapsed question of each line of a one-question-per-line file, and the number
-    of lines. Blank lines at the end of the file are no records (Quora's files end with one); a
-    blank line inside is an error."""
-    lines = path.read_text(encoding="utf-8-sig").splitlines()
-    while lines and not lines[-1].strip():
-        lines.pop()
-    records = {}
-    for number, line in enumerate(lines, start=1):
-        text = collapse_whitespace(line)
-        if not text:
-            log.error(rel, number, "empty question line")
-            continue
-        records[number] = text
-    return records, len(lines)
-
-
 def _paired_rows(data_dir: Path, folder: str, source: str, log: ParseLog) -> list[dict]:
     """Questions of the aligned ``val.q1``/``val.q2`` files, clustered by connected pairs.
 
-    Line i of both files is a paraphrase pair; pairs sharing a question (normalised by
-    :func:`normalize_for_matching`) join one cluster (union-find), the paraphrase clusters that
-    Ding'18 reads from WikiAnswers. One row per distinct question, at its first occurrence.
+    Line i of both files is a paraphrase pair, checked pair by pair by
+    :func:`~hf_querygen.corpora._base.read_aligned_lines` (files that fall out of step are an error
+    naming the line). Pairs sharing a question (normalised by :func:`normalize_for_matching`) join
+    one cluster (union-find), the paraphrase clusters that Ding'18 reads from WikiAnswers. One row
+    per distinct question, at its first occurrence.
     """
     rels = (f"{folder}/val.q1", f"{folder}/val.q2")
-    (first, n_first), (second, n_second) = (_read_lines(data_dir / rel, rel, log) for rel in rels)
-    if n_first != n_second:
-        longer = rels[0] if n_first > n_second else rels[1]
-        log.error(
-            longer,
-            min(n_first, n_second) + 1,
-            f"question has no counterpart: the two files of the pairs have {n_first} and {n_second} lines",
-        )
+    pairs = read_aligned_lines((data_dir / rels[0], data_dir / rels[1]), rels, log)
     parent: dict[str, str] = {}
 
     def find(key: str) -> str:
@@ -262,9 +249,10 @@ def _paired_rows(data_dir: Path, folder: str, source: str, log: ParseLog) -> lis
     # normalised question -> (line, file 1 or 2, first spelling); a pair with a malformed side is skipped
     first_seen: dict[str, tuple[int, int, str]] = {}
     identical = occurrences = 0
-    for line in sorted(set(first) & set(second)):
-        keys = [normalize_for_matching(first[line]), normalize_for_matching(second[line])]
-        for which, (key, text) in enumerate(zip(keys, (first[line], second[line]), strict=True), start=1):
+    for line, first_text, second_text in pairs:
+        first_text, second_text = collapse_whitespace(first_text), collapse_whitespace(second_text)
+        keys = [normalize_for_matching(first_text), normalize_for_matching(second_text)]
+        for which, (key, text) in enumerate(zip(keys, (first_text, second_text), strict=True), start=1):
             first_seen.setdefault(key, (line, which, text))
         occurrences += 2
         identical += keys[0] == keys[1]
@@ -300,34 +288,46 @@ def _paired_rows(data_dir: Path, folder: str, source: str, log: ParseLog) -> lis
 # ---------------------------------------------------------------- query wellformedness
 def _wellformedness_rows(data_dir: Path, log: ParseLog) -> dict[str, list[dict]]:
     rows: dict[str, list[dict]] = {}
+    first_seen: dict[str, str] = {}  # normalised query -> "file:line" of its first row
+    repeats: dict[str, int] = {}
     for split, file_name in (("train", "train.tsv"), ("validation", "dev.tsv"), ("test", "test.tsv")):
         rel = f"{WELLFORMEDNESS_DIR}/{file_name}"
         rows[split] = []
-        with (data_dir / rel).open(encoding="utf-8-sig", newline="") as handle:
-            for number, line in enumerate(handle, start=1):
-                columns = line.rstrip("\r\n").split("\t")
-                if len(columns) != 2 or not columns[0].strip():
-                    log.error(rel, number, f"expected '<query>\\t<rating>', got {len(columns)} column(s)")
-                    continue
-                try:
-                    rating = float(columns[1])
-                except ValueError:
-                    rating = -1.0
-                if not 0.0 <= rating <= 1.0:
-                    log.error(rel, number, f"rating {columns[1]!r} is not a number in [0, 1]")
-                    continue
-                query = collapse_whitespace(columns[0])
-                rows[split].append(
-                    {
-                        "id": f"wellformedness:{split}:{number}",
-                        "query": query,
-                        # the upstream tokenisation puts a space before the final '?'
-                        "question": query[:-2] + "?" if query.endswith(" ?") else query,
-                        "rating": rating,
-                        "is_well_formed": rating >= WELL_FORMED_RATING,
-                        "source_line": number,
-                    }
-                )
+        for line in iter_lines(data_dir / rel, log, rel):
+            number = line.number
+            columns = line.text.split("\t")
+            if len(columns) != 2 or not columns[0].strip():
+                log.error(rel, number, f"expected '<query>\\t<rating>', got {len(columns)} column(s)")
+                continue
+            try:
+                rating = float(columns[1])
+            except ValueError:
+                rating = -1.0
+            if not 0.0 <= rating <= 1.0:
+                log.error(rel, number, f"rating {columns[1]!r} is not a number in [0, 1]")
+                continue
+            query = collapse_whitespace(columns[0])
+            # A repeated query (inside a file or across the splits) is dropped: the first row in
+            # train -> dev -> test order is kept, so no query is in two splits (dataset card).
+            key = normalize_for_matching(query)
+            if key in first_seen:
+                where = f"{rel} repeats {first_seen[key].rsplit(':', 1)[0]}"
+                repeats[where] = repeats.get(where, 0) + 1
+                continue
+            first_seen[key] = f"{rel}:{number}"
+            rows[split].append(
+                {
+                    "id": f"wellformedness:{split}:{number}",
+                    "query": query,
+                    # the upstream tokenisation puts a space before the final '?'
+                    "question": query[:-2] + "?" if query.endswith(" ?") else query,
+                    "rating": rating,
+                    "is_well_formed": rating >= WELL_FORMED_RATING,
+                    "source_line": number,
+                }
+            )
+    for where, count in sorted(repeats.items()):
+        log.removed(f"wellformedness: repeated query ({where}; first row kept)", count)
     return rows
 
 

@@ -18,6 +18,9 @@ from collections.abc import Sequence
 import datasets
 import evaluate
 
+from hf_querygen.errors import InvalidInputError
+from hf_querygen.validation import check_bool, check_int, check_string_list
+
 _CITATION = """\
 @inproceedings{papineni2002bleu,
   title={BLEU: a Method for Automatic Evaluation of Machine Translation},
@@ -51,10 +54,13 @@ def corpus_bleu(
     lowercase: bool = True,
 ) -> dict:
     """Corpus BLEU with clipped n-gram counts and the brevity penalty (see module docstring)."""
+    check_string_list("bleu", "predictions", predictions)
+    check_string_list("bleu", "references", references, allow_nested=True)
     if len(predictions) != len(references):
-        raise ValueError(f"bleu: {len(predictions)} predictions but {len(references)} references")
-    if max_order < 1:
-        raise ValueError(f"bleu: max_order must be >= 1, got {max_order}")
+        raise InvalidInputError(f"bleu: {len(predictions)} predictions but {len(references)} references")
+    check_int("bleu", "max_order", max_order, minimum=1)
+    check_bool("bleu", "smooth", smooth)
+    check_bool("bleu", "lowercase", lowercase)
 
     def split(text: str) -> list[str]:
         return (text.lower() if lowercase else text).split()
@@ -65,7 +71,7 @@ def corpus_bleu(
         candidate = split(prediction)
         golds = [split(r) for r in ([reference] if isinstance(reference, str) else reference)]
         if not golds:
-            raise ValueError("bleu: a prediction has an empty list of references")
+            raise InvalidInputError("bleu: a prediction has an empty list of references")
         candidate_length += len(candidate)
         # closest reference length, ties to the shorter one (as Papineni et al. / sacrebleu)
         reference_length += min((abs(len(g) - len(candidate)), len(g)) for g in golds)[1]

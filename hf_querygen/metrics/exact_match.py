@@ -11,6 +11,9 @@ from collections.abc import Callable, Sequence
 import datasets
 import evaluate
 
+from hf_querygen.errors import InvalidInputError
+from hf_querygen.validation import check_bool, check_string_list, invalid
+
 _DESCRIPTION = "Fraction of predictions equal to their reference (or to any of several references)."
 _KWARGS_DESCRIPTION = """
 Args:
@@ -35,10 +38,17 @@ def exact_match(
     normalize: Callable[[str], str] | None = None,
 ) -> dict[str, float]:
     """Share of predictions matching their reference (any reference, if a list is given)."""
+    check_string_list("exact_match", "predictions", predictions)
+    check_string_list("exact_match", "references", references, allow_nested=True)
+    check_bool("exact_match", "lowercase", lowercase)
+    if normalize is not None and not callable(normalize):
+        raise invalid("exact_match", "normalize", normalize, "None or a callable str -> str")
     if len(predictions) != len(references):
-        raise ValueError(f"exact_match: {len(predictions)} predictions but {len(references)} references")
+        raise InvalidInputError(
+            f"exact_match: {len(predictions)} predictions but {len(references)} references"
+        )
     if not predictions:
-        raise ValueError("exact_match: no predictions to score")
+        raise InvalidInputError("exact_match: no predictions to score (predictions=[]); pass at least one")
     normalize = normalize or (lambda text: normalize_text(text, lowercase))
     hits = 0
     for prediction, reference in zip(predictions, references, strict=True):

@@ -29,7 +29,9 @@ from dataclasses import dataclass
 import datasets
 import evaluate
 
+from hf_querygen.errors import InvalidInputError
 from hf_querygen.text import normalize_for_matching
+from hf_querygen.validation import check_string_list, invalid
 
 Keywords = str | Sequence[str]
 Normalizer = Callable[[str], str]
@@ -73,13 +75,13 @@ def keyword_words(keywords: Keywords, normalize: Normalizer | None = None) -> li
     """
     if isinstance(keywords, str):
         keywords = [keywords]
-    elif not isinstance(keywords, Sequence):
-        raise TypeError(f"keywords must be a string or a sequence of strings, got {type(keywords).__name__}")
+    elif not isinstance(keywords, Sequence) or isinstance(keywords, bytes):
+        raise invalid("keyword_prf", "keywords", keywords, "a string or a list of strings")
     normalize = normalize or normalize_for_matching
     words: dict[str, None] = {}
     for position, keyword in enumerate(keywords):
         if not isinstance(keyword, str):
-            raise TypeError(f"keyword {position} must be a string, got {type(keyword).__name__}: {keyword!r}")
+            raise invalid("keyword_prf", f"keywords[{position}]", keyword, "a string")
         for word in normalize(keyword).split():
             words.setdefault(word, None)
     return list(words)
@@ -125,7 +127,22 @@ def query_counts(
 
 def _check_lengths(name: str, values: Sequence, predictions: Sequence) -> None:
     if len(values) != len(predictions):
-        raise ValueError(f"keyword_prf: {len(predictions)} predictions but {len(values)} {name}")
+        raise InvalidInputError(
+            f"keyword_prf: {len(predictions)} predictions but {len(values)} {name}; pass one per prediction"
+        )
+
+
+def _check_inputs(predictions, references, sources=None, normalize=None) -> None:
+    """Lists of keyword queries (a string or a list of keyword strings each), aligned; a callable
+    ``normalize``. Raises :class:`InvalidInputError` naming the argument and the offending item."""
+    check_string_list("keyword_prf", "predictions", predictions, allow_nested=True)
+    check_string_list("keyword_prf", "references", references, allow_nested=True)
+    _check_lengths("references", references, predictions)
+    if sources is not None:
+        check_string_list("keyword_prf", "sources", sources)
+        _check_lengths("sources", sources, predictions)
+    if normalize is not None and not callable(normalize):
+        raise invalid("keyword_prf", "normalize", normalize, "None or a callable str -> str")
 
 
 def keyword_prf(
@@ -138,9 +155,9 @@ def keyword_prf(
 
     Returns plain floats (and integer counts), never numpy scalars.
     """
-    _check_lengths("references", references, predictions)
+    _check_inputs(predictions, references, sources, normalize)
     if not predictions:
-        raise ValueError("keyword_prf: no predictions to score")
+        raise InvalidInputError("keyword_prf: no predictions to score (predictions=[]); pass at least one")
     normalize = normalize or normalize_for_matching
     counts = [query_counts(p, r, normalize) for p, r in zip(predictions, references, strict=True)]
     n = len(counts)
@@ -159,7 +176,6 @@ def keyword_prf(
         "n_queries": n,
     }
     if sources is not None:
-        _check_lengths("sources", sources, predictions)
         result.update(extractive_generative_recall(predictions, references, sources, normalize))
     return result
 
@@ -206,10 +222,9 @@ def f1_by_length(
     define buckets ``[e0, e1), [e1, e2), ..., [ek, inf)``; sources shorter than ``e0`` go to the
     first bucket. Empty buckets are reported with ``n == 0`` and ``f1`` NaN.
     """
-    _check_lengths("references", references, predictions)
-    _check_lengths("sources", sources, predictions)
+    _check_inputs(predictions, references, sources, normalize)
     if not bin_edges or list(bin_edges) != sorted(set(bin_edges)):
-        raise ValueError(
+        raise InvalidInputError(
             f"f1_by_length: bin_edges must be strictly increasing and non-empty, got {bin_edges}"
         )
     normalize = normalize or normalize_for_matching

@@ -18,6 +18,12 @@ values for convenience. Zhang et al. CIKM'20 report ROUGE recall; Ding & Balog r
 Text is tokenised by rouge-score's tokenizer (lowercase, non-alphanumerics to spaces) without
 stemming by default; ``use_stemmer=True`` applies the Porter stemmer as the official ROUGE-1.5.5 ``-m``.
 Empty predictions or references score 0.
+
+Resource limit: ROUGE-L is a longest common subsequence, O(n * m) in pure Python. A prediction or
+reference longer than :data:`MAX_WORDS` (2,000) whitespace-separated words is truncated to its first
+``MAX_WORDS`` words, with a ``UserWarning`` saying how many texts were cut, so that a runaway
+100,000-word output scores in seconds instead of hours (generation outputs and intent
+descriptions are tens of words; the limit never bites on real data).
 """
 
 from __future__ import annotations
@@ -27,7 +33,11 @@ from collections.abc import Sequence
 import datasets
 import evaluate
 
-from ..errors import InvalidInputError
+from hf_querygen.errors import InvalidInputError
+from hf_querygen.validation import check_bool, check_string_list
+
+#: texts longer than this many whitespace-separated words are truncated (see the module docstring)
+MAX_WORDS = 2000
 
 ROUGE_TYPES: tuple[str, ...] = ("rouge1", "rouge2", "rougeL")
 
@@ -78,6 +88,13 @@ def rouge_per_example(
 
     if isinstance(predictions, str) or isinstance(references, str):
         raise InvalidInputError("rouge: predictions and references must be lists (one entry per example)")
+    check_string_list("rouge", "predictions", predictions)
+    check_string_list("rouge", "references", references, allow_nested=True)
+    check_bool("rouge", "use_stemmer", use_stemmer)
+    if isinstance(rouge_types, str) or not all(isinstance(t, str) for t in rouge_types):
+        raise InvalidInputError(
+            f"rouge: rouge_types must be a list of names from {ROUGE_TYPES}, got {rouge_types!r}"
+        )
     if len(predictions) != len(references):
         raise InvalidInputError(f"rouge: {len(predictions)} predictions but {len(references)} references")
     unknown = set(rouge_types) - set(ROUGE_TYPES)
@@ -89,8 +106,32 @@ def rouge_per_example(
                 f"rouge: predictions[{index}] must be a string, got {type(prediction).__name__}"
             )
     scorer = rouge_scorer.RougeScorer(list(rouge_types), use_stemmer=use_stemmer)
+    truncated = [0]
+
+    def limited(text: str) -> str:
+        if text.count(" ") < MAX_WORDS and len(text) < 40 * MAX_WORDS:  # cheap pre-check
+            return text
+        words = text.split()
+        if len(words) <= MAX_WORDS:
+            return text
+        truncated[0] += 1
+        return " ".join(words[:MAX_WORDS])
+
     rows = []
-    for prediction, refs in zip(predictions, _as_reference_lists(references), strict=True):
+    pairs = [
+        (limited(prediction), [limited(r) for r in refs])
+        for prediction, refs in zip(predictions, _as_reference_lists(references), strict=True)
+    ]
+    if truncated[0]:
+        import warnings
+
+        warnings.warn(
+            f"rouge: {truncated[0]} text(s) longer than MAX_WORDS={MAX_WORDS} words were truncated to their "
+            "first MAX_WORDS words (ROUGE-L is quadratic in the length)",
+            UserWarning,
+            stacklevel=2,
+        )
+    for prediction, refs in pairs:
         scores = [scorer.score(reference, prediction) for reference in refs] if refs else []
         row: dict[str, float] = {}
         for rouge_type in rouge_types:

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from hf_querygen.errors import InvalidInputError
 from hf_querygen.text import BREAK_TOKEN, SegmentationError, parse_segmentation
+from hf_querygen.validation import check_string_list
 
 Segmentation = str | Sequence[str]
 
@@ -17,21 +19,25 @@ def _as_breaks(segmentation: Segmentation, what: str, index: int) -> tuple[list[
     try:
         breaks = parse_segmentation(text)
     except SegmentationError as err:
-        raise ValueError(f"{what}[{index}]: {err}") from None
+        raise InvalidInputError(f"segmentation: {what}[{index}]={segmentation!r:.80}: {err}") from None
     return text.replace(BREAK_TOKEN, " ").split(), breaks
 
 
 def _aligned(predictions: Sequence[Segmentation], references: Sequence[Segmentation]):
+    check_string_list("segmentation", "predictions", predictions, allow_nested=True)
+    check_string_list("segmentation", "references", references, allow_nested=True)
     if len(predictions) != len(references):
-        raise ValueError(f"{len(predictions)} predictions for {len(references)} references")
+        raise InvalidInputError(
+            f"segmentation: {len(predictions)} predictions for {len(references)} references"
+        )
     if not references:
-        raise ValueError("no references to score")
+        raise InvalidInputError("segmentation: no references to score (references=[]); pass at least one")
     for index, (prediction, reference) in enumerate(zip(predictions, references, strict=True)):
         predicted_words, predicted = _as_breaks(prediction, "predictions", index)
         reference_words, gold = _as_breaks(reference, "references", index)
         if predicted_words != reference_words:
-            raise ValueError(
-                f"predictions[{index}] spells {' '.join(predicted_words)!r} but the reference "
+            raise InvalidInputError(
+                f"segmentation: predictions[{index}] spells {' '.join(predicted_words)!r} but the reference "
                 f"spells {' '.join(reference_words)!r}"
             )
         yield predicted, gold

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from transformers import PretrainedConfig
 
+from ...validation import check_bool, check_float, check_int, check_optional_int, invalid
+
 #: the paper's hyper-parameters (Sec. 5.1): embeddings 60, LSTMs 128, dropout 0.4, lambda 0.5
 LIU2018_DUAL_DECODER: dict[str, float | int | bool] = {
     "embedding_size": 60,
@@ -54,17 +56,42 @@ class DualDecoderConfig(PretrainedConfig):
         is_encoder_decoder: bool = True,
         **kwargs,
     ):
+        owner = type(self).__name__
+        for name, value in (
+            ("vocab_size", vocab_size),
+            ("embedding_size", embedding_size),
+            ("hidden_size", hidden_size),
+        ):
+            check_int(owner, name, value, minimum=1)
+        check_optional_int(owner, "output_vocab_size", output_vocab_size, minimum=1)
+        check_optional_int(owner, "attention_size", attention_size, minimum=1)
+        for name, value in (
+            ("pad_token_id", pad_token_id),
+            ("unk_token_id", unk_token_id),
+            ("bos_token_id", bos_token_id),
+            ("eos_token_id", eos_token_id),
+            ("decoder_start_token_id", decoder_start_token_id),
+        ):
+            check_int(owner, name, value, minimum=0)
+        check_float(owner, "dropout", dropout, 0.0, 1.0, high_open=True)
+        check_float(owner, "loss_lambda", loss_lambda, 0.0, 1.0)  # Eq. (13) weight
+        check_float(owner, "init_range", init_range, 0.0, None)
+        check_bool(owner, "pointer_only", pointer_only)
+        check_bool(owner, "is_encoder_decoder", is_encoder_decoder)
         output_vocab_size = vocab_size if output_vocab_size is None else output_vocab_size
         if not 0 < output_vocab_size <= vocab_size:
-            raise ValueError(
-                f"DualDecoderConfig: output_vocab_size must be in (0, {vocab_size}], got {output_vocab_size}"
+            raise invalid(
+                owner, "output_vocab_size", output_vocab_size, f"an integer in [1, vocab_size={vocab_size}]"
             )
-        if not 0.0 <= loss_lambda <= 1.0:
-            raise ValueError(f"DualDecoderConfig: loss_lambda must be in [0, 1] (Eq. 13), got {loss_lambda}")
         specials = {"pad": pad_token_id, "unk": unk_token_id, "bos": bos_token_id, "eos": eos_token_id}
         too_big = {name: i for name, i in specials.items() if not 0 <= i < output_vocab_size}
         if too_big:
-            raise ValueError(f"DualDecoderConfig: special token ids must be < output_vocab_size: {too_big}")
+            raise invalid(
+                owner,
+                "special token ids",
+                too_big,
+                f"special token ids must be < output_vocab_size={output_vocab_size}",
+            )
         self.vocab_size = vocab_size
         self.output_vocab_size = output_vocab_size
         self.embedding_size = embedding_size

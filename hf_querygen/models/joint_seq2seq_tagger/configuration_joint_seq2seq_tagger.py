@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ...validation import check_float, check_int, invalid
 from ..rnn_seq2seq.configuration_rnn_seq2seq import RNNSeq2SeqConfig
 
 
@@ -19,12 +20,13 @@ class JointSeq2SeqTaggerConfig(RNNSeq2SeqConfig):
     model_type = "joint_seq2seq_tagger"
 
     def __init__(self, num_tag_labels: int = 2, tag_loss_weight: float = 1.0, **kwargs):
+        owner = type(self).__name__
         if kwargs.get("copy", "none") != "none":
-            raise ValueError(
-                "JointSeq2SeqTaggerConfig: the decoder is the attentional seq2seq; copy must be 'none'"
+            raise invalid(
+                owner, "copy", kwargs["copy"], "'none' (the decoder is the attentional seq2seq of row 3)"
             )
-        if num_tag_labels < 2:
-            raise ValueError(f"JointSeq2SeqTaggerConfig: num_tag_labels must be >= 2, got {num_tag_labels}")
+        check_int(owner, "num_tag_labels", num_tag_labels, minimum=2)
+        check_float(owner, "tag_loss_weight", tag_loss_weight, 0.0, None)
         self.num_tag_labels = num_tag_labels
         self.tag_loss_weight = tag_loss_weight
         super().__init__(**kwargs)

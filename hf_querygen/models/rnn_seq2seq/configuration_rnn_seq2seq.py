@@ -7,7 +7,8 @@ from __future__ import annotations
 from transformers import PretrainedConfig
 
 from ...nn.attention import ATTENTION_KINDS
-from ...nn.encoder import check_rnn_hyper_parameters
+from ...nn.encoder import RNN_CELLS, check_rnn_hyper_parameters
+from ...validation import check_bool, check_choice, check_float, check_int, check_optional_int, invalid
 
 ATTENTION_CHOICES = ("none", *ATTENTION_KINDS)
 COPY_CHOICES = ("none", "copynet")
@@ -86,6 +87,46 @@ class RNNSeq2SeqConfig(PretrainedConfig):
         is_encoder_decoder: bool = True,
         **kwargs,
     ):
+        owner = type(self).__name__
+        # Types and ranges first, each error naming the argument, value and what is allowed (a wrong
+        # type used to surface later as an unnamed TypeError inside torch).
+        for name, value in (
+            ("vocab_size", vocab_size),
+            ("embedding_size", embedding_size),
+            ("hidden_size", hidden_size),
+            ("num_encoder_layers", num_encoder_layers),
+            ("num_decoder_layers", num_decoder_layers),
+            ("local_attention_window", local_attention_window),
+            ("max_decoding_length", max_decoding_length),
+        ):
+            check_int(owner, name, value, minimum=1)
+        for name, value in (
+            ("output_vocab_size", output_vocab_size),
+            ("decoder_hidden_size", decoder_hidden_size),
+            ("attention_size", attention_size),
+        ):
+            check_optional_int(owner, name, value, minimum=1)
+        for name, value in (
+            ("pad_token_id", pad_token_id),
+            ("unk_token_id", unk_token_id),
+            ("bos_token_id", bos_token_id),
+            ("eos_token_id", eos_token_id),
+        ):
+            check_int(owner, name, value, minimum=0)
+        check_optional_int(owner, "decoder_start_token_id", decoder_start_token_id, minimum=0)
+        check_choice(owner, "cell", cell, tuple(RNN_CELLS))
+        check_choice(owner, "local_attention_score", local_attention_score, ("dot", "general", "concat"))
+        check_float(owner, "dropout", dropout, 0.0, 1.0, high_open=True)
+        check_float(owner, "init_range", init_range, 0.0, None)
+        for name, value in (
+            ("bidirectional_encoder", bidirectional_encoder),
+            ("copy_selective_read", copy_selective_read),
+            ("tie_word_embeddings", tie_word_embeddings),
+            ("is_encoder_decoder", is_encoder_decoder),
+        ):
+            check_bool(owner, name, value)
+        if input_feeding is not None:
+            check_bool(owner, "input_feeding", input_feeding)
         output_vocab_size = vocab_size if output_vocab_size is None else output_vocab_size
         decoder_hidden_size = hidden_size if decoder_hidden_size is None else decoder_hidden_size
         decoder_start_token_id = bos_token_id if decoder_start_token_id is None else decoder_start_token_id
@@ -95,28 +136,29 @@ class RNNSeq2SeqConfig(PretrainedConfig):
             "bridge": (bridge, BRIDGE_CHOICES),
         }
         for name, (value, allowed) in choices.items():
-            if value not in allowed:
-                raise ValueError(f"RNNSeq2SeqConfig: {name}={value!r} is not one of {allowed}")
+            check_choice(owner, name, value, allowed)
         if attention_query is None:
             attention_query = "previous" if attention in ("none", "bahdanau") else "current"
-        if attention_query not in ATTENTION_QUERY_CHOICES:
-            raise ValueError(
-                f"RNNSeq2SeqConfig: attention_query={attention_query!r} is not one of "
-                f"{ATTENTION_QUERY_CHOICES}"
-            )
+        check_choice(owner, "attention_query", attention_query, ATTENTION_QUERY_CHOICES)
         if input_feeding is None:
             input_feeding = attention != "none" and attention_query == "current"
         if input_feeding and (attention == "none" or attention_query != "current"):
-            raise ValueError(
-                "RNNSeq2SeqConfig: input_feeding needs Luong-style attention (attention_query='current')"
+            raise invalid(
+                owner,
+                "input_feeding",
+                input_feeding,
+                "False here: input_feeding needs Luong-style attention (attention_query='current')",
             )
         if copy == "copynet" and attention == "none":
-            raise ValueError(
-                "RNNSeq2SeqConfig: copy='copynet' needs an attention (Gu et al. build on AttNet)"
+            raise invalid(
+                owner,
+                "copy",
+                copy,
+                "'none' here: copy='copynet' needs an attention (Gu et al. build CopyNet on AttNet)",
             )
         if not 0 < output_vocab_size <= vocab_size:
-            raise ValueError(
-                f"RNNSeq2SeqConfig: output_vocab_size must be in (0, {vocab_size}]; got {output_vocab_size}"
+            raise invalid(
+                owner, "output_vocab_size", output_vocab_size, f"an integer in [1, vocab_size={vocab_size}]"
             )
         check_rnn_hyper_parameters(
             "RNNSeq2SeqConfig",
@@ -139,9 +181,11 @@ class RNNSeq2SeqConfig(PretrainedConfig):
         }
         outside = {name: i for name, i in specials.items() if not 0 <= i < output_vocab_size}
         if outside:
-            raise ValueError(
-                f"RNNSeq2SeqConfig: special token ids must be < output_vocab_size={output_vocab_size}: "
-                f"{outside}"
+            raise invalid(
+                owner,
+                "special token ids",
+                outside,
+                f"special token ids must be < output_vocab_size={output_vocab_size}",
             )
         self.vocab_size = vocab_size
         self.output_vocab_size = output_vocab_size

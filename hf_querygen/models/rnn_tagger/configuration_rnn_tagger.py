@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from transformers import PretrainedConfig
 
-from ...nn.encoder import check_rnn_hyper_parameters
+from ...nn.encoder import RNN_CELLS, check_rnn_hyper_parameters
+from ...validation import check_bool, check_choice, check_float, check_int
 
 
 class RNNTaggerConfig(PretrainedConfig):
@@ -39,6 +40,19 @@ class RNNTaggerConfig(PretrainedConfig):
         pad_token_id: int = 0,
         **kwargs,
     ):
+        owner = type(self).__name__
+        for name, value in (
+            ("vocab_size", vocab_size),
+            ("embedding_size", embedding_size),
+            ("hidden_size", hidden_size),
+            ("num_layers", num_layers),
+        ):
+            check_int(owner, name, value, minimum=1)
+        check_int(owner, "pad_token_id", pad_token_id, minimum=0)
+        check_choice(owner, "cell", cell, tuple(RNN_CELLS))
+        check_bool(owner, "bidirectional", bidirectional)
+        check_float(owner, "dropout", dropout, 0.0, 1.0, high_open=True)
+        check_float(owner, "init_range", init_range, 0.0, None)
         check_rnn_hyper_parameters(
             "RNNTaggerConfig",
             cell,

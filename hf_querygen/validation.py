@@ -1,0 +1,133 @@
+"""Argument validation shared by every public entry point (configs, metrics, corpora).
+
+Each check raises :class:`hf_querygen.errors.InvalidInputError` with one message shape:
+``"<owner>: <argument>=<value> (<type>) is not valid: <what is allowed>"``, so a user sees which
+argument, which value and what to pass instead, at construction time rather than as an unnamed
+TypeError deep inside torch. ``bool`` is never accepted where a number is expected (it is an
+``int`` subclass in Python, and ``hidden_size=True`` is always a mistake).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Collection, Sequence
+from typing import Any
+
+from .errors import InvalidInputError
+
+__all__ = [
+    "check_bool",
+    "check_choice",
+    "check_float",
+    "check_int",
+    "check_optional_int",
+    "check_string_list",
+    "invalid",
+]
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def invalid(owner: str, name: str, value: Any, allowed: str) -> InvalidInputError:
+    """The error for argument ``name`` of ``owner`` holding ``value``; ``allowed`` says what fits."""
+    return InvalidInputError(
+        f"{owner}: {name}={_shown(value)} ({type(value).__name__}) is not valid: {allowed}"
+    )
+
+
+def _range_text(minimum: float | None, maximum: float | None, low_open: bool, high_open: bool) -> str:
+    low = "-inf" if minimum is None else f"{minimum}"
+    high = "inf" if maximum is None else f"{maximum}"
+    opening = "(" if low_open or minimum is None else "["
+    closing = ")" if high_open or maximum is None else "]"
+    return f"{opening}{low}, {high}{closing}"
+
+
+def check_int(
+    owner: str, name: str, value: Any, minimum: int | None = None, maximum: int | None = None
+) -> int:
+    """An integer (Python or numpy; not bool) in ``[minimum, maximum]``; returned as ``int``."""
+    allowed = f"an integer in {_range_text(minimum, maximum, False, False)}"
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise invalid(owner, name, value, allowed)
+    if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+        raise invalid(owner, name, value, allowed)
+    return int(value)
+
+
+def check_optional_int(
+    owner: str, name: str, value: Any, minimum: int | None = None, maximum: int | None = None
+) -> int | None:
+    """``None`` or :func:`check_int`."""
+    return None if value is None else check_int(owner, name, value, minimum, maximum)
+
+
+def check_float(
+    owner: str,
+    name: str,
+    value: Any,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    low_open: bool = False,
+    high_open: bool = False,
+) -> float:
+    """A finite real number (int or float; not bool) in the range, open at the ends asked for."""
+    allowed = f"a finite number in {_range_text(minimum, maximum, low_open, high_open)}"
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise invalid(owner, name, value, allowed)
+    number = float(value)
+    if not math.isfinite(number):
+        raise invalid(owner, name, value, allowed)
+    if minimum is not None and (number < minimum or (low_open and number == minimum)):
+        raise invalid(owner, name, value, allowed)
+    if maximum is not None and (number > maximum or (high_open and number == maximum)):
+        raise invalid(owner, name, value, allowed)
+    return number
+
+
+def check_bool(owner: str, name: str, value: Any) -> bool:
+    """``True`` or ``False`` (numpy bools too); not 0/1 or strings."""
+    if type(value).__name__ not in ("bool", "bool_"):
+        raise invalid(owner, name, value, "True or False")
+    return bool(value)
+
+
+def check_choice(owner: str, name: str, value: Any, choices: Collection[Any]) -> Any:
+    """One of ``choices``; a near miss of a string choice is named ("did you mean ...")."""
+    try:
+        if value in choices:
+            return value
+    except TypeError:  # unhashable value against a set
+        pass
+    hint = ""
+    if isinstance(value, str):
+        import difflib
+
+        close = difflib.get_close_matches(value, [c for c in choices if isinstance(c, str)], n=2, cutoff=0.6)
+        close += [c for c in choices if isinstance(c, str) and c.lower() == value.lower() and c not in close]
+        hint = f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
+    raise invalid(owner, name, value, f"one of {tuple(choices)}{hint}")
+
+
+def check_string_list(owner: str, name: str, value: Any, allow_nested: bool = False) -> list:
+    """A list/tuple of strings (with ``allow_nested``, items may also be lists of strings, e.g.
+    several references per example). A bare string is refused: it would be read as characters."""
+    if isinstance(value, str | bytes) or not isinstance(value, Sequence):
+        what = "a list of strings" + (" (or of lists of strings)" if allow_nested else "")
+        raise invalid(owner, name, value, f"{what}, one item per example; wrap a single string in a list")
+    for position, item in enumerate(value):
+        if isinstance(item, str):
+            continue
+        if allow_nested and isinstance(item, Sequence) and not isinstance(item, bytes):
+            bad = [x for x in item if not isinstance(x, str)]
+            if not bad:
+                continue
+            raise invalid(owner, f"{name}[{position}]", item, "a list of strings")
+        raise invalid(
+            owner, f"{name}[{position}]", item, "a string" + (" or a list of strings" if allow_nested else "")
+        )
+    return list(value)
