@@ -11,7 +11,7 @@ import importlib
 MODEL_PACKAGES: tuple[str, ...] = ("rnn_seq2seq", "rnn_tagger", "dual_decoder", "joint_seq2seq_tagger")
 
 #: modules under hf_querygen.pipelines whose ``register_pipeline()`` adds a pipeline task
-PIPELINE_MODULES: tuple[str, ...] = ("text2text", "segmentation", "keyword_query")
+PIPELINE_MODULES: tuple[str, ...] = ("text2text", "segmentation", "keyword_query", "question_generation")
 
 _done = False
 
