@@ -151,3 +151,27 @@ def test_sacre_bleu_loads_offline_as_an_evaluate_module():
     metric = evaluate.load(module.__file__)
     out = metric.compute(predictions=["the cat sat on the mat"], references=[["the cat sat on the mat"]])
     assert out["bleu"] == pytest.approx(1.0) and "tok:13a" in out["signature"]
+
+
+def test_kqf_deduplication_gives_the_same_result_with_fewer_searches(index):
+    class Counting:
+        def __init__(self, inner):
+            self.inner, self.sent = inner, 0
+
+        def search_batch(self, queries, **kw):
+            self.sent += len(queries)
+            return self.inner.search_batch(queries, **kw)
+
+    rng = np.random.default_rng(0)
+    qids = IDS * 2  # the same question twice: its candidates repeat across rows of a round as well
+    cands = [
+        [" ".join(rng.choice(QUESTIONS[int(q[1:])].split(), 2, replace=False)) for _ in range(8)]
+        for q in qids
+    ]
+    plain, dedup = Counting(index), Counting(index)
+    a = keyword_query_filter(qids, cands, plain, top_n=5, ranker="sdm", threads=1, deduplicate=False)
+    b = keyword_query_filter(qids, cands, dedup, top_n=5, ranker="sdm", threads=1)
+    assert [(r.chosen, r.rank, r.retrieved, r.candidates_tried) for r in a] == [
+        (r.chosen, r.rank, r.retrieved, r.candidates_tried) for r in b
+    ]
+    assert dedup.sent < plain.sent
