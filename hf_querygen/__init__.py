@@ -40,6 +40,7 @@ _EXPORTS: dict[str, str] = {
     "KeywordQueryGenerationPipeline": "hf_querygen.pipelines.keyword_query",
     "QuerySegmentationPipeline": "hf_querygen.pipelines.segmentation",
     "IntentDescriptionPipeline": "hf_querygen.pipelines.intent_description",
+    "QuestionGenerationPipeline": "hf_querygen.pipelines.question_generation",
     # tasks, systems, experiments
     "Task": "hf_querygen.tasks.base",
     "TaskData": "hf_querygen.tasks.base",

@@ -18,7 +18,13 @@ MODEL_PACKAGES: tuple[str, ...] = (
 )
 
 #: modules under hf_querygen.pipelines whose ``register_pipeline()`` adds a pipeline task
-PIPELINE_MODULES: tuple[str, ...] = ("text2text", "segmentation", "keyword_query", "intent_description")
+PIPELINE_MODULES: tuple[str, ...] = (
+    "text2text",
+    "segmentation",
+    "keyword_query",
+    "intent_description",
+    "question_generation",
+)
 
 _done = False
 _running = False

@@ -1,0 +1,133 @@
+"""The ``question-generation`` pipeline on a tiny ding2018-copynet trained on synthetic K2Q pairs."""
+
+from __future__ import annotations
+
+import datasets
+import pytest
+import torch
+from transformers import Seq2SeqTrainer, Seq2SeqTrainingArguments, pipeline
+
+import hf_querygen  # noqa: F401  (registers the pipeline task and the model type)
+from hf_querygen.errors import InvalidInputError
+from hf_querygen.pipelines.question_generation import QuestionGenerationPipeline
+from hf_querygen.presets import config_from_preset
+from hf_querygen.synthetic import KQGMConfig, LengthPrior, SynthesisConfig, synthesize
+from hf_querygen.tasks.seq2seq import Seq2SeqCollator, encode_seq2seq
+from hf_querygen.tokenization import output_vocab_size_of, train_word_tokenizer
+
+torch.set_num_threads(1)
+
+QUESTIONS = [
+    ("what is the capital of france", "c1"),
+    ("which city is the capital of france", "c1"),
+    ("how tall is the eiffel tower", "c2"),
+    ("what is the height of the eiffel tower", "c2"),
+    ("who wrote the hobbit novel", "c3"),
+    ("who is the author of the hobbit", "c3"),
+    ("when did the berlin wall fall down", "c4"),
+    ("what is the longest river in africa", "c6"),
+]
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    from hf_querygen.models.rnn_seq2seq import RNNSeq2SeqForConditionalGeneration
+
+    tmp = tmp_path_factory.mktemp("qg")
+    rows = {"id": [], "question": [], "text": [], "cluster_id": [], "paraphrases": []}
+    for i, (text, cluster) in enumerate(QUESTIONS):
+        rows["id"].append(f"q{i}")
+        rows["question"].append(text)
+        rows["text"].append(text)
+        rows["cluster_id"].append(cluster)
+        rows["paraphrases"].append([t for t, c in QUESTIONS if c == cluster and t != text])
+    config = SynthesisConfig(
+        kqgm=KQGMConfig(strategy="combination", paraphrase=True, phrases=False, alpha=0.1, beta=0.9),
+        num_candidates=1,
+        shard_size=8,
+    )
+    # the real generator (KQGM only: KQF/TDF need an index) gives the keyword side of the pairs
+    pairs = [
+        synthesize(
+            datasets.Dataset.from_dict(rows),
+            tmp / f"syn{seed}",
+            config.__class__(**{**config.__dict__, "seed": seed}),
+            LengthPrior.from_lengths([3]),
+            None,
+            progress=False,
+        )
+        for seed in range(6)
+    ]
+    train = datasets.concatenate_datasets(pairs).select_columns(["keyword_query", "question"])
+    tokenizer = train_word_tokenizer(train["keyword_query"], target_texts=train["question"])
+    encoded = encode_seq2seq(train, tokenizer, "keyword_query", "question", output_vocab_size_of(tokenizer))
+    # ding2018-copynet, shrunk: same architecture (BiGRU encoder, GRU decoder, attention, CopyNet)
+    model = RNNSeq2SeqForConditionalGeneration(
+        config_from_preset(
+            "ding2018-copynet",
+            vocab_size=len(tokenizer),
+            output_vocab_size=output_vocab_size_of(tokenizer),
+            embedding_size=16,
+            hidden_size=16,
+            decoder_hidden_size=32,
+            dropout=0.0,
+        )
+    )
+    args = Seq2SeqTrainingArguments(
+        output_dir=str(tmp / "run"),
+        max_steps=60,
+        per_device_train_batch_size=8,
+        learning_rate=2e-2,
+        save_strategy="no",
+        report_to=[],
+        use_cpu=True,
+        seed=0,
+        remove_unused_columns=False,
+    )
+    collator = Seq2SeqCollator(tokenizer.pad_token_id)
+    Seq2SeqTrainer(model=model, args=args, train_dataset=encoded, data_collator=collator).train()
+    model.generation_config.max_new_tokens = 10
+    model.save_pretrained(tmp / "model")
+    tokenizer.save_pretrained(tmp / "model")
+    return tmp / "model"
+
+
+@pytest.fixture(scope="module")
+def generate_questions(model_dir):
+    return pipeline("question-generation", model=str(model_dir))
+
+
+def test_pipeline_returns_several_distinct_scored_questions(generate_questions):
+    assert isinstance(generate_questions, QuestionGenerationPipeline)
+    for strategy in ("beam", "distinct-beam", "sample"):
+        out = generate_questions("capital france", num_return_sequences=3, num_beams=4, strategy=strategy)
+        texts = [o["generated_text"] for o in out]
+        assert 1 <= len(out) <= 3 and len(set(texts)) == len(texts)
+        scores = [o["score"] for o in out]
+        assert scores == sorted(scores, reverse=True) and all(s <= 0 for s in scores)
+    distinct = generate_questions("capital france", num_return_sequences=3, strategy="distinct-beam")
+    assert len(distinct) == 3  # over-generation fills the list with distinct questions
+
+
+def test_beam_scores_are_the_models_length_normalised_log_probabilities(generate_questions):
+    out = generate_questions("eiffel tower height", num_return_sequences=2, num_beams=3, return_tensors=True)
+    model, tokenizer = generate_questions.model, generate_questions.tokenizer
+    from hf_querygen.tasks.seq2seq import encode_sources
+
+    enc = encode_sources(["eiffel tower height"], tokenizer)
+    inputs = {k: torch.tensor(enc[k]) for k in ("input_ids", "attention_mask", "source_word_ids")}
+    ref = model.generate(
+        **inputs, num_beams=3, num_return_sequences=2, return_dict_in_generate=True, output_scores=True
+    )
+    assert out[0]["score"] == pytest.approx(float(ref.sequences_scores.max()), abs=1e-5)
+
+
+def test_batched_equals_unbatched_and_bad_strategy_fails(generate_questions):
+    queries = ["capital france", "hobbit author", "berlin wall fall"]
+    single = [generate_questions(q, num_return_sequences=2, num_beams=2) for q in queries]
+    batched = generate_questions(queries, num_return_sequences=2, num_beams=2, batch_size=2)
+    assert [[o["generated_text"] for o in b] for b in batched] == [
+        [o["generated_text"] for o in s] for s in single
+    ]
+    with pytest.raises(InvalidInputError):
+        generate_questions("capital france", strategy="group-beam")
