@@ -39,7 +39,7 @@ from transformers.utils import ModelOutput
 
 from ...errors import InvalidInputError
 from ...nn.attention import AdditiveAttention, LuongAttention, masked_softmax
-from ...nn.cache import RecurrentStateCache
+from ...nn.cache import RecurrentStateCache, pick_cache, with_cache
 from ...nn.encoder import RNNEncoder, WordEmbeddings, build_rnn
 from ...nn.hierarchical import HierarchicalEncoder, compact_rows
 from ...nn.initialization import init_uniform_weights
@@ -496,6 +496,7 @@ class CtrsGenForIntentDescription(CtrsGenPreTrainedModel, GenerationMixin):
         decoder_attention_mask: torch.Tensor | None = None,
         encoder_outputs: CtrsGenEncoderOutput | tuple | None = None,
         past_key_values: RecurrentStateCache | None = None,
+        cache: RecurrentStateCache | None = None,
         labels: torch.LongTensor | None = None,
         use_cache: bool | None = None,
         output_attentions: bool | None = None,
@@ -545,6 +546,7 @@ class CtrsGenForIntentDescription(CtrsGenPreTrainedModel, GenerationMixin):
         if use_cache is None:
             use_cache = labels is None
 
+        past_key_values = pick_cache(past_key_values, cache)  # <= 5.23 / >= 5.24 name of the state
         resuming = past_key_values is not None and past_key_values.get_seq_length() > 0
         hidden = past_key_values["hidden"] if resuming else encoder_outputs.initial_state
         embedded = self._decoder_embeddings()(decoder_input_ids)
@@ -563,7 +565,7 @@ class CtrsGenForIntentDescription(CtrsGenPreTrainedModel, GenerationMixin):
         return CtrsGenOutput(
             loss=loss,
             logits=scores,
-            past_key_values=cache,
+            **with_cache(cache),
             relevant_attention=weights.relevant if weights is not None else None,
             contrast_attention=weights.contrast if weights is not None else None,
             document_attention=weights.combined if weights is not None else None,

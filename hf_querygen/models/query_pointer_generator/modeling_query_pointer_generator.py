@@ -27,7 +27,7 @@ from transformers.modeling_outputs import Seq2SeqLMOutput
 from transformers.utils import ModelOutput
 
 from ...errors import InvalidInputError
-from ...nn.cache import RecurrentStateCache
+from ...nn.cache import RecurrentStateCache, pick_cache, with_cache
 from ...nn.coverage import CoverageAttention, PointerGeneratorMixture, coverage_loss
 from ...nn.encoder import RNNEncoder, WordEmbeddings, build_rnn
 from ...nn.hierarchical import compact_rows
@@ -231,6 +231,7 @@ class QueryPointerGeneratorForIntentDescription(QueryPointerGeneratorPreTrainedM
         decoder_attention_mask: torch.Tensor | None = None,
         encoder_outputs: QueryPointerGeneratorEncoderOutput | tuple | None = None,
         past_key_values: RecurrentStateCache | None = None,
+        cache: RecurrentStateCache | None = None,
         labels: torch.LongTensor | None = None,
         use_cache: bool | None = None,
         return_dict: bool | None = None,
@@ -254,6 +255,7 @@ class QueryPointerGeneratorForIntentDescription(QueryPointerGeneratorPreTrainedM
         if use_cache is None:
             use_cache = labels is None
         keys, mask = encoder_outputs.last_hidden_state, encoder_outputs.source_mask.bool()
+        past_key_values = pick_cache(past_key_values, cache)  # <= 5.23 / >= 5.24 name of the state
         resuming = past_key_values is not None and past_key_values.get_seq_length() > 0
         hidden = past_key_values["hidden"] if resuming else encoder_outputs.initial_state
         coverage = past_key_values["coverage"] if resuming else keys.new_zeros(mask.shape)
@@ -324,7 +326,7 @@ class QueryPointerGeneratorForIntentDescription(QueryPointerGeneratorPreTrainedM
                 loss = loss + config.coverage_loss_weight * total / denominator
         if not return_dict:
             return tuple(value for value in (loss, scores, cache) if value is not None)
-        return Seq2SeqLMOutput(loss=loss, logits=scores, past_key_values=cache)
+        return Seq2SeqLMOutput(loss=loss, logits=scores, **with_cache(cache))
 
 
 __all__ = [
