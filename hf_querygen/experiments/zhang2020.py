@@ -207,9 +207,12 @@ def _steps(max_steps: int, eval_steps: int, batch_size: int) -> dict[str, Any]:
     }
 
 
-#: ~45 minutes on 2 idle cores for 3 seeds: 36 training jobs (30 table rows + 6 sweep) of ~2.5 minutes
-#: each (64-unit GRUs: ~0.6-1.2 s per step at 5K output words on one core; 150 steps = ~1.7 epochs at
-#: batch 16; the paper's size costs ~4 s per step, 10 min per job)
+#: ~45 minutes on 2 cores for 3 seeds. Measured (1 thread, on the shared machine under load): 64-unit
+#: CtrsGen 0.67 s/step, 64-unit PG 1.64 s/step (its copy distribution spans every token id), greedy
+#: decoding ~1 s per 32 test queries. Per seed: 7 CtrsGen rows x 150 steps x 0.67 s + 3 PG rows x 150 x
+#: 1.64 s ~ 1,440 s, plus decoding; the 6-setting sweep (1 seed) ~600 s: ~5,200 core-seconds for 3 seeds,
+#: ~44 min on 2 workers. 150 steps at batch 16 = ~1.7 epochs of the 1,378 training queries. The paper's
+#: size (300-d embeddings, 256-unit GRUs) costs ~4 s/step: 6x more, which no 1-hour budget holds.
 FULL_BUDGET = Budget(
     "full",
     seeds=3,
