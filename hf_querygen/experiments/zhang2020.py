@@ -213,6 +213,8 @@ def _steps(max_steps: int, eval_steps: int, batch_size: int) -> dict[str, Any]:
 #: 1.64 s ~ 1,440 s, plus decoding; the 6-setting sweep (1 seed) ~600 s: ~5,200 core-seconds for 3 seeds,
 #: ~44 min on 2 workers. 150 steps at batch 16 = ~1.7 epochs of the 1,378 training queries. The paper's
 #: size (300-d embeddings, 256-unit GRUs) costs ~4 s/step: 6x more, which no 1-hour budget holds.
+#: Under the load of the shared machine (other processes on both cores) a real full run reached only
+#: ~3 s/step for PG: there the budget takes about twice as long; run it on idle cores.
 FULL_BUDGET = Budget(
     "full",
     seeds=3,
