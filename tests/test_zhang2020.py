@@ -57,6 +57,21 @@ def test_task_is_registered_with_its_pipeline_and_card_tag():
     )
 
 
+def test_sources_are_records_or_json_and_bad_ones_are_named():
+    from hf_querygen.errors import InvalidInputError
+    from hf_querygen.tasks.q2id_task import as_source
+
+    record = {"query": "q", "relevant_documents": [["one sentence.", "two"], "raw text"]}
+    source = as_source(record)
+    assert source["relevant_documents"][0] == {"sentences": ["one sentence.", "two"]}
+    assert source["irrelevant_documents"] == []
+    assert as_source(json.dumps(record)) == source
+    with pytest.raises(InvalidInputError, match="relevant_documents"):
+        as_source({"query": "q"})
+    with pytest.raises(InvalidInputError, match="lists of documents"):
+        as_source({"query": "q", "relevant_documents": "not a list"})
+
+
 def test_score_is_rouge_recall_f1_and_length_by_hand():
     task = get_task("q2id")
     # prediction "the cat sat" vs reference "the cat sat on the mat": unigram recall 3/6, precision 3/3

@@ -40,7 +40,15 @@ SOURCE_FIELDS = ("query", "relevant_documents", "irrelevant_documents")
 
 
 def as_source(example: Mapping[str, Any]) -> dict[str, Any]:
-    """A corpus record (or any mapping with ``query`` and ``relevant_documents``) -> a q2id source."""
+    """A corpus record (or any mapping with ``query`` and ``relevant_documents``, or such a mapping as a JSON
+    string, as ``hf-querygen generate`` passes it) -> a q2id source."""
+    if isinstance(example, str) and example.lstrip().startswith("{"):
+        import json
+
+        try:
+            example = json.loads(example)
+        except json.JSONDecodeError as err:
+            raise InvalidInputError(f"a q2id input given as text must be a JSON object: {err}") from err
     if not isinstance(example, Mapping) or "query" not in example or "relevant_documents" not in example:
         raise InvalidInputError(
             "a q2id input must be a mapping with 'query' and 'relevant_documents' (and optionally "
