@@ -17,7 +17,9 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     train = subparsers.add_parser(
         "train", help="train a preset (or a paper system) on a task's corpus; writes a model folder"
     )
-    train.add_argument("--task", default=None, help="nl2kw | segmentation | text2text (default: the corpus')")
+    train.add_argument(
+        "--task", default=None, help="nl2kw | segmentation | text2text | q2id (default: the corpus')"
+    )
     train.add_argument("--corpus", default=None, help="default: the task's first corpus")
     train.add_argument("--config", default=None, help="corpus config (default: the task's)")
     which = train.add_mutually_exclusive_group(required=True)

@@ -105,7 +105,12 @@ class System:
 
 #: "<paper>/<system>" -> :class:`System`; the paper modules register theirs at import
 SYSTEMS: Registry[System] = Registry(
-    "system", modules=("hf_querygen.experiments.liu2018", "hf_querygen.experiments.lin2017")
+    "system",
+    modules=(
+        "hf_querygen.experiments.liu2018",
+        "hf_querygen.experiments.lin2017",
+        "hf_querygen.experiments.zhang2020",
+    ),
 )
 
 

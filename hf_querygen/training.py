@@ -233,6 +233,7 @@ def train_seq2seq(
     callbacks: Sequence | None = None,
     group_by_length: bool = False,
     resume_from_checkpoint: bool | str | None = None,
+    data_collator: Any | None = None,
     **training_args: Any,
 ) -> Seq2SeqTrainer:
     """Train a seq2seq model with the stock ``Seq2SeqTrainer`` and save the best one to ``output_dir``.
@@ -251,6 +252,8 @@ def train_seq2seq(
             an epoch takes about 1.2-1.5x less time.
         resume_from_checkpoint: continue from the last ``checkpoint-*`` in ``output_dir`` (``True``; a
             fresh start when there is none) or from the given checkpoint folder.
+        data_collator: batches the encoded examples (default: the flat :class:`Seq2SeqCollator`; a
+            task with nested inputs passes its own, ``Task.collator``).
         **training_args: any ``Seq2SeqTrainingArguments`` field; overrides the preset and defaults.
 
     Returns:
@@ -302,7 +305,7 @@ def train_seq2seq(
         train_dataset=train_dataset,
         eval_dataset=eval_dataset,
         processing_class=tokenizer,
-        data_collator=Seq2SeqCollator(pad_token_id=tokenizer.pad_token_id),
+        data_collator=data_collator or Seq2SeqCollator(pad_token_id=tokenizer.pad_token_id),
         compute_metrics=compute_metrics,
         callbacks=all_callbacks,
     )
@@ -386,6 +389,7 @@ def train_preset(
         callbacks=callbacks,
         group_by_length=group_by_length,
         resume_from_checkpoint=resume,
+        data_collator=task.collator(data.tokenizer),
         label_names=["labels"],  # the joint model's optional tag_labels must not hide the eval loss
         **overrides,
     )

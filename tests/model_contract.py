@@ -47,16 +47,27 @@ class Case:
         return self.model.config
 
     @property
+    def source(self) -> dict:
+        """The source inputs of the tiny batch (what ``generate()`` and the encoder get)."""
+        return {key: self.inputs[key] for key in self.spec.source_keys}
+
+    def row(self, row: int) -> dict:
+        """Source inputs of example ``row`` alone, without padding."""
+        if self.spec.row_inputs is not None:
+            return self.spec.row_inputs(self.inputs, row)
+        length = int(self.inputs["attention_mask"][row].sum())
+        return {
+            "input_ids": self.inputs["input_ids"][row : row + 1, :length],
+            "attention_mask": self.inputs["attention_mask"][row : row + 1, :length],
+        }
+
+    @property
     def output_space(self) -> int:
         return self.model(**self.inputs).logits.shape[-1]
 
     def generate(self, **settings) -> transformers.generation.utils.GenerateOutput:
         defaults = dict(max_new_tokens=7, output_scores=True, return_dict_in_generate=True)
-        return self.model.generate(
-            input_ids=self.inputs["input_ids"],
-            attention_mask=self.inputs["attention_mask"],
-            **{**defaults, **settings},
-        )
+        return self.model.generate(**self.source, **{**defaults, **settings})
 
 
 def build_case(name: str, variant: str, seed: int = 0, sharpen: float = SHARPEN, train: bool = False) -> Case:
@@ -103,11 +114,7 @@ def sequence_log_probs(case: Case, sequences: torch.Tensor) -> torch.Tensor:
     for row in range(labels.shape[0]):
         labels[row, real_length(sequences[row], eos) - 1 :] = IGNORE_INDEX
     with torch.no_grad():
-        logits = case.model(
-            input_ids=case.inputs["input_ids"],
-            attention_mask=case.inputs["attention_mask"],
-            decoder_input_ids=sequences[:, :-1],
-        ).logits
+        logits = case.model(**case.source, decoder_input_ids=sequences[:, :-1]).logits
     log_probs = torch.log_softmax(logits.float(), dim=-1)
     picked = log_probs.gather(-1, labels.clamp_min(0).unsqueeze(-1)).squeeze(-1)
     return picked.masked_fill(labels == IGNORE_INDEX, 0.0).sum(dim=1)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 #: the reproductions the parser offers; kept literal so that building the parser imports nothing
 #: heavy (a test checks it equals the REPRODUCTIONS registry)
-NAMES = ("liu2018", "lin2017", "retrieval")
+NAMES = ("liu2018", "lin2017", "zhang2020", "retrieval")
 
 
 def add_commands(subparsers: argparse._SubParsersAction) -> None:

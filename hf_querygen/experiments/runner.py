@@ -50,6 +50,7 @@ logger = logging.getLogger(__name__)
 REPRODUCTIONS: Registry[str] = Registry("reproduction")
 REPRODUCTIONS.register("liu2018", "hf_querygen.experiments.liu2018")
 REPRODUCTIONS.register("lin2017", "hf_querygen.experiments.lin2017")
+REPRODUCTIONS.register("zhang2020", "hf_querygen.experiments.zhang2020")
 #: an evaluation without training: its module defines ``run(out_dir, quick, seeds, data_dir, models_dir)``
 REPRODUCTIONS.register("retrieval", "hf_querygen.experiments.retrieval")
 
@@ -105,6 +106,9 @@ class RunContext:
     data: dict[Any, TaskData]
     resources: Mapping[str, Any]
     records: list[dict[str, Any]]
+    #: the output folder and the saved models' folder (``save_models``; None when models are not kept)
+    out_dir: Path | None = None
+    save_models: Path | None = None
 
 
 @dataclass
@@ -551,7 +555,7 @@ def run_reproduction(
         for record in records:
             if record["system"] == system.key:
                 system_runs[system.key].append(record["scores"][table_split[system.key]])
-    context = RunContext(reproduction, budget, n_seeds, folds, cache, resources, records)
+    context = RunContext(reproduction, budget, n_seeds, folds, cache, resources, records, out, save_dir)
     timings["total_s"] = time.time() - started
     config: dict[str, Any] = {
         **dict(reproduction.config),

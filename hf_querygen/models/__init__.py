@@ -33,6 +33,10 @@ class ModelSpec:
         exact_accumulation: whether k accumulated micro-batches give exactly the update of one batch (False
             for a loss with a part the Trainer's ``num_items_in_batch`` does not count, e.g. the joint model's
             per-tag-token mean; the contract then checks the update to within a few percent).
+        source_keys: the ``tiny_inputs`` that describe the source, passed to ``generate()`` and the encoder
+            (a model with nested document inputs lists them all).
+        row_inputs: ``(inputs, row) -> dict``: one example of the tiny batch alone, without padding (for
+            "batch = single"; default: ``input_ids`` / ``attention_mask`` cut to the row's length).
     """
 
     config_class: type
@@ -43,6 +47,8 @@ class ModelSpec:
     variants: dict[str, dict[str, Any]] = field(default_factory=lambda: {"default": {}})
     generates: bool = True
     exact_accumulation: bool = True
+    source_keys: tuple[str, ...] = ("input_ids", "attention_mask")
+    row_inputs: Callable[[dict, int], dict] | None = None
 
 
 #: model name -> :class:`ModelSpec`; the model packages register on import (lazily loaded here)
@@ -53,6 +59,8 @@ MODELS: Registry[ModelSpec] = Registry(
         "hf_querygen.models.dual_decoder",
         "hf_querygen.models.joint_seq2seq_tagger",
         "hf_querygen.models.rnn_tagger",
+        "hf_querygen.models.ctrsgen",
+        "hf_querygen.models.query_pointer_generator",
     ),
 )
 

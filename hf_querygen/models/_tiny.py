@@ -53,3 +53,83 @@ def copyable_positions(
             ]
         )
     return rows
+
+
+# ---------------------------------------------------------------- nested (q2id) inputs
+#: per example: query length, relevant documents as sentence lengths, irrelevant documents ditto (the
+#: second example has none: the contract then covers an all-masked irrelevant row)
+TINY_Q2ID_SHAPES = (
+    (4, ((5, 2), (4,)), ((3, 6), (2, 2, 3))),
+    (2, ((3,),), ()),
+    (6, ((2, 7, 1), (3,), (2, 2)), ((4,),)),
+)
+
+
+def _pad_nested(rows: list[list[list[list[int]]]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """[example][document][sentence][word] -> ids (B, D, S, L) padded with ``pad_id`` and mask; every axis
+    at least 1 long (as the q2id collator pads)."""
+    docs = max(1, max(len(r) for r in rows))
+    sents = max([1] + [len(d) for r in rows for d in r])
+    words = max([1] + [len(s) for r in rows for d in r for s in d])
+    ids = torch.full((len(rows), docs, sents, words), pad_id, dtype=torch.long)
+    mask = torch.zeros_like(ids)
+    for b, row in enumerate(rows):
+        for d, document in enumerate(row):
+            for s, sentence in enumerate(document):
+                ids[b, d, s, : len(sentence)] = torch.tensor(sentence, dtype=torch.long)
+                mask[b, d, s, : len(sentence)] = 1
+    return ids, mask
+
+
+def tiny_q2id_inputs(
+    vocab_size: int, output_vocab_size: int, seed: int, pad_token_id: int, eos_token_id: int
+):
+    """A tiny padded q2id batch: ``input_ids`` / ``attention_mask`` (B, C) (query + [EOS]), relevant and
+    irrelevant ``*_input_ids`` / ``*_attention_mask`` (B, D, S, L) and ``labels`` (B, Z) (output-vocabulary
+    ids, [EOS] last, -100 padding), of :data:`TINY_Q2ID_SHAPES`."""
+    generator = torch.Generator().manual_seed(seed)
+
+    def words(n: int, high: int = vocab_size) -> list[int]:
+        return torch.randint(4, high, (n,), generator=generator).tolist()
+
+    queries = [words(q) + [eos_token_id] for q, _, _ in TINY_Q2ID_SHAPES]
+    relevant = [[[words(n) for n in doc] for doc in docs] for _, docs, _ in TINY_Q2ID_SHAPES]
+    irrelevant = [[[words(n) for n in doc] for doc in docs] for _, _, docs in TINY_Q2ID_SHAPES]
+    labels = [words(n, output_vocab_size) + [eos_token_id] for n in (4, 2, 5)]
+    width = max(len(q) for q in queries)
+    input_ids = torch.tensor([q + [pad_token_id] * (width - len(q)) for q in queries])
+    mask = torch.tensor([[1] * len(q) + [0] * (width - len(q)) for q in queries])
+    relevant_ids, relevant_mask = _pad_nested(relevant, pad_token_id)
+    irrelevant_ids, irrelevant_mask = _pad_nested(irrelevant, pad_token_id)
+    return {
+        "input_ids": input_ids,
+        "attention_mask": mask,
+        "relevant_input_ids": relevant_ids,
+        "relevant_attention_mask": relevant_mask,
+        "irrelevant_input_ids": irrelevant_ids,
+        "irrelevant_attention_mask": irrelevant_mask,
+        "labels": tiny_labels(labels),
+    }
+
+
+def q2id_row(inputs: dict, row: int) -> dict:
+    """One example of a :func:`tiny_q2id_inputs` batch alone, with every padded axis trimmed to its own
+    extent (an example without irrelevant documents keeps one all-masked (1, 1, 1, 1) entry)."""
+    length = int(inputs["attention_mask"][row].sum())
+    alone = {
+        "input_ids": inputs["input_ids"][row : row + 1, :length],
+        "attention_mask": inputs["attention_mask"][row : row + 1, :length],
+    }
+    for prefix in ("relevant", "irrelevant"):
+        ids = inputs[f"{prefix}_input_ids"][row : row + 1]
+        mask = inputs[f"{prefix}_attention_mask"][row : row + 1]
+        real = mask[0].bool()
+        if real.any():
+            d = int(real.any(-1).any(-1).nonzero().max()) + 1
+            s = int(real.any(-1).any(0).nonzero().max()) + 1
+            w = int(real.any(0).any(0).nonzero().max()) + 1
+        else:
+            d = s = w = 1
+        alone[f"{prefix}_input_ids"] = ids[:, :d, :s, :w]
+        alone[f"{prefix}_attention_mask"] = mask[:, :d, :s, :w]
+    return alone

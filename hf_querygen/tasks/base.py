@@ -36,6 +36,7 @@ TASKS: Registry[Task] = Registry(
     "task",
     modules=(
         "hf_querygen.tasks.nl2kw_task",
+        "hf_querygen.tasks.q2id_task",
         "hf_querygen.tasks.segmentation_task",
         "hf_querygen.tasks.text2text_task",
     ),

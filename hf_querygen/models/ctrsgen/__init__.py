@@ -20,6 +20,69 @@ def register() -> None:
     AutoModelForSeq2SeqLM.register(CtrsGenConfig, CtrsGenForIntentDescription, exist_ok=True)
 
 
+_SOURCE_KEYS = (
+    "input_ids",
+    "attention_mask",
+    "relevant_input_ids",
+    "relevant_attention_mask",
+    "irrelevant_input_ids",
+    "irrelevant_attention_mask",
+)
+
+
+def _tiny_config(**overrides) -> CtrsGenConfig:
+    settings = dict(
+        vocab_size=40, output_vocab_size=24, embedding_size=8, hidden_size=8, decoder_hidden_size=12
+    )
+    return CtrsGenConfig(**{**settings, **overrides})
+
+
+def _tiny_inputs(config: CtrsGenConfig, seed: int = 0) -> dict:
+    from .._tiny import tiny_q2id_inputs
+
+    return tiny_q2id_inputs(
+        config.vocab_size, config.output_vocab_size, seed, config.pad_token_id, config.eos_token_id
+    )
+
+
+def _register_spec() -> None:
+    from .. import MODELS, ModelSpec
+    from .._tiny import q2id_row
+
+    MODELS.register(
+        "ctrsgen",
+        ModelSpec(
+            config_class=CtrsGenConfig,
+            model_class=CtrsGenForIntentDescription,
+            auto_class="AutoModelForSeq2SeqLM",
+            tiny_config=_tiny_config,
+            tiny_inputs=_tiny_inputs,
+            variants={
+                "ctrsgen": {},
+                "word-context-renormalized-irrelevant-softmax": dict(
+                    document_context="word",
+                    contrast_combination="renormalized",
+                    contrast_softmax="irrelevant",
+                ),
+                "separate-encoders-no-softmax-untied": dict(
+                    share_document_encoder=False, contrast_softmax="none", tie_word_embeddings=False
+                ),
+                "-I": dict(use_irrelevant=False),
+                "-I+Con": dict(use_irrelevant=False, decoder_attention="concat"),
+                "-Q": dict(use_query=False),
+                "-Q-I": dict(use_query=False, use_irrelevant=False),
+                "IrCon": dict(irrelevant_encoding="concatenated"),
+                "ReIrCon": dict(irrelevant_as_relevant=True),
+            },
+            source_keys=_SOURCE_KEYS,
+            row_inputs=q2id_row,
+        ),
+    )
+
+
+_register_spec()
+
+
 __all__ = [
     "CtrsGenConfig",
     "CtrsGenDecoder",

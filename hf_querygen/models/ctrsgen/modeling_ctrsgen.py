@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
-from transformers import GenerationMixin, PreTrainedModel
+from transformers import PreTrainedModel
 from transformers.modeling_outputs import Seq2SeqLMOutput
 from transformers.utils import ModelOutput
 
@@ -45,6 +45,7 @@ from ...nn.hierarchical import HierarchicalEncoder, compact_rows
 from ...nn.initialization import init_uniform_weights
 from ...nn.labels import mask_labels, shift_labels_right
 from ...nn.loss import token_nll
+from .._generation import RecurrentGenerationMixin
 from .configuration_ctrsgen import CtrsGenConfig
 
 
@@ -448,7 +449,7 @@ class CtrsGenOutput(Seq2SeqLMOutput):
     document_attention: torch.FloatTensor | None = None
 
 
-class CtrsGenForIntentDescription(CtrsGenPreTrainedModel, GenerationMixin):
+class CtrsGenForIntentDescription(CtrsGenPreTrainedModel, RecurrentGenerationMixin):
     """CtrsGen encoder-decoder with a language-modelling head for ``generate()`` and Seq2SeqTrainer.
 
     Labels (B, Z) are output-vocabulary ids (< ``output_vocab_size``), padded with -100 or pad.
@@ -477,6 +478,17 @@ class CtrsGenForIntentDescription(CtrsGenPreTrainedModel, GenerationMixin):
 
     def get_output_embeddings(self) -> None:
         return None  # the output layer reads [e; h; c^q; c^d], not the embedding table
+
+    def _resize_token_embeddings(self, new_num_tokens, pad_to_multiple_of=None, mean_resizing=True):
+        """transformers resizes the input (encoder) table; an untied decoder table must follow, else the
+        config's new vocab_size no longer matches the decoder and the saved model cannot be loaded (found
+        by the shared model contract)."""
+        resized = super()._resize_token_embeddings(new_num_tokens, pad_to_multiple_of, mean_resizing)
+        if not self.config.tie_word_embeddings:
+            self.decoder.embed_tokens.embedding = self._get_resized_embeddings(
+                self.decoder.embed_tokens.embedding, resized.num_embeddings, mean_resizing=mean_resizing
+            )
+        return resized
 
     def _decoder_embeddings(self) -> WordEmbeddings:
         return self.encoder.embed_tokens if self.config.tie_word_embeddings else self.decoder.embed_tokens

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
-from transformers import GenerationMixin, PreTrainedModel
+from transformers import PreTrainedModel
 from transformers.modeling_outputs import Seq2SeqLMOutput
 from transformers.utils import ModelOutput
 
@@ -35,6 +35,7 @@ from ...nn.initialization import init_uniform_weights
 from ...nn.labels import IGNORE_INDEX, mask_labels, shift_labels_right
 from ...nn.loss import token_nll
 from ...tokenization import EOS_ID
+from .._generation import RecurrentGenerationMixin
 from .configuration_query_pointer_generator import QueryPointerGeneratorConfig
 
 
@@ -165,7 +166,9 @@ class QueryPointerGeneratorPreTrainedModel(PreTrainedModel):
         init_uniform_weights(module, self.config.init_range)
 
 
-class QueryPointerGeneratorForIntentDescription(QueryPointerGeneratorPreTrainedModel, GenerationMixin):
+class QueryPointerGeneratorForIntentDescription(
+    QueryPointerGeneratorPreTrainedModel, RecurrentGenerationMixin
+):
     """Pointer-generator with coverage over the relevant documents, guided by the query.
 
     Labels (B, T) are token ids < ``vocab_size``; a label outside the output vocabulary that no source word
@@ -191,9 +194,19 @@ class QueryPointerGeneratorForIntentDescription(QueryPointerGeneratorPreTrainedM
         if self.generation_config is not None:
             self.generation_config.max_length = config.max_decoding_length
 
+    @property
+    def logits_are_log_probs(self) -> bool:
+        """``logits`` are log P of the pointer-generator mixture (See Eq. 9), not raw scores."""
+        return True
+
     @classmethod
     def _supports_default_dynamic_cache(cls) -> bool:
         return False
+
+    def prepare_decoder_input_ids_from_labels(self, labels: torch.LongTensor) -> torch.LongTensor:
+        """labels (B, T) -> decoder inputs (B, T): shifted right behind the decoder start (what forward and
+        the Trainer's label handling use)."""
+        return shift_labels_right(labels, self.config.decoder_start_token_id, self.config.pad_token_id)
 
     def get_encoder(self) -> QueryPointerGeneratorEncoder:
         return self.encoder

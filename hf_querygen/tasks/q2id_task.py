@@ -1,0 +1,250 @@
+"""The ``q2id`` task object: query + relevant (+ irrelevant) documents -> intent description (Zhang et
+al. CIKM'20).
+
+Inputs are document sets, not strings: a source is a mapping ``{"query", "relevant_documents",
+"irrelevant_documents"}`` (documents as raw text, sentence lists or q2id corpus records), so
+:class:`Q2IDTaskData` hands the runner whole records as ``sources``. Encoding, collation and decoding
+come from :mod:`hf_querygen.tasks.q2id`; the model family is ``hierarchical`` (CtrsGen: labels outside
+the output vocabulary become [UNK]) or ``hierarchical-copy`` (the query pointer-generator PG/RSA/SD2:
+labels keep every tokenizer id, which it can copy from the relevant documents). Scored by ROUGE-1/2/L
+recall (the paper's Tables 3-4), F1 and mean output length (:mod:`hf_querygen.metrics.rouge`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..errors import InvalidInputError
+from .base import TASKS, Task, TaskData
+
+if TYPE_CHECKING:
+    import datasets
+    from transformers import PretrainedConfig, PreTrainedModel, PreTrainedTokenizerFast
+
+    from .q2id import Q2IDCaps
+
+#: the metrics of Tables 3-4 (recall) plus F1 and mean output length in words
+Q2ID_METRICS = (
+    "rouge1_recall",
+    "rouge2_recall",
+    "rougeL_recall",
+    "rouge1_f",
+    "rouge2_f",
+    "rougeL_f",
+    "output_words",
+)
+#: the input fields of one q2id source
+SOURCE_FIELDS = ("query", "relevant_documents", "irrelevant_documents")
+
+
+def as_source(example: Mapping[str, Any]) -> dict[str, Any]:
+    """A corpus record (or any mapping with ``query`` and ``relevant_documents``, or such a mapping as a JSON
+    string, as ``hf-querygen generate`` passes it) -> a q2id source."""
+    if isinstance(example, str) and example.lstrip().startswith("{"):
+        import json
+
+        try:
+            example = json.loads(example)
+        except json.JSONDecodeError as err:
+            raise InvalidInputError(f"a q2id input given as text must be a JSON object: {err}") from err
+    if not isinstance(example, Mapping) or "query" not in example or "relevant_documents" not in example:
+        raise InvalidInputError(
+            "a q2id input must be a mapping with 'query' and 'relevant_documents' (and optionally "
+            f"'irrelevant_documents'); got {example!r:.200}"
+        )
+    relevant = example["relevant_documents"]
+    irrelevant = example.get("irrelevant_documents") or []
+    if isinstance(relevant, str) or isinstance(irrelevant, str):
+        raise InvalidInputError("q2id: relevant/irrelevant_documents must be lists of documents, not strings")
+    return {
+        "query": example["query"],
+        "relevant_documents": [_as_document(d, f"relevant_documents[{i}]") for i, d in enumerate(relevant)],
+        "irrelevant_documents": [
+            _as_document(d, f"irrelevant_documents[{i}]") for i, d in enumerate(irrelevant)
+        ],
+    }
+
+
+def _as_document(document: Any, where: str) -> Any:
+    """Raw text and ``{"sentences": [...]}`` records pass; a list of sentences becomes a record."""
+    if isinstance(document, str) or (isinstance(document, Mapping) and "sentences" in document):
+        return document
+    if isinstance(document, (list, tuple)) and all(isinstance(s, str) for s in document):
+        return {"sentences": list(document)}
+    raise InvalidInputError(
+        f"q2id: {where} must be a string, a list of sentences or a mapping with 'sentences'; "
+        f"got {type(document).__name__}"
+    )
+
+
+@dataclass
+class Q2IDTaskData(TaskData):
+    """:class:`TaskData` whose sources are whole q2id records (query + document sets), not strings."""
+
+    def sources(self, split: str) -> list[dict[str, Any]]:  # type: ignore[override]
+        return [as_source(example) for example in self.splits[split]]
+
+
+class Q2IDTask(Task):
+    """Query + documents -> intent description on the ``q2id`` corpus."""
+
+    name = "q2id"
+    pipeline_task = "intent-description"
+    pipeline_tag = "summarization"
+    corpora = {"q2id": ()}
+    families = ("hierarchical", "hierarchical-copy")
+    source_column = "query"
+    reference_column = "description"
+    primary_metric = "rouge1_recall"
+
+    #: decoder output vocabulary: the training descriptions hold ~6.5K distinct words; 5K keep the
+    #: CPU step time at ~4 s for the paper's size (benchmarks/ctrsgen_q2id_NOTES.md)
+    output_vocab_size = 5_000
+
+    def __init__(self, caps: Q2IDCaps | None = None) -> None:
+        from .q2id import Q2IDCaps
+
+        self.caps = caps or Q2IDCaps()
+
+    # ------------------------------------------------------------ preparation
+    def prepare(
+        self, splits: datasets.DatasetDict, output_vocab_size: int | None = None, **options: Any
+    ) -> Q2IDTaskData:
+        """Word tokenizer on TRAIN (queries + document sentences; description words first = the output
+        vocabulary of ``output_vocab_size`` words)."""
+        from .q2id import train_q2id_tokenizer
+
+        if options:
+            raise TypeError(f"Q2IDTask.prepare: unknown options {sorted(options)}")
+        tokenizer = train_q2id_tokenizer(
+            splits["train"], output_vocab_size=output_vocab_size or self.output_vocab_size
+        )
+        state = {"output_vocab_size": int(tokenizer.init_kwargs["output_vocab_size"])}
+        return Q2IDTaskData(self, splits, tokenizer, state)
+
+    def family_of(self, config: PretrainedConfig) -> str:
+        return "hierarchical-copy" if config.model_type == "query_pointer_generator" else "hierarchical"
+
+    def encode(self, data: TaskData, family: str) -> datasets.DatasetDict:
+        """Nested ids (:func:`~hf_querygen.tasks.q2id.encode_q2id`); the copy family keeps label ids past
+        the output vocabulary (the pointer can copy them), the other maps them to [UNK]."""
+        from .q2id import ENCODED_COLUMNS, encode_q2id_dataset
+
+        copy = family == "hierarchical-copy"
+        label_space = len(data.tokenizer) if copy else data.state["output_vocab_size"]
+        encoded = encode_q2id_dataset(data.splits, data.tokenizer, self.caps, output_vocab_size=label_space)
+        return encoded.select_columns(list(ENCODED_COLUMNS))
+
+    def collator(self, tokenizer: PreTrainedTokenizerFast) -> Any:
+        from .q2id import Q2IDCollator
+
+        return Q2IDCollator(tokenizer.pad_token_id)
+
+    def model_config(self, preset: str, data: TaskData, **overrides: Any) -> PretrainedConfig:
+        from ..presets import config_from_preset
+
+        tokenizer = data.tokenizer
+        sizes = {
+            "vocab_size": len(tokenizer),
+            "output_vocab_size": data.state["output_vocab_size"],
+            "pad_token_id": tokenizer.pad_token_id,
+            "bos_token_id": tokenizer.bos_token_id,
+            "eos_token_id": tokenizer.eos_token_id,
+            "unk_token_id": tokenizer.unk_token_id,
+            "decoder_start_token_id": tokenizer.bos_token_id,
+        }
+        return config_from_preset(preset, **{**sizes, **overrides})
+
+    def max_new_tokens(self, data: TaskData | None = None) -> int:
+        return self.caps.max_description_words + 1  # [EOS]
+
+    # ------------------------------------------------------------ decoding
+    def predict(
+        self,
+        model: PreTrainedModel,
+        tokenizer: PreTrainedTokenizerFast,
+        inputs: Sequence[Mapping[str, Any]],
+        batch_size: int = 16,
+        caps: Q2IDCaps | None = None,
+        **generation_kwargs: Any,
+    ) -> list[str] | list[list[str]]:
+        """One description per input (a list of ``n`` with ``num_return_sequences=n``).
+
+        Every input is encoded with :func:`~hf_querygen.tasks.q2id.encode_q2id` under ``caps`` (default:
+        the task's), batched by :class:`~hf_querygen.tasks.q2id.Q2IDCollator` into (B, D, S, L) tensors,
+        decoded by ``generate()`` (greedy unless ``generation_kwargs`` say otherwise) and read back by
+        :func:`~hf_querygen.tasks.q2id.decode_description`."""
+        import torch
+
+        from ..inference import as_max_length
+        from .q2id import Q2IDCollator, decode_description, encode_q2id
+
+        if isinstance(inputs, Mapping):
+            raise InvalidInputError("Q2IDTask.predict takes a list of inputs, not one mapping")
+        sources = [as_source(example) for example in inputs]
+        caps = caps or self.caps
+        collate = Q2IDCollator(tokenizer.pad_token_id)
+        n_returns = int(generation_kwargs.get("num_return_sequences", 1))
+        generation_kwargs = as_max_length(dict(generation_kwargs))
+        model.eval()
+        results: list[list[str]] = []
+        for start in range(0, len(sources), max(1, batch_size)):
+            chunk = sources[start : start + batch_size]
+            batch = {field: [s[field] for s in chunk] for field in SOURCE_FIELDS}
+            encoded = encode_q2id(batch, tokenizer, caps, with_labels=False)
+            features = [{key: values[i] for key, values in encoded.items()} for i in range(len(chunk))]
+            tensors = collate(features)
+            tensors = {k: v.to(model.device) for k, v in tensors.items()}
+            with torch.no_grad():
+                generated = model.generate(**tensors, **generation_kwargs)
+            sequences = generated.sequences if hasattr(generated, "sequences") else generated
+            rows = [decode_description(row, tokenizer) for row in sequences]
+            results.extend(rows[k * n_returns : (k + 1) * n_returns] for k in range(len(chunk)))
+        return [group[0] for group in results] if n_returns == 1 else results
+
+    def evaluate(
+        self,
+        model: PreTrainedModel,
+        tokenizer: PreTrainedTokenizerFast,
+        dataset: datasets.Dataset,
+        batch_size: int = 16,
+        **generation_kwargs: Any,
+    ) -> tuple[dict[str, float], list[Any]]:
+        """Predict every record of ``dataset`` and score against its descriptions: (scores, outputs)."""
+        sources = [as_source(example) for example in dataset]
+        references = list(dataset[self.reference_column])
+        outputs = self.predict(model, tokenizer, sources, batch_size=batch_size, **generation_kwargs)
+        return self.score(outputs, references, sources), outputs
+
+    # ------------------------------------------------------------ scoring
+    def score(
+        self, predictions: Sequence[Any], references: Sequence[str], sources: Sequence[Any]
+    ) -> dict[str, float]:
+        """ROUGE-1/2/L recall (Zhang'20 Tables 3-4) and F1 (no stemming; one reference per query) and
+        the mean number of words per output; all ROUGE values in [0, 1]."""
+        from ..metrics.rouge import rouge
+
+        texts = [self.as_text(p) for p in predictions]
+        result = rouge(texts, list(references))
+        scores = {key: float(result[key]) for key in Q2ID_METRICS if key in result}
+        scores["output_words"] = float(sum(len(t.split()) for t in texts) / len(texts)) if texts else 0.0
+        return scores
+
+    def per_example_scores(self, predictions: Sequence[str], references: Sequence[str]) -> list[dict]:
+        """Per-query ROUGE recall/F1 rows (for paired significance tests), keys as in :meth:`score`."""
+        from ..metrics.rouge import rouge_per_example
+
+        rows = rouge_per_example([self.as_text(p) for p in predictions], list(references))
+        return [
+            {
+                f"{t}_{f}": row[f"{t}_{'recall' if f == 'recall' else 'f'}_max"]
+                for t in ("rouge1", "rouge2", "rougeL")
+                for f in ("recall", "f")
+            }
+            for row in rows
+        ]
+
+
+Q2ID = TASKS.register("q2id", Q2IDTask())

@@ -1,0 +1,120 @@
+"""zhang2020 reproduction at tiny size: the runner scores CtrsGen, an ablation, PG and the baselines on
+q2id, pipeline("intent-description") on a saved model returns exactly the table's outputs, the sweep,
+significance and beta-plot hooks fill the report; the q2id task's ROUGE scoring by hand."""
+
+import dataclasses
+import json
+
+import pytest
+from transformers import AutoModelForSeq2SeqLM, pipeline
+
+from hf_querygen.experiments import zhang2020
+from hf_querygen.experiments.runner import Budget, default_folds, run_reproduction
+from hf_querygen.tasks.base import TASKS, get_task
+from hf_querygen.tasks.q2id_task import Q2IDTaskData
+
+TINY = {"embedding_size": 8, "hidden_size": 8, "decoder_hidden_size": 8}
+TINY_PG = {"embedding_size": 8, "hidden_size": 8}
+KEEP = ("ctrsgen", "ctrsgen_i", "pg", "textrank", "copy_query", "oracle")
+
+
+@pytest.fixture(scope="module")
+def tiny_zhang2020():
+    budget = Budget(
+        "quick",
+        max_train=40,
+        max_validation=6,
+        max_test=6,
+        patience=None,
+        training_overrides={
+            "max_steps": 2,
+            "eval_strategy": "no",
+            "load_best_model_at_end": False,
+            "per_device_train_batch_size": 8,
+        },
+        preset_overrides={
+            "ctrsgen": TINY,
+            "ctrsgen_i": TINY,
+            "pg": TINY_PG,
+            **{zhang2020.sweep_key(s): TINY for s in zhang2020.SWEEP[:2]},
+        },
+    )
+    return dataclasses.replace(
+        zhang2020.REPRODUCTION,
+        systems=[s for s in zhang2020.REPRODUCTION.systems if s.key in KEEP],
+        budgets={"quick": budget, "full": budget},
+        # two sweep settings only, to keep the test fast
+        extra_systems=lambda budget, seeds: zhang2020.sweep_systems(budget, seeds)[:2],
+    )
+
+
+def test_task_is_registered_with_its_pipeline_and_card_tag():
+    task = TASKS.get("q2id")
+    assert (task.pipeline_task, task.pipeline_tag, task.corpora) == (
+        "intent-description",
+        "summarization",
+        {"q2id": ()},
+    )
+
+
+def test_sources_are_records_or_json_and_bad_ones_are_named():
+    from hf_querygen.errors import InvalidInputError
+    from hf_querygen.tasks.q2id_task import as_source
+
+    record = {"query": "q", "relevant_documents": [["one sentence.", "two"], "raw text"]}
+    source = as_source(record)
+    assert source["relevant_documents"][0] == {"sentences": ["one sentence.", "two"]}
+    assert source["irrelevant_documents"] == []
+    assert as_source(json.dumps(record)) == source
+    with pytest.raises(InvalidInputError, match="relevant_documents"):
+        as_source({"query": "q"})
+    with pytest.raises(InvalidInputError, match="lists of documents"):
+        as_source({"query": "q", "relevant_documents": "not a list"})
+
+
+def test_score_is_rouge_recall_f1_and_length_by_hand():
+    task = get_task("q2id")
+    # prediction "the cat sat" vs reference "the cat sat on the mat": unigram recall 3/6, precision 3/3
+    scores = task.score(["the cat sat"], ["the cat sat on the mat"], [{}])
+    assert scores["rouge1_recall"] == pytest.approx(3 / 6)
+    assert scores["rouge1_f"] == pytest.approx(2 * 1 * 0.5 / 1.5)
+    assert scores["rouge2_recall"] == pytest.approx(2 / 5)  # "the cat", "cat sat" of 5 bigrams
+    assert scores["rougeL_recall"] == pytest.approx(3 / 6)
+    assert scores["output_words"] == 3.0
+
+
+def test_tiny_reproduction_and_pipeline_equals_table(tiny_zhang2020, data_dir, tmp_path):
+    out, models = tmp_path / "results", tmp_path / "models"
+    document = run_reproduction(
+        tiny_zhang2020, out, quick=True, data_dir=data_dir, workers=1, save_models=models, progress=False
+    )
+    assert set(document["systems"]) == set(KEEP)  # the sweep rows feed the config only
+    for key in KEEP:
+        assert set(zhang2020.TABLE_METRICS) <= set(document["systems"][key]), key
+    config = document["config"]
+    assert set(config["contrast_sweep_validation"]) == {zhang2020.sweep_key(s) for s in zhang2020.SWEEP[:2]}
+    assert set(config["significance_vs_ctrsgen"]) == set(KEEP) - {"ctrsgen"}
+    p = config["significance_vs_ctrsgen"]["oracle"]["rouge1_recall"]["p_value"]
+    assert 0.0 <= p <= 1.0
+    assert config["beta_plot"] == "beta.png" and (out / "beta.png").stat().st_size > 0
+    assert len(config["beta_top_sentences"]) == 3
+    markdown = (out / "results.md").read_text()
+    assert "Table 3" in markdown and "Table 4" in markdown and "24.76" in markdown  # the paper's CtrsGen
+    assert document["paper_numbers"]["ctrsgen"]["rouge1_recall"] == pytest.approx(0.2476)
+
+    (fold,) = default_folds(get_task("q2id"), tiny_zhang2020.budgets["quick"], data_dir, "q2id", None)
+    test = fold.splits["test"]
+    sources = Q2IDTaskData(get_task("q2id"), fold.splits, None).sources("test")
+    for key in ("ctrsgen", "pg"):
+        record = json.loads((out / "runs" / f"{key}-seed0.json").read_text())
+        folder = models / f"{key}-seed0"
+        assert type(AutoModelForSeq2SeqLM.from_pretrained(folder)).__name__.startswith(
+            "CtrsGen" if key == "ctrsgen" else "QueryPointerGenerator"
+        )
+        describe = pipeline("intent-description", model=str(folder))
+        piped = [result[0]["description"] for result in describe(sources, batch_size=4)]
+        assert piped == record["outputs"]["test"], key
+        assert "pipeline_tag: summarization" in (folder / "README.md").read_text()
+    # the oracle reads the reference: it can only be at least as good as any single relevant sentence
+    oracle = json.loads((out / "runs" / "oracle-seed0.json").read_text())
+    assert len(oracle["outputs"]["test"]) == len(test)
