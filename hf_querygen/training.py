@@ -552,6 +552,12 @@ def train_model(
             f"eval_{k}": v for k, v in scores.items()
         }
     metadata["seconds"] = round(time.perf_counter() - started, 1)
+    # the pipelines cut longer inputs to the tokenizer's model_max_length (with a warning): save the
+    # length the task encoded sources with, unless the tokenizer already has a real limit
+    source_limit = getattr(task_object, "max_source_length", None)
+    current = getattr(data.tokenizer, "model_max_length", None)
+    if isinstance(source_limit, int) and not (isinstance(current, int) and 0 < current < 10**9):
+        data.tokenizer.model_max_length = source_limit
     save_model_folder(model, data.tokenizer, output_dir, metadata, overwrite=overwrite)
     shutil.rmtree(checkpoints, ignore_errors=True)
     return metadata

@@ -42,6 +42,8 @@ STRATEGIES = ("beam", "distinct-beam", "sample")
 class QuestionGenerationPipeline(QueryReformulationPipeline):
     """Keyword query -> ``num_return_sequences`` scored questions (module docstring)."""
 
+    pipeline_task_name = TASK_NAME
+
     def _sanitize_parameters(
         self,
         max_source_length: int | None = None,
