@@ -127,12 +127,14 @@ class QueryReformulationPipeline(Pipeline):
 
 def register_pipeline() -> None:
     """Register the ``query-reformulation`` task (called at ``import hf_querygen``)."""
-    from transformers import AutoModelForSeq2SeqLM
+    from transformers import AutoModelForSeq2SeqLM, AutoModelForTokenClassification
     from transformers.pipelines import PIPELINE_REGISTRY
 
     PIPELINE_REGISTRY.register_pipeline(
         TASK_NAME,
         pipeline_class=QueryReformulationPipeline,
-        pt_model=AutoModelForSeq2SeqLM,
+        # a token classifier loads too, so that __init__ can say which task it serves instead of
+        # transformers listing every seq2seq config class
+        pt_model=(AutoModelForSeq2SeqLM, AutoModelForTokenClassification),
         type="text",
     )
