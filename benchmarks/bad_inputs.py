@@ -558,6 +558,7 @@ def model_cases(work: Path) -> list[Case]:
     from transformers import AutoModelForSeq2SeqLM, AutoModelForTokenClassification, AutoTokenizer, pipeline
 
     import hf_querygen  # noqa: F401 - registers the Auto classes and pipelines
+    from hf_querygen.training import load_trained
 
     try:
         folders = _tiny_models(work / "models")
@@ -606,7 +607,8 @@ def model_cases(work: Path) -> list[Case]:
             Case(
                 f"model-folder/{name}",
                 "model",
-                lambda n=name, e=edit: AutoModelForSeq2SeqLM.from_pretrained(corrupt(n, e)),
+                # load_trained is the library's model-folder loader (the CLI, load_pipeline use it)
+                lambda n=name, e=edit: load_trained(corrupt(n, e)),
                 mentions=mentions,
             )
         )
@@ -614,7 +616,7 @@ def model_cases(work: Path) -> list[Case]:
         Case(
             "model-folder/missing-folder",
             "model",
-            lambda: AutoModelForSeq2SeqLM.from_pretrained(str(work / "no-such-model")),
+            lambda: load_trained(str(work / "no-such-model")),
             mentions=("no-such-model",),
         )
     )
@@ -633,7 +635,7 @@ def model_cases(work: Path) -> list[Case]:
         Case(
             "model-folder/no-tokenizer-json",
             "model",
-            lambda: AutoTokenizer.from_pretrained(no_tokenizer),
+            lambda: load_trained(no_tokenizer),
             mentions=("tokenizer.json",),
         )
     )
@@ -644,7 +646,7 @@ def model_cases(work: Path) -> list[Case]:
         Case(
             "model-folder/tokenizer-json-corrupt",
             "model",
-            lambda: AutoTokenizer.from_pretrained(bad_tokenizer),
+            lambda: load_trained(bad_tokenizer),
             mentions=("tokenizer.json",),
         )
     )

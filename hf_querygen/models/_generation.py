@@ -115,6 +115,7 @@ class RecurrentGenerationMixin(GenerationMixin):
         self._check_generation_arguments(generation_config, kwargs)
         if input_ids is not None:
             self._check_input_ids(input_ids)
+            self._check_attention_mask(input_ids, kwargs.get("attention_mask"))
             if input_ids.shape[0] == 0:
                 empty = torch.empty((0, 1), dtype=torch.long, device=input_ids.device)
                 if kwargs.get("return_dict_in_generate"):
@@ -156,6 +157,11 @@ class RecurrentGenerationMixin(GenerationMixin):
                 f"generate(): input_ids must have shape (batch, source_length), got {tuple(input_ids.shape)}"
                 "; add a batch dimension with input_ids.unsqueeze(0)"
             )
+        if input_ids.shape[0] > 0 and input_ids.shape[1] == 0:
+            raise InvalidInputError(
+                f"generate(): input_ids of shape {tuple(input_ids.shape)} are empty (source length 0); every "
+                "source needs at least the [EOS] the tokenizer appends: encode texts with the tokenizer"
+            )
         if input_ids.numel() == 0:
             return
         embeddings = self.get_input_embeddings()
@@ -168,6 +174,25 @@ class RecurrentGenerationMixin(GenerationMixin):
                 f"[0, {vocab_size}); encode texts with the tokenizer saved with this model "
                 "(unknown words map to [UNK])"
             )
+
+    @staticmethod
+    def _check_attention_mask(input_ids, attention_mask) -> None:
+        from ..errors import InvalidInputError
+
+        if attention_mask is None or not isinstance(attention_mask, torch.Tensor):
+            return
+        if attention_mask.shape != input_ids.shape:
+            raise InvalidInputError(
+                f"generate(): attention_mask has shape {tuple(attention_mask.shape)} but input_ids "
+                f"{tuple(input_ids.shape)}; pass both from the same tokenizer call"
+            )
+        if input_ids.shape[0] and input_ids.shape[1]:
+            empty_rows = (~attention_mask.bool().any(dim=1)).nonzero().flatten().tolist()
+            if empty_rows:
+                raise InvalidInputError(
+                    f"generate(): attention_mask rows {empty_rows[:5]} are all padding (no source token to "
+                    "attend to); drop those rows or encode them with the tokenizer (it appends [EOS])"
+                )
 
     @classmethod
     def _supports_default_dynamic_cache(cls) -> bool:
