@@ -46,8 +46,8 @@ def folders(tmp_path_factory):
                 vocab_size=size,
                 embedding_size=8,
                 hidden_size=8,
-                id2label={0: "B", 1: "I", 2: "O"},
-                label2id={"B": 0, "I": 1, "O": 2},
+                id2label={0: "B", 1: "I"},  # a segmentation tagger
+                label2id={"B": 0, "I": 1},
             )
         ),
     }
@@ -70,7 +70,8 @@ def reformulate(folders):
 # ---------------------------------------------------------------- 1. pipelines
 def test_empty_list_and_empty_texts_give_empty_results(folders, reformulate):
     keywords = pipeline("keyword-query-generation", model=str(folders["seq2seq"]))
-    for pipe in (reformulate, keywords):
+    segment = pipeline("query-segmentation", model=str(folders["tagger"]))
+    for pipe in (reformulate, keywords, segment):
         assert pipe([]) == []
         assert pipe("") == []
         assert pipe("  \t ") == []
@@ -80,8 +81,9 @@ def test_empty_list_and_empty_texts_give_empty_results(folders, reformulate):
 
 def test_long_input_is_cut_to_the_model_limit_with_one_warning(folders, reformulate):
     keywords = pipeline("keyword-query-generation", model=str(folders["seq2seq"]))
+    segment = pipeline("query-segmentation", model=str(folders["tagger"]))
     long_text = " ".join(["beijing"] * 100_000)
-    for pipe in (reformulate, keywords):
+    for pipe in (reformulate, keywords, segment):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             result = pipe([long_text, long_text])
@@ -99,6 +101,7 @@ def test_long_input_is_cut_to_the_model_limit_with_one_warning(folders, reformul
         ("query-segmentation", "dual", "keyword-query-generation"),
         ("query-reformulation", "tagger", "query-segmentation"),
         ("question-generation", "dual", "keyword-query-generation"),
+        ("keyword-query-generation", "tagger", "query-segmentation"),  # B/I tags are segment tags
     ],
 )
 def test_wrong_model_kind_names_task_type_and_the_tasks_it_serves(folders, task, model, serves):

@@ -37,18 +37,35 @@ def model_family(model: Any) -> str:
     return Task.family_of(Task(), model.config)
 
 
-def check_pipeline_model(pipeline_task: str, families: Iterable[str], model: Any) -> None:
-    """Raise :class:`InvalidInputError` if ``model``'s family is not one of ``families``."""
+def _model_labels(model: Any) -> set[str]:
+    return {str(label) for label in (getattr(model.config, "id2label", None) or {}).values()}
+
+
+def _serves(task: Any, family: str, labels: set[str]) -> bool:
+    if family not in task.families:
+        return False
+    # taggers of different tasks share a family: their label sets tell them apart
+    return family != "tagging" or getattr(task, "tag_labels", None) is None or labels == set(task.tag_labels)
+
+
+def check_pipeline_model(
+    pipeline_task: str, families: Iterable[str], model: Any, tag_labels: Iterable[str] | None = None
+) -> None:
+    """Raise :class:`InvalidInputError` if ``model``'s family is not one of ``families`` (for a tagger:
+    or if its labels are not ``tag_labels``)."""
     families = tuple(families)
     family = model_family(model)
-    if family in families:
+    labels = _model_labels(model)
+    if family in families and (family != "tagging" or tag_labels is None or labels == set(tag_labels)):
         return
     from ..tasks.base import TASKS
 
-    serving = sorted({task.pipeline_task for _, task in TASKS.items() if family in task.families})
+    serving = sorted({task.pipeline_task for _, task in TASKS.items() if _serves(task, family, labels)})
+    if family == "tagging":
+        family = f"tagging family, labels {sorted(labels)}"
     model_type = getattr(model.config, "model_type", type(model).__name__)
     raise InvalidInputError(
-        f"the {pipeline_task!r} pipeline cannot decode a {model_type!r} model ({family} family; it decodes "
+        f"the {pipeline_task!r} pipeline cannot decode a {model_type!r} model ({family}; it decodes "
         f"{list(families)}); a {model_type!r} model serves the pipeline tasks {serving or 'none'}: "
         "pass it to one of those, or train a model for this task"
     )
@@ -111,7 +128,7 @@ class TaskPipeline(Pipeline):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         task = self.task_object
-        check_pipeline_model(task.pipeline_task, task.families, self.model)
+        check_pipeline_model(task.pipeline_task, task.families, self.model, task.tag_labels)
 
     @property
     def task_object(self):
