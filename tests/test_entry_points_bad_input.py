@@ -237,3 +237,13 @@ def test_missing_or_non_folder_is_named(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(ModelFolderError, match="config.json is missing"):
         load_trained(tmp_path / "empty")
+
+
+def test_unknown_preset_is_ours_and_still_a_key_error():
+    from hf_querygen.errors import UnknownNameError
+    from hf_querygen.presets import config_from_preset
+
+    with pytest.raises(UnknownNameError) as info:
+        config_from_preset("no-such-preset")
+    assert isinstance(info.value, KeyError) and isinstance(info.value, InvalidInputError)
+    assert str(info.value).startswith("unknown preset 'no-such-preset'; known presets: [")
