@@ -102,7 +102,7 @@ class RecurrentGenerationMixin(GenerationMixin):
         """True when ``forward(...).logits`` are normalised log-probabilities (copy / pointer models)."""
         return False
 
-    def generate(self, inputs: torch.Tensor | None = None, generation_config=None, **kwargs):
+    def generate(self, inputs: torch.Tensor | None = None, generation_config=None, *args, **kwargs):
         """``GenerationMixin.generate`` after checking the arguments a caller most often gets wrong.
 
         Raises :class:`~hf_querygen.errors.InvalidInputError` naming the argument for: ``input_ids`` that
@@ -123,7 +123,7 @@ class RecurrentGenerationMixin(GenerationMixin):
 
                     return GenerateEncoderDecoderOutput(sequences=empty)
                 return empty
-        return super().generate(inputs, generation_config, **kwargs)
+        return super().generate(inputs, generation_config, *args, **kwargs)
 
     def _check_generation_arguments(self, generation_config, kwargs: dict) -> None:
         from ..errors import InvalidInputError
