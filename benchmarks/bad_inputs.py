@@ -861,6 +861,20 @@ def cli_cases(work: Path) -> list[Case]:
             "--vocab-size",
             "2",
         ],
+        # the refactored `train` has no --vocab-size: a config field is overridden with --set
+        [
+            "train",
+            "--corpus",
+            "nl2kw",
+            "--preset",
+            "liu2018-attn-seq2seq",
+            "--output-dir",
+            str(work / "t8"),
+            "--set",
+            "vocab_size=2",
+            "--max-steps",
+            "1",
+        ],
         [
             "train",
             "--corpus",
