@@ -41,6 +41,7 @@ _EXPORTS: dict[str, str] = {
     "QuerySegmentationPipeline": "hf_querygen.pipelines.segmentation",
     "IntentDescriptionPipeline": "hf_querygen.pipelines.intent_description",
     "QuestionGenerationPipeline": "hf_querygen.pipelines.question_generation",
+    "load_pipeline": "hf_querygen.pipelines._task_pipeline",
     # tasks, systems, experiments
     "Task": "hf_querygen.tasks.base",
     "TaskData": "hf_querygen.tasks.base",

@@ -10,6 +10,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .cli import non_negative_int, positive_float, positive_int
+
 THREADS_HELP = "torch CPU threads (default 1: these small RNNs gain little from more; 0 = torch's default)"
 
 
@@ -31,11 +33,15 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     train.add_argument("--overwrite", action="store_true", help="replace an existing --output-dir")
     train.add_argument("--resume", action="store_true", help="continue from the last checkpoint")
     train.add_argument("--quick", action="store_true", help="smoke run: 150 steps, 256 validation examples")
-    train.add_argument("--max-steps", type=int, default=None, help="stop after this many optimiser steps")
-    train.add_argument("--epochs", type=float, default=None, help="override the preset's epochs")
-    train.add_argument("--max-train-examples", type=int, default=None, help="train on a random subset")
     train.add_argument(
-        "--max-validation-examples", type=int, default=None, help="validate on the first N examples"
+        "--max-steps", type=positive_int, default=None, help="stop after this many optimiser steps"
+    )
+    train.add_argument("--epochs", type=positive_float, default=None, help="override the preset's epochs")
+    train.add_argument(
+        "--max-train-examples", type=positive_int, default=None, help="train on a random subset"
+    )
+    train.add_argument(
+        "--max-validation-examples", type=positive_int, default=None, help="validate on the first N examples"
     )
     train.add_argument(
         "--set",
@@ -44,16 +50,16 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
         metavar="FIELD=VALUE",
         help="override a config field of the preset (JSON value), e.g. --set hidden_size=64; repeatable",
     )
-    train.add_argument("--seed", type=int, default=42)
+    train.add_argument("--seed", type=non_negative_int, default=42)
     train.add_argument("--data-dir", type=Path, default=None, help="raw corpora (default ../shared/data)")
-    train.add_argument("--num-beams", type=int, default=1, help="saved generation config")
+    train.add_argument("--num-beams", type=positive_int, default=1, help="saved generation config")
     train.add_argument(
         "--group-by-length",
         action=argparse.BooleanOptionalAction,
         default=True,
         help="batch examples of similar source length (faster; default on)",
     )
-    train.add_argument("--threads", type=int, default=1, help=THREADS_HELP)
+    train.add_argument("--threads", type=non_negative_int, default=1, help=THREADS_HELP)
     train.set_defaults(func=_train_command)
 
     evaluate = subparsers.add_parser("evaluate", help="score a trained model on a corpus split (JSON out)")
@@ -62,20 +68,22 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     evaluate.add_argument("--config", default=None)
     evaluate.add_argument("--split", default="test")
     evaluate.add_argument("--data-dir", type=Path, default=None)
-    evaluate.add_argument("--num-beams", type=int, default=None, help="default: the saved generation config")
-    evaluate.add_argument("--batch-size", type=int, default=64)
-    evaluate.add_argument("--limit", type=int, default=None, help="score only the first N examples")
+    evaluate.add_argument(
+        "--num-beams", type=positive_int, default=None, help="default: the saved generation config"
+    )
+    evaluate.add_argument("--batch-size", type=positive_int, default=64)
+    evaluate.add_argument("--limit", type=positive_int, default=None, help="score only the first N examples")
     evaluate.add_argument("--predictions", type=Path, default=None, help="also write outputs (JSON lines)")
-    evaluate.add_argument("--threads", type=int, default=1, help=THREADS_HELP)
+    evaluate.add_argument("--threads", type=non_negative_int, default=1, help=THREADS_HELP)
     evaluate.set_defaults(func=_evaluate_command)
 
     generate = subparsers.add_parser("generate", help="run a trained model on texts (its task's output)")
     generate.add_argument("--model", type=Path, required=True)
     generate.add_argument("texts", nargs="+")
-    generate.add_argument("--num-beams", type=int, default=None)
-    generate.add_argument("--num-return-sequences", type=int, default=1)
-    generate.add_argument("--max-new-tokens", type=int, default=None)
-    generate.add_argument("--threads", type=int, default=1, help=THREADS_HELP)
+    generate.add_argument("--num-beams", type=positive_int, default=None)
+    generate.add_argument("--num-return-sequences", type=positive_int, default=1)
+    generate.add_argument("--max-new-tokens", type=positive_int, default=None)
+    generate.add_argument("--threads", type=non_negative_int, default=1, help=THREADS_HELP)
     generate.set_defaults(func=_generate_command)
 
 

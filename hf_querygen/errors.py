@@ -39,3 +39,11 @@ class CorpusFileMissingError(InvalidInputError, FileNotFoundError):
 
 class CorpusCountWarning(UserWarning):
     """A built corpus config whose row counts differ from the counts recorded in its dataset card."""
+
+
+class UnknownNameError(InvalidInputError, KeyError):
+    """A name looked up in one of our tables (preset, training preset) that is not there; the message
+    lists the known names. Also a ``KeyError``, so lookups written against a dict keep working."""
+
+    # KeyError's __str__ would quote the whole message: keep the plain one
+    __str__ = BaseException.__str__

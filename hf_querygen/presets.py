@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .errors import UnknownNameError
 from .models.dual_decoder.configuration_dual_decoder import LIU2018_DUAL_DECODER
 from .registry import Registry
 
@@ -225,7 +226,7 @@ def config_from_preset(name: str, **overrides: Any) -> PretrainedConfig:
     """The config of preset ``name`` with ``overrides`` (e.g. ``vocab_size``, ``output_vocab_size``)
     applied."""
     if name not in PRESETS:
-        raise KeyError(f"unknown preset {name!r}; known presets: {sorted(PRESETS)}")
+        raise UnknownNameError(f"unknown preset {name!r}; known presets: {sorted(PRESETS)}")
     from transformers import AutoConfig
 
     from ._registration import register_all
@@ -239,7 +240,7 @@ def config_from_preset(name: str, **overrides: Any) -> PretrainedConfig:
 def training_arguments_from_preset(name: str, **overrides: Any) -> dict[str, Any]:
     """``TrainingArguments`` kwargs of preset ``name`` (a fresh dict) with ``overrides`` applied."""
     if name not in TRAINING_PRESETS:
-        raise KeyError(f"no training preset {name!r}; known: {sorted(TRAINING_PRESETS)}")
+        raise UnknownNameError(f"no training preset {name!r}; known: {sorted(TRAINING_PRESETS)}")
     return {**TRAINING_PRESETS.get(name), **overrides}
 
 

@@ -144,11 +144,28 @@ def train_word_tokenizer(
         a ``PreTrainedTokenizerFast`` (``JiebaWordTokenizer`` for Chinese) whose ``__call__`` appends
         ``[EOS]``; ``init_kwargs`` carry ``output_vocab_size`` and the options above.
     """
-    if min_frequency < 1:
-        raise ValueError(f"min_frequency must be >= 1, got {min_frequency}")
+    from .errors import InvalidInputError
+
+    for side, corpus in (("texts", texts), ("target_texts", target_texts)):
+        if corpus is None and side == "target_texts":
+            continue
+        # a bare string is iterable: it would be read as one text per character
+        if corpus is None or isinstance(corpus, (str, bytes)) or not isinstance(corpus, Iterable):
+            raise InvalidInputError(
+                f"train_word_tokenizer: {side} must be an iterable of strings (one text per item), got "
+                f"{type(corpus).__name__}"
+                + (": wrap a single text in a list" if isinstance(corpus, str) else "")
+            )
+    if isinstance(min_frequency, bool) or not isinstance(min_frequency, int) or min_frequency < 1:
+        raise InvalidInputError(
+            f"train_word_tokenizer: min_frequency must be an integer >= 1, got {min_frequency!r}"
+        )
     specials = list(SPECIAL_TOKENS) + [t for t in extra_special_tokens if t not in SPECIAL_TOKENS]
     if vocab_size is not None and vocab_size < len(specials):
-        raise ValueError(f"vocab_size={vocab_size} is smaller than the {len(specials)} special tokens")
+        raise InvalidInputError(
+            f"train_word_tokenizer: vocab_size={vocab_size} is smaller than the {len(specials)} special "
+            "tokens; pass None (no cap) or a larger number"
+        )
     if chinese_segmentation:
         _jieba()  # fail now, with the install hint, rather than inside the first encode
 
@@ -159,7 +176,9 @@ def train_word_tokenizer(
         first_seen: dict[str, int] = {}
         for index, text in enumerate(corpus):
             if not isinstance(text, str):
-                raise TypeError(f"{side} text #{index} is {type(text).__name__}, not str: {text!r}")
+                raise InvalidInputError(
+                    f"train_word_tokenizer: {side} text #{index} is {type(text).__name__}, not str: {text!r}"
+                )
             for word in _words_with_backend(backend, text, chinese_segmentation):
                 counter[word] += 1
                 first_seen.setdefault(word, len(first_seen))
@@ -187,9 +206,9 @@ def train_word_tokenizer(
     if output_vocab_size is None:
         output_vocab_size = min(n_target_side, len(vocabulary))
     if not len(specials) <= output_vocab_size <= len(vocabulary):
-        raise ValueError(
-            f"output_vocab_size={output_vocab_size} must lie between the {len(specials)} special tokens "
-            f"and the vocabulary size {len(vocabulary)}"
+        raise InvalidInputError(
+            f"train_word_tokenizer: output_vocab_size={output_vocab_size} must lie between the "
+            f"{len(specials)} special tokens and the vocabulary size {len(vocabulary)}"
         )
 
     backend.model = models.WordLevel({word: i for i, word in enumerate(vocabulary)}, unk_token=UNK_TOKEN)

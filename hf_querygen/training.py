@@ -556,30 +556,128 @@ def train_model(
             f"eval_{k}": v for k, v in scores.items()
         }
     metadata["seconds"] = round(time.perf_counter() - started, 1)
+    # the pipelines cut longer inputs to the tokenizer's model_max_length (with a warning): save the
+    # length the task encoded sources with, unless the tokenizer already has a real limit
+    source_limit = getattr(task_object, "max_source_length", None)
+    current = getattr(data.tokenizer, "model_max_length", None)
+    if isinstance(source_limit, int) and not (isinstance(current, int) and 0 < current < 10**9):
+        data.tokenizer.model_max_length = source_limit
     save_model_folder(model, data.tokenizer, output_dir, metadata, overwrite=overwrite)
     shutil.rmtree(checkpoints, ignore_errors=True)
     return metadata
 
 
+def _folder_file_error(model_dir: Path, name: str, problem: str) -> Exception:
+    from .errors import ModelFolderError
+
+    return ModelFolderError(
+        f"model folder {model_dir}: {name} {problem}; re-save the model (hf-querygen train --output-dir "
+        f"{model_dir} --overwrite, or model.save_pretrained + tokenizer.save_pretrained)"
+    )
+
+
+def _json_object(model_dir: Path, name: str, required: bool = True) -> dict[str, Any] | None:
+    path = model_dir / name
+    if not path.is_file():
+        if required:
+            raise _folder_file_error(model_dir, name, "is missing")
+        return None
+    try:
+        value = json.loads(path.read_bytes().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise _folder_file_error(model_dir, name, f"is corrupted (not JSON: {err})") from err
+    if not isinstance(value, dict):
+        raise _folder_file_error(
+            model_dir, name, f"is corrupted (a JSON {type(value).__name__}, not an object)"
+        )
+    return value
+
+
+def _check_safetensors(model_dir: Path, name: str) -> None:
+    """Open ``name``'s header: safetensors checks that the header is JSON and that the tensors' byte
+    ranges fit in the file, so an empty, truncated or garbage file fails here, not inside torch."""
+    from safetensors import safe_open
+
+    path = model_dir / name
+    if not path.is_file():
+        raise _folder_file_error(model_dir, name, "is missing")
+    if path.stat().st_size == 0:
+        raise _folder_file_error(model_dir, name, "is empty (0 bytes)")
+    try:
+        with safe_open(str(path), framework="pt") as handle:
+            handle.keys()
+    except Exception as err:  # SafetensorError is not exported under a stable name
+        raise _folder_file_error(
+            model_dir, name, f"is truncated or corrupted ({type(err).__name__}: {err})"
+        ) from err
+
+
+def check_model_folder(model_dir: str | Path, require_tokenizer: bool = True) -> dict[str, Any]:
+    """Check that ``model_dir`` is a complete model folder before transformers opens it; returns its
+    config.json. Raises :class:`~hf_querygen.errors.ModelFolderError` naming the folder and the file
+    that is missing, empty, truncated or not valid JSON / safetensors."""
+    from .errors import ModelFolderError
+
+    model_dir = Path(model_dir)
+    if not model_dir.exists():
+        raise ModelFolderError(
+            f"model folder {model_dir} does not exist; pass a folder written by `hf-querygen train` "
+            "(--output-dir) or by save_pretrained"
+        )
+    if not model_dir.is_dir():
+        raise ModelFolderError(f"model folder {model_dir} is a file, not a folder; pass the folder")
+    if not (model_dir / "config.json").is_file():
+        raise ModelFolderError(
+            f"model folder {model_dir} holds no trained model: config.json is missing; pass a folder "
+            "written by `hf-querygen train` (--output-dir) or by save_pretrained"
+        )
+    config = _json_object(model_dir, "config.json")
+    if "model_type" not in config:
+        raise _folder_file_error(model_dir, "config.json", "has no model_type")
+    index = _json_object(model_dir, "model.safetensors.index.json", required=False)
+    if index is not None:  # sharded weights: check every shard the index names
+        for shard in sorted(set(dict(index.get("weight_map") or {}).values())):
+            _check_safetensors(model_dir, str(shard))
+    else:
+        _check_safetensors(model_dir, "model.safetensors")
+    if require_tokenizer:
+        _json_object(model_dir, "tokenizer.json")
+        _json_object(model_dir, "tokenizer_config.json", required=False)
+    _json_object(model_dir, "generation_config.json", required=False)
+    return config
+
+
 def load_trained(model_dir: str | Path) -> tuple[PreTrainedModel, PreTrainedTokenizerFast, dict[str, Any]]:
-    """(model, tokenizer, metadata) from a folder written by ``hf-querygen train`` / ``--save-models``."""
+    """(model, tokenizer, metadata) from a folder written by ``hf-querygen train`` / ``--save-models``.
+
+    A missing, incomplete or corrupted folder raises :class:`~hf_querygen.errors.ModelFolderError`
+    naming the folder and the file (:func:`check_model_folder`)."""
     from transformers import AutoConfig, AutoModelForSeq2SeqLM, AutoModelForTokenClassification, AutoTokenizer
 
     from ._registration import register_all
 
     register_all()
     model_dir = Path(model_dir)
-    if not (model_dir / "config.json").is_file():
-        raise FileNotFoundError(f"{model_dir} holds no trained model (no config.json)")
-    metadata_path = model_dir / TRAINING_METADATA_FILE
-    metadata = json.loads(metadata_path.read_text(encoding="utf-8")) if metadata_path.is_file() else {}
-    config = AutoConfig.from_pretrained(model_dir)
+    check_model_folder(model_dir)
+    metadata = _json_object(model_dir, TRAINING_METADATA_FILE, required=False) or {}
+    try:
+        config = AutoConfig.from_pretrained(model_dir)
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise _folder_file_error(model_dir, "config.json", f"cannot be loaded ({err})") from err
     auto = (
         AutoModelForSeq2SeqLM
         if getattr(config, "is_encoder_decoder", False)
         else AutoModelForTokenClassification
     )
-    return auto.from_pretrained(model_dir), AutoTokenizer.from_pretrained(model_dir), metadata
+    try:
+        model = auto.from_pretrained(model_dir)
+    except (OSError, ValueError, KeyError, RuntimeError) as err:
+        raise _folder_file_error(model_dir, "model.safetensors", f"cannot be loaded ({err})") from err
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    except Exception as err:  # the tokenizers library raises its own Exception subclass
+        raise _folder_file_error(model_dir, "tokenizer.json", f"cannot be loaded ({err})") from err
+    return model, tokenizer, metadata
 
 
 def __getattr__(name: str) -> Any:

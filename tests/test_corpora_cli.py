@@ -102,7 +102,7 @@ def test_build_strict_fails_naming_file_and_line_and_lenient_skips(tiny, capsys)
     data, folder = tiny
     with (data / "tiny" / "pairs.tsv").open("a", encoding="utf-8") as handle:
         handle.write("a line without keywords\n")
-    assert main(["corpus", "build", "tiny", "--data-dir", str(data), "--out-dir", str(folder)]) == 1
+    assert main(["corpus", "build", "tiny", "--data-dir", str(data), "--out-dir", str(folder)]) == 2
     assert "tiny/pairs.tsv:4: expected question<TAB>keywords" in capsys.readouterr().err
     assert not (folder / "data").exists()
     args = ["corpus", "build", "tiny", "--data-dir", str(data), "--out-dir", str(folder), "--lenient"]

@@ -7,6 +7,7 @@ from _seq2seq_toy import copy_task_rows, copy_task_tokenizer, tiny_copy_model
 from transformers import pipeline
 
 import hf_querygen  # noqa: F401  (registers the pipeline task and the model type)
+from hf_querygen.errors import InvalidInputError
 from hf_querygen.pipelines.text2text import QueryReformulationPipeline
 from hf_querygen.tasks.seq2seq import encode_seq2seq
 from hf_querygen.tokenization import output_vocab_size_of
@@ -84,7 +85,7 @@ def test_pipeline_beam_search_returns_n_sequences_per_input(reformulate):
 
 
 def test_pipeline_rejects_non_text(reformulate):
-    with pytest.raises(TypeError, match="must be strings"):
+    with pytest.raises(InvalidInputError, match="must be strings"):
         reformulate([["please", "find"]])
 
 

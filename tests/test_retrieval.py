@@ -341,5 +341,9 @@ def test_index_cli_build_and_search(tmp_path, capsys):
     )
     line = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert line["query"] == "red fox" and [h["id"] for h in line["hits"]] == ["d1", "d3"]
+    # the CLI prints our errors as one line and exits 2; --debug raises them
+    assert main(["index", "build", str(docs), str(tmp_path / "ix")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("hf-querygen: error: index folder") and "--overwrite" in err
     with pytest.raises(InvalidInputError, match="overwrite"):
-        main(["index", "build", str(docs), str(tmp_path / "ix")])
+        main(["--debug", "index", "build", str(docs), str(tmp_path / "ix")])

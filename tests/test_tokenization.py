@@ -7,6 +7,7 @@ import pytest
 from transformers import AutoTokenizer
 
 import hf_querygen  # noqa: F401  (registers the tokenizer class with AutoTokenizer)
+from hf_querygen.errors import InvalidInputError
 from hf_querygen.tokenization import (
     SPECIAL_TOKENS,
     JiebaWordTokenizer,
@@ -45,7 +46,7 @@ def test_vocab_size_min_frequency_and_output_vocab_limits():
         train_word_tokenizer(SOURCES, TARGETS, output_vocab_size=2)
     with pytest.raises(ValueError, match="output_vocab_size=99"):
         train_word_tokenizer(SOURCES, TARGETS, output_vocab_size=99)
-    with pytest.raises(TypeError, match="target text #1"):
+    with pytest.raises(InvalidInputError, match="target text #1"):
         train_word_tokenizer(SOURCES, ["ok", None])
 
 

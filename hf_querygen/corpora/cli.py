@@ -64,13 +64,10 @@ def _build(args: argparse.Namespace) -> int:
     from ..errors import InvalidInputError
     from ._base import CorpusFormatError, build_dataset_folder, get_corpus_spec
 
-    try:  # unknown corpus or config: a usage error, not a traceback
-        spec = get_corpus_spec(args.name)
-        for config in args.config or []:
-            spec.check_config(config)
-    except ValueError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+    # unknown corpus or config: InvalidInputError, printed as one line by hf_querygen.cli.main
+    spec = get_corpus_spec(args.name)
+    for config in args.config or []:
+        spec.check_config(config)
     logs: dict = {}
     summaries: dict = {}
     try:
@@ -85,13 +82,9 @@ def _build(args: argparse.Namespace) -> int:
             summaries=summaries,
         )
     except InvalidInputError as err:  # CorpusFormatError names file and line; a missing file its path
-        hint = (
-            "\n(re-run with --lenient to skip malformed records)"
-            if isinstance(err, CorpusFormatError)
-            else ""
-        )
-        print(f"error: {err}{hint}", file=sys.stderr)
-        return 1
+        if isinstance(err, CorpusFormatError):
+            err.args = (f"{err} (re-run with --lenient to skip malformed records)",)
+        raise
     moved = False
     for config, log in logs.items():
         summary = log.summary()
@@ -188,12 +181,8 @@ def _stats(args: argparse.Namespace) -> int:
 
     from ._base import corpus_stats, get_corpus_spec
 
-    try:
-        spec = get_corpus_spec(args.name)
-        configs = [spec.check_config(args.config)] if args.config else list(spec.configs)
-    except ValueError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+    spec = get_corpus_spec(args.name)
+    configs = [spec.check_config(args.config)] if args.config else list(spec.configs)
     results = {}
     for config in tqdm(
         configs, desc=f"statistics of {args.name}", disable=len(configs) == 1, file=sys.stderr

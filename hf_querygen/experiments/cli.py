@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..cli import positive_int
+
 #: the reproductions the parser offers; kept literal so that building the parser imports nothing
 #: heavy (a test checks it equals the REPRODUCTIONS registry)
 NAMES = ("liu2018", "lin2017", "zhang2020", "retrieval")
@@ -16,10 +18,10 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--quick", action="store_true", help="minutes-long run (small data and models, 1 seed)"
     )
-    parser.add_argument("--seeds", type=int, default=None, help="number of seeds / repetitions")
+    parser.add_argument("--seeds", type=positive_int, default=None, help="number of seeds / repetitions")
     parser.add_argument("--out-dir", type=Path, default=None, help="default: results/<name>[-quick]")
     parser.add_argument("--data-dir", type=Path, default=None, help="raw corpora (default ../shared/data)")
-    parser.add_argument("--workers", type=int, default=2, help="training processes (default 2)")
+    parser.add_argument("--workers", type=positive_int, default=2, help="training processes (default 2)")
     parser.add_argument("--save-models", type=Path, default=None, help="keep every trained model here")
     parser.add_argument("--resume", action="store_true", help="skip finished runs, continue interrupted ones")
     parser.add_argument("--overwrite", action="store_true", help="start again in a non-empty --out-dir")

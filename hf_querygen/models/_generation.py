@@ -102,6 +102,98 @@ class RecurrentGenerationMixin(GenerationMixin):
         """True when ``forward(...).logits`` are normalised log-probabilities (copy / pointer models)."""
         return False
 
+    def generate(self, inputs: torch.Tensor | None = None, generation_config=None, *args, **kwargs):
+        """``GenerationMixin.generate`` after checking the arguments a caller most often gets wrong.
+
+        Raises :class:`~hf_querygen.errors.InvalidInputError` naming the argument for: ``input_ids`` that
+        are not a 2-D integer tensor (B, S) or hold ids outside ``[0, vocab_size)``; ``num_beams`` /
+        ``num_return_sequences`` / ``max_new_tokens`` / ``max_length`` that are not integers >= 1.
+        A 0-row batch (shape (0, S)) returns an empty ``torch.long`` tensor of shape (0, 1) without
+        running the model (or an empty ``sequences`` of that shape with ``return_dict_in_generate``).
+        """
+        input_ids = inputs if inputs is not None else kwargs.get("input_ids")
+        self._check_generation_arguments(generation_config, kwargs)
+        if input_ids is not None:
+            self._check_input_ids(input_ids)
+            self._check_attention_mask(input_ids, kwargs.get("attention_mask"))
+            if input_ids.shape[0] == 0:
+                empty = torch.empty((0, 1), dtype=torch.long, device=input_ids.device)
+                if kwargs.get("return_dict_in_generate"):
+                    from transformers.generation.utils import GenerateEncoderDecoderOutput
+
+                    return GenerateEncoderDecoderOutput(sequences=empty)
+                return empty
+        return super().generate(inputs, generation_config, *args, **kwargs)
+
+    def _check_generation_arguments(self, generation_config, kwargs: dict) -> None:
+        from ..errors import InvalidInputError
+
+        for name in ("num_beams", "num_return_sequences", "max_new_tokens", "max_length"):
+            # a call argument overrides the generation config passed in (the model's own is valid)
+            value = kwargs[name] if name in kwargs else getattr(generation_config, name, None)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InvalidInputError(
+                    f"generate(): {name} must be an integer >= 1, got {value!r}"
+                    + (" (num_beams=1 is greedy search)" if name == "num_beams" else "")
+                )
+
+    def _check_input_ids(self, input_ids) -> None:
+        from ..errors import InvalidInputError
+
+        if not isinstance(input_ids, torch.Tensor):
+            raise InvalidInputError(
+                f"generate(): input_ids must be a torch.LongTensor of shape (batch, source_length), got "
+                f"{type(input_ids).__name__}; encode texts with the model's tokenizer (return_tensors='pt')"
+            )
+        if input_ids.dtype.is_floating_point or input_ids.dtype.is_complex or input_ids.dtype == torch.bool:
+            raise InvalidInputError(
+                f"generate(): input_ids must hold integer token ids (torch.long), got dtype {input_ids.dtype}"
+                "; pass the tokenizer's input_ids, or call .long() on integer-valued ids"
+            )
+        if input_ids.dim() != 2:
+            raise InvalidInputError(
+                f"generate(): input_ids must have shape (batch, source_length), got {tuple(input_ids.shape)}"
+                "; add a batch dimension with input_ids.unsqueeze(0)"
+            )
+        if input_ids.shape[0] > 0 and input_ids.shape[1] == 0:
+            raise InvalidInputError(
+                f"generate(): input_ids of shape {tuple(input_ids.shape)} are empty (source length 0); every "
+                "source needs at least the [EOS] the tokenizer appends: encode texts with the tokenizer"
+            )
+        if input_ids.numel() == 0:
+            return
+        embeddings = self.get_input_embeddings()
+        vocab_size = getattr(embeddings, "num_embeddings", None) or self.config.vocab_size
+        low, high = int(input_ids.min()), int(input_ids.max())
+        if low < 0 or high >= vocab_size:
+            bad = low if low < 0 else high
+            raise InvalidInputError(
+                f"generate(): input_ids holds id {bad}, outside the model's input vocabulary "
+                f"[0, {vocab_size}); encode texts with the tokenizer saved with this model "
+                "(unknown words map to [UNK])"
+            )
+
+    @staticmethod
+    def _check_attention_mask(input_ids, attention_mask) -> None:
+        from ..errors import InvalidInputError
+
+        if attention_mask is None or not isinstance(attention_mask, torch.Tensor):
+            return
+        if attention_mask.shape != input_ids.shape:
+            raise InvalidInputError(
+                f"generate(): attention_mask has shape {tuple(attention_mask.shape)} but input_ids "
+                f"{tuple(input_ids.shape)}; pass both from the same tokenizer call"
+            )
+        if input_ids.shape[0] and input_ids.shape[1]:
+            empty_rows = (~attention_mask.bool().any(dim=1)).nonzero().flatten().tolist()
+            if empty_rows:
+                raise InvalidInputError(
+                    f"generate(): attention_mask rows {empty_rows[:5]} are all padding (no source token to "
+                    "attend to); drop those rows or encode them with the tokenizer (it appends [EOS])"
+                )
+
     @classmethod
     def _supports_default_dynamic_cache(cls) -> bool:
         return False  # the decoder state lives in a RecurrentStateCache, not a key/value cache

@@ -42,6 +42,8 @@ STRATEGIES = ("beam", "distinct-beam", "sample")
 class QuestionGenerationPipeline(QueryReformulationPipeline):
     """Keyword query -> ``num_return_sequences`` scored questions (module docstring)."""
 
+    pipeline_task_name = TASK_NAME
+
     def _sanitize_parameters(
         self,
         max_source_length: int | None = None,
@@ -138,9 +140,12 @@ class QuestionGenerationPipeline(QueryReformulationPipeline):
 
 def register_pipeline() -> None:
     """Register the ``question-generation`` task (called at ``import hf_querygen``)."""
-    from transformers import AutoModelForSeq2SeqLM
+    from transformers import AutoModelForSeq2SeqLM, AutoModelForTokenClassification
     from transformers.pipelines import PIPELINE_REGISTRY
 
     PIPELINE_REGISTRY.register_pipeline(
-        TASK_NAME, pipeline_class=QuestionGenerationPipeline, pt_model=AutoModelForSeq2SeqLM, type="text"
+        TASK_NAME,
+        pipeline_class=QuestionGenerationPipeline,
+        pt_model=(AutoModelForSeq2SeqLM, AutoModelForTokenClassification),
+        type="text",
     )

@@ -4,7 +4,8 @@ Runs either neural segmenter through :meth:`hf_querygen.tasks.segmentation_task.
 (the same decoding as the lin2017 tables): the RNN encoder-decoder (Lin et al. 2017; decoding
 constrained to "next query word or break" by default, ``constrained=False`` decodes as the paper did)
 or the BiLSTM BIO tagger. Segments are returned in the caller's own words (case kept), split at
-whitespace. Batched with ``batch_size=...``.
+whitespace. Batched with ``batch_size=...``. An empty or whitespace-only query gives ``[]`` (no
+segments); see :mod:`hf_querygen.pipelines._task_pipeline` for the shared input rules.
 
     >>> segment = pipeline("query-segmentation", model="path/to/segmenter")
     >>> segment("graffiti fonts alphabet")
@@ -14,8 +15,6 @@ whitespace. Batched with ``batch_size=...``.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from ._task_pipeline import TaskPipeline
 
@@ -27,11 +26,6 @@ class QuerySegmentationPipeline(TaskPipeline):
 
     task_name = "segmentation"
     forward_arguments = ("constrained", "num_beams", "pool_word_probability")
-
-    def preprocess(self, query: str) -> dict[str, Any]:
-        if not isinstance(query, str) or not query.split():
-            raise ValueError(f"{TASK_NAME} pipeline inputs must be non-empty strings, got {query!r}")
-        return super().preprocess(query)
 
 
 def register_pipeline() -> None:

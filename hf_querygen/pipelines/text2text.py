@@ -21,8 +21,10 @@ from typing import Any
 import torch
 from transformers import Pipeline
 
+from ..errors import InvalidInputError
 from ..inference import as_max_length
 from ..tasks.seq2seq import decode_extended, encode_sources
+from ._task_pipeline import check_pipeline_model, guard_inputs, max_source_length
 
 TASK_NAME = "query-reformulation"
 
@@ -38,6 +40,37 @@ class QueryReformulationPipeline(Pipeline):
     _load_feature_extractor = False
     _load_tokenizer = True
 
+    #: the pipeline task named in errors and warnings
+    pipeline_task_name: str = TASK_NAME
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # only encoder-decoders with the extended output space decode here (a tagger or the dual
+        # decoder has no single decoder to generate from)
+        check_pipeline_model(self.pipeline_task_name, ("seq2seq",), self.model)
+
+    def __call__(self, inputs: Any, *args: Any, **kwargs: Any) -> Any:
+        """Shared input rules (:mod:`hf_querygen.pipelines._task_pipeline`): ``[]`` -> ``[]``, an empty or
+        whitespace-only text -> ``[]`` (no generated text), over-long texts cut with one warning."""
+        from ..tasks.text2text_task import Text2TextTask
+
+        default = inspect.signature(Text2TextTask.__init__).parameters["max_source_length"].default
+        limit = kwargs.get("max_source_length") or max_source_length(self.model, self.tokenizer, default)
+        inputs, empty = guard_inputs(inputs, limit, self.pipeline_task_name)
+        if empty:
+            return []
+        if isinstance(inputs, str):
+            return super().__call__(inputs, *args, **kwargs) if inputs.split() else []
+        if isinstance(inputs, (list, tuple)):
+            kept = [i for i, text in enumerate(inputs) if not isinstance(text, str) or text.split()]
+            results: list[Any] = [[] for _ in inputs]
+            if kept:
+                outputs = super().__call__([inputs[i] for i in kept], *args, **kwargs)
+                for i, output in zip(kept, outputs, strict=True):
+                    results[i] = output
+            return results
+        return super().__call__(inputs, *args, **kwargs)
+
     def _sanitize_parameters(
         self, max_source_length: int | None = None, return_tensors: bool | None = None, **generate_kwargs: Any
     ):
@@ -47,8 +80,9 @@ class QueryReformulationPipeline(Pipeline):
 
     def preprocess(self, text: str, max_source_length: int | None = None) -> dict[str, Any]:
         if not isinstance(text, str):
-            raise TypeError(
-                f"{TASK_NAME} pipeline inputs must be strings, got {type(text).__name__}: {text!r}"
+            raise InvalidInputError(
+                f"{self.pipeline_task_name} pipeline inputs must be strings, got {type(text).__name__}: "
+                f"{text!r}"
             )
         encoded = encode_sources([text], self.tokenizer, max_source_length)
         inputs = {key: torch.tensor(encoded[key]) for key in _MODEL_INPUT_KEYS}  # each (1, S)
@@ -93,12 +127,14 @@ class QueryReformulationPipeline(Pipeline):
 
 def register_pipeline() -> None:
     """Register the ``query-reformulation`` task (called at ``import hf_querygen``)."""
-    from transformers import AutoModelForSeq2SeqLM
+    from transformers import AutoModelForSeq2SeqLM, AutoModelForTokenClassification
     from transformers.pipelines import PIPELINE_REGISTRY
 
     PIPELINE_REGISTRY.register_pipeline(
         TASK_NAME,
         pipeline_class=QueryReformulationPipeline,
-        pt_model=AutoModelForSeq2SeqLM,
+        # a token classifier loads too, so that __init__ can say which task it serves instead of
+        # transformers listing every seq2seq config class
+        pt_model=(AutoModelForSeq2SeqLM, AutoModelForTokenClassification),
         type="text",
     )

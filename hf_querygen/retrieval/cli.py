@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+from ..cli import non_negative_int, positive_int
+
 
 def add_commands(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("index", help="build or search a retrieval index (BM25, QL, SDM)")
@@ -23,13 +25,15 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     build.add_argument("--text-field", default="text", help="jsonl: the text field (default text)")
     build.add_argument("--id-field", default="id", help="jsonl: the id field (default id; absent = row)")
     build.add_argument("--overwrite", action="store_true", help="replace an index already in the folder")
-    build.add_argument("--threads", type=int, default=0, help="tantivy writer threads (0 = automatic)")
+    build.add_argument(
+        "--threads", type=non_negative_int, default=0, help="tantivy writer threads (0 = automatic)"
+    )
     build.set_defaults(func=_build)
 
     search = commands.add_parser("search", help="search an index; prints JSON lines")
     search.add_argument("index", type=Path, help="index folder")
     search.add_argument("queries", nargs="*", help="queries (default: one per line on stdin)")
-    search.add_argument("-k", type=int, default=10, help="hits per query (default 10)")
+    search.add_argument("-k", type=positive_int, default=10, help="hits per query (default 10)")
     search.add_argument("--ranker", default="bm25", choices=["bm25", "ql", "sdm"])
     search.add_argument(
         "--param",
@@ -38,7 +42,9 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
         metavar="NAME=VALUE",
         help="ranker parameter, e.g. mu=1000, k1=0.9, depth=500, weights=0.8,0.1,0.1 (repeatable)",
     )
-    search.add_argument("--threads", type=int, default=None, help="search threads (default: CPU count)")
+    search.add_argument(
+        "--threads", type=positive_int, default=None, help="search threads (default: CPU count)"
+    )
     search.set_defaults(func=_search)
 
 

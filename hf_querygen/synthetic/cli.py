@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..cli import non_negative_int, positive_int, unit_float
+
 
 def add_commands(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -24,19 +26,25 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--baseline", action="store_true", help="baseline model Eq. (1) instead of Eq. (6)")
     parser.add_argument("--no-phrases", action="store_true", help="no phrase detection (Sec. 3.1.4)")
-    parser.add_argument("--lam", type=float, default=0.5, help="lambda of Eq. (1)")
-    parser.add_argument("--alpha", type=float, default=0.5, help="alpha of Eq. (6)")
-    parser.add_argument("--beta", type=float, default=0.3, help="beta of Eq. (6)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--num-candidates", type=int, default=20, help="m (Sec. 5: 20)")
-    parser.add_argument("--top-n", type=int, default=100, help="N retrieved per keyword query (Sec. 5: 100)")
-    parser.add_argument("--top-l", type=int, default=None, help="also write config top_l with T_L")
-    parser.add_argument("--shard-size", type=int, default=10_000)
-    parser.add_argument("--num-proc", type=int, default=None, help="processes for KQGM (datasets.map)")
-    parser.add_argument("--threads", type=int, default=None, help="retrieval threads")
+    parser.add_argument("--lam", type=unit_float, default=0.5, help="lambda of Eq. (1)")
+    parser.add_argument("--alpha", type=unit_float, default=0.5, help="alpha of Eq. (6)")
+    parser.add_argument("--beta", type=unit_float, default=0.3, help="beta of Eq. (6)")
+    parser.add_argument("--seed", type=non_negative_int, default=0)
+    parser.add_argument("--num-candidates", type=positive_int, default=20, help="m (Sec. 5: 20)")
+    parser.add_argument(
+        "--top-n", type=positive_int, default=100, help="N retrieved per keyword query (Sec. 5: 100)"
+    )
+    parser.add_argument("--top-l", type=positive_int, default=None, help="also write config top_l with T_L")
+    parser.add_argument("--shard-size", type=positive_int, default=10_000)
+    parser.add_argument(
+        "--num-proc", type=positive_int, default=None, help="processes for KQGM (datasets.map)"
+    )
+    parser.add_argument("--threads", type=positive_int, default=None, help="retrieval threads")
     parser.add_argument("--index", type=Path, default=None, help="retrieval index of Q (built if absent)")
     parser.add_argument("--no-filters", action="store_true", help="skip KQF and TDF (no index needed)")
-    parser.add_argument("--limit", type=int, default=None, help="only the first N questions (smoke runs)")
+    parser.add_argument(
+        "--limit", type=positive_int, default=None, help="only the first N questions (smoke runs)"
+    )
     parser.set_defaults(func=_synthesize)
 
 

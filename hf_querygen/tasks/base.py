@@ -115,6 +115,8 @@ class Task:
     source_column: ClassVar[str]
     reference_column: ClassVar[str]
     primary_metric: ClassVar[str]
+    #: the labels a token-classification model of this task predicts (None: the task has no tagger)
+    tag_labels: ClassVar[tuple[str, ...] | None] = None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .base import TASKS, Task, TaskData
+from .nl2kw import TAG_LABELS
 
 if TYPE_CHECKING:
     import datasets
@@ -62,6 +63,8 @@ class NL2KWTask(Task):
     primary_metric = "f1"
 
     max_source_length = 64
+    #: labels of a keyword tagger (KEYWORD = the word belongs to the keyword query)
+    tag_labels = tuple(TAG_LABELS.values())
     max_target_length = 16
 
     # ------------------------------------------------------------ preparation

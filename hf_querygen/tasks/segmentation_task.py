@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..text import BIO_LABELS
 from .base import TASKS, Task, TaskData
 
 if TYPE_CHECKING:
@@ -31,6 +32,11 @@ class SegmentationTask(Task):
     source_column = "query"
     reference_column = "reference"
     primary_metric = "query_accuracy"
+    #: labels of a segmentation tagger (B = a segment starts, I = it continues)
+    tag_labels = BIO_LABELS
+    #: longest query (words) the pipeline passes on; Webis-QSeC queries have at most 10 words, the
+    #: limit only keeps a pasted document from building a huge tensor (saved as model_max_length)
+    max_source_length = 64
 
     #: share of the training queries held out for validation when the corpus has no validation split
     validation_fraction = 0.1
