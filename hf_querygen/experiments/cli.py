@@ -51,9 +51,10 @@ def _reproduce(args: argparse.Namespace) -> int:
             models_dir = args.models_dir
             if models_dir is None and args.save_models and args.name == "all":
                 models_dir = args.save_models / "liu2018"
-            module.run(
+            document = module.run(
                 out_dir, quick=args.quick, seeds=args.seeds, data_dir=args.data_dir, models_dir=models_dir
             )
+            print(module.summary_table(document), flush=True)
             continue
         run_reproduction(
             module.REPRODUCTION,

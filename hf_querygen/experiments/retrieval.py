@@ -387,3 +387,23 @@ def plot_ndcg(document: dict, path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=130)
     plt.close(fig)
+
+
+def summary_table(document: dict, split: str = "test", metric: str = "ndcg@10") -> str:
+    """The console summary of a run: one row per query form, ``metric`` with BM25 and SDM on ``split``."""
+    systems = document["systems"]
+    names = sorted({key.split("/", 2)[2] for key in systems if key.startswith(f"{split}/")})
+    order = ["description", "title"] + [n for n in names if n not in ("description", "title")]
+    n = document["config"]["num_queries"].get(split, 0)
+    lines = [
+        f"retrieval on NFCorpus ({split}, {n} vid-desc queries, {metric}; full table in results.md)",
+        "| query | BM25 | SDM |",
+        "|---|---|---|",
+    ]
+    for name in order:
+        cells = []
+        for ranker in RANKERS:
+            cell = systems.get(f"{split}/{ranker}/{name}", {}).get(metric)
+            cells.append("-" if cell is None else f"{cell['mean']:.3f}")
+        lines.append(f"| {name} | {' | '.join(cells)} |")
+    return "\n".join(lines)
