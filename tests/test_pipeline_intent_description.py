@@ -88,3 +88,19 @@ def test_pipeline_rejects_malformed_inputs(model_dir):
         describe({"query": QUERY})
     with pytest.raises(InvalidInputError, match="lists of documents"):
         describe({"query": QUERY, "relevant_documents": RELEVANT[0]})
+
+
+def test_q2id_models_are_routed_to_the_intent_description_pipeline():
+    """CtrsGen is an encoder-decoder, but only the q2id task can encode its nested inputs: the error for
+    a wrong pipeline names the one pipeline task that serves it."""
+    from types import SimpleNamespace
+
+    from hf_querygen.errors import InvalidInputError
+    from hf_querygen.pipelines._task_pipeline import check_pipeline_model
+
+    model = SimpleNamespace(
+        config=SimpleNamespace(model_type="ctrsgen", is_encoder_decoder=True, id2label={})
+    )
+    with pytest.raises(InvalidInputError, match=r"serves the pipeline tasks \['intent-description'\]"):
+        check_pipeline_model("keyword-query-generation", ("seq2seq", "dual", "pointer"), model)
+    check_pipeline_model("intent-description", ("hierarchical", "hierarchical-copy"), model)  # accepted

@@ -164,9 +164,9 @@ class TaskPipeline(Pipeline):
         texts = model_inputs["texts"]
         # unbatched: ["text"]; batched by the pipeline's collator: [["text"], ["text"], ...]
         texts = [t[0] if isinstance(t, list) else t for t in texts]
-        # an empty or whitespace-only input has no words to decode: it gets [] (documented), the rest
-        # are decoded together
-        kept = [i for i, text in enumerate(texts) if text.split()]
+        # an empty or whitespace-only text has no words to decode: it gets [] (documented), the rest
+        # (texts, or a task's structured inputs such as q2id records) are decoded together
+        kept = [i for i, text in enumerate(texts) if not isinstance(text, str) or text.split()]
         outputs: list[Any] = [None] * len(texts)
         if kept:
             predicted = self.task_object.predict(

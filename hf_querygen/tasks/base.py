@@ -63,6 +63,11 @@ def task_for_corpus(corpus: str | None) -> Task:
     return candidates[0]
 
 
+#: model types whose family is not the generic seq2seq / tagging one (a model package whose inputs differ
+#: registers its family here, so every task and pipeline agrees on what can decode it)
+MODEL_FAMILIES: dict[str, str] = {"ctrsgen": "hierarchical", "query_pointer_generator": "hierarchical-copy"}
+
+
 @dataclass
 class TaskData:
     """A task's corpus splits with the tokenizer and state fitted on TRAIN, and per-family encodings
@@ -167,6 +172,8 @@ class Task:
 
     def family_of(self, config: PretrainedConfig) -> str:
         """The model family of a model config (which encoding trains it, which decoding reads it)."""
+        if config.model_type in MODEL_FAMILIES:
+            return MODEL_FAMILIES[config.model_type]
         if config.model_type == "dual_decoder":
             return "pointer" if getattr(config, "pointer_only", False) else "dual"
         if config.model_type == "joint_seq2seq_tagger":

@@ -124,9 +124,6 @@ class Q2IDTask(Task):
         state = {"output_vocab_size": int(tokenizer.init_kwargs["output_vocab_size"])}
         return Q2IDTaskData(self, splits, tokenizer, state)
 
-    def family_of(self, config: PretrainedConfig) -> str:
-        return "hierarchical-copy" if config.model_type == "query_pointer_generator" else "hierarchical"
-
     def encode(self, data: TaskData, family: str) -> datasets.DatasetDict:
         """Nested ids (:func:`~hf_querygen.tasks.q2id.encode_q2id`); the copy family keeps label ids past
         the output vocabulary (the pointer can copy them), the other maps them to [UNK]."""
