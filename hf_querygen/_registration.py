@@ -2,10 +2,12 @@
 
 Runs once at ``import hf_querygen`` (like SpanMarker/SetFit); registering twice is harmless.
 Each model package exposes ``register()``; each pipeline module exposes ``register_pipeline()``.
-Add new ones to the tuples below.
+Add new model packages to ``MODEL_PACKAGES`` and pipelines to ``PIPELINES``.
 """
 
 import importlib
+
+from .registry import Registry
 
 #: model packages under hf_querygen.models whose ``register()`` wires AutoConfig/AutoModel*
 MODEL_PACKAGES: tuple[str, ...] = (
@@ -17,14 +19,14 @@ MODEL_PACKAGES: tuple[str, ...] = (
     "query_pointer_generator",
 )
 
-#: modules under hf_querygen.pipelines whose ``register_pipeline()`` adds a pipeline task
-PIPELINE_MODULES: tuple[str, ...] = (
-    "text2text",
-    "segmentation",
-    "keyword_query",
-    "intent_description",
-    "question_generation",
-)
+#: pipeline task name -> the module under hf_querygen.pipelines whose ``register_pipeline()`` adds it to
+#: transformers' pipeline registry (a new pipeline is one registration here)
+PIPELINES: Registry[str] = Registry("pipeline")
+PIPELINES.register("query-reformulation", "text2text")
+PIPELINES.register("query-segmentation", "segmentation")
+PIPELINES.register("keyword-query-generation", "keyword_query")
+PIPELINES.register("intent-description", "intent_description")
+PIPELINES.register("question-generation", "question_generation")
 
 _done = False
 _running = False
@@ -50,6 +52,6 @@ def _register_all() -> None:
         importlib.import_module(f"hf_querygen.models.{package}").register()
     # AutoTokenizer must know our tokenizer classes by name before a pipeline loads a saved model
     importlib.import_module("hf_querygen.tokenization").register_tokenizers()
-    for module in PIPELINE_MODULES:
+    for _task, module in PIPELINES.items():
         importlib.import_module(f"hf_querygen.pipelines.{module}").register_pipeline()
     _done = True

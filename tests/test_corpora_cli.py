@@ -49,7 +49,7 @@ def corpus_stats(config: str, data_dir=None) -> dict:
 def tiny(monkeypatch, tmp_path):
     """The corpus ``tiny`` registered for one test, with its raw data and a card with prose."""
     monkeypatch.setitem(
-        _base._REGISTRY,
+        _base.CORPORA._items,  # registered for this test only
         "tiny",
         _base.CorpusSpec(
             "tiny", {"plain": "as written", "upper": "upper-cased"}, "plain", _build_tiny, "test corpus"

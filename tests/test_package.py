@@ -66,3 +66,12 @@ def test_cli_help_lists_commands():
     out = subprocess.run([sys.executable, "-m", "hf_querygen.cli", "--help"], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert "reproduce" in out.stdout and "train" in out.stdout
+
+
+def test_pipeline_registry_names_match_the_pipeline_modules():
+    import importlib
+
+    from hf_querygen._registration import PIPELINES
+
+    for task, module in PIPELINES.items():
+        assert importlib.import_module(f"hf_querygen.pipelines.{module}").TASK_NAME == task

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from xml.etree import ElementTree
 
 from ..errors import CorpusCountWarning, CorpusFileMissingError, CorpusFormatError, InvalidInputError
+from ..registry import Registry
 from ..text import collapse_whitespace, normalize_for_matching  # noqa: F401  (re-exported)
 
 if TYPE_CHECKING:  # datasets costs ~0.7 s at import; only the builders need it
@@ -169,7 +170,8 @@ class CorpusSpec:
         return config
 
 
-_REGISTRY: dict[str, CorpusSpec] = {}
+#: corpus name -> :class:`CorpusSpec`; builder modules register on import (see ``register_corpus``)
+CORPORA: Registry[CorpusSpec] = Registry("corpus")
 
 
 def register_corpus(
@@ -178,7 +180,10 @@ def register_corpus(
     """Decorator registering ``build(config, data_dir, log) -> DatasetDict`` under ``name``."""
 
     def decorator(build: BuildFn) -> BuildFn:
-        _REGISTRY[name] = CorpusSpec(name, dict(configs), default_config, build, description)
+        # replace: re-importing a builder module (reload, tests) registers the same corpus again
+        CORPORA.register(
+            name, CorpusSpec(name, dict(configs), default_config, build, description), replace=True
+        )
         return build
 
     return decorator
@@ -197,7 +202,7 @@ def _ensure_builders_imported() -> None:
 
 def corpus_names() -> list[str]:
     _ensure_builders_imported()
-    return sorted(_REGISTRY)
+    return CORPORA.names()
 
 
 def _did_you_mean(value: str, choices: Iterable[str]) -> str:
@@ -215,14 +220,12 @@ def get_corpus_spec(name: str) -> CorpusSpec:
     _ensure_builders_imported()
     if not isinstance(name, str):
         raise InvalidInputError(
-            f"corpus name must be a string, got {type(name).__name__} {name!r}; "
-            f"available: {sorted(_REGISTRY)}"
+            f"corpus name must be a string, got {type(name).__name__} {name!r}; available: {CORPORA.names()}"
         )
-    if name not in _REGISTRY:
-        raise InvalidInputError(
-            f"Unknown corpus {name!r}{_did_you_mean(name, _REGISTRY)}; available: {sorted(_REGISTRY)}"
-        )
-    return _REGISTRY[name]
+    if name not in CORPORA:
+        names = CORPORA.names()
+        raise InvalidInputError(f"Unknown corpus {name!r}{_did_you_mean(name, names)}; available: {names}")
+    return CORPORA.get(name)
 
 
 def check_data_dir(data_dir: str | os.PathLike | None) -> None:
