@@ -81,6 +81,24 @@ def _pad_nested(rows: list[list[list[list[int]]]], pad_id: int) -> tuple[torch.T
     return ids, mask
 
 
+#: the source tensors of a q2id batch (query, relevant and irrelevant documents), as the contract reads them
+Q2ID_SOURCE_KEYS = (
+    "input_ids",
+    "attention_mask",
+    "relevant_input_ids",
+    "relevant_attention_mask",
+    "irrelevant_input_ids",
+    "irrelevant_attention_mask",
+)
+
+
+def tiny_q2id_model_inputs(config, seed: int = 0) -> dict:
+    """:func:`tiny_q2id_inputs` sized by a q2id model's config (CtrsGen, the query pointer-generator)."""
+    return tiny_q2id_inputs(
+        config.vocab_size, config.output_vocab_size, seed, config.pad_token_id, config.eos_token_id
+    )
+
+
 def tiny_q2id_inputs(
     vocab_size: int, output_vocab_size: int, seed: int, pad_token_id: int, eos_token_id: int
 ):

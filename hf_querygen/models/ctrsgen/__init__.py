@@ -20,16 +20,6 @@ def register() -> None:
     AutoModelForSeq2SeqLM.register(CtrsGenConfig, CtrsGenForIntentDescription, exist_ok=True)
 
 
-_SOURCE_KEYS = (
-    "input_ids",
-    "attention_mask",
-    "relevant_input_ids",
-    "relevant_attention_mask",
-    "irrelevant_input_ids",
-    "irrelevant_attention_mask",
-)
-
-
 def _tiny_config(**overrides) -> CtrsGenConfig:
     settings = dict(
         vocab_size=40, output_vocab_size=24, embedding_size=8, hidden_size=8, decoder_hidden_size=12
@@ -37,17 +27,9 @@ def _tiny_config(**overrides) -> CtrsGenConfig:
     return CtrsGenConfig(**{**settings, **overrides})
 
 
-def _tiny_inputs(config: CtrsGenConfig, seed: int = 0) -> dict:
-    from .._tiny import tiny_q2id_inputs
-
-    return tiny_q2id_inputs(
-        config.vocab_size, config.output_vocab_size, seed, config.pad_token_id, config.eos_token_id
-    )
-
-
 def _register_spec() -> None:
     from .. import MODELS, ModelSpec
-    from .._tiny import q2id_row
+    from .._tiny import Q2ID_SOURCE_KEYS, q2id_row, tiny_q2id_model_inputs
 
     MODELS.register(
         "ctrsgen",
@@ -56,7 +38,7 @@ def _register_spec() -> None:
             model_class=CtrsGenForIntentDescription,
             auto_class="AutoModelForSeq2SeqLM",
             tiny_config=_tiny_config,
-            tiny_inputs=_tiny_inputs,
+            tiny_inputs=tiny_q2id_model_inputs,
             variants={
                 "ctrsgen": {},
                 "word-context-renormalized-irrelevant-softmax": dict(
@@ -74,7 +56,7 @@ def _register_spec() -> None:
                 "IrCon": dict(irrelevant_encoding="concatenated"),
                 "ReIrCon": dict(irrelevant_as_relevant=True),
             },
-            source_keys=_SOURCE_KEYS,
+            source_keys=Q2ID_SOURCE_KEYS,
             row_inputs=q2id_row,
         ),
     )
