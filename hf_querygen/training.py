@@ -83,8 +83,8 @@ def text_generation_scores(
     predictions: Sequence[str], references: Sequence[str], sources: Sequence[str]
 ) -> dict[str, float]:
     """Exact match and corpus BLEU-4: generic scores for any generated text."""
-    from .metrics.bleu import corpus_bleu
     from .metrics.exact_match import exact_match
+    from .metrics.sacrebleu_metric import corpus_bleu
 
     return {
         "exact_match": float(exact_match(predictions, references)["exact_match"]),

@@ -22,10 +22,10 @@ from hypothesis import strategies as st
 from hf_querygen.corpora._base import ParseLog, collapse_whitespace, find_misalignment, iter_lines
 from hf_querygen.corpora._base import normalize_for_matching as normalize
 from hf_querygen.errors import InvalidInputError
-from hf_querygen.metrics.bleu import corpus_bleu
 from hf_querygen.metrics.exact_match import exact_match
 from hf_querygen.metrics.keyword_prf import keyword_prf
 from hf_querygen.metrics.rouge import MAX_WORDS, rouge
+from hf_querygen.metrics.sacrebleu_metric import corpus_bleu
 from hf_querygen.metrics.segmentation_scores import segmentation_scores
 from hf_querygen.models.dual_decoder.configuration_dual_decoder import DualDecoderConfig
 from hf_querygen.models.joint_seq2seq_tagger.configuration_joint_seq2seq_tagger import (

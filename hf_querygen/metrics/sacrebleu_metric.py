@@ -8,6 +8,9 @@ of references (sacrebleu skips the missing ones: ``None`` in a reference stream)
 :func:`sacre_bleu` is the implementation; :class:`SacreBleu` is an offline ``evaluate.Metric``
 wrapper (``evaluate.load("<path to this file>")``; ``evaluate.load("sacrebleu")`` needs the Hub).
 ``bleu`` is on sacrebleu's 0-100 scale divided by 100, like the paper's 0.2780.
+
+:func:`corpus_bleu` is the same BLEU over whitespace words (``tok:none``), without smoothing unless
+asked: the generic score the trainers and the text2text task report for any generated text.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import evaluate
 
 from hf_querygen.errors import InvalidInputError  # absolute: evaluate.load copies this file
 
-__all__ = ["SacreBleu", "sacre_bleu"]
+__all__ = ["SacreBleu", "corpus_bleu", "sacre_bleu"]
 
 _CITATION = """\
 @inproceedings{post-2018-call,
@@ -46,6 +49,7 @@ def sacre_bleu(
     lowercase: bool = True,
     tokenize: str = "13a",
     smooth_method: str = "exp",
+    max_order: int = 4,
 ) -> dict:
     """Corpus BLEU of ``predictions`` against their references (see the module docstring)."""
     from sacrebleu.metrics import BLEU
@@ -69,13 +73,18 @@ def sacre_bleu(
     for i, p in enumerate(predictions):
         if not isinstance(p, str):
             raise InvalidInputError(f"sacre_bleu: predictions[{i}] must be a string, got {type(p).__name__}")
+    if isinstance(max_order, bool) or not isinstance(max_order, int) or max_order < 1:
+        raise InvalidInputError(f"sacre_bleu: max_order must be an integer >= 1, got {max_order!r}")
     width = max((len(r) for r in ref_lists), default=0)
     # sacrebleu wants reference *streams*: stream j holds the j-th reference of every example
     streams = [[r[j] if j < len(r) else None for r in ref_lists] for j in range(width)]
-    metric = BLEU(lowercase=lowercase, tokenize=tokenize, smooth_method=smooth_method)
+    metric = BLEU(
+        lowercase=lowercase, tokenize=tokenize, smooth_method=smooth_method, max_ngram_order=max_order
+    )
     result = metric.corpus_score(list(predictions), streams)
     return {
-        "bleu": result.score / 100.0,
+        # exp(mean(log p)) of perfect precisions can round to 1 + 1e-16: keep BLEU in [0, 1]
+        "bleu": min(result.score / 100.0, 1.0),
         "score": result.score,
         "precisions": list(result.precisions),
         "brevity_penalty": result.bp,
@@ -83,6 +92,31 @@ def sacre_bleu(
         "ref_len": result.ref_len,
         "signature": str(metric.get_signature()),
     }
+
+
+def corpus_bleu(
+    predictions: Sequence[str],
+    references: Sequence[str | Sequence[str]],
+    max_order: int = 4,
+    smooth: bool = False,
+    lowercase: bool = True,
+) -> dict:
+    """Corpus BLEU (Papineni et al. 2002) over whitespace-separated words, several references allowed.
+
+    ``smooth=True`` adds one to the matches and the total of every order n > 1 (Lin & Och 2004;
+    sacrebleu's ``add-k``), which keeps short keyword-like outputs from scoring 0 whenever no 4-gram
+    matches. Returns :func:`sacre_bleu`'s dictionary (``bleu`` on the 0-1 scale, ``signature``).
+    """
+    if not isinstance(smooth, bool):
+        raise InvalidInputError(f"corpus_bleu: smooth must be True or False, got {smooth!r}")
+    return sacre_bleu(
+        predictions,
+        references,
+        lowercase=lowercase,
+        tokenize="none",
+        smooth_method="add-k" if smooth else "none",
+        max_order=max_order,
+    )
 
 
 class SacreBleu(evaluate.Metric):

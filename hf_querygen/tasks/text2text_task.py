@@ -124,8 +124,8 @@ class Text2TextTask(Task):
     def score(
         self, predictions: Sequence[Any], references: Sequence[str], sources: Sequence[str]
     ) -> dict[str, float]:
-        from ..metrics.bleu import corpus_bleu
         from ..metrics.exact_match import exact_match
+        from ..metrics.sacrebleu_metric import corpus_bleu
         from ..text import normalize_for_matching
 
         predicted = [normalize_for_matching(p) for p in predictions]
