@@ -143,3 +143,40 @@ def test_lin2017_folds_share_no_query_with_their_training_part(data_dir):
         assert test
         for part in (fold.extras["train_full"], fold.splits["train"], fold.splits["validation"]):
             assert not test & set(part["query"])
+
+
+def test_saved_crf_names_the_features_it_needs(tmp_path):
+    resources = TextStatistics.from_texts(TEXTS).resources()
+    segmenter = _train(CRFSegmenter(CRFSettings("paper+corpus", max_iterations=5), resources))
+    card = (segmenter.save(tmp_path / "crf") / "README.md").read_text()
+    assert "Features this model needs" in card and "POS tags per word" in card
+    assert "text statistics" in card  # where its features came from
+    loaded = CRFSegmenter.load(tmp_path / "crf", resources)
+    assert loaded.segment(["new york hotels"]) == segmenter.segment(["new york hotels"])
+
+
+def test_readme_segmenter_recipe_is_the_best_pipeline_model_on_unseen_queries():
+    """The README's `query-segmentation` recipe trains the system that the committed lin2017 table ranks
+    best on unseen queries among the models pipeline() loads (trained rows and their decodings)."""
+    import json
+    import re
+    from pathlib import Path
+
+    from hf_querygen.experiments import lin2017
+
+    root = Path(__file__).resolve().parents[1]
+    recipe = re.search(
+        r"hf-querygen train --system lin2017/(\w+) --output-dir runs/segmenter",
+        (root / "README.md").read_text(),
+    )
+    assert recipe, "the README has no query-segmentation recipe"
+    document = json.loads((root / "results" / "lin2017" / "results.json").read_text())
+    systems = {s.key: s for s in lin2017.REPRODUCTION.systems}
+    loadable = [
+        key
+        for key in lin2017.UNSEEN_READY
+        if key in document["systems"] and (systems[key].preset or systems[key].decodes_model_of)
+    ]
+    best = max(loadable, key=lambda key: document["systems"][key]["query_accuracy"]["mean"])
+    trained = systems[best].decodes_model_of or best
+    assert recipe.group(1) == trained, (recipe.group(1), best)

@@ -297,6 +297,17 @@ class CRFSegmenter:
             raise RuntimeError("nothing to save: the CRF segmenter is not trained")
         (out / "model.crfsuite").write_bytes(self._model_bytes)
         (out / "crf_settings.json").write_text(json.dumps(asdict(self.settings), indent=2) + "\n")
+        source = getattr(self.resources, "source", None) if self.uses_corpus_features else None
+        (out / "README.md").write_text(
+            "# CRF query segmenter (hf-querygen; Lin et al. 2017, Sec. 3.2)\n\n"
+            f"Feature set `{self.settings.feature_set}`, c1={self.settings.c1}, c2={self.settings.c2}.\n\n"
+            f"Features this model needs: {FEATURES_NEEDED[self.settings.feature_set]}.\n"
+            + (
+                f"\nTrained with features from: {source}. Load it with the same kind of resources.\n"
+                if source
+                else ""
+            )
+        )
         return out
 
     @classmethod

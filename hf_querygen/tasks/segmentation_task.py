@@ -63,14 +63,18 @@ class SegmentationTask(Task):
             test=full.select(test_rows),
         )
 
-    def prepare(self, splits: datasets.DatasetDict, **options: Any) -> TaskData:
-        """Whitespace word tokenizer fitted on the training queries; target side = words + ``|``."""
+    def prepare(self, splits: datasets.DatasetDict, min_word_frequency: int = 1, **options: Any) -> TaskData:
+        """Whitespace word tokenizer fitted on the training queries; target side = words + ``|``.
+        ``min_word_frequency``: see
+        :func:`~hf_querygen.tasks.segmentation_neural.train_segmentation_tokenizer` (2 maps training
+        singletons to ``[UNK]``)."""
         from .segmentation_neural import train_segmentation_tokenizer
 
         if options:
             raise TypeError(f"SegmentationTask.prepare: unknown options {sorted(options)}")
         train = splits["train"]
-        return TaskData(self, splits, train_segmentation_tokenizer(train["query"], train["reference"]))
+        tokenizer = train_segmentation_tokenizer(train["query"], train["reference"], min_word_frequency)
+        return TaskData(self, splits, tokenizer)
 
     def encode(self, data: TaskData, family: str) -> datasets.DatasetDict:
         import datasets
@@ -138,6 +142,18 @@ class SegmentationTask(Task):
             model, tokenizer, list(inputs), constrained, batch_size, num_beams, pool_word_probability
         )
         return [breaks_to_segments(q.split(), b) for q, b in zip(inputs, breaks, strict=True)]
+
+    def card_inputs(self, config: PretrainedConfig, metadata: dict[str, Any]) -> str | None:
+        """The features a neural segmenter needs: the query's words and nothing else."""
+        vocab = metadata.get("vocab_size", getattr(config, "vocab_size", "?"))
+        return (
+            "Features this segmenter needs: the query's whitespace-separated words only (no n-gram counts, "
+            "Wikipedia titles or POS tags), so it reads a query it has never seen the same way as a training "
+            f"query. Words outside its {vocab}-entry training vocabulary are read as `[UNK]`. The lin2017 "
+            "table (hf-querygen README) gives its quality on queries whose text training never saw; the CRF "
+            "with text statistics (hf_querygen.baselines.segmentation_features) needs n-gram statistics and "
+            "a POS tagger besides the words."
+        )
 
     def as_text(self, output: Sequence[str]) -> str:
         from ..text import BREAK_TOKEN
