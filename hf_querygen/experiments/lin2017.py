@@ -6,6 +6,11 @@ the 4,848 training queries (references by break fusion):
 * the paper's rows: WT and WT+SNP (our re-implementations, :mod:`hf_querygen.baselines.wikipedia_titles`),
   the CRF with the paper's word features, and the RNN encoder-decoder decoded as the paper did
   (unconstrained);
+* rows whose features exist for any query ("unseen-ready"): the CRF with n-gram / PMI / title
+  statistics of the text in shared/data and POS from an offline tagger
+  (:mod:`hf_querygen.baselines.segmentation_features`), and WT over the same statistics; the table
+  "Unseen queries" puts them beside the trivial segmentations, the neural rows (words only) and the
+  rows that read the corpus's feature files (which exist only for the corpus's own queries);
 * extra rows: the CRF with the corpus's own features, the same encoder-decoder with decoding
   constrained to "next query word or break" (scoring "continue" by the probability of writing any
   word, and by the next word's own probability), a BiLSTM BIO tagger, the trivial "every word a
@@ -15,6 +20,11 @@ the 4,848 training queries (references by break fusion):
 Writes ``results.json`` (the project's one format; ``query_accuracy`` / ``break_accuracy`` per
 system, mean +- std over folds, plus ``reimplementation_agreement``: the share of queries on which
 our WT / WT+SNP give exactly the published output) and ``results.md``.
+
+Every test fold shares no query text with its training part (:func:`disjoint_training_rows`; the
+corpus has no repeated query, so the check removes nothing). The neural models read training singletons
+as ``[UNK]`` (``SegmentationTask.min_word_frequency``, chosen on validation; the paper's setting, every
+training word in the vocabulary, is measured by :mod:`hf_querygen.experiments.lin2017_diagnosis`).
 
 What differs from the paper, by necessity: the paper reports the official test set (48,587
 queries), which is not available; we cross-validate on the training set. The paper's RNN
@@ -53,7 +63,7 @@ SYSTEM_LABELS = {
     "wt": "WT (ours, re-implemented)",
     "wt_snp": "WT+SNP (ours, re-implemented)",
     "crf": "CRF (paper features)",
-    "rnn_encoder_decoder": "RNN encoder-decoder (unconstrained, as in the paper)",
+    "rnn_encoder_decoder": "RNN encoder-decoder (unconstrained, as in the paper; training singletons [UNK])",
     "crf_corpus_features": "extra: CRF + corpus features (n-grams, Wikipedia, PMI, POS)",
     "rnn_encoder_decoder_constrained": "extra: RNN encoder-decoder, constrained (break vs. any word)",
     "rnn_encoder_decoder_constrained_word_only": "extra: RNN encoder-decoder, constrained (break vs. "
@@ -289,7 +299,7 @@ SYSTEMS = register_systems(
 
 FULL_BUDGET = Budget(
     "full",
-    seeds=1,
+    seeds=3,
     patience=2,
     training_overrides={"num_train_epochs": 20},
     settings={"crf_grid": None, "crf_iterations": 100, "validation_fraction": 0.1, "pos_iterations": 40},
@@ -400,6 +410,8 @@ def _with_crf_budget(budget: Budget) -> dict[str, Any]:
 # ---------------------------------------------------------------- analyses
 def describe(context: RunContext) -> dict[str, Any]:
     """The config entries of the report: folds, CRF grid, neural settings, per-fold details."""
+    from hf_querygen.experiments.lin2017_diagnosis import vocabulary_statistics
+
     crf = _with_crf_budget(context.budget)
     per_fold = []
     for fold in context.folds:
@@ -408,6 +420,8 @@ def describe(context: RunContext) -> dict[str, Any]:
             "train_queries": len(fold.extras["train_full"]),
             "test_queries": len(fold.splits["test"]),
             "training_queries_sharing_a_test_query_text_removed": fold.extras["shared_queries_removed"],
+            # a one-hot decoder without copying cannot write a word it never saw as a target
+            "vocabulary": vocabulary_statistics(fold.splits["train"]["query"], fold.splits["test"]["query"]),
         }
         for record in context.records:
             if record["fold"] != fold.id:

@@ -38,10 +38,10 @@ _SIZES = {
     "num_decoder_layers": 2,
 }
 VARIANTS: dict[str, dict[str, Any]] = {
-    "table": {"prepare": {}, "preset": {}, "training": {}, "patience": 2},
+    "table": {"prepare": {"min_word_frequency": 1}, "preset": {}, "training": {}, "patience": 2},
     "unk_training": {"prepare": {"min_word_frequency": 2}, "preset": {}, "training": {}, "patience": 2},
     "longer": {
-        "prepare": {},
+        "prepare": {"min_word_frequency": 1},
         "preset": {},
         # keep the last epoch: by default the Trainer reloads the epoch of lowest validation loss
         "training": {"num_train_epochs": 40, "load_best_model_at_end": False},
@@ -54,7 +54,13 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "patience": 2,
     },
     # the BiLSTM tagger (lin2017-tagger) with and without [UNK] training, for the same vocabulary choice
-    "tagger": {"model": "lin2017-tagger", "prepare": {}, "preset": {}, "training": {}, "patience": 2},
+    "tagger": {
+        "model": "lin2017-tagger",
+        "prepare": {"min_word_frequency": 1},
+        "preset": {},
+        "training": {},
+        "patience": 2,
+    },
     "tagger_unk_training": {
         "model": "lin2017-tagger",
         "prepare": {"min_word_frequency": 2},

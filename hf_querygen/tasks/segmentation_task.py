@@ -40,6 +40,11 @@ class SegmentationTask(Task):
 
     #: share of the training queries held out for validation when the corpus has no validation split
     validation_fraction = 0.1
+    #: words seen once in training are [UNK] (so models learn what to do with an unknown word): chosen on
+    #: the validation part of lin2017 fold 0 (BiLSTM tagger 0.398 -> 0.431 query accuracy, RNN
+    #: encoder-decoder constrained 0.365 -> 0.380, unconstrained 0.056 -> 0.130; results/lin2017/
+    #: rnn_diagnosis.json)
+    min_word_frequency = 2
 
     def load(
         self, corpus: str | None = None, config: str | None = None, data_dir: str | Path | None = None
@@ -63,16 +68,20 @@ class SegmentationTask(Task):
             test=full.select(test_rows),
         )
 
-    def prepare(self, splits: datasets.DatasetDict, min_word_frequency: int = 1, **options: Any) -> TaskData:
+    def prepare(
+        self, splits: datasets.DatasetDict, min_word_frequency: int | None = None, **options: Any
+    ) -> TaskData:
         """Whitespace word tokenizer fitted on the training queries; target side = words + ``|``.
         ``min_word_frequency``: see
         :func:`~hf_querygen.tasks.segmentation_neural.train_segmentation_tokenizer` (2 maps training
-        singletons to ``[UNK]``)."""
+        singletons to ``[UNK]``); None: :attr:`min_word_frequency`."""
         from .segmentation_neural import train_segmentation_tokenizer
 
         if options:
             raise TypeError(f"SegmentationTask.prepare: unknown options {sorted(options)}")
         train = splits["train"]
+        if min_word_frequency is None:
+            min_word_frequency = self.min_word_frequency
         tokenizer = train_segmentation_tokenizer(train["query"], train["reference"], min_word_frequency)
         return TaskData(self, splits, tokenizer)
 
