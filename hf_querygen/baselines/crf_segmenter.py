@@ -49,6 +49,29 @@ REGULARIZATION_GRID: tuple[tuple[float, float], ...] = (
 
 logger = logging.getLogger(__name__)
 
+
+def train_crfsuite_bytes(trainer, params: dict) -> bytes:
+    """Train a ``pycrfsuite.Trainer`` with ``params``; returns the model file's bytes (kept in memory)."""
+    trainer.set_params(params)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "model.crfsuite")
+        trainer.train(path)
+        return Path(path).read_bytes()
+
+
+def open_crfsuite_tagger(model_bytes: bytes | None, what: str):
+    """A ``pycrfsuite.Tagger`` over model bytes (``what`` names the model in the not-trained error)."""
+    if model_bytes is None:
+        raise RuntimeError(f"the {what} is not trained: call fit() or load() first")
+    pycrfsuite = _require_crfsuite()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "model.crfsuite")
+        Path(path).write_bytes(model_bytes)
+        tagger = pycrfsuite.Tagger()
+        tagger.open(path)  # CRFsuite reads the whole model into memory at open
+    return tagger
+
+
 #: what a ``paper+corpus`` CRF reads, for model cards and error messages
 FEATURES_NEEDED = {
     "paper": "the query words only",
@@ -242,32 +265,19 @@ class CRFSegmenter:
             trainer.append(
                 pycrfsuite.ItemSequence(self.item_features(words, pos_tags)), breaks_to_bio(breaks)
             )
-        trainer.set_params(
-            {
-                "c1": self.settings.c1,
-                "c2": self.settings.c2,
-                "max_iterations": self.settings.max_iterations,
-                "feature.possible_transitions": True,
-            }
-        )
-        with tempfile.TemporaryDirectory() as tmp:
-            path = os.path.join(tmp, "model.crfsuite")
-            trainer.train(path)
-            self._model_bytes = Path(path).read_bytes()
+        params = {
+            "c1": self.settings.c1,
+            "c2": self.settings.c2,
+            "max_iterations": self.settings.max_iterations,
+            "feature.possible_transitions": True,
+        }
+        self._model_bytes = train_crfsuite_bytes(trainer, params)
         self._tagger = None
         return self
 
     def _get_tagger(self):
-        if self._model_bytes is None:
-            raise RuntimeError("the CRF segmenter is not trained: call fit() or load() first")
         if self._tagger is None:
-            pycrfsuite = _require_crfsuite()
-            with tempfile.TemporaryDirectory() as tmp:
-                path = os.path.join(tmp, "model.crfsuite")
-                Path(path).write_bytes(self._model_bytes)
-                tagger = pycrfsuite.Tagger()
-                tagger.open(path)  # CRFsuite reads the whole model into memory at open
-            self._tagger = tagger
+            self._tagger = open_crfsuite_tagger(self._model_bytes, "CRF segmenter")
         return self._tagger
 
     def predict_breaks(

@@ -298,10 +298,7 @@ class POSTagger:
         self._tagger = None
 
     def fit(self, word_lists: Sequence[Sequence[str]], tag_lists: Sequence[Sequence[str]]) -> POSTagger:
-        import os
-        import tempfile
-
-        from hf_querygen.baselines.crf_segmenter import _require_crfsuite
+        from hf_querygen.baselines.crf_segmenter import _require_crfsuite, train_crfsuite_bytes
 
         pycrfsuite = _require_crfsuite()
         trainer = pycrfsuite.Trainer(algorithm="lbfgs", verbose=False)
@@ -313,31 +310,17 @@ class POSTagger:
             used += 1
         if not used:
             raise ValueError("POSTagger.fit: no query with one tag per word")
-        trainer.set_params({"c1": self.c1, "c2": self.c2, "max_iterations": self.max_iterations})
-        with tempfile.TemporaryDirectory() as tmp:
-            path = os.path.join(tmp, "pos.crfsuite")
-            trainer.train(path)
-            self._model_bytes = Path(path).read_bytes()
+        params = {"c1": self.c1, "c2": self.c2, "max_iterations": self.max_iterations}
+        self._model_bytes = train_crfsuite_bytes(trainer, params)
         self._tagger = None
         self.trained_on = used
         return self
 
     def _get(self):
-        import os
-        import tempfile
+        from hf_querygen.baselines.crf_segmenter import open_crfsuite_tagger
 
-        from hf_querygen.baselines.crf_segmenter import _require_crfsuite
-
-        if self._model_bytes is None:
-            raise RuntimeError("the POS tagger is not trained: call fit() first")
         if self._tagger is None:
-            pycrfsuite = _require_crfsuite()
-            with tempfile.TemporaryDirectory() as tmp:
-                path = os.path.join(tmp, "pos.crfsuite")
-                Path(path).write_bytes(self._model_bytes)
-                tagger = pycrfsuite.Tagger()
-                tagger.open(path)
-            self._tagger = tagger
+            self._tagger = open_crfsuite_tagger(self._model_bytes, "POS tagger")
         return self._tagger
 
     def tag(self, word_lists: Sequence[Sequence[str]]) -> list[list[str]]:
