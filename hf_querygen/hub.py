@@ -183,6 +183,9 @@ def card_kwargs_from_training(model_dir: str | Path) -> dict[str, Any]:
         task = get_task(metadata["task"])
         config = AutoConfig.from_pretrained(model_dir)
         task_kwargs = {"task": task.card_pipeline_tag(config), "pipeline_task": task.pipeline_task}
+        inputs = task.card_inputs(config, metadata)
+        if inputs:
+            task_kwargs["limitations"] = inputs
     return {
         **task_kwargs,
         "dataset": corpus,

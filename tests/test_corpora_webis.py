@@ -75,7 +75,9 @@ def test_stats_and_feature_resources(data_dir):
     )
     assert stats["paper"]["training_queries"] == 4850
     resources = load_segmentation_resources(data_dir)
-    sizes = {name: len(value) for name, value in vars(resources).items()}
+    tables = {name: value for name, value in vars(resources).items() if name not in ("source", "pos_tagger")}
+    sizes = {name: len(value) for name, value in tables.items()}
+    assert resources.pos_tagger is None and "corpus's own queries only" in resources.source
     assert sizes == {
         "google_counts": 20319,
         "normalized_weights": 20319,

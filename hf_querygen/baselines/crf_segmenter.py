@@ -6,9 +6,14 @@ linear-chain CRF, P(y|x, lambda) proportional to exp(sum_i sum_j lambda_j f_j(y_
 penalties. Two feature sets:
 
 * ``"paper"``: word uni-grams x_-2, x_-1, x, x_+1, x_+2 and bi-grams x_-1 x, x x_+1 (Sec. 4.1);
-* ``"paper+corpus"``: adds what the paper's discussion says the CRF lacks, from the corpus's own
-  feature files: Google n-gram counts, Wikipedia-title membership, MSN log probabilities, PMI of
-  the 2-grams around the word, and POS tags (binned, so CRFsuite sees categorical attributes).
+* ``"paper+corpus"``: adds what the paper's discussion says the CRF lacks: n-gram counts,
+  Wikipedia-title membership, 1-/2-gram log probabilities, PMI of the 2-grams around the word, and
+  POS tags (binned, so CRFsuite sees categorical attributes). They are read from a
+  :class:`~hf_querygen.corpora.webis_qsec_10.SegmentationResources`: either the corpus's own feature
+  files (which know only the n-grams of the corpus's 4,848 queries) or
+  :meth:`hf_querygen.baselines.segmentation_features.TextStatistics.resources` (computed from text for
+  any query, POS from an offline tagger). A query for which the resources know none of its words or
+  2-grams gets a warning (once per segmenter): its features are "none", not silently zero.
 
 python-crfsuite is an optional dependency (extra ``crf``) imported where it is used.
 """
@@ -16,9 +21,11 @@ python-crfsuite is an optional dependency (extra ``crf``) imported where it is u
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import tempfile
+import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -38,6 +45,51 @@ REGULARIZATION_GRID: tuple[tuple[float, float], ...] = (
     (1.0, 0.0),
     (0.1, 0.1),
 )
+
+
+logger = logging.getLogger(__name__)
+
+
+def train_crfsuite_bytes(trainer, params: dict) -> bytes:
+    """Train a ``pycrfsuite.Trainer`` with ``params``; returns the model file's bytes (kept in memory)."""
+    trainer.set_params(params)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "model.crfsuite")
+        trainer.train(path)
+        return Path(path).read_bytes()
+
+
+def open_crfsuite_tagger(model_bytes: bytes | None, what: str):
+    """A ``pycrfsuite.Tagger`` over model bytes (``what`` names the model in the not-trained error)."""
+    if model_bytes is None:
+        raise RuntimeError(f"the {what} is not trained: call fit() or load() first")
+    pycrfsuite = _require_crfsuite()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "model.crfsuite")
+        Path(path).write_bytes(model_bytes)
+        tagger = pycrfsuite.Tagger()
+        tagger.open(path)  # CRFsuite reads the whole model into memory at open
+    return tagger
+
+
+#: what a ``paper+corpus`` CRF reads, for model cards and error messages
+FEATURES_NEEDED = {
+    "paper": "the query words only",
+    "paper+corpus": "the query words; n-gram counts, 1-/2-gram log probabilities and PMI of the query's "
+    "2-grams; Wikipedia-title n-grams; POS tags per word (SegmentationResources: the corpus feature "
+    "files, which cover only the corpus's own queries, or TextStatistics(...).resources(pos_tagger) for "
+    "any query)",
+}
+
+
+def resource_coverage(words: Sequence[str], resources: SegmentationResources) -> int:
+    """How many of the query's words and adjacent 2-grams the resources have any value for (0: the
+    resources know nothing about this query, and its corpus features would all be ``none``)."""
+    hits = sum(w in resources.msn_unigram_logprob for w in words)
+    for left, right in zip(words, words[1:], strict=False):
+        bigram = f"{left} {right}"
+        hits += bigram in resources.google_counts or bigram in resources.pmi
+    return hits
 
 
 def _require_crfsuite():
@@ -145,6 +197,43 @@ class CRFSegmenter:
         self.resources = resources
         self._model_bytes: bytes | None = None
         self._tagger = None
+        self._warned_missing = False
+
+    @property
+    def uses_corpus_features(self) -> bool:
+        return self.settings.feature_set == "paper+corpus"
+
+    def pos_tags_for(
+        self, word_lists: Sequence[Sequence[str]], pos_tag_lists: Sequence[Sequence[str] | None] | None
+    ) -> list[Sequence[str] | None]:
+        """The given POS tags; for a query without them, the resources' offline tagger's (if any)."""
+        given = list(pos_tag_lists) if pos_tag_lists is not None else [None] * len(word_lists)
+        tagger = getattr(self.resources, "pos_tagger", None) if self.uses_corpus_features else None
+        missing = [i for i, tags in enumerate(given) if tags is None]
+        if tagger is not None and missing:
+            for i, tags in zip(missing, tagger.tag([word_lists[i] for i in missing]), strict=True):
+                given[i] = tags
+        return given
+
+    def check_coverage(self, word_lists: Sequence[Sequence[str]]) -> int:
+        """Warn (once per segmenter) when the resources know nothing about some queries; returns how many."""
+        if not self.uses_corpus_features:
+            return 0
+        blind = [words for words in word_lists if len(words) and not resource_coverage(words, self.resources)]
+        if blind:
+            message = (
+                f"CRF segmenter: {len(blind)} of {len(word_lists)} queries have none of the corpus features "
+                f"(no n-gram count, log probability or PMI for any of their words and 2-grams, e.g. "
+                f"{' '.join(blind[0])!r}) in {self.resources.source}; they are segmented from their words"
+                + ("" if getattr(self.resources, "pos_tagger", None) else " alone")
+                + ". Build features that exist for any query with "
+                "hf_querygen.baselines.segmentation_features.default_statistics().resources(pos_tagger)."
+            )
+            logger.info(message)
+            if not self._warned_missing:
+                warnings.warn(message, UserWarning, stacklevel=3)
+                self._warned_missing = True
+        return len(blind)
 
     # -- features
     def item_features(
@@ -171,37 +260,24 @@ class CRFSegmenter:
         if len(word_lists) != len(break_lists):
             raise ValueError(f"{len(word_lists)} queries but {len(break_lists)} break vectors")
         trainer = pycrfsuite.Trainer(algorithm="lbfgs", verbose=False)
-        pos_tag_lists = pos_tag_lists or [None] * len(word_lists)
+        pos_tag_lists = self.pos_tags_for(word_lists, pos_tag_lists)
         for words, breaks, pos_tags in zip(word_lists, break_lists, pos_tag_lists, strict=True):
             trainer.append(
                 pycrfsuite.ItemSequence(self.item_features(words, pos_tags)), breaks_to_bio(breaks)
             )
-        trainer.set_params(
-            {
-                "c1": self.settings.c1,
-                "c2": self.settings.c2,
-                "max_iterations": self.settings.max_iterations,
-                "feature.possible_transitions": True,
-            }
-        )
-        with tempfile.TemporaryDirectory() as tmp:
-            path = os.path.join(tmp, "model.crfsuite")
-            trainer.train(path)
-            self._model_bytes = Path(path).read_bytes()
+        params = {
+            "c1": self.settings.c1,
+            "c2": self.settings.c2,
+            "max_iterations": self.settings.max_iterations,
+            "feature.possible_transitions": True,
+        }
+        self._model_bytes = train_crfsuite_bytes(trainer, params)
         self._tagger = None
         return self
 
     def _get_tagger(self):
-        if self._model_bytes is None:
-            raise RuntimeError("the CRF segmenter is not trained: call fit() or load() first")
         if self._tagger is None:
-            pycrfsuite = _require_crfsuite()
-            with tempfile.TemporaryDirectory() as tmp:
-                path = os.path.join(tmp, "model.crfsuite")
-                Path(path).write_bytes(self._model_bytes)
-                tagger = pycrfsuite.Tagger()
-                tagger.open(path)  # CRFsuite reads the whole model into memory at open
-            self._tagger = tagger
+            self._tagger = open_crfsuite_tagger(self._model_bytes, "CRF segmenter")
         return self._tagger
 
     def predict_breaks(
@@ -209,14 +285,15 @@ class CRFSegmenter:
     ) -> list[list[int]]:
         pycrfsuite = _require_crfsuite()
         tagger = self._get_tagger()
-        pos_tag_lists = pos_tag_lists or [None] * len(word_lists)
+        self.check_coverage(word_lists)
+        pos_tag_lists = self.pos_tags_for(word_lists, pos_tag_lists)
         return [
             bio_to_breaks(tagger.tag(pycrfsuite.ItemSequence(self.item_features(words, pos_tags))))
             for words, pos_tags in zip(word_lists, pos_tag_lists, strict=True)
         ]
 
     def segment(self, queries: Sequence[str]) -> list[str]:
-        """``|`` segmentations of query strings (no POS tags: the corpus has none for new queries)."""
+        """``|`` segmentations of query strings (POS from the resources' tagger, when they have one)."""
         word_lists = [query_words(query) for query in queries]
         return [
             breaks_to_string(w, b) for w, b in zip(word_lists, self.predict_breaks(word_lists), strict=True)
@@ -230,6 +307,17 @@ class CRFSegmenter:
             raise RuntimeError("nothing to save: the CRF segmenter is not trained")
         (out / "model.crfsuite").write_bytes(self._model_bytes)
         (out / "crf_settings.json").write_text(json.dumps(asdict(self.settings), indent=2) + "\n")
+        source = getattr(self.resources, "source", None) if self.uses_corpus_features else None
+        (out / "README.md").write_text(
+            "# CRF query segmenter (hf-querygen; Lin et al. 2017, Sec. 3.2)\n\n"
+            f"Feature set `{self.settings.feature_set}`, c1={self.settings.c1}, c2={self.settings.c2}.\n\n"
+            f"Features this model needs: {FEATURES_NEEDED[self.settings.feature_set]}.\n"
+            + (
+                f"\nTrained with features from: {source}. Load it with the same kind of resources.\n"
+                if source
+                else ""
+            )
+        )
         return out
 
     @classmethod

@@ -52,9 +52,17 @@ def segmentations_in_order(num_words: int) -> Iterator[list[int]]:
 class WikipediaTitleSegmenter:
     """WT (``strict_noun_phrases=False``) or WT+SNP (``True``) over the corpus's feature files."""
 
-    def __init__(self, resources: SegmentationResources, strict_noun_phrases: bool = False):
+    def __init__(
+        self,
+        resources: SegmentationResources,
+        strict_noun_phrases: bool = False,
+        median_two_gram_count: int = MEDIAN_TWO_GRAM_COUNT,
+    ):
+        """``median_two_gram_count``: the fallback 2-gram count of a title (the median 2-gram count of the
+        count source: Google's by default; a text's own median for text statistics)."""
         self.resources = resources
         self.strict_noun_phrases = strict_noun_phrases
+        self.median_two_gram_count = median_two_gram_count
 
     @property
     def name(self) -> str:
@@ -78,7 +86,7 @@ class WikipediaTitleSegmenter:
         length = len(words)
         if self.is_title(ngram):
             two_gram_counts = [counts.get(f"{a} {b}", 0) for a, b in zip(words, words[1:], strict=False)]
-            best = max(two_gram_counts) or MEDIAN_TWO_GRAM_COUNT
+            best = max(two_gram_counts) or self.median_two_gram_count
             return length * length + length * best
         return length * counts[ngram]
 

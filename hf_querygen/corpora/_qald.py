@@ -185,3 +185,29 @@ def deduplicated_qald_pairs(data_dir: Path, language: str, log: ParseLog) -> lis
     log.removed(f"qald: {language} question entries without keywords", without_keywords)
     log.removed(f"qald: repeated {language} questions across files/editions (latest edition kept)", repeats)
     return sorted(winners.values(), key=lambda e: (e.file, e.question_id))
+
+
+#: a DBpedia resource in a SPARQL query or an answer URI (the name is a Wikipedia article title)
+_RESOURCE_PATTERNS = (r"dbpedia\.org/resource/([^\s\"'<>\]\[\\{}|^`]+)", r"\bres:([A-Za-z0-9_%().,'-]+)")
+
+
+def dbpedia_resource_titles(data_dir: Path, min_words: int = 2, max_words: int = 7) -> set[str]:
+    """Multi-word Wikipedia article titles named in the QALD files (DBpedia resource names in queries and
+    answers, e.g. ``res:Barack_Obama`` -> ``barack obama``), normalised with
+    :func:`~hf_querygen.text.normalize_for_matching`; a trailing ``(disambiguation)`` part is dropped.
+    A title source that exists without the Webis-QSeC-10 feature files (query segmentation features)."""
+    import re
+    from urllib.parse import unquote
+
+    patterns = [re.compile(p) for p in _RESOURCE_PATTERNS]
+    titles: set[str] = set()
+    for path in qald_files(data_dir):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for pattern in patterns:
+            for name in pattern.findall(text):
+                name = unquote(name).replace("_", " ")
+                name = re.sub(r"\s*\([^)]*\)?\s*$", "", name)  # "Mercury (planet)" -> "Mercury"
+                title = normalize_for_matching(name)
+                if min_words <= len(title.split()) <= max_words:
+                    titles.add(title)
+    return titles

@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..text import (
     BIO_LABELS,
@@ -212,6 +212,11 @@ class SegmentationResources:
     pmi: dict[str, float] = field(default_factory=dict)  # 2-grams
     ngram_pos: dict[str, tuple[str, ...]] = field(default_factory=dict)  # n-gram tagged alone
     query_pos: dict[str, tuple[str, ...]] = field(default_factory=dict)  # query id -> tags per word
+    #: where the values come from; the corpus files know only the corpus's own queries' n-grams
+    source: str = "webis-qsec-10 feature files (n-grams of the corpus's own queries only)"
+    #: an object with ``tag(word_lists) -> tag lists`` that gives POS for any query (None: only
+    #: ``query_pos``, i.e. the corpus's own queries); see hf_querygen.baselines.segmentation_features
+    pos_tagger: Any = None
 
 
 def _read_values(path: Path, log: ParseLog, cast) -> dict:

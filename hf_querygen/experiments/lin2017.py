@@ -6,6 +6,11 @@ the 4,848 training queries (references by break fusion):
 * the paper's rows: WT and WT+SNP (our re-implementations, :mod:`hf_querygen.baselines.wikipedia_titles`),
   the CRF with the paper's word features, and the RNN encoder-decoder decoded as the paper did
   (unconstrained);
+* rows whose features exist for any query ("unseen-ready"): the CRF with n-gram / PMI / title
+  statistics of the text in shared/data and POS from an offline tagger
+  (:mod:`hf_querygen.baselines.segmentation_features`), and WT over the same statistics; the table
+  "Unseen queries" puts them beside the trivial segmentations, the neural rows (words only) and the
+  rows that read the corpus's feature files (which exist only for the corpus's own queries);
 * extra rows: the CRF with the corpus's own features, the same encoder-decoder with decoding
   constrained to "next query word or break" (scoring "continue" by the probability of writing any
   word, and by the next word's own probability), a BiLSTM BIO tagger, the trivial "every word a
@@ -15,6 +20,11 @@ the 4,848 training queries (references by break fusion):
 Writes ``results.json`` (the project's one format; ``query_accuracy`` / ``break_accuracy`` per
 system, mean +- std over folds, plus ``reimplementation_agreement``: the share of queries on which
 our WT / WT+SNP give exactly the published output) and ``results.md``.
+
+Every test fold shares no query text with its training part (:func:`disjoint_training_rows`; the
+corpus has no repeated query, so the check removes nothing). The neural models read training singletons
+as ``[UNK]`` (``SegmentationTask.min_word_frequency``, chosen on validation; the paper's setting, every
+training word in the vocabulary, is measured by :mod:`hf_querygen.experiments.lin2017_diagnosis`).
 
 What differs from the paper, by necessity: the paper reports the official test set (48,587
 queries), which is not available; we cross-validate on the training set. The paper's RNN
@@ -53,11 +63,14 @@ SYSTEM_LABELS = {
     "wt": "WT (ours, re-implemented)",
     "wt_snp": "WT+SNP (ours, re-implemented)",
     "crf": "CRF (paper features)",
-    "rnn_encoder_decoder": "RNN encoder-decoder (unconstrained, as in the paper)",
+    "rnn_encoder_decoder": "RNN encoder-decoder (unconstrained, as in the paper; training singletons [UNK])",
     "crf_corpus_features": "extra: CRF + corpus features (n-grams, Wikipedia, PMI, POS)",
     "rnn_encoder_decoder_constrained": "extra: RNN encoder-decoder, constrained (break vs. any word)",
     "rnn_encoder_decoder_constrained_word_only": "extra: RNN encoder-decoder, constrained (break vs. "
     "next word)",
+    "crf_text_features": "unseen-ready: CRF + features that exist for any query (text n-grams / PMI / titles "
+    "from shared/data, POS by an offline tagger)",
+    "wt_text_features": "unseen-ready: WT over the same text statistics and titles",
     "neural_tagger": "extra: BiLSTM BIO tagger",
     "every_word": "extra: trivial, every word its own segment",
     "no_breaks": "extra: trivial, the whole query one segment",
@@ -109,12 +122,41 @@ def reimplementation_agreement(algorithms, resources) -> dict[str, dict[str, flo
 
 
 # ---------------------------------------------------------------- baselines
-def wikipedia_title_baseline(context: BaselineContext, strict_noun_phrases: bool = False) -> list[str]:
-    """WT / WT+SNP (Hagen et al. CIKM'12), our re-implementation, on the context's queries."""
+def wikipedia_title_baseline(
+    context: BaselineContext, strict_noun_phrases: bool = False, source: str = "corpus"
+) -> list[str]:
+    """WT / WT+SNP (Hagen et al. CIKM'12), our re-implementation, on the context's queries; ``source``
+    ``"corpus"``: the corpus's feature files, ``"text"``: the text statistics that exist for any query."""
     from hf_querygen.baselines.wikipedia_titles import WikipediaTitleSegmenter
 
-    segmenter = WikipediaTitleSegmenter(context.resources["segmentation"], strict_noun_phrases)
+    if source == "text":
+        statistics = context.resources["text_statistics"]
+        segmenter = WikipediaTitleSegmenter(
+            statistics.resources(), strict_noun_phrases, statistics.median_bigram_count()
+        )
+    else:
+        segmenter = WikipediaTitleSegmenter(context.resources["segmentation"], strict_noun_phrases)
     return segmenter(context.data.splits[context.split]["query"])
+
+
+def unseen_query_features(context: BaselineContext) -> dict[str, Any]:
+    """The fold's features that exist for any query (cached per fold): the default text statistics with
+    a POS tagger trained on the POS the corpus ships for the fold's TRAINING queries, and those training
+    queries' tags cross-fitted (each half tagged by a tagger trained on the other half), so that the CRF
+    learns from tags as noisy as a new query's."""
+    from hf_querygen.baselines.segmentation_features import cross_fitted_tags
+
+    cache = context.resources["unseen_features_cache"]
+    if "resources" not in cache:
+        train = context.resources["train_full"]
+        shipped = [context.resources["segmentation"].query_pos.get(i) for i in train["id"]]
+        settings = context.resources["crf_budget"]
+        train_tags, tagger = cross_fitted_tags(
+            train["words"], shipped, folds=2, max_iterations=settings["pos_iterations"]
+        )
+        cache["resources"] = context.resources["text_statistics"].resources(tagger)
+        cache["train_pos"] = train_tags
+    return cache
 
 
 def every_word_baseline(context: BaselineContext) -> list[str]:
@@ -137,11 +179,18 @@ def crf_baseline(context: BaselineContext, feature_set: str = "paper") -> tuple[
     it (query accuracy), then refit on all of it."""
     from hf_querygen.baselines.crf_segmenter import CRFSegmenter, select_regularization
 
-    resources = context.resources["segmentation"]
     train, test = context.resources["train_full"], context.data.splits[context.split]
     settings_of_budget = context.resources["crf_budget"]
-    with_pos = feature_set == "paper+corpus"
-    pos = [resources.query_pos.get(i) for i in train["id"]] if with_pos else None
+    if feature_set == "paper+text":
+        # features that exist for any query: text statistics, POS from the offline tagger
+        kit = unseen_query_features(context)
+        resources, pos, test_pos = kit["resources"], kit["train_pos"], None  # None: the tagger tags
+        feature_set = "paper+corpus"
+    else:
+        resources = context.resources["segmentation"]
+        with_pos = feature_set == "paper+corpus"
+        pos = [resources.query_pos.get(i) for i in train["id"]] if with_pos else None
+        test_pos = [resources.query_pos.get(i) for i in test["id"]] if with_pos else None
     settings, trials = select_regularization(
         train["words"],
         train["breaks"],
@@ -153,7 +202,6 @@ def crf_baseline(context: BaselineContext, feature_set: str = "paper") -> tuple[
         max_iterations=settings_of_budget["max_iterations"],
     )
     model = CRFSegmenter(settings, resources).fit(train["words"], train["breaks"], pos)
-    test_pos = [resources.query_pos.get(i) for i in test["id"]] if with_pos else None
     predicted = model.predict_breaks(test["words"], test_pos)
     info = {
         "c1_c2": [settings.c1, settings.c2],
@@ -205,6 +253,18 @@ SYSTEMS = register_systems(
             baseline=functools.partial(crf_baseline, feature_set="paper+corpus"),
         ),
         System(
+            "lin2017/crf_text_features",
+            "segmentation",
+            SYSTEM_LABELS["crf_text_features"],
+            baseline=functools.partial(crf_baseline, feature_set="paper+text"),
+        ),
+        System(
+            "lin2017/wt_text_features",
+            "segmentation",
+            SYSTEM_LABELS["wt_text_features"],
+            baseline=functools.partial(wikipedia_title_baseline, source="text"),
+        ),
+        System(
             "lin2017/rnn_encoder_decoder_constrained",
             "segmentation",
             SYSTEM_LABELS["rnn_encoder_decoder_constrained"],
@@ -239,10 +299,10 @@ SYSTEMS = register_systems(
 
 FULL_BUDGET = Budget(
     "full",
-    seeds=1,
+    seeds=3,
     patience=2,
     training_overrides={"num_train_epochs": 20},
-    settings={"crf_grid": None, "crf_iterations": 100, "validation_fraction": 0.1},
+    settings={"crf_grid": None, "crf_iterations": 100, "validation_fraction": 0.1, "pos_iterations": 40},
 )
 #: minutes on 2 cores: fold 0 only, one smaller RNN layer, 4 epochs at a higher rate, a CRF grid of 2
 QUICK_BUDGET = Budget(
@@ -261,7 +321,7 @@ QUICK_BUDGET = Budget(
         "neural_tagger": {"embedding_size": 32, "hidden_size": 32},
     },
     folds=(0,),
-    settings={"crf_grid": 2, "crf_iterations": 50, "validation_fraction": 0.1},
+    settings={"crf_grid": 2, "crf_iterations": 50, "validation_fraction": 0.1, "pos_iterations": 20},
 )
 
 
@@ -281,7 +341,8 @@ def cross_validation_folds(task: Task, budget: Budget, data_dir: Any) -> list[Fo
     folds = []
     for fold in budget.folds or range(NUM_FOLDS):
         test_rows = [i for i, f in enumerate(corpus["fold"]) if f == fold]
-        train = corpus.select([i for i, f in enumerate(corpus["fold"]) if f != fold])
+        train_rows, shared = disjoint_training_rows(corpus["query"], test_rows)
+        train = corpus.select(train_rows)
         neural = train
         if budget.max_train is not None and len(train) > budget.max_train:
             neural = train.shuffle(seed=0).select(range(budget.max_train))
@@ -291,9 +352,24 @@ def cross_validation_folds(task: Task, budget: Budget, data_dir: Any) -> list[Fo
             "train_full": train,
             "published": algorithms.select(test_rows),
             "crf_budget": _with_crf_budget(budget),
+            "shared_queries_removed": shared,
+            "unseen_features_cache": {},
         }
         folds.append(Fold(fold, splits, extras))
     return folds
+
+
+def disjoint_training_rows(queries: Sequence[str], test_rows: Sequence[int]) -> tuple[list[int], int]:
+    """Rows outside ``test_rows`` whose query text (normalised: case, punctuation, whitespace) is not a test
+    query's, and how many were dropped for sharing one: the evaluation is then on queries whose text
+    training never saw (Webis-QSeC-10 has no repeated query, so nothing is dropped there)."""
+    from hf_querygen.text import normalize_for_matching
+
+    test = set(test_rows)
+    test_texts = {normalize_for_matching(queries[i]) for i in test}
+    rest = [i for i in range(len(queries)) if i not in test]
+    kept = [i for i in rest if normalize_for_matching(queries[i]) not in test_texts]
+    return kept, len(rest) - len(kept)
 
 
 def _validation_split(train, fraction: float):
@@ -307,12 +383,15 @@ def _validation_split(train, fraction: float):
 
 
 def segmentation_resources(data_dir: Any) -> dict[str, Any]:
+    from hf_querygen.baselines.segmentation_features import default_statistics
     from hf_querygen.corpora import load_corpus
     from hf_querygen.corpora.webis_qsec_10 import load_segmentation_resources
 
     return {
         "segmentation": load_segmentation_resources(data_dir),
         "algorithms": load_corpus("webis_qsec_10", "algorithms", data_dir=data_dir)["train"],
+        # features that exist for any query (never built from a Webis-QSeC-10 query)
+        "text_statistics": default_statistics(data_dir),
     }
 
 
@@ -321,12 +400,18 @@ def _with_crf_budget(budget: Budget) -> dict[str, Any]:
 
     size = budget.settings.get("crf_grid")
     grid = REGULARIZATION_GRID if size is None else REGULARIZATION_GRID[:size]
-    return {"grid": grid, "max_iterations": budget.settings["crf_iterations"]}
+    return {
+        "grid": grid,
+        "max_iterations": budget.settings["crf_iterations"],
+        "pos_iterations": budget.settings.get("pos_iterations", 40),
+    }
 
 
 # ---------------------------------------------------------------- analyses
 def describe(context: RunContext) -> dict[str, Any]:
     """The config entries of the report: folds, CRF grid, neural settings, per-fold details."""
+    from hf_querygen.experiments.lin2017_diagnosis import vocabulary_statistics
+
     crf = _with_crf_budget(context.budget)
     per_fold = []
     for fold in context.folds:
@@ -334,11 +419,14 @@ def describe(context: RunContext) -> dict[str, Any]:
             "fold": fold.id,
             "train_queries": len(fold.extras["train_full"]),
             "test_queries": len(fold.splits["test"]),
+            "training_queries_sharing_a_test_query_text_removed": fold.extras["shared_queries_removed"],
+            # a one-hot decoder without copying cannot write a word it never saw as a target
+            "vocabulary": vocabulary_statistics(fold.splits["train"]["query"], fold.splits["test"]["query"]),
         }
         for record in context.records:
             if record["fold"] != fold.id:
                 continue
-            if record["system"] in ("crf", "crf_corpus_features"):
+            if record["system"] in ("crf", "crf_corpus_features", "crf_text_features"):
                 entry[f"{record['system']}_c1_c2"] = record["info"]["c1_c2"]
                 entry[f"{record['system']}_validation_query_accuracy"] = record["info"][
                     "validation_query_accuracy"
@@ -375,9 +463,41 @@ def describe(context: RunContext) -> dict[str, Any]:
         "neural": neural,
         "paper_rnn": "2-layer tanh RNN, 1024 units, one-hot input, Adam 1e-4, dropout 0.05, 50,000 epochs",
         "per_fold": per_fold,
+        "unseen_query_features": unseen_feature_coverage(context),
         "reimplementation_agreement": reimplementation_agreement(
             context.resources["algorithms"], context.resources["segmentation"]
         ),
+    }
+
+
+def unseen_feature_coverage(context: RunContext) -> dict[str, Any]:
+    """How much the features that exist for any query know about the corpus's queries, beside the corpus
+    files (which were built for exactly these queries)."""
+    from hf_querygen.baselines.crf_segmenter import resource_coverage
+
+    statistics = context.resources["text_statistics"]
+    text, corpus = statistics.resources(), context.resources["segmentation"]
+    queries = [q for fold in context.folds for q in fold.splits["test"]["query"]]
+    references = [r for fold in context.folds for r in fold.splits["test"]["reference"]]
+    words = [w for q in queries for w in q.split()]
+    bigrams = [f"{a} {b}" for q in queries for a, b in zip(q.split(), q.split()[1:], strict=False)]
+    segments = [seg for r in references for seg in r.split("|") if " " in seg]
+
+    def shares(resources) -> dict[str, float]:
+        return {
+            "words_with_a_count": sum(w in resources.msn_unigram_logprob for w in words) / len(words),
+            "two_grams_with_a_count": sum(b in resources.google_counts for b in bigrams) / len(bigrams),
+            "multi_word_reference_segments_that_are_titles": sum(
+                s in resources.wikipedia_titles for s in segments
+            )
+            / max(len(segments), 1),
+            "queries_with_no_feature": sum(resource_coverage(q.split(), resources) == 0 for q in queries)
+            / len(queries),
+        }
+
+    return {
+        "text_statistics": statistics.describe(),
+        "coverage_of_the_test_queries": {"text_statistics": shares(text), "corpus_files": shares(corpus)},
     }
 
 
@@ -428,6 +548,45 @@ def _extra_table(document: dict, systems: Sequence[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: rows whose every input exists for a query the corpus does not describe (words, text statistics, tagger)
+UNSEEN_READY = (
+    "crf_text_features",
+    "wt_text_features",
+    "crf",
+    "neural_tagger",
+    "rnn_encoder_decoder_constrained",
+    "rnn_encoder_decoder",
+    "every_word",
+    "no_breaks",
+)
+#: rows that read the corpus's feature files, which exist only for the corpus's own 4,848 queries
+CORPUS_FILE_ROWS = ("wt", "wt_snp", "crf_corpus_features")
+
+
+def unseen_query_table(document: dict) -> str:
+    """The rows that work on a query nobody has seen, beside the rows that need the corpus files."""
+    lines = [
+        "| system | features for a new query | query_accuracy | break_accuracy |",
+        "|---|---|---|---|",
+    ]
+    for group, available in ((UNSEEN_READY, "yes"), (CORPUS_FILE_ROWS, "no (corpus files)")):
+        for system in group:
+            if system not in document["systems"]:
+                continue
+            cells = document["systems"][system]
+            q, b = cells["query_accuracy"], cells["break_accuracy"]
+            lines.append(
+                f"| {SYSTEM_LABELS[system]} | {available} | {q['mean']:.3f} ± {q['std']:.3f} "
+                f"| {b['mean']:.3f} ± {b['std']:.3f} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def best_unseen_ready(document: dict) -> str:
+    """The best row (query accuracy) among those whose features exist for any query."""
+    return _best_system(document, [s for s in UNSEEN_READY if s in document["systems"]])
+
+
 def render_markdown(document: dict) -> str:
     from hf_querygen.experiments._report import markdown_table
 
@@ -456,6 +615,19 @@ def render_markdown(document: dict) -> str:
         f"± {best_q['std']:.3f}; it {verdict} the published WT+SNP output on the same folds "
         f"({published['mean']:.3f} ± {published['std']:.3f}).",
         "",
+        "## Unseen queries",
+        "",
+        "Every test fold shares no query text with its training part (checked; "
+        f"{sum(f['training_queries_sharing_a_test_query_text_removed'] for f in config['per_fold'])} "
+        "training queries removed for sharing one). The corpus's feature files (Google n-gram counts, "
+        "Wikipedia titles, MSN probabilities, PMI, POS) were built for the corpus's own queries, test folds "
+        "included: rows that read them would find nothing for a user's query. The rows marked *yes* use "
+        "only what exists for any query: the words, n-gram / PMI / title statistics of text in shared/data "
+        "(no Webis query) and a POS tagger trained on the training folds' POS tags.",
+        "",
+        unseen_query_table(document),
+        _coverage_line(config),
+        "",
         "Re-implementation check (all 4,848 queries): our WT gives exactly the published WT segmentation "
         f"for {agreement['wt']['identical']:.2%} of the queries, our WT+SNP the published WT+SNP one for "
         f"{agreement['wt_snp']['identical']:.2%}.",
@@ -474,6 +646,20 @@ def render_markdown(document: dict) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def _coverage_line(config: dict) -> str:
+    coverage = config.get("unseen_query_features", {}).get("coverage_of_the_test_queries")
+    if not coverage:
+        return ""
+    text, corpus = coverage["text_statistics"], coverage["corpus_files"]
+    return (
+        "Coverage of the test queries, text statistics vs. corpus files: words with a count "
+        f"{text['words_with_a_count']:.1%} vs. {corpus['words_with_a_count']:.1%}; 2-grams with a count "
+        f"{text['two_grams_with_a_count']:.1%} vs. {corpus['two_grams_with_a_count']:.1%}; multi-word "
+        f"reference segments that are titles {text['multi_word_reference_segments_that_are_titles']:.1%} vs. "
+        f"{corpus['multi_word_reference_segments_that_are_titles']:.1%}."
+    )
 
 
 def _runtime(config: dict) -> float:

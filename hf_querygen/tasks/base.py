@@ -187,6 +187,10 @@ class Task:
         task's pipeline (its card must not claim text generation)."""
         return "token-classification" if self.family_of(config) == "tagging" else self.pipeline_tag
 
+    def card_inputs(self, config: PretrainedConfig, metadata: dict[str, Any]) -> str | None:
+        """What a model of this task needs at inference, for its model card (None: nothing to say)."""
+        return None
+
     def collator(self, tokenizer: PreTrainedTokenizerFast) -> Any:
         """Pads encoded examples: ids with [PAD], masks with 0, labels with IGNORE_INDEX."""
         from .seq2seq import Seq2SeqCollator

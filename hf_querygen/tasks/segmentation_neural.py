@@ -107,14 +107,21 @@ class ConstrainedSegmentationLogitsProcessor(LogitsProcessor):
 
 # ---------------------------------------------------------------- data preparation
 def train_segmentation_tokenizer(
-    queries: Sequence[str], references: Sequence[str]
+    queries: Sequence[str], references: Sequence[str], min_word_frequency: int = 1
 ) -> PreTrainedTokenizerFast:
-    """Whitespace word tokenizer whose target side is the references' words plus ``|``."""
+    """Whitespace word tokenizer whose target side is the references' words plus ``|``.
+
+    min_word_frequency: words seen fewer times in training are ``[UNK]`` on both sides. With 2, the
+    training queries' singletons become ``[UNK]``, so a model learns what to do with a word it does not
+    know (the input of every unseen word); with 1 ``[UNK]`` never occurs in training and its embedding
+    stays at its random initialisation.
+    """
     from ..tokenization import train_word_tokenizer
 
     return train_word_tokenizer(
         queries,
         target_texts=[segmentation_to_target(reference) for reference in references],
+        min_frequency=min_word_frequency,
         split_punctuation=False,
     )
 

@@ -40,6 +40,11 @@ class SegmentationTask(Task):
 
     #: share of the training queries held out for validation when the corpus has no validation split
     validation_fraction = 0.1
+    #: words seen once in training are [UNK] (so models learn what to do with an unknown word): chosen on
+    #: the validation part of lin2017 fold 0 (BiLSTM tagger 0.398 -> 0.431 query accuracy, RNN
+    #: encoder-decoder constrained 0.365 -> 0.380, unconstrained 0.056 -> 0.130; results/lin2017/
+    #: rnn_diagnosis.json)
+    min_word_frequency = 2
 
     def load(
         self, corpus: str | None = None, config: str | None = None, data_dir: str | Path | None = None
@@ -63,14 +68,22 @@ class SegmentationTask(Task):
             test=full.select(test_rows),
         )
 
-    def prepare(self, splits: datasets.DatasetDict, **options: Any) -> TaskData:
-        """Whitespace word tokenizer fitted on the training queries; target side = words + ``|``."""
+    def prepare(
+        self, splits: datasets.DatasetDict, min_word_frequency: int | None = None, **options: Any
+    ) -> TaskData:
+        """Whitespace word tokenizer fitted on the training queries; target side = words + ``|``.
+        ``min_word_frequency``: see
+        :func:`~hf_querygen.tasks.segmentation_neural.train_segmentation_tokenizer` (2 maps training
+        singletons to ``[UNK]``); None: :attr:`min_word_frequency`."""
         from .segmentation_neural import train_segmentation_tokenizer
 
         if options:
             raise TypeError(f"SegmentationTask.prepare: unknown options {sorted(options)}")
         train = splits["train"]
-        return TaskData(self, splits, train_segmentation_tokenizer(train["query"], train["reference"]))
+        if min_word_frequency is None:
+            min_word_frequency = self.min_word_frequency
+        tokenizer = train_segmentation_tokenizer(train["query"], train["reference"], min_word_frequency)
+        return TaskData(self, splits, tokenizer)
 
     def encode(self, data: TaskData, family: str) -> datasets.DatasetDict:
         import datasets
@@ -138,6 +151,18 @@ class SegmentationTask(Task):
             model, tokenizer, list(inputs), constrained, batch_size, num_beams, pool_word_probability
         )
         return [breaks_to_segments(q.split(), b) for q, b in zip(inputs, breaks, strict=True)]
+
+    def card_inputs(self, config: PretrainedConfig, metadata: dict[str, Any]) -> str | None:
+        """The features a neural segmenter needs: the query's words and nothing else."""
+        vocab = metadata.get("vocab_size", getattr(config, "vocab_size", "?"))
+        return (
+            "Features this segmenter needs: the query's whitespace-separated words only (no n-gram counts, "
+            "Wikipedia titles or POS tags), so it reads a query it has never seen the same way as a training "
+            f"query. Words outside its {vocab}-entry training vocabulary are read as `[UNK]`. The lin2017 "
+            "table (hf-querygen README) gives its quality on queries whose text training never saw; the CRF "
+            "with text statistics (hf_querygen.baselines.segmentation_features) needs n-gram statistics and "
+            "a POS tagger besides the words."
+        )
 
     def as_text(self, output: Sequence[str]) -> str:
         from ..text import BREAK_TOKEN
