@@ -114,7 +114,12 @@ def _train_command(args: argparse.Namespace) -> int:
             raise SystemExit(f"system {system.name!r} is a baseline: there is nothing to train")
         preset, task = system.preset, task or system.task
         preset_overrides.update(system.preset_overrides)
-        kwargs.update(training_preset=system.training_preset, training_overrides=system.training_overrides)
+        kwargs.update(
+            training_preset=system.training_preset,
+            training_overrides=system.training_overrides,
+            prepare_options=system.prepare_options,
+            train_options=system.train_options,
+        )
     preset_overrides.update(parse_assignments(args.set))
     # Trainer prints to stdout; keep stdout for the JSON result so that it can be piped
     with contextlib.redirect_stdout(sys.stderr):

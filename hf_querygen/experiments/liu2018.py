@@ -80,6 +80,25 @@ SYSTEM_LABELS = {
     "joint_ats2s_sl": "8 Joint ATS2S + SL",
     "dual_decoder": "9 Dual decoder (Liu'18)",
     "yake": "extra: YAKE (unsupervised)",
+    "dual_decoder_plus": "extra: dual decoder + levers chosen on validation (issue 13)",
+    "dual_decoder_plus_minlen": "extra: dual decoder + levers + length prior (issue 13)",
+}
+#: issue 13's levers, one row each (1 seed by default: screening on VALIDATION; test scored for the
+#: report only); key -> (label, base system, System fields)
+LEVER_LABELS = {
+    "dual_decoder_natural_order": "dual decoder, source/frequency target order",
+    "dual_decoder_word2vec": "dual decoder, in-domain vocabulary + word2vec (fine-tuned)",
+    "dual_decoder_word2vec_frozen": "dual decoder, in-domain vocabulary + word2vec (frozen)",
+    "dual_decoder_pretrained": "dual decoder, in-domain vocabulary + synthetic pretraining",
+    "attentional_seq2seq_pretrained": "attentional seq2seq, in-domain vocabulary + synthetic pretraining",
+    "sequence_labeling_pretrained": "sequence labeling, in-domain vocabulary + synthetic pretraining",
+    "sequence_labeling_word2vec": "sequence labeling, in-domain vocabulary + word2vec (fine-tuned)",
+}
+#: min_keywords decodings (issue 13, lever 4) of the dual decoder rows, scored on validation and test
+LENGTH_DECODINGS = {
+    "minlen_prior": {"min_keywords": {"prior": 1.0}},
+    "minlen_prior0.8": {"min_keywords": {"prior": 0.8}},
+    "minlen2": {"min_keywords": 2},
 }
 NEURAL_SYSTEMS = (
     "vanilla_seq2seq",
@@ -142,6 +161,51 @@ def union_baseline(context: BaselineContext) -> list[list[str]]:
 
 # ---------------------------------------------------------------- the table
 _NEURAL = {"training_preset": "liu2018-attn-seq2seq", "decoding": GREEDY, "task": "nl2kw"}
+_IN_DOMAIN = {"vocabulary": "in-domain"}
+#: the levers as System fields (prepare_options / train_options); issue 13
+LEVERS: dict[str, dict[str, Any]] = {
+    "dual_decoder_natural_order": {
+        "preset": "liu2018-dual-decoder",
+        "prepare_options": {"keyword_order": "natural"},
+    },
+    "dual_decoder_word2vec": {
+        "preset": "liu2018-dual-decoder",
+        "prepare_options": _IN_DOMAIN,
+        "train_options": {"word_vectors": "in-domain-word2vec"},
+    },
+    "dual_decoder_word2vec_frozen": {
+        "preset": "liu2018-dual-decoder",
+        "prepare_options": _IN_DOMAIN,
+        "train_options": {"word_vectors": "in-domain-word2vec", "freeze_embeddings": True},
+    },
+    "dual_decoder_pretrained": {
+        "preset": "liu2018-dual-decoder",
+        "prepare_options": _IN_DOMAIN,
+        "train_options": {"pretrain_on": "k2q-synthetic", "pretrain_steps": 400},
+    },
+    "attentional_seq2seq_pretrained": {
+        "preset": "liu2018-attn-seq2seq",
+        "prepare_options": _IN_DOMAIN,
+        "train_options": {"pretrain_on": "k2q-synthetic", "pretrain_steps": 400},
+    },
+    "sequence_labeling_pretrained": {
+        "preset": "liu2018-sequence-labeling",
+        "prepare_options": _IN_DOMAIN,
+        "train_options": {"pretrain_on": "k2q-synthetic", "pretrain_steps": 400},
+    },
+    "sequence_labeling_word2vec": {
+        "preset": "liu2018-sequence-labeling",
+        "prepare_options": _IN_DOMAIN,
+        "train_options": {"word_vectors": "in-domain-word2vec"},
+    },
+}
+#: the dual decoder row built from the levers that won on VALIDATION (NOTES.md, "Levers")
+PLUS: dict[str, Any] = {
+    "prepare_options": {"vocabulary": "in-domain"},
+    "train_options": {"pretrain_on": "k2q-synthetic", "pretrain_steps": 400},
+}
+#: its length control, chosen on VALIDATION among LENGTH_DECODINGS
+PLUS_DECODING: dict[str, Any] = {"min_keywords": {"prior": 1.0}}
 
 SYSTEMS = register_systems(
     [
@@ -213,6 +277,25 @@ SYSTEMS = register_systems(
             **_NEURAL,
         ),
         System("liu2018/yake", "nl2kw", SYSTEM_LABELS["yake"], baseline=yake_baseline),
+        # issue 13: the dual decoder with the levers validation chose (see NOTES.md), and the same
+        # model decoded with the training length prior
+        System(
+            "liu2018/dual_decoder_plus",
+            label=SYSTEM_LABELS["dual_decoder_plus"],
+            preset="liu2018-dual-decoder",
+            evaluate_on=("test", "validation"),
+            cost=4,
+            **_NEURAL,
+            **PLUS,
+        ),
+        System(
+            "liu2018/dual_decoder_plus_minlen",
+            "nl2kw",
+            SYSTEM_LABELS["dual_decoder_plus_minlen"],
+            decodes_model_of="dual_decoder_plus",
+            decoding={**GREEDY, **PLUS_DECODING},
+            evaluate_on=("test", "validation"),
+        ),
     ]
 )
 
@@ -242,13 +325,62 @@ def lambda_sweep_systems(budget: Budget, seeds: int) -> list[tuple[System, list[
     ]
 
 
+def lever_systems(budget: Budget, seeds: int) -> list[tuple[System, list[int]]]:
+    """Issue 13's levers (:data:`LEVERS`), each scored on validation and test with seeds
+    0 .. ``lever_seeds - 1``, plus the :data:`LENGTH_DECODINGS` of the dual decoder and of the levers'
+    dual decoders (decodings of the same trained models, validation and test)."""
+    if not budget.settings.get("levers", True):
+        return []
+    lever_seeds = list(range(min(int(budget.settings.get("lever_seeds", 1)), seeds)))
+    out: list[tuple[System, list[int]]] = []
+    for key, fields in LEVERS.items():
+        out.append(
+            (
+                System(
+                    f"liu2018/{key}",
+                    label=LEVER_LABELS[key],
+                    evaluate_on=("validation", "test"),
+                    in_table=False,
+                    # the dual decoder's levers first: they decide the table's new row
+                    cost=(4 if "pretrain_on" in fields.get("train_options", {}) else 3)
+                    - (0 if key.startswith("dual_decoder") else 2),
+                    **_NEURAL,
+                    **fields,
+                ),
+                lever_seeds,
+            )
+        )
+    for base in ("dual_decoder", *(k for k in LEVERS if k.startswith("dual_decoder"))):
+        base_seeds = list(range(seeds)) if base == "dual_decoder" else lever_seeds
+        for name, decoding in LENGTH_DECODINGS.items():
+            out.append(
+                (
+                    System(
+                        f"liu2018/{base}_{name}",
+                        "nl2kw",
+                        f"{base}, {name}",
+                        decodes_model_of=base,
+                        decoding={**GREEDY, **decoding},
+                        evaluate_on=("validation", "test"),
+                        in_table=False,
+                    ),
+                    base_seeds,
+                )
+            )
+    return out
+
+
+def extra_systems(budget: Budget, seeds: int) -> list[tuple[System, list[int]]]:
+    return lambda_sweep_systems(budget, seeds) + lever_systems(budget, seeds)
+
+
 #: the paper's settings: 12-epoch cap with early stopping on validation loss (patience 2), 3 seeds
 FULL_BUDGET = Budget(
     "full",
     seeds=3,
     patience=2,
     training_overrides={"num_train_epochs": 12},
-    settings={"lambda_sweep": True, "sweep_seeds": 1},
+    settings={"lambda_sweep": True, "sweep_seeds": 1, "levers": True, "lever_seeds": 1},
 )
 #: minutes on 2 cores: a training subset, smaller models at a higher rate, no lambda sweep
 QUICK_BUDGET = Budget(
@@ -275,7 +407,7 @@ QUICK_BUDGET = Budget(
             "dual_decoder",
         )
     },
-    settings={"lambda_sweep": False},
+    settings={"lambda_sweep": False, "levers": False},
 )
 
 
@@ -341,6 +473,85 @@ def length_profiles(context: RunContext) -> dict[str, Any]:
     }
 
 
+def _mean_std(values: list[float]) -> dict[str, float]:
+    return {
+        "mean": statistics.fmean(values) if values else float("nan"),
+        "std": statistics.stdev(values) if len(values) > 1 else 0.0,
+        "n": len(values),
+    }
+
+
+def lever_table(context: RunContext) -> dict[str, Any]:
+    """Issue 13: validation and test P/R/F1 and Table 3 recalls (mean ± std over the seeds run) of every
+    trained row, lever and length decoding; validation decides, test is only reported."""
+    metrics = ("f1", "precision", "recall", "recall_extractive", "recall_generative")
+    scores: dict[str, dict[str, dict[str, list[float]]]] = {}
+    for record in context.records:
+        for split in ("validation", "test"):
+            if split in record["scores"]:
+                by_metric = scores.setdefault(record["system"], {}).setdefault(split, {})
+                for metric in metrics:
+                    by_metric.setdefault(metric, []).append(record["scores"][split][metric])
+    table = {
+        system: {
+            split: {metric: _mean_std(values) for metric, values in by_metric.items()}
+            for split, by_metric in splits.items()
+        }
+        for system, splits in scores.items()
+        if "validation" in splits
+    }
+    return {"levers": table}
+
+
+def word_split(context: RunContext) -> dict[str, Any]:
+    """Issue 13: F1 on test / validation queries split by whether the query's topic is seen in TRAIN.
+
+    nl2kw's splits are grouped by topic, so no validation or test topic id occurs in training (all
+    are "unseen topics"); the informative split is lexical: a query is "seen words" when every gold
+    keyword word occurs in some TRAINING keyword query, else "unseen words"."""
+    from hf_querygen.text import normalize_for_matching
+
+    data = context.data[None]
+    train_topics = set(data.splits["train"]["topic_id"])
+    train_words = {
+        w for q in data.splits["train"]["keyword_query"] for w in normalize_for_matching(q).split()
+    }
+    out: dict[str, Any] = {"topic_seen_counts": {}, "seen_words_counts": {}, "f1_by_seen_words": {}}
+    masks: dict[str, list[bool]] = {}
+    for split in ("validation", "test"):
+        topics = data.splits[split]["topic_id"]
+        out["topic_seen_counts"][split] = {
+            "seen": sum(t in train_topics for t in topics),
+            "unseen": sum(t not in train_topics for t in topics),
+        }
+        masks[split] = [set(normalize_for_matching(r).split()) <= train_words for r in data.references(split)]
+        out["seen_words_counts"][split] = {
+            "seen": sum(masks[split]),
+            "unseen": len(masks[split]) - sum(masks[split]),
+        }
+    per_system: dict[str, dict[str, dict[str, list[float]]]] = {}
+    for record in context.records:
+        for split, outputs in record["outputs"].items():
+            if split not in masks:
+                continue
+            sources, references = data.sources(split), data.references(split)
+            for part, wanted in (("seen", True), ("unseen", False)):
+                rows = [i for i, m in enumerate(masks[split]) if m is wanted]
+                if not rows:
+                    continue
+                f1 = data.task.score(
+                    [outputs[i] for i in rows], [references[i] for i in rows], [sources[i] for i in rows]
+                )["f1"]
+                per_system.setdefault(record["system"], {}).setdefault(split, {}).setdefault(part, []).append(
+                    f1
+                )
+    out["f1_by_seen_words"] = {
+        system: {split: {part: _mean_std(v) for part, v in parts.items()} for split, parts in splits.items()}
+        for system, splits in per_system.items()
+    }
+    return out
+
+
 def _plots(document: dict, out: Path) -> None:
     config = document["config"]
     plot_lambda_sweep(config["lambda_sweep_validation_f1"], out / "lambda_sweep.png")
@@ -356,8 +567,8 @@ REPRODUCTION = Reproduction(
     paper_numbers=PAPER_NUMBERS,
     table_metrics=("precision", "recall", "f1"),
     budgets={"full": FULL_BUDGET, "quick": QUICK_BUDGET},
-    extra_systems=lambda_sweep_systems,
-    analyses=(describe_data, yake_selection, lambda_sweep, length_profiles),
+    extra_systems=extra_systems,
+    analyses=(describe_data, yake_selection, lambda_sweep, length_profiles, lever_table, word_split),
     render_markdown=lambda document: render_markdown(document),
     plots=_plots,
     config={
