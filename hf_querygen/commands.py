@@ -110,6 +110,11 @@ def _train_command(args: argparse.Namespace) -> int:
         from .systems import get_system
 
         system = get_system(args.system)
+        if system.decodes_model_of is not None:
+            # a decoding of another row's model: train that row, and save this row's decoding with the
+            # model (config.task_decoding: Task.predict and the pipeline decode with it by default)
+            kwargs["decoding"] = dict(system.decoding)
+            system = get_system(f"{system.name.rsplit('/', 1)[0]}/{system.decodes_model_of}")
         if system.preset is None:
             raise SystemExit(f"system {system.name!r} is a baseline: there is nothing to train")
         preset, task = system.preset, task or system.task

@@ -550,13 +550,16 @@ def train_model(
     evaluate_split: str | None = "validation",
     prepare_options: Mapping[str, Any] | None = None,
     train_options: Mapping[str, Any] | None = None,
+    decoding: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Corpus -> task data (tokenizer on TRAIN) -> :func:`train_preset` -> :func:`save_model_folder`.
 
     ``task`` defaults to the one task that trains on ``corpus`` (and ``corpus`` to the task's first).
     Checkpoints go to ``output_dir/../.<name>.checkpoints`` (kept for ``resume`` until the model folder
     is written). ``prepare_options`` go to ``Task.prepare``, ``train_options`` to :func:`train_preset`
-    (a paper system's own, ``System.prepare_options`` / ``train_options``). Returns the metadata saved
+    (a paper system's own, ``System.prepare_options`` / ``train_options``); ``decoding`` (a system's
+    ``Task.predict`` keyword arguments) is saved as ``config.task_decoding``, the model's default
+    decoding. Returns the metadata saved
     with the model, including the task's scores on
     ``evaluate_split`` (decoded by ``Task.predict``, as the pipeline does).
     """
@@ -607,6 +610,8 @@ def train_model(
     )
     model = trainer.model
     model.generation_config.num_beams = num_beams
+    if decoding:
+        model.config.task_decoding = dict(decoding)
     metadata: dict[str, Any] = {
         "task": task_object.name,
         "corpus": corpus,

@@ -110,6 +110,14 @@ def test_min_keywords_processor_forbids_ending_until_enough_words():
     assert (beams[:, 3] == floor).all()
     assert processor(torch.tensor([[2, 6, 7]] * 2), scores)[0, 3] == 0
     # a repeated word counts once, and cannot be chosen again while the row is short
+    generator = MinKeywordsLogitsProcessor(
+        [1, 1], [3], sentinel_ids=[9, 8], non_word_ids=[0, 1, 2], min_generated=1, output_vocab_size=6
+    )
+    handed_over = generator(torch.tensor([[2, 6, 9], [2, 6, 9]]), torch.zeros(2, 10))
+    assert handed_over[0, 3] == floor and handed_over[0, 9] == 0  # no generator word yet: no [EOS]
+    assert generator(torch.tensor([[2, 6, 9, 4]] * 2), torch.zeros(2, 10))[0, 3] == 0
+    with pytest.raises(ValueError, match="output_vocab_size"):
+        MinKeywordsLogitsProcessor([1], [3], min_generated=1)
     repeated = processor(torch.tensor([[2, 6, 6], [2, 7, 7]]), scores)
     assert repeated[0, 3] == floor and repeated[0, 6] == floor and repeated[0, 7] == 0
 
@@ -145,6 +153,16 @@ def test_predict_with_min_keywords_returns_longer_queries(tmp_path):
     assert len(by_prior) == 2
     with pytest.raises(InvalidInputError, match="min_keywords"):
         task.predict(model, data.tokenizer, queries, min_keywords="long")
+    # at least one generator word: the pointer may hand over, the generator may not stop at once
+    generated = task.predict(model, data.tokenizer, queries, min_generated=1)
+    assert all(len(q.generated) >= 1 for q in generated)
+    # a decoding saved with the model (train --system of a decoding row) is predict's default
+    plain = task.predict(model, data.tokenizer, queries)
+    model.config.task_decoding = {"min_keywords": 3}
+    assert [q.keywords for q in task.predict(model, data.tokenizer, queries)] == [q.keywords for q in forced]
+    assert [q.keywords for q in task.predict(model, data.tokenizer, queries, min_keywords=0)] == [
+        q.keywords for q in plain
+    ]
 
 
 class _Vectors:

@@ -98,7 +98,9 @@ LEVER_LABELS = {
 LENGTH_DECODINGS = {
     "minlen_prior": {"min_keywords": {"prior": 1.0}},
     "minlen_prior0.8": {"min_keywords": {"prior": 0.8}},
+    "minlen_prior1.2": {"min_keywords": {"prior": 1.2}},
     "minlen2": {"min_keywords": 2},
+    "gen1": {"min_generated": 1},
 }
 NEURAL_SYSTEMS = (
     "vanilla_seq2seq",
@@ -201,8 +203,12 @@ LEVERS: dict[str, dict[str, Any]] = {
 }
 #: the dual decoder row built from the levers that won on VALIDATION (NOTES.md, "Levers")
 PLUS: dict[str, Any] = {
-    "prepare_options": {"vocabulary": "in-domain"},
-    "train_options": {"pretrain_on": "k2q-synthetic", "pretrain_steps": 400},
+    "prepare_options": {"keyword_order": "natural", "vocabulary": "in-domain"},
+    "train_options": {
+        "word_vectors": "in-domain-word2vec",
+        "pretrain_on": "k2q-synthetic",
+        "pretrain_steps": 400,
+    },
 }
 #: its length control, chosen on VALIDATION among LENGTH_DECODINGS
 PLUS_DECODING: dict[str, Any] = {"min_keywords": {"prior": 1.0}}
@@ -684,8 +690,100 @@ def render_markdown(document: dict) -> str:
     for system in systems:
         cells = [f"{row['f1']:.3f}" for row in profiles[system]]
         lines.append(f"| {SYSTEM_LABELS[system]} | " + " | ".join(cells) + " |")
+    lines += ["", levers_markdown(document)]
     lines += ["", f"Timings (s): {json.dumps(config['timings_s'])}", ""]
     return "\n".join(lines)
+
+
+def levers_markdown(document: dict) -> str:
+    """Issue 13: every trained row, lever and length decoding on VALIDATION (what decides) and test
+    (reported only), with Table 3's recalls and the F1 split by seen / unseen keyword words."""
+    config = document["config"]
+    levers = config.get("levers")
+    if not levers:
+        return ""
+    split_f1 = config.get("f1_by_seen_words", {})
+    counts = config.get("seen_words_counts", {}).get("test", {})
+
+    def cell(value: dict | None) -> str:
+        if not value or value.get("n", 0) == 0:
+            return "-"
+        return f"{value['mean']:.3f} ± {value['std']:.3f}" if value["n"] > 1 else f"{value['mean']:.3f}"
+
+    lines = [
+        "## Issue 13: levers for unseen topics (validation decides; test only reported)",
+        "",
+        "Every lever is its own row; n = seeds. R ext / R gen = recall on extractive / generative gold "
+        "words (Table 3, pooled). Test F1 is split by whether every gold keyword word occurs in a training "
+        f"keyword query (seen words: {counts.get('seen', '?')} test queries, unseen: "
+        f"{counts.get('unseen', '?')}); no validation or test topic id occurs in training "
+        f"({config.get('topic_seen_counts')}).",
+        "",
+        "| row | n | F1 validation | F1 test | R test | R ext test | R gen test | F1 test, seen words "
+        "| F1 test, unseen words |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    order = sorted(levers, key=lambda k: -levers[k]["validation"]["f1"]["mean"])
+    for key in order:
+        val, test = levers[key]["validation"], levers[key].get("test", {})
+        parts = split_f1.get(key, {}).get("test", {})
+        lines.append(
+            f"| {key} | {val['f1']['n']} | {cell(val['f1'])} | {cell(test.get('f1'))} | "
+            f"{cell(test.get('recall'))} | {cell(test.get('recall_extractive'))} | "
+            f"{cell(test.get('recall_generative'))} | {cell(parts.get('seen'))} | "
+            f"{cell(parts.get('unseen'))} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def render_levers_run(document: dict, previous: dict) -> str:
+    """results.md of a run of the new rows only (issue 13): this run's rows beside the rows of an
+    earlier full run (``previous``, a results.json document, e.g. the committed 3-seed table), the goal
+    check on test F1 and the lever table."""
+    from hf_querygen.experiments._report import markdown_table
+
+    config = document["config"]
+    merged = {**previous, "systems": {**previous["systems"], **document["systems"]}}
+    systems = [s for s in SYSTEM_LABELS if s in merged["systems"]]
+    metrics = ["precision", "recall", "f1", "recall_extractive", "recall_generative"]
+    new = sorted(document["systems"])
+    lines = [
+        "# Liu et al. (CIKM'18) on nl2kw: issue 13's levers",
+        "",
+        f"New rows ({', '.join(new)}) from this run: {config['seeds']} seed(s), greedy decoding, test split "
+        f"{config['split_sizes']}. The other rows are the earlier full run "
+        f"({previous['config'].get('seeds')} seeds, results/liu2018/results.json). Paper numbers are on "
+        "Baidu Knows.",
+        "",
+        "## Table 2 / Table 3 on the test split",
+        "",
+        markdown_table(merged, metrics, systems, SYSTEM_LABELS),
+        goal_check(merged),
+        levers_markdown(document),
+        f"Timings (s): {json.dumps(config['timings_s'])}",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def goal_check(document: dict) -> str:
+    """Issue 13's goal: the best dual-decoder row beats YAKE, the raw query and every trained baseline
+    on test F1 (seed means), with generative recall clearly above zero."""
+    systems = document["systems"]
+    dual = {k: v for k, v in systems.items() if k.startswith("dual_decoder")}
+    if not dual:
+        return ""
+    best = max(dual, key=lambda k: dual[k]["f1"]["mean"])
+    others = {k: v["f1"]["mean"] for k, v in systems.items() if not k.startswith("dual_decoder")}
+    rival = max(others, key=others.get)
+    ours = dual[best]["f1"]["mean"]
+    generative = dual[best].get("recall_generative", {}).get("mean", float("nan"))
+    verdict = "REACHED" if ours > others[rival] else f"NOT REACHED ({ours - others[rival]:+.3f} F1)"
+    return (
+        "\n## Goal (issue 13)\n\n"
+        f"Best dual-decoder row: {best}, test F1 {ours:.3f} ± {dual[best]['f1']['std']:.3f}, generative "
+        f"recall {generative:.3f}; best other row: {rival} {others[rival]:.3f}. Goal {verdict}.\n"
+    )
 
 
 def claim_check(document: dict) -> str:

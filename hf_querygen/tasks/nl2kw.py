@@ -205,6 +205,9 @@ class MinKeywordsLogitsProcessor:
         end_token_ids: ids that end the query for every row ([EOS]).
         sentinel_ids: (B,) per-row extended sentinel ids, or None (no pointer).
         non_word_ids: ids that do not count as a word.
+        min_generated: also forbid ending before this many distinct GENERATOR words (vocabulary ids
+            below ``output_vocab_size``; the pointer's sentinel stays allowed, so the pointer can hand
+            over): forces the generative part of the dual decoder (Table 3's generative recall).
     """
 
     def __init__(
@@ -213,9 +216,15 @@ class MinKeywordsLogitsProcessor:
         end_token_ids: Sequence[int],
         sentinel_ids: Sequence[int] | None = None,
         non_word_ids: Sequence[int] = (),
+        min_generated: int = 0,
+        output_vocab_size: int | None = None,
     ):
         import torch
 
+        if min_generated and output_vocab_size is None:
+            raise ValueError("MinKeywordsLogitsProcessor: min_generated needs output_vocab_size")
+        self.min_generated = int(min_generated)
+        self.output_vocab_size = output_vocab_size
         self.min_keywords = torch.as_tensor(list(min_keywords), dtype=torch.long)
         self.end_token_ids = list(end_token_ids)
         self.sentinel_ids = None if sentinel_ids is None else torch.as_tensor(list(sentinel_ids))
@@ -236,7 +245,11 @@ class MinKeywordsLogitsProcessor:
             is_word &= generated != sentinels.unsqueeze(1)
         # distinct words: a repeated id adds nothing to the keyword query (it is deduplicated)
         words = [set(row[mask].tolist()) for row, mask in zip(generated, is_word, strict=True)]
-        short = torch.tensor([len(w) for w in words], device=input_ids.device) < minimum
+        short_total = torch.tensor([len(w) for w in words], device=input_ids.device) < minimum
+        short = short_total.clone()
+        if self.min_generated:  # generator words: vocabulary ids (copy / pointer ids lie above)
+            generator_words = torch.tensor([sum(i < self.output_vocab_size for i in w) for w in words])
+            short |= generator_words.to(input_ids.device) < self.min_generated
         if not bool(short.any()):
             return scores
         scores = scores.clone()
@@ -248,8 +261,8 @@ class MinKeywordsLogitsProcessor:
             repeated = [i for i in words[row] if i < scores.shape[1]]
             if repeated:
                 scores[row, repeated] = floor
-        if self.sentinel_ids is not None:
-            rows_short = short.nonzero().squeeze(1)
+        if self.sentinel_ids is not None:  # the pointer may hand over once the total is reached
+            rows_short = short_total.nonzero().squeeze(1)
             columns = sentinels[rows_short].clamp(max=scores.shape[1] - 1)
             scores[rows_short, columns] = floor
         return scores

@@ -224,13 +224,18 @@ class NL2KWTask(Task):
     ) -> list[KeywordQuery] | list[list[KeywordQuery]]:
         """One :class:`KeywordQuery` per input (a list of ``n`` with ``num_return_sequences=n``).
 
-        Greedy unless ``generation_kwargs`` say otherwise; ``suppress_tokens=[UNK_ID]`` forbids the
-        decoders to spend steps on [UNK] (dropped from a keyword query anyway)."""
+        Greedy unless ``generation_kwargs`` say otherwise (or the model's saved ``config.task_decoding``);
+        ``suppress_tokens=[UNK_ID]`` forbids the decoders to spend steps on [UNK] (dropped from a keyword
+        query anyway); ``min_keywords`` (an int, or ``{"prior": scale}`` for ``scale`` x the TRAINING
+        length prior) forbids ending before that many words (:meth:`min_keywords_processor`)."""
         import torch
 
         from ..inference import encoded_batches, generate_batches, output_vocab_size_of_model
 
         max_source_length = max_source_length or self.max_source_length
+        # the decoding saved with the model (``hf-querygen train --system``: config.task_decoding) is
+        # the default; explicit arguments win
+        generation_kwargs = {**dict(getattr(model.config, "task_decoding", None) or {}), **generation_kwargs}
         family = self.family_of(model.config)
         model.eval()
         results: list[list[KeywordQuery]] = [[] for _ in inputs]
@@ -251,6 +256,9 @@ class NL2KWTask(Task):
         n_returns = int(generation_kwargs.get("num_return_sequences", 1))
         size = output_vocab_size_of_model(model)
         min_keywords = generation_kwargs.pop("min_keywords", None)
+        min_generated = int(generation_kwargs.pop("min_generated", 0))
+        if min_generated and min_keywords is None:
+            min_keywords = 0
         batches = generate_batches(
             model,
             tokenizer,
@@ -260,7 +268,9 @@ class NL2KWTask(Task):
             logits_processor_factory=(
                 None
                 if min_keywords is None
-                else lambda batch: self.min_keywords_processor(model.config, batch, min_keywords, size)
+                else lambda batch: self.min_keywords_processor(
+                    model.config, batch, min_keywords, size, min_generated
+                )
             ),
             **generation_kwargs,
         )
@@ -286,8 +296,10 @@ class NL2KWTask(Task):
         batch: dict[str, torch.Tensor],
         min_keywords: Any,
         output_vocab_size: int,
+        min_generated: int = 0,
     ) -> Any:
-        """A :class:`~hf_querygen.tasks.nl2kw.MinKeywordsLogitsProcessor` for one encoded batch.
+        """A :class:`~hf_querygen.tasks.nl2kw.MinKeywordsLogitsProcessor` for one encoded batch
+        (``min_generated``: at least that many generator words, see the processor).
 
         ``min_keywords``: an int (the same minimum for every query) or ``{"prior": scale}``: ``scale`` x
         the keyword count the model's TRAINING length prior expects for the query's length
@@ -321,6 +333,8 @@ class NL2KWTask(Task):
                 getattr(config, "unk_token_id", 1),
                 config.decoder_start_token_id,
             ],
+            min_generated=min_generated,
+            output_vocab_size=output_vocab_size,
         )
 
     def decode_ids(
