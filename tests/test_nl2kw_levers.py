@@ -277,3 +277,26 @@ def test_runner_prepares_one_data_set_per_system_prepare_options():
     assert plain is _fold_data(REPRODUCTION, fold, cache, {})
     assert natural is _fold_data(REPRODUCTION, fold, cache, {"keyword_order": "natural"})
     assert natural is not plain and natural.state["options"]["keyword_order"] == "natural"
+
+
+def test_train_model_saves_the_decoding_as_the_models_default(data_dir, tmp_path):
+    from hf_querygen.training import load_trained, train_model
+
+    train_model(
+        "liu2018-dual-decoder",
+        tmp_path / "model",
+        task="nl2kw",
+        data_dir=data_dir,
+        max_steps=1,
+        max_train_examples=16,
+        max_validation_examples=4,
+        preset_overrides=TINY,
+        prepare_options={"keyword_order": "natural"},
+        decoding={"min_keywords": 2},
+        evaluate_split=None,
+    )
+    model, tokenizer, metadata = load_trained(tmp_path / "model")
+    assert model.config.task_decoding == {"min_keywords": 2}
+    assert metadata["prepare_options"] == {"keyword_order": "natural"}
+    queries = get_task("nl2kw").predict(model, tokenizer, ["where can i buy cheap flights to paris"])
+    assert len(queries[0].keywords) >= 2
