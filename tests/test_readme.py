@@ -3,8 +3,7 @@
 The bash blocks run in order through the CLI's ``main`` (in this process, in a temporary working
 directory), the python blocks with ``exec`` in the same directory, so the python example finds the
 ``runs/...`` models that the README's own ``train`` commands wrote. Tiny size: every ``train`` gets a
-few steps on a data slice with 8-unit layers appended (later flags win; synthetic pretraining reads a
-slice of nl2kw train instead of the K2Q synthetic pairs), ``reproduce`` runs
+few steps on a data slice with 8-unit layers appended (later flags win), ``reproduce`` runs
 ``--quick`` and ``synthesize`` takes 20 questions. Not run: the Quickstart
 block (it installs the package and runs the whole suite, i.e. this test).
 """
@@ -56,16 +55,6 @@ def test_readme_has_the_examples_this_test_runs():
 def test_every_readme_example_runs(data_dir, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HF_QUERYGEN_DATA_DIR", str(data_dir))
-    monkeypatch.setenv("HF_QUERYGEN_CACHE", str(tmp_path / "cache"))  # word vectors are cached here
-    # the default keyword-query recipe pretrains on the K2Q synthetic pairs, a 10-minute build: tiny size
-    # pretrains on a slice of nl2kw train instead (the hook and the rest of the recipe stay real)
-    from hf_querygen.tasks.nl2kw_task import NL2KWTask
-
-    def tiny_pretraining_data(self, name, data):
-        pairs = data.splits["train"].select(range(32)).select_columns(["nl_query", "keyword_query"])
-        return pairs, {"pretraining_pairs": len(pairs)}
-
-    monkeypatch.setattr(NL2KWTask, "pretraining_data", tiny_pretraining_data)
     ran = 0
     for language, code in code_blocks(README.read_text(encoding="utf-8")):
         if any(marker in code for marker in SKIPPED_BECAUSE):

@@ -760,10 +760,19 @@ def render_levers_run(document: dict, previous: dict) -> str:
     from hf_querygen.experiments._report import markdown_table
 
     config = document["config"]
-    merged = {**previous, "systems": {**previous["systems"], **document["systems"]}}
+
+    def seeds(runs: dict) -> int:
+        return int(runs.get("f1", {}).get("n", 0))
+
+    # a row of this run replaces the earlier run's only when it has at least as many seeds
+    new = sorted(
+        k
+        for k, runs in document["systems"].items()
+        if k not in previous["systems"] or seeds(runs) >= seeds(previous["systems"][k])
+    )
+    merged = {**previous, "systems": {**previous["systems"], **{k: document["systems"][k] for k in new}}}
     systems = [s for s in SYSTEM_LABELS if s in merged["systems"]]
     metrics = ["precision", "recall", "f1", "recall_extractive", "recall_generative"]
-    new = sorted(document["systems"])
     lines = [
         "# Liu et al. (CIKM'18) on nl2kw: issue 13's levers",
         "",
