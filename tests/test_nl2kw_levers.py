@@ -300,3 +300,14 @@ def test_train_model_saves_the_decoding_as_the_models_default(data_dir, tmp_path
     assert metadata["prepare_options"] == {"keyword_order": "natural"}
     queries = get_task("nl2kw").predict(model, tokenizer, ["where can i buy cheap flights to paris"])
     assert len(queries[0].keywords) >= 2
+
+
+def test_quick_liu2018_skips_the_rows_that_need_the_synthetic_pairs():
+    from hf_querygen.experiments.liu2018 import FULL_BUDGET, QUICK_BUDGET, REPRODUCTION
+    from hf_querygen.experiments.runner import budget_systems
+
+    quick = {s.key for s in budget_systems(REPRODUCTION, QUICK_BUDGET)}
+    full = {s.key for s in budget_systems(REPRODUCTION, FULL_BUDGET)}
+    assert "dual_decoder_plus" in full and "dual_decoder_plus" not in quick
+    assert full - quick == {"dual_decoder_plus", "dual_decoder_plus_minlen"}
+    assert "dual_decoder_natural_order_minlen" in quick

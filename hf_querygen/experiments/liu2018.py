@@ -428,9 +428,13 @@ QUICK_BUDGET = Budget(
             "pointer_network",
             "joint_ats2s_sl",
             "dual_decoder",
+            "dual_decoder_natural_order",
+            "dual_decoder_plus",
         )
     },
     settings={"lambda_sweep": False, "levers": False},
+    # the synthetic pairs take about 10 minutes to build the first time: not in a smoke run
+    skip=("dual_decoder_plus", "dual_decoder_plus_minlen"),
 )
 
 

@@ -69,7 +69,8 @@ class Budget:
     subset, seed 0); patience: early stopping (evaluations without improvement); training_overrides:
     ``Seq2SeqTrainingArguments`` fields for every trained system (e.g. ``num_train_epochs``);
     preset_overrides: system key -> config fields (quick mode: smaller models); folds: which folds
-    (None = all); settings: paper-specific values read by its hooks (e.g. the CRF grid).
+    (None = all); settings: paper-specific values read by its hooks (e.g. the CRF grid); skip: system
+    keys the mode leaves out.
     """
 
     name: str
@@ -83,6 +84,8 @@ class Budget:
     group_by_length: bool = True
     folds: tuple[Any, ...] | None = None
     settings: Mapping[str, Any] = field(default_factory=dict)
+    #: system keys this mode does not run (e.g. rows whose resources take longer to build than a quick run)
+    skip: tuple[str, ...] = ()
 
 
 @dataclass
@@ -409,6 +412,11 @@ def _prepare_out_dir(out: Path, resume: bool, overwrite: bool) -> None:
     out.mkdir(parents=True, exist_ok=True)
 
 
+def budget_systems(reproduction: Reproduction, budget: Budget) -> list[System]:
+    """The reproduction's rows that ``budget`` runs (all but ``budget.skip``)."""
+    return [s for s in reproduction.systems if s.key not in budget.skip]
+
+
 def run_reproduction(
     reproduction: Reproduction | str,
     out_dir: str | Path,
@@ -465,7 +473,7 @@ def run_reproduction(
     timings["prepare_data_s"] = time.time() - started
     by_name = _load_records(out) if resume else {}
 
-    systems = [s for s in reproduction.systems]
+    systems = budget_systems(reproduction, budget)
     extra = reproduction.extra_systems(budget, n_seeds) if reproduction.extra_systems else []
     seeds_of = {s.key: list(range(n_seeds)) for s in systems}
     for system, system_seeds in extra:
