@@ -440,7 +440,14 @@ def _pretrain(
 
     weights = output_dir / "model.safetensors"
     if weights.is_file():
-        model.load_state_dict(load_file(str(weights)), strict=False)  # tied tables are stored once
+        loaded = model.load_state_dict(load_file(str(weights)), strict=False)
+        tied = set(getattr(model, "_tied_weights_keys", None) or ())  # tied tables are stored once
+        missing = [key for key in loaded.missing_keys if key not in tied]
+        if missing or loaded.unexpected_keys:
+            raise ValueError(
+                f"pretrained weights in {weights} do not fit the model (missing {missing}, unexpected "
+                f"{loaded.unexpected_keys}); delete {output_dir} to pretrain again"
+            )
         return
     if steps < 1:
         raise ValueError(f"pretrain_steps must be >= 1, got {steps}")
