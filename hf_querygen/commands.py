@@ -110,11 +110,21 @@ def _train_command(args: argparse.Namespace) -> int:
         from .systems import get_system
 
         system = get_system(args.system)
+        if system.decodes_model_of is not None:
+            # a decoding of another row's model: train that row, and save this row's decoding with the
+            # model (config.task_decoding: Task.predict and the pipeline decode with it by default)
+            kwargs["decoding"] = dict(system.decoding)
+            system = get_system(f"{system.name.rsplit('/', 1)[0]}/{system.decodes_model_of}")
         if system.preset is None:
             raise SystemExit(f"system {system.name!r} is a baseline: there is nothing to train")
         preset, task = system.preset, task or system.task
         preset_overrides.update(system.preset_overrides)
-        kwargs.update(training_preset=system.training_preset, training_overrides=system.training_overrides)
+        kwargs.update(
+            training_preset=system.training_preset,
+            training_overrides=system.training_overrides,
+            prepare_options=system.prepare_options,
+            train_options=system.train_options,
+        )
     preset_overrides.update(parse_assignments(args.set))
     # Trainer prints to stdout; keep stdout for the JSON result so that it can be piped
     with contextlib.redirect_stdout(sys.stderr):

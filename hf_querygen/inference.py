@@ -9,7 +9,7 @@ what these yield, so a pipeline, the CLI and the experiment runner all decode th
 from __future__ import annotations
 
 import inspect
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -76,19 +76,29 @@ def generate_batches(
     texts: Sequence[str],
     batch_size: int = 64,
     max_source_length: int | None = None,
+    logits_processor_factory: Callable[[dict[str, torch.Tensor]], Any] | None = None,
     **generate_kwargs: Any,
 ) -> Iterator[tuple[list[int], dict[str, torch.Tensor], list[list[str]], torch.Tensor]]:
     """:func:`encoded_batches` plus ``model.generate`` on each: yields ``(indices, batch, source_words,
-    sequences)`` with sequences (B * num_return_sequences, T), a text's returns adjacent."""
+    sequences)`` with sequences (B * num_return_sequences, T), a text's returns adjacent.
+
+    ``logits_processor_factory(batch)`` builds a ``LogitsProcessor`` for each batch (one that needs the
+    batch's own inputs, e.g. a per-query minimum length), added to ``generate``'s ``logits_processor``."""
     import torch
+    from transformers import LogitsProcessorList
 
     generate_kwargs = as_max_length(generate_kwargs)
     model.eval()
     for indices, batch, source_words in encoded_batches(
         model, tokenizer, texts, batch_size, max_source_length
     ):
+        kwargs = generate_kwargs
+        if logits_processor_factory is not None:
+            processors = LogitsProcessorList(generate_kwargs.get("logits_processor") or [])
+            processors.append(logits_processor_factory(batch))
+            kwargs = {**generate_kwargs, "logits_processor": processors}
         with torch.no_grad():
-            generated = model.generate(**batch, **generate_kwargs)
+            generated = model.generate(**batch, **kwargs)
         sequences = generated.sequences if hasattr(generated, "sequences") else generated
         yield indices, batch, source_words, sequences
 

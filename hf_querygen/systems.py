@@ -63,6 +63,11 @@ class System:
         evaluate_on: splits scored (the table's split first).
         in_table: False for runs that only feed an analysis (e.g. a hyper-parameter sweep).
         cost: relative training cost (the runner starts the longest jobs first).
+        prepare_options: keyword arguments of ``Task.prepare`` for this row's data (e.g. nl2kw's
+            ``{"keyword_order": "natural", "vocabulary": "in-domain"}``); rows with the same options
+            share one prepared data set.
+        train_options: keyword arguments of :func:`hf_querygen.training.train_preset` (``pretrain_on``,
+            ``pretrain_steps``, ``word_vectors``, ``freeze_embeddings``).
     """
 
     name: str
@@ -80,6 +85,8 @@ class System:
     evaluate_on: tuple[str, ...] = ("test",)
     in_table: bool = True
     cost: float = 1.0
+    prepare_options: Mapping[str, Any] = field(default_factory=dict)
+    train_options: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         kinds = [self.preset is not None, self.baseline is not None, self.decodes_model_of is not None]

@@ -354,9 +354,19 @@ def train_preset(
     group_by_length: bool = True,
     resume: bool = False,
     callbacks: Sequence | None = None,
+    pretrain_on: str | None = None,
+    pretrain_steps: int = 400,
+    word_vectors: str | None = None,
+    freeze_embeddings: bool = False,
 ) -> Seq2SeqTrainer:
     """Train model ``preset`` on ``data`` (a :class:`~hf_querygen.tasks.base.TaskData`) with the stock
     ``Seq2SeqTrainer``; checkpoints and the best model go to ``output_dir``.
+
+    ``word_vectors``: a name of ``task.word_vectors`` loaded into the shared input embeddings before
+    training (``freeze_embeddings``: kept fixed). ``pretrain_on``: a name of ``task.pretraining_data``;
+    the model first trains ``pretrain_steps`` steps on those pairs (same trainer, same training
+    arguments, no evaluation; the result is kept in ``output_dir/pretrained`` so a resumed run skips it),
+    then trains on ``data``'s TRAIN split as usual (early stopping on validation).
 
     The model config is ``data.task.model_config(preset, data, **preset_overrides)``; the training
     arguments are :data:`DEFAULT_TRAINING_ARGUMENTS` < the training preset (``training_preset``, else
@@ -373,10 +383,23 @@ def train_preset(
     set_seed(seed)
     config = task.model_config(preset, data, **dict(preset_overrides or {}))
     model = model_for_config(config)
-    encoded = data.encoded(task.family_of(config))
+    if word_vectors is not None:
+        from .tasks.nl2kw_resources import load_word_vectors
+
+        embedding = model.get_input_embeddings()
+        vectors = task.word_vectors(word_vectors, data, embedding.weight.shape[1])
+        load_word_vectors(embedding, data.tokenizer.get_vocab(), vectors, freeze=freeze_embeddings)
+    elif freeze_embeddings:
+        raise ValueError("freeze_embeddings needs word_vectors (frozen random embeddings are not a system)")
+    family = task.family_of(config)
+    encoded = data.encoded(family)
     training_name = training_preset or (preset if preset in TRAINING_PRESETS else None)
     arguments = dict(TRAINING_PRESETS.get(training_name)) if training_name else {}
     overrides = {"seed": seed, "save_total_limit": 1, **dict(training_overrides or {})}
+    if pretrain_on is not None:
+        _pretrain(
+            model, data, family, pretrain_on, pretrain_steps, Path(output_dir) / "pretrained", arguments, seed
+        )
     trainer = train_seq2seq(
         model,
         data.tokenizer,
@@ -395,6 +418,61 @@ def train_preset(
     )
     trainer.model.eval()
     return trainer
+
+
+def _pretrain(
+    model: PreTrainedModel,
+    data: TaskData,
+    family: str,
+    name: str,
+    steps: int,
+    output_dir: Path,
+    arguments: Mapping[str, Any],
+    seed: int,
+) -> None:
+    """``train_preset(pretrain_on=...)``: ``steps`` steps of the stock trainer on the task's pretraining
+    pairs, encoded exactly as TRAIN (same tokenizer, target order and output vocabulary); the weights
+    are kept in ``output_dir`` and reloaded when it already holds them (resume)."""
+    import datasets
+    from safetensors.torch import load_file
+
+    from .tasks.base import TaskData
+
+    weights = output_dir / "model.safetensors"
+    if weights.is_file():
+        loaded = model.load_state_dict(load_file(str(weights)), strict=False)
+        tied = set(getattr(model, "_tied_weights_keys", None) or ())  # tied tables are stored once
+        missing = [key for key in loaded.missing_keys if key not in tied]
+        if missing or loaded.unexpected_keys:
+            raise ValueError(
+                f"pretrained weights in {weights} do not fit the model (missing {missing}, unexpected "
+                f"{loaded.unexpected_keys}); delete {output_dir} to pretrain again"
+            )
+        return
+    if steps < 1:
+        raise ValueError(f"pretrain_steps must be >= 1, got {steps}")
+    pairs, _ = data.task.pretraining_data(name, data)
+    extra = TaskData(data.task, datasets.DatasetDict(train=pairs), data.tokenizer, data.state)
+    trainer = train_seq2seq(
+        model,
+        data.tokenizer,
+        extra.encoded(family)["train"],
+        None,
+        output_dir / "checkpoints",
+        training_preset=dict(arguments),
+        max_new_tokens=data.task.max_new_tokens(data),
+        group_by_length=True,
+        data_collator=data.task.collator(data.tokenizer),
+        label_names=["labels"],
+        seed=seed,
+        max_steps=steps,
+        save_strategy="no",
+        logging_steps=50,
+    )
+    trainer.model.save_pretrained(str(output_dir))
+    import shutil
+
+    shutil.rmtree(output_dir / "checkpoints", ignore_errors=True)
 
 
 def save_model_folder(
@@ -477,12 +555,19 @@ def train_model(
     overwrite: bool = False,
     resume: bool = False,
     evaluate_split: str | None = "validation",
+    prepare_options: Mapping[str, Any] | None = None,
+    train_options: Mapping[str, Any] | None = None,
+    decoding: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Corpus -> task data (tokenizer on TRAIN) -> :func:`train_preset` -> :func:`save_model_folder`.
 
     ``task`` defaults to the one task that trains on ``corpus`` (and ``corpus`` to the task's first).
     Checkpoints go to ``output_dir/../.<name>.checkpoints`` (kept for ``resume`` until the model folder
-    is written). Returns the metadata saved with the model, including the task's scores on
+    is written). ``prepare_options`` go to ``Task.prepare``, ``train_options`` to :func:`train_preset`
+    (a paper system's own, ``System.prepare_options`` / ``train_options``); ``decoding`` (a system's
+    ``Task.predict`` keyword arguments) is saved as ``config.task_decoding``, the model's default
+    decoding. Returns the metadata saved
+    with the model, including the task's scores on
     ``evaluate_split`` (decoded by ``Task.predict``, as the pipeline does).
     """
     import shutil
@@ -506,7 +591,7 @@ def train_model(
     cap = max_validation_examples or (QUICK_SETTINGS["max_validation_examples"] if quick else None)
     if cap is not None and len(splits["validation"]) > cap:
         splits["validation"] = splits["validation"].select(range(cap))
-    data = task_object.prepare(splits)
+    data = task_object.prepare(splits, **dict(prepare_options or {}))
     data.corpus, data.config_name = corpus, config_name
 
     overrides: dict[str, Any] = {"data_seed": seed, **dict(training_overrides or {})}
@@ -528,9 +613,12 @@ def train_model(
         training_overrides=overrides,
         group_by_length=group_by_length,
         resume=resume,
+        **dict(train_options or {}),
     )
     model = trainer.model
     model.generation_config.num_beams = num_beams
+    if decoding:
+        model.config.task_decoding = dict(decoding)
     metadata: dict[str, Any] = {
         "task": task_object.name,
         "corpus": corpus,
@@ -547,6 +635,8 @@ def train_model(
         "train_examples": len(splits["train"]),
         "validation_examples": len(splits["validation"]),
         "group_by_length": group_by_length,
+        "prepare_options": dict(prepare_options or {}),
+        "train_options": dict(train_options or {}),
         **_training_summary(trainer),
         "torch_threads": torch.get_num_threads(),
     }

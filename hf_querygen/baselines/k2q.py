@@ -92,13 +92,20 @@ def mine_template(keyword_query: str, question: str) -> Template | None:
 
 
 def train_word2vec(
-    texts: Iterable[str], vector_size: int = 100, min_count: int = 2, seed: int = 0, epochs: int = 5
+    texts: Iterable[str],
+    vector_size: int = 100,
+    min_count: int = 2,
+    seed: int = 0,
+    epochs: int = 5,
+    fasttext: bool = False,
 ):
-    """gensim skip-gram word2vec on normalised texts (one worker: deterministic for a seed)."""
-    from gensim.models import Word2Vec
+    """gensim skip-gram word2vec on normalised texts (one worker: deterministic for a seed);
+    ``fasttext=True``: skip-gram fastText, whose character n-grams give a vector to any word."""
+    from gensim.models import FastText, Word2Vec
 
     sentences = [normalize_for_matching(t).split() for t in texts]
-    return Word2Vec(
+    model_class = FastText if fasttext else Word2Vec
+    return model_class(
         sentences, vector_size=vector_size, min_count=min_count, sg=1, seed=seed, workers=1, epochs=epochs
     ).wv
 

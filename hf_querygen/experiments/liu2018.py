@@ -80,6 +80,28 @@ SYSTEM_LABELS = {
     "joint_ats2s_sl": "8 Joint ATS2S + SL",
     "dual_decoder": "9 Dual decoder (Liu'18)",
     "yake": "extra: YAKE (unsupervised)",
+    "dual_decoder_natural_order": "extra: dual decoder, source/frequency order",
+    "dual_decoder_natural_order_minlen": "extra: dual decoder, source/frequency order + length prior",
+    "dual_decoder_plus": "extra: dual decoder + order, in-domain vectors, synthetic pretraining",
+    "dual_decoder_plus_minlen": "extra: dual decoder + order, vectors, pretraining + length prior",
+}
+#: issue 13's levers, one row each (1 seed by default: screening on VALIDATION; test scored for the
+#: report only); key -> (label, base system, System fields)
+LEVER_LABELS = {
+    "dual_decoder_word2vec": "dual decoder, in-domain vocabulary + word2vec (fine-tuned)",
+    "dual_decoder_word2vec_frozen": "dual decoder, in-domain vocabulary + word2vec (frozen)",
+    "dual_decoder_pretrained": "dual decoder, in-domain vocabulary + synthetic pretraining",
+    "attentional_seq2seq_pretrained": "attentional seq2seq, in-domain vocabulary + synthetic pretraining",
+    "sequence_labeling_pretrained": "sequence labeling, in-domain vocabulary + synthetic pretraining",
+    "sequence_labeling_word2vec": "sequence labeling, in-domain vocabulary + word2vec (fine-tuned)",
+}
+#: min_keywords decodings (issue 13, lever 4) of the dual decoder rows, scored on validation and test
+LENGTH_DECODINGS = {
+    "minlen_prior": {"min_keywords": {"prior": 1.0}},
+    "minlen_prior0.8": {"min_keywords": {"prior": 0.8}},
+    "minlen_prior1.2": {"min_keywords": {"prior": 1.2}},
+    "minlen2": {"min_keywords": 2},
+    "gen1": {"min_generated": 1},
 }
 NEURAL_SYSTEMS = (
     "vanilla_seq2seq",
@@ -142,6 +164,53 @@ def union_baseline(context: BaselineContext) -> list[list[str]]:
 
 # ---------------------------------------------------------------- the table
 _NEURAL = {"training_preset": "liu2018-attn-seq2seq", "decoding": GREEDY, "task": "nl2kw"}
+_IN_DOMAIN = {"vocabulary": "in-domain"}
+#: the levers as System fields (prepare_options / train_options); issue 13
+#: the table row of lever 3 (its target order alone); the other levers are screening rows
+NATURAL_ORDER: dict[str, Any] = {"prepare_options": {"keyword_order": "natural"}}
+LEVERS: dict[str, dict[str, Any]] = {
+    "dual_decoder_word2vec": {
+        "preset": "liu2018-dual-decoder",
+        "prepare_options": _IN_DOMAIN,
+        "train_options": {"word_vectors": "in-domain-word2vec"},
+    },
+    "dual_decoder_word2vec_frozen": {
+        "preset": "liu2018-dual-decoder",
+        "prepare_options": _IN_DOMAIN,
+        "train_options": {"word_vectors": "in-domain-word2vec", "freeze_embeddings": True},
+    },
+    "dual_decoder_pretrained": {
+        "preset": "liu2018-dual-decoder",
+        "prepare_options": _IN_DOMAIN,
+        "train_options": {"pretrain_on": "k2q-synthetic", "pretrain_steps": 400},
+    },
+    "attentional_seq2seq_pretrained": {
+        "preset": "liu2018-attn-seq2seq",
+        "prepare_options": _IN_DOMAIN,
+        "train_options": {"pretrain_on": "k2q-synthetic", "pretrain_steps": 400},
+    },
+    "sequence_labeling_pretrained": {
+        "preset": "liu2018-sequence-labeling",
+        "prepare_options": _IN_DOMAIN,
+        "train_options": {"pretrain_on": "k2q-synthetic", "pretrain_steps": 400},
+    },
+    "sequence_labeling_word2vec": {
+        "preset": "liu2018-sequence-labeling",
+        "prepare_options": _IN_DOMAIN,
+        "train_options": {"word_vectors": "in-domain-word2vec"},
+    },
+}
+#: the dual decoder with every lever that beat the dual decoder alone on VALIDATION (1 seed; NOTES.md)
+PLUS: dict[str, Any] = {
+    "prepare_options": {"keyword_order": "natural", "vocabulary": "in-domain"},
+    "train_options": {
+        "word_vectors": "in-domain-word2vec",
+        "pretrain_on": "k2q-synthetic",
+        "pretrain_steps": 400,
+    },
+}
+#: its length control, chosen on VALIDATION among LENGTH_DECODINGS
+PLUS_DECODING: dict[str, Any] = {"min_keywords": {"prior": 1.0}}
 
 SYSTEMS = register_systems(
     [
@@ -213,6 +282,42 @@ SYSTEMS = register_systems(
             **_NEURAL,
         ),
         System("liu2018/yake", "nl2kw", SYSTEM_LABELS["yake"], baseline=yake_baseline),
+        # issue 13: the dual decoder with source/frequency target order (lever 3), the same with every
+        # lever that helped alone on validation, each also decoded with the training length prior
+        System(
+            "liu2018/dual_decoder_natural_order",
+            label=SYSTEM_LABELS["dual_decoder_natural_order"],
+            preset="liu2018-dual-decoder",
+            evaluate_on=("test", "validation"),
+            cost=3,
+            **_NEURAL,
+            **NATURAL_ORDER,
+        ),
+        System(
+            "liu2018/dual_decoder_natural_order_minlen",
+            "nl2kw",
+            SYSTEM_LABELS["dual_decoder_natural_order_minlen"],
+            decodes_model_of="dual_decoder_natural_order",
+            decoding={**GREEDY, **PLUS_DECODING},
+            evaluate_on=("test", "validation"),
+        ),
+        System(
+            "liu2018/dual_decoder_plus",
+            label=SYSTEM_LABELS["dual_decoder_plus"],
+            preset="liu2018-dual-decoder",
+            evaluate_on=("test", "validation"),
+            cost=4,
+            **_NEURAL,
+            **PLUS,
+        ),
+        System(
+            "liu2018/dual_decoder_plus_minlen",
+            "nl2kw",
+            SYSTEM_LABELS["dual_decoder_plus_minlen"],
+            decodes_model_of="dual_decoder_plus",
+            decoding={**GREEDY, **PLUS_DECODING},
+            evaluate_on=("test", "validation"),
+        ),
     ]
 )
 
@@ -242,13 +347,63 @@ def lambda_sweep_systems(budget: Budget, seeds: int) -> list[tuple[System, list[
     ]
 
 
+def lever_systems(budget: Budget, seeds: int) -> list[tuple[System, list[int]]]:
+    """Issue 13's levers (:data:`LEVERS`), each scored on validation and test with seeds
+    0 .. ``lever_seeds - 1``, plus the :data:`LENGTH_DECODINGS` of the dual decoder and of the levers'
+    dual decoders (decodings of the same trained models, validation and test)."""
+    if not budget.settings.get("levers", True):
+        return []
+    lever_seeds = list(range(min(int(budget.settings.get("lever_seeds", 1)), seeds)))
+    out: list[tuple[System, list[int]]] = []
+    for key, fields in LEVERS.items():
+        out.append(
+            (
+                System(
+                    f"liu2018/{key}",
+                    label=LEVER_LABELS[key],
+                    evaluate_on=("validation", "test"),
+                    in_table=False,
+                    # the dual decoder's levers first: they decide the table's new row
+                    cost=(4 if "pretrain_on" in fields.get("train_options", {}) else 3)
+                    - (0 if key.startswith("dual_decoder") else 2),
+                    **_NEURAL,
+                    **fields,
+                ),
+                lever_seeds,
+            )
+        )
+    table_rows = ("dual_decoder", "dual_decoder_natural_order")
+    for base in (*table_rows, *(k for k in LEVERS if k.startswith("dual_decoder"))):
+        base_seeds = list(range(seeds)) if base in table_rows else lever_seeds
+        for name, decoding in LENGTH_DECODINGS.items():
+            out.append(
+                (
+                    System(
+                        f"liu2018/{base}_{name}",
+                        "nl2kw",
+                        f"{base}, {name}",
+                        decodes_model_of=base,
+                        decoding={**GREEDY, **decoding},
+                        evaluate_on=("validation", "test"),
+                        in_table=False,
+                    ),
+                    base_seeds,
+                )
+            )
+    return out
+
+
+def extra_systems(budget: Budget, seeds: int) -> list[tuple[System, list[int]]]:
+    return lambda_sweep_systems(budget, seeds) + lever_systems(budget, seeds)
+
+
 #: the paper's settings: 12-epoch cap with early stopping on validation loss (patience 2), 3 seeds
 FULL_BUDGET = Budget(
     "full",
     seeds=3,
     patience=2,
     training_overrides={"num_train_epochs": 12},
-    settings={"lambda_sweep": True, "sweep_seeds": 1},
+    settings={"lambda_sweep": True, "sweep_seeds": 1, "levers": True, "lever_seeds": 1},
 )
 #: minutes on 2 cores: a training subset, smaller models at a higher rate, no lambda sweep
 QUICK_BUDGET = Budget(
@@ -273,9 +428,13 @@ QUICK_BUDGET = Budget(
             "pointer_network",
             "joint_ats2s_sl",
             "dual_decoder",
+            "dual_decoder_natural_order",
+            "dual_decoder_plus",
         )
     },
-    settings={"lambda_sweep": False},
+    settings={"lambda_sweep": False, "levers": False},
+    # the synthetic pairs take about 10 minutes to build the first time: not in a smoke run
+    skip=("dual_decoder_plus", "dual_decoder_plus_minlen"),
 )
 
 
@@ -341,6 +500,85 @@ def length_profiles(context: RunContext) -> dict[str, Any]:
     }
 
 
+def _mean_std(values: list[float]) -> dict[str, float]:
+    return {
+        "mean": statistics.fmean(values) if values else float("nan"),
+        "std": statistics.stdev(values) if len(values) > 1 else 0.0,
+        "n": len(values),
+    }
+
+
+def lever_table(context: RunContext) -> dict[str, Any]:
+    """Issue 13: validation and test P/R/F1 and Table 3 recalls (mean ± std over the seeds run) of every
+    trained row, lever and length decoding; validation decides, test is only reported."""
+    metrics = ("f1", "precision", "recall", "recall_extractive", "recall_generative")
+    scores: dict[str, dict[str, dict[str, list[float]]]] = {}
+    for record in context.records:
+        for split in ("validation", "test"):
+            if split in record["scores"]:
+                by_metric = scores.setdefault(record["system"], {}).setdefault(split, {})
+                for metric in metrics:
+                    by_metric.setdefault(metric, []).append(record["scores"][split][metric])
+    table = {
+        system: {
+            split: {metric: _mean_std(values) for metric, values in by_metric.items()}
+            for split, by_metric in splits.items()
+        }
+        for system, splits in scores.items()
+        if "validation" in splits
+    }
+    return {"levers": table}
+
+
+def word_split(context: RunContext) -> dict[str, Any]:
+    """Issue 13: F1 on test / validation queries split by whether the query's topic is seen in TRAIN.
+
+    nl2kw's splits are grouped by topic, so no validation or test topic id occurs in training (all
+    are "unseen topics"); the informative split is lexical: a query is "seen words" when every gold
+    keyword word occurs in some TRAINING keyword query, else "unseen words"."""
+    from hf_querygen.text import normalize_for_matching
+
+    data = context.data[None]
+    train_topics = set(data.splits["train"]["topic_id"])
+    train_words = {
+        w for q in data.splits["train"]["keyword_query"] for w in normalize_for_matching(q).split()
+    }
+    out: dict[str, Any] = {"topic_seen_counts": {}, "seen_words_counts": {}, "f1_by_seen_words": {}}
+    masks: dict[str, list[bool]] = {}
+    for split in ("validation", "test"):
+        topics = data.splits[split]["topic_id"]
+        out["topic_seen_counts"][split] = {
+            "seen": sum(t in train_topics for t in topics),
+            "unseen": sum(t not in train_topics for t in topics),
+        }
+        masks[split] = [set(normalize_for_matching(r).split()) <= train_words for r in data.references(split)]
+        out["seen_words_counts"][split] = {
+            "seen": sum(masks[split]),
+            "unseen": len(masks[split]) - sum(masks[split]),
+        }
+    per_system: dict[str, dict[str, dict[str, list[float]]]] = {}
+    for record in context.records:
+        for split, outputs in record["outputs"].items():
+            if split not in masks:
+                continue
+            sources, references = data.sources(split), data.references(split)
+            for part, wanted in (("seen", True), ("unseen", False)):
+                rows = [i for i, m in enumerate(masks[split]) if m is wanted]
+                if not rows:
+                    continue
+                f1 = data.task.score(
+                    [outputs[i] for i in rows], [references[i] for i in rows], [sources[i] for i in rows]
+                )["f1"]
+                per_system.setdefault(record["system"], {}).setdefault(split, {}).setdefault(part, []).append(
+                    f1
+                )
+    out["f1_by_seen_words"] = {
+        system: {split: {part: _mean_std(v) for part, v in parts.items()} for split, parts in splits.items()}
+        for system, splits in per_system.items()
+    }
+    return out
+
+
 def _plots(document: dict, out: Path) -> None:
     config = document["config"]
     plot_lambda_sweep(config["lambda_sweep_validation_f1"], out / "lambda_sweep.png")
@@ -356,8 +594,8 @@ REPRODUCTION = Reproduction(
     paper_numbers=PAPER_NUMBERS,
     table_metrics=("precision", "recall", "f1"),
     budgets={"full": FULL_BUDGET, "quick": QUICK_BUDGET},
-    extra_systems=lambda_sweep_systems,
-    analyses=(describe_data, yake_selection, lambda_sweep, length_profiles),
+    extra_systems=extra_systems,
+    analyses=(describe_data, yake_selection, lambda_sweep, length_profiles, lever_table, word_split),
     render_markdown=lambda document: render_markdown(document),
     plots=_plots,
     config={
@@ -473,8 +711,109 @@ def render_markdown(document: dict) -> str:
     for system in systems:
         cells = [f"{row['f1']:.3f}" for row in profiles[system]]
         lines.append(f"| {SYSTEM_LABELS[system]} | " + " | ".join(cells) + " |")
+    lines += ["", levers_markdown(document)]
     lines += ["", f"Timings (s): {json.dumps(config['timings_s'])}", ""]
     return "\n".join(lines)
+
+
+def levers_markdown(document: dict) -> str:
+    """Issue 13: every trained row, lever and length decoding on VALIDATION (what decides) and test
+    (reported only), with Table 3's recalls and the F1 split by seen / unseen keyword words."""
+    config = document["config"]
+    levers = config.get("levers")
+    if not levers:
+        return ""
+    split_f1 = config.get("f1_by_seen_words", {})
+    counts = config.get("seen_words_counts", {}).get("test", {})
+
+    def cell(value: dict | None) -> str:
+        if not value or value.get("n", 0) == 0:
+            return "-"
+        return f"{value['mean']:.3f} ± {value['std']:.3f}" if value["n"] > 1 else f"{value['mean']:.3f}"
+
+    lines = [
+        "## Issue 13: levers for unseen topics (validation decides; test only reported)",
+        "",
+        "Every lever is its own row; n = seeds. R ext / R gen = recall on extractive / generative gold "
+        "words (Table 3, pooled). Test F1 is split by whether every gold keyword word occurs in a training "
+        f"keyword query (seen words: {counts.get('seen', '?')} test queries, unseen: "
+        f"{counts.get('unseen', '?')}); no validation or test topic id occurs in training "
+        f"({config.get('topic_seen_counts')}).",
+        "",
+        "| row | n | F1 validation | F1 test | R test | R ext test | R gen test | F1 test, seen words "
+        "| F1 test, unseen words |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    order = sorted(levers, key=lambda k: -levers[k]["validation"]["f1"]["mean"])
+    for key in order:
+        val, test = levers[key]["validation"], levers[key].get("test", {})
+        parts = split_f1.get(key, {}).get("test", {})
+        lines.append(
+            f"| {key} | {val['f1']['n']} | {cell(val['f1'])} | {cell(test.get('f1'))} | "
+            f"{cell(test.get('recall'))} | {cell(test.get('recall_extractive'))} | "
+            f"{cell(test.get('recall_generative'))} | {cell(parts.get('seen'))} | "
+            f"{cell(parts.get('unseen'))} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def render_levers_run(document: dict, previous: dict) -> str:
+    """results.md of a run of the new rows only (issue 13): this run's rows beside the rows of an
+    earlier full run (``previous``, a results.json document, e.g. the committed 3-seed table), the goal
+    check on test F1 and the lever table."""
+    from hf_querygen.experiments._report import markdown_table
+
+    config = document["config"]
+
+    def seeds(runs: dict) -> int:
+        return int(runs.get("f1", {}).get("n", 0))
+
+    # a row of this run replaces the earlier run's only when it has at least as many seeds
+    new = sorted(
+        k
+        for k, runs in document["systems"].items()
+        if k not in previous["systems"] or seeds(runs) >= seeds(previous["systems"][k])
+    )
+    merged = {**previous, "systems": {**previous["systems"], **{k: document["systems"][k] for k in new}}}
+    systems = [s for s in SYSTEM_LABELS if s in merged["systems"]]
+    metrics = ["precision", "recall", "f1", "recall_extractive", "recall_generative"]
+    lines = [
+        "# Liu et al. (CIKM'18) on nl2kw: issue 13's levers",
+        "",
+        f"New rows ({', '.join(new)}) from this run: {config['seeds']} seed(s), greedy decoding, test split "
+        f"{config['split_sizes']}. The other rows are the earlier full run "
+        f"({previous['config'].get('seeds')} seeds, results/liu2018/results.json). Paper numbers are on "
+        "Baidu Knows.",
+        "",
+        "## Table 2 / Table 3 on the test split",
+        "",
+        markdown_table(merged, metrics, systems, SYSTEM_LABELS),
+        goal_check(merged),
+        levers_markdown(document),
+        f"Timings (s): {json.dumps(config['timings_s'])}",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def goal_check(document: dict) -> str:
+    """Issue 13's goal: the best dual-decoder row beats YAKE, the raw query and every trained baseline
+    on test F1 (seed means), with generative recall clearly above zero."""
+    systems = document["systems"]
+    dual = {k: v for k, v in systems.items() if k.startswith("dual_decoder")}
+    if not dual:
+        return ""
+    best = max(dual, key=lambda k: dual[k]["f1"]["mean"])
+    others = {k: v["f1"]["mean"] for k, v in systems.items() if not k.startswith("dual_decoder")}
+    rival = max(others, key=others.get)
+    ours = dual[best]["f1"]["mean"]
+    generative = dual[best].get("recall_generative", {}).get("mean", float("nan"))
+    verdict = "REACHED" if ours > others[rival] else f"NOT REACHED ({ours - others[rival]:+.3f} F1)"
+    return (
+        "\n## Goal (issue 13)\n\n"
+        f"Best dual-decoder row: {best}, test F1 {ours:.3f} ± {dual[best]['f1']['std']:.3f}, generative "
+        f"recall {generative:.3f}; best other row: {rival} {others[rival]:.3f}. Goal {verdict}.\n"
+    )
 
 
 def claim_check(document: dict) -> str:

@@ -69,7 +69,8 @@ class Budget:
     subset, seed 0); patience: early stopping (evaluations without improvement); training_overrides:
     ``Seq2SeqTrainingArguments`` fields for every trained system (e.g. ``num_train_epochs``);
     preset_overrides: system key -> config fields (quick mode: smaller models); folds: which folds
-    (None = all); settings: paper-specific values read by its hooks (e.g. the CRF grid).
+    (None = all); settings: paper-specific values read by its hooks (e.g. the CRF grid); skip: system
+    keys the mode leaves out.
     """
 
     name: str
@@ -83,6 +84,8 @@ class Budget:
     group_by_length: bool = True
     folds: tuple[Any, ...] | None = None
     settings: Mapping[str, Any] = field(default_factory=dict)
+    #: system keys this mode does not run (e.g. rows whose resources take longer to build than a quick run)
+    skip: tuple[str, ...] = ()
 
 
 @dataclass
@@ -232,21 +235,32 @@ def _folds(reproduction: Reproduction, budget: Budget, data_dir: Any) -> list[Fo
     return folds
 
 
-def _fold_data(reproduction: Reproduction, fold: Fold, cache: dict) -> TaskData:
+def _options_key(options: Mapping[str, Any]) -> str:
+    return json.dumps(dict(options), sort_keys=True, default=str)
+
+
+def _fold_data(
+    reproduction: Reproduction, fold: Fold, cache: dict, options: Mapping[str, Any] | None = None
+) -> TaskData:
+    """The prepared data of ``fold`` with the reproduction's prepare options plus a system's own
+    (``System.prepare_options``); cached per (fold, options): rows with equal options share it."""
     from ..tasks.base import get_task
 
-    if fold.id not in cache:
+    key = fold.id if not options else (fold.id, _options_key(options))
+    if key not in cache:
         task = get_task(reproduction.task)
-        data = task.prepare(fold.splits, **reproduction.prepare_options)
+        data = task.prepare(fold.splits, **{**reproduction.prepare_options, **dict(options or {})})
         data.corpus, data.config_name = reproduction.corpus or task.default_corpus, reproduction.corpus_config
-        cache[fold.id] = data
-    return cache[fold.id]
+        cache[key] = data
+    return cache[key]
 
 
 def _run_job(job: Job) -> list[dict[str, Any]]:
     """Worker side of :func:`run_reproduction`: train, decode, score, persist; returns the records."""
     reproduction, budget = _WORKER["reproduction"], _WORKER["budget"]
-    data = _fold_data(reproduction, _WORKER["folds"][job.fold_id], _WORKER["data"])
+    data = _fold_data(
+        reproduction, _WORKER["folds"][job.fold_id], _WORKER["data"], job.system.prepare_options
+    )
     return train_and_score(job, reproduction, budget, data, _WORKER["out"], _WORKER["save_models"])
 
 
@@ -279,6 +293,7 @@ def train_and_score(
         group_by_length=budget.group_by_length,
         resume=True,
         callbacks=[LogFileCallback(out / "train.log", name)],
+        **dict(system.train_options),
     )
     model = trainer.model
     train_seconds = time.time() - started
@@ -296,6 +311,8 @@ def train_and_score(
             "config": data.config_name,
             "preset": system.preset,
             "system": system.name,
+            "prepare_options": dict(system.prepare_options),
+            "train_options": dict(system.train_options),
             "reproduction": reproduction.name,
             "budget": budget.name,
             "seed": job.seed,
@@ -395,6 +412,11 @@ def _prepare_out_dir(out: Path, resume: bool, overwrite: bool) -> None:
     out.mkdir(parents=True, exist_ok=True)
 
 
+def budget_systems(reproduction: Reproduction, budget: Budget) -> list[System]:
+    """The reproduction's rows that ``budget`` runs (all but ``budget.skip``)."""
+    return [s for s in reproduction.systems if s.key not in budget.skip]
+
+
 def run_reproduction(
     reproduction: Reproduction | str,
     out_dir: str | Path,
@@ -451,7 +473,7 @@ def run_reproduction(
     timings["prepare_data_s"] = time.time() - started
     by_name = _load_records(out) if resume else {}
 
-    systems = [s for s in reproduction.systems]
+    systems = budget_systems(reproduction, budget)
     extra = reproduction.extra_systems(budget, n_seeds) if reproduction.extra_systems else []
     seeds_of = {s.key: list(range(n_seeds)) for s in systems}
     for system, system_seeds in extra:
@@ -522,11 +544,11 @@ def run_reproduction(
                         by_name[run_name(record["system"], record["seed"], record["fold"])] = record
                     bar.update()
         else:
+            fold_of = {fold.id: fold for fold in folds}
             with _quiet_console(out / "train.log"):
                 for job in jobs:
-                    for record in train_and_score(
-                        job, reproduction, budget, cache[job.fold_id], out, save_dir
-                    ):
+                    data = _fold_data(reproduction, fold_of[job.fold_id], cache, job.system.prepare_options)
+                    for record in train_and_score(job, reproduction, budget, data, out, save_dir):
                         by_name[run_name(record["system"], record["seed"], record["fold"])] = record
                     bar.update()
     timings["training_s"] = time.time() - t0

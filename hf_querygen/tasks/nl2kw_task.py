@@ -73,26 +73,50 @@ class NL2KWTask(Task):
         splits: datasets.DatasetDict,
         min_output_frequency: int = 2,
         chinese_segmentation: bool = False,
+        keyword_order: str = "tfidf",
+        vocabulary: str | None = None,
+        data_dir: str | None = None,
         **options: Any,
     ) -> TaskData:
-        """Tokenizer (input vocabulary = all training words) and TF-IDF keyword order, fitted on TRAIN.
+        """Tokenizer (input vocabulary = all training words) and keyword order, fitted on TRAIN.
 
         The generator's output vocabulary = the target words seen at least ``min_output_frequency``
-        times in training (Liu'18: "the most common query keywords")."""
+        times in training (Liu'18: "the most common query keywords"). ``keyword_order``: ``"tfidf"``
+        (Sec. 3.1) or ``"natural"`` (:class:`~hf_querygen.tasks.nl2kw.NaturalKeywordOrder`).
+        ``vocabulary="in-domain"`` adds the words of the in-domain question texts
+        (:func:`hf_querygen.tasks.nl2kw_resources.in_domain_texts`: never validation or test) to the
+        INPUT vocabulary only, so that word vectors and pretraining reach words nl2kw train lacks; the
+        output vocabulary is unchanged. ``state["length_prior"]`` is the
+        :class:`~hf_querygen.tasks.nl2kw.KeywordLengthPrior` of TRAIN."""
+        from ..errors import InvalidInputError
         from ..tokenization import train_word_tokenizer, word_tokenize
-        from .nl2kw import TfidfKeywordOrder
+        from .nl2kw import KeywordLengthPrior, fit_keyword_order
 
         if options:
             raise TypeError(f"NL2KWTask.prepare: unknown options {sorted(options)}")
         train = splits["train"]
+        sources = list(train["nl_query"])
+        if vocabulary == "in-domain":
+            from .nl2kw_resources import in_domain_texts
+
+            sources += in_domain_texts(splits, data_dir)
+        elif vocabulary is not None:
+            raise InvalidInputError(
+                f"NL2KWTask.prepare: vocabulary {vocabulary!r} is not None or 'in-domain'"
+            )
         tokenizer = train_word_tokenizer(
-            train["nl_query"], target_texts=train["keyword_query"], chinese_segmentation=chinese_segmentation
+            sources, target_texts=train["keyword_query"], chinese_segmentation=chinese_segmentation
         )
         target_counts = Counter(w for q in train["keyword_query"] for w in word_tokenize(tokenizer, q))
         # the tokenizer ranks target words by frequency right after the 4 specials
         output_vocab_size = 4 + sum(1 for count in target_counts.values() if count >= min_output_frequency)
-        documents = list(dict.fromkeys(train["nl_query"])) + list(train["keyword_query"])
-        state = {"output_vocab_size": output_vocab_size, "order": TfidfKeywordOrder.fit(documents)}
+        state = {
+            "output_vocab_size": output_vocab_size,
+            "order": fit_keyword_order(keyword_order, train["nl_query"], train["keyword_query"]),
+            "length_prior": KeywordLengthPrior.fit(train["nl_query"], train["keyword_query"]),
+            "options": {"keyword_order": keyword_order, "vocabulary": vocabulary},
+            "data_dir": data_dir,
+        }
         return TaskData(self, splits, tokenizer, state)
 
     def encode(self, data: TaskData, family: str) -> datasets.DatasetDict:
@@ -136,10 +160,57 @@ class NL2KWTask(Task):
                 unk_token_id=tokenizer.unk_token_id,
                 decoder_start_token_id=tokenizer.bos_token_id,
             )
+        if "length_prior" in data.state:  # min_keywords={"prior": scale} decoding reads it from the config
+            sizes["keyword_length_prior"] = data.state["length_prior"].as_dict()
         return config_from_preset(preset, **{**sizes, **overrides})
 
     def max_new_tokens(self, data: TaskData | None = None) -> int:
         return self.max_target_length + 2  # pointer sentinel and [EOS]
+
+    #: ``pretraining_data`` / ``word_vectors`` names (:mod:`hf_querygen.tasks.nl2kw_resources`)
+    PRETRAINING_DATA = ("k2q-synthetic",)
+    WORD_VECTORS = ("in-domain-word2vec", "in-domain-fasttext")
+
+    def pretraining_data(self, name: str, data: TaskData) -> tuple[datasets.Dataset, dict[str, Any]]:
+        """``"k2q-synthetic"``: the K2Q synthetic question -> keyword-query pairs (no nl2kw validation or
+        test question). Keyword words that are neither in the question nor in the generator's output
+        vocabulary are dropped: the generator would only learn to emit [UNK] for them."""
+        from ..errors import InvalidInputError
+        from ..text import normalize_for_matching
+        from ..tokenization import word_tokenize
+        from .nl2kw_resources import synthetic_pairs
+
+        if name not in self.PRETRAINING_DATA:
+            raise InvalidInputError(f"nl2kw: no pretraining data {name!r}; known: {self.PRETRAINING_DATA}")
+        pairs, info = synthetic_pairs(data.splits, data.state.get("data_dir"))
+        vocab, size, tokenizer = data.tokenizer.get_vocab(), data.state["output_vocab_size"], data.tokenizer
+
+        def keep_learnable(batch: dict[str, list]) -> dict[str, list]:
+            kept = []
+            for question, keywords in zip(batch["nl_query"], batch["keyword_query"], strict=True):
+                in_question = set(normalize_for_matching(question).split())
+                words = [
+                    w
+                    for w in word_tokenize(tokenizer, keywords)
+                    if normalize_for_matching(w) in in_question or vocab.get(w, size) < size
+                ]
+                kept.append(" ".join(words))
+            return {"keyword_query": kept}
+
+        pairs = pairs.map(keep_learnable, batched=True, desc="learnable synthetic keywords")
+        pairs = pairs.filter(lambda row: bool(row["keyword_query"].strip()))
+        return pairs, {**info, "pretraining_pairs": len(pairs)}
+
+    def word_vectors(self, name: str, data: TaskData, vector_size: int) -> Any:
+        """``"in-domain-word2vec"`` / ``"in-domain-fasttext"``: skip-gram vectors trained on the question
+        corpus Q and nl2kw TRAIN (never validation / test)."""
+        from ..errors import InvalidInputError
+        from .nl2kw_resources import word_vectors
+
+        if name not in self.WORD_VECTORS:
+            raise InvalidInputError(f"nl2kw: no word vectors {name!r}; known: {self.WORD_VECTORS}")
+        kind = name.removeprefix("in-domain-")
+        return word_vectors(data.splits, kind, vector_size, data.state.get("data_dir"))
 
     # ------------------------------------------------------------ decoding
     def predict(
@@ -153,13 +224,18 @@ class NL2KWTask(Task):
     ) -> list[KeywordQuery] | list[list[KeywordQuery]]:
         """One :class:`KeywordQuery` per input (a list of ``n`` with ``num_return_sequences=n``).
 
-        Greedy unless ``generation_kwargs`` say otherwise; ``suppress_tokens=[UNK_ID]`` forbids the
-        decoders to spend steps on [UNK] (dropped from a keyword query anyway)."""
+        Greedy unless ``generation_kwargs`` say otherwise (or the model's saved ``config.task_decoding``);
+        ``suppress_tokens=[UNK_ID]`` forbids the decoders to spend steps on [UNK] (dropped from a keyword
+        query anyway); ``min_keywords`` (an int, or ``{"prior": scale}`` for ``scale`` x the TRAINING
+        length prior) forbids ending before that many words (:meth:`min_keywords_processor`)."""
         import torch
 
         from ..inference import encoded_batches, generate_batches, output_vocab_size_of_model
 
         max_source_length = max_source_length or self.max_source_length
+        # the decoding saved with the model (``hf-querygen train --system``: config.task_decoding) is
+        # the default; explicit arguments win
+        generation_kwargs = {**dict(getattr(model.config, "task_decoding", None) or {}), **generation_kwargs}
         family = self.family_of(model.config)
         model.eval()
         results: list[list[KeywordQuery]] = [[] for _ in inputs]
@@ -179,9 +255,26 @@ class NL2KWTask(Task):
             return [group[0] for group in results]
         n_returns = int(generation_kwargs.get("num_return_sequences", 1))
         size = output_vocab_size_of_model(model)
-        for indices, batch, source_words, sequences in generate_batches(
-            model, tokenizer, inputs, batch_size, max_source_length, **generation_kwargs
-        ):
+        min_keywords = generation_kwargs.pop("min_keywords", None)
+        min_generated = int(generation_kwargs.pop("min_generated", 0))
+        if min_generated and min_keywords is None:
+            min_keywords = 0
+        batches = generate_batches(
+            model,
+            tokenizer,
+            inputs,
+            batch_size,
+            max_source_length,
+            logits_processor_factory=(
+                None
+                if min_keywords is None
+                else lambda batch: self.min_keywords_processor(
+                    model.config, batch, min_keywords, size, min_generated
+                )
+            ),
+            **generation_kwargs,
+        )
+        for indices, batch, source_words, sequences in batches:
             tags: list[list[str]] | None = None
             if family == "joint":
                 with torch.no_grad():
@@ -196,6 +289,53 @@ class NL2KWTask(Task):
                     for ids in rows
                 ]
         return [group[0] for group in results] if n_returns == 1 else results
+
+    def min_keywords_processor(
+        self,
+        config: PretrainedConfig,
+        batch: dict[str, torch.Tensor],
+        min_keywords: Any,
+        output_vocab_size: int,
+        min_generated: int = 0,
+    ) -> Any:
+        """A :class:`~hf_querygen.tasks.nl2kw.MinKeywordsLogitsProcessor` for one encoded batch
+        (``min_generated``: at least that many generator words, see the processor).
+
+        ``min_keywords``: an int (the same minimum for every query) or ``{"prior": scale}``: ``scale`` x
+        the keyword count the model's TRAINING length prior expects for the query's length
+        (``config.keyword_length_prior``, saved by training)."""
+        from ..errors import InvalidInputError
+        from .nl2kw import KeywordLengthPrior, MinKeywordsLogitsProcessor
+
+        lengths = (batch["attention_mask"].sum(1) - 1).tolist()  # words (the final [EOS] is not one)
+        if isinstance(min_keywords, int) and not isinstance(min_keywords, bool) and min_keywords >= 0:
+            minimum = [min_keywords] * len(lengths)
+        elif isinstance(min_keywords, dict) and set(min_keywords) == {"prior"}:
+            fitted = getattr(config, "keyword_length_prior", None)
+            if not fitted:
+                raise InvalidInputError(
+                    "min_keywords={'prior': ...}: the model has no keyword_length_prior in its config "
+                    "(train it with hf_querygen >= this version, or give an int)"
+                )
+            prior = KeywordLengthPrior(**fitted)
+            minimum = [prior.minimum(n, float(min_keywords["prior"])) for n in lengths]
+        else:
+            raise InvalidInputError(
+                f"min_keywords must be an int >= 0 or {{'prior': scale}}, got {min_keywords!r}"
+            )
+        pointer = config.model_type == "dual_decoder"
+        return MinKeywordsLogitsProcessor(
+            minimum,
+            end_token_ids=[config.eos_token_id],
+            sentinel_ids=[output_vocab_size + n for n in lengths] if pointer else None,
+            non_word_ids=[
+                config.pad_token_id,
+                getattr(config, "unk_token_id", 1),
+                config.decoder_start_token_id,
+            ],
+            min_generated=min_generated,
+            output_vocab_size=output_vocab_size,
+        )
 
     def decode_ids(
         self,
