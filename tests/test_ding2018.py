@@ -114,7 +114,10 @@ def test_quick_reproduction_end_to_end(tmp_path, data_dir):
         },
     )
     reproduction = dataclasses.replace(ding2018.REPRODUCTION, budgets={"full": budget, "quick": budget})
-    document = run_reproduction(reproduction, tmp_path / "out", quick=True, data_dir=data_dir, progress=False)
+    models = tmp_path / "models"
+    document = run_reproduction(
+        reproduction, tmp_path / "out", quick=True, data_dir=data_dir, progress=False, save_models=models
+    )
     assert set(document["systems"]) == {"sdm", "tbm", "ednet", "attnet", "copynet"}
     for system in document["systems"].values():
         assert {"t0/ROUGE-L", "nl2kw/ROUGE-L", "t0/BLEU", "nl2kw/ROUGE-L recall"} <= set(system)
@@ -130,3 +133,12 @@ def test_quick_reproduction_end_to_end(tmp_path, data_dir):
     # the synthetic sets are cached: a second build reads them back
     synthetic = ding2018.load_synthetic_data(data_dir, budget.settings)
     assert len(synthetic.synthetic_set("par")) == 200
+
+    # the saved CopyNet answers a keyword query with several distinct, scored questions
+    from transformers import pipeline
+
+    generate = pipeline("question-generation", model=str(models / "copynet-seed0"))
+    out = generate("capital france", num_return_sequences=3, strategy="distinct-beam")
+    texts = [o["generated_text"] for o in out]
+    assert 2 <= len(out) <= 3 and len(set(texts)) == len(texts)
+    assert [o["score"] for o in out] == sorted((o["score"] for o in out), reverse=True)
