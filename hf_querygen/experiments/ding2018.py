@@ -602,12 +602,9 @@ def render_figures(config: Mapping[str, Any]) -> list[str]:
 
 
 def _pyplot():
-    from hf_querygen.utils import require_extra
+    from hf_querygen.experiments._report import pyplot
 
-    require_extra("matplotlib", "plots", "Plotting the ding2018 figures").use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+    return pyplot("Plotting the ding2018 figures")
 
 
 def plot_fig5(fig5_config: Mapping[str, Any], path: Path) -> None:
@@ -637,14 +634,17 @@ def plot_fig6(fig6_config: Mapping[str, Any], path: Path) -> None:
     fig, ax = plt.subplots(figsize=(4.8, 3.4))
     ax.plot(fig6_config["sizes"], fig6_config["tdf"], marker="o", label="TDF top-L")
     ax.plot(fig6_config["sizes"], fig6_config["random"], marker="s", label="random L")
-    ax.set_xlabel("training pairs L")
-    ax.set_ylabel("share of the vocabulary of T")
-    ax.set_title("Fig. 6: vocabulary coverage of T_L")
-    ax.legend(fontsize=8)
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    from hf_querygen.experiments._report import save_figure
+
+    save_figure(
+        plt,
+        fig,
+        ax,
+        "training pairs L",
+        "share of the vocabulary of T",
+        "Fig. 6: vocabulary coverage of T_L",
+        path,
+    )
 
 
 def _plots(document: dict, out: Path) -> None:
@@ -696,17 +696,3 @@ REPRODUCTION = Reproduction(
         "with SDM over Q, TDF N = 100",
     },
 )
-
-
-def run(
-    out_dir: str | Path = "results/ding2018",
-    quick: bool = False,
-    seeds: int | None = None,
-    data_dir: str | Path | None = None,
-    workers: int = 1,
-    **runner_options: Any,
-) -> dict:
-    """Everything above through :func:`hf_querygen.experiments.runner.run_reproduction`."""
-    from hf_querygen.experiments.runner import run_reproduction
-
-    return run_reproduction(REPRODUCTION, out_dir, quick, seeds, data_dir, workers, **runner_options)
