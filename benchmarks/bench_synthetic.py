@@ -77,8 +77,7 @@ def main() -> None:
     import datasets
 
     from hf_querygen.corpora._base import quiet_progress
-    from hf_querygen.synthetic.cli import _length_prior
-    from hf_querygen.synthetic.corpus import build_question_corpus
+    from hf_querygen.synthetic.corpus import build_question_corpus, seed_length_prior
     from hf_querygen.synthetic.filters import keyword_query_filter
     from hf_querygen.synthetic.kqgm import KQGMConfig
     from hf_querygen.synthetic.pipeline import _candidates_batch, build_generator
@@ -91,7 +90,7 @@ def main() -> None:
     # the weights Table 1 selected for paraphrase + phrases + combination (results/ding2018/table1.json)
     kqgm = KQGMConfig(strategy="combination", paraphrase=True, phrases=True, alpha=0.1, beta=0.9)
     t = time.perf_counter()
-    generator = build_generator(questions, kqgm, _length_prior(args.data_dir))
+    generator = build_generator(questions, kqgm, seed_length_prior(args.data_dir))
     timings["phrases_and_statistics_s"] = time.perf_counter() - t
     sample = questions.shuffle(seed=0).select(range(min(args.questions, len(questions))))
 

@@ -117,6 +117,7 @@ SYSTEMS: Registry[System] = Registry(
         "hf_querygen.experiments.liu2018",
         "hf_querygen.experiments.lin2017",
         "hf_querygen.experiments.zhang2020",
+        "hf_querygen.experiments.ding2018",
     ),
 )
 

@@ -89,3 +89,26 @@ def write_results(document: Mapping, out_dir: str | Path, markdown: str) -> Path
     (out / "results.json").write_text(json.dumps(document, indent=2, sort_keys=False) + "\n")
     (out / "results.md").write_text(markdown)
     return out
+
+
+def pyplot(what: str):
+    """matplotlib.pyplot on the file-only Agg backend (the ``plots`` extra; ``what`` names the caller in
+    the install hint)."""
+    from ..utils import require_extra
+
+    require_extra("matplotlib", "plots", what).use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save_figure(plt, fig, ax, xlabel: str, ylabel: str, title: str, path: Path) -> None:
+    """Label one-panel ``fig``, add legend and grid, write it to ``path`` (PNG, 120 dpi) and close it."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

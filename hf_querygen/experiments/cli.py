@@ -9,7 +9,7 @@ from ..cli import positive_int
 
 #: the reproductions the parser offers; kept literal so that building the parser imports nothing
 #: heavy (a test checks it equals the REPRODUCTIONS registry)
-NAMES = ("liu2018", "lin2017", "zhang2020", "retrieval")
+NAMES = ("liu2018", "lin2017", "zhang2020", "ding2018", "retrieval")
 
 
 def add_commands(subparsers: argparse._SubParsersAction) -> None:

@@ -843,24 +843,15 @@ def claim_check(document: dict) -> str:
 
 
 def _pyplot():
-    """matplotlib.pyplot on the file-only Agg backend (the ``plots`` extra)."""
-    from hf_querygen.utils import require_extra
+    from hf_querygen.experiments._report import pyplot
 
-    require_extra("matplotlib", "plots", "Plotting the liu2018 figures").use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+    return pyplot("Plotting the liu2018 figures")
 
 
 def _save_figure(plt, fig, ax, xlabel: str, ylabel: str, title: str, path: Path) -> None:
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    ax.legend(fontsize=7)
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    from hf_querygen.experiments._report import save_figure
+
+    save_figure(plt, fig, ax, xlabel, ylabel, title, path)
 
 
 def plot_lambda_sweep(validation_f1: dict, path: Path) -> None:

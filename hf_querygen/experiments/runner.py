@@ -51,6 +51,7 @@ REPRODUCTIONS: Registry[str] = Registry("reproduction")
 REPRODUCTIONS.register("liu2018", "hf_querygen.experiments.liu2018")
 REPRODUCTIONS.register("lin2017", "hf_querygen.experiments.lin2017")
 REPRODUCTIONS.register("zhang2020", "hf_querygen.experiments.zhang2020")
+REPRODUCTIONS.register("ding2018", "hf_querygen.experiments.ding2018")
 #: an evaluation without training: its module defines ``run(out_dir, quick, seeds, data_dir, models_dir)``
 REPRODUCTIONS.register("retrieval", "hf_querygen.experiments.retrieval")
 
@@ -129,6 +130,9 @@ class Reproduction:
     render_markdown: document -> results.md text (default: one table of all metrics).
     plots: (document, out_dir) -> None.
     config: static config entries (paper settings, what differs from the paper).
+    table_splits: several test splits in one table (Ding'18: T_0 and nl2kw): each run's metrics of these
+        splits go into the document as ``"<split>/<metric>"`` (default: the system's first
+        ``evaluate_on`` split, metric names unprefixed).
     """
 
     name: str
@@ -149,6 +153,7 @@ class Reproduction:
     config: Mapping[str, Any] = field(default_factory=dict)
     prepare_options: Mapping[str, Any] = field(default_factory=dict)
     threads_per_worker: int = 1
+    table_splits: tuple[str, ...] = ()
 
     def system(self, key: str) -> System:
         for system in self.systems:
@@ -576,7 +581,11 @@ def run_reproduction(
             continue
         for record in records:
             if record["system"] == system.key:
-                system_runs[system.key].append(record["scores"][table_split[system.key]])
+                system_runs[system.key].append(
+                    table_scores(record, reproduction.table_splits)
+                    if reproduction.table_splits
+                    else record["scores"][table_split[system.key]]
+                )
     context = RunContext(reproduction, budget, n_seeds, folds, cache, resources, records, out, save_dir)
     timings["total_s"] = time.time() - started
     config: dict[str, Any] = {
@@ -600,6 +609,11 @@ def run_reproduction(
     if progress:
         print(summary_table(reproduction, document), file=sys.stderr)
     return document
+
+
+def table_scores(record: Mapping[str, Any], splits: Sequence[str]) -> dict[str, float]:
+    """One run's metrics of several test splits for the results document, as ``"<split>/<metric>"``."""
+    return {f"{split}/{m}": v for split in splits for m, v in record["scores"].get(split, {}).items()}
 
 
 def _jsonable(value: Any) -> Any:

@@ -48,18 +48,9 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=_synthesize)
 
 
-def _length_prior(data_dir):
-    from ..corpora._base import normalize_for_matching
-    from .corpus import load_seed_pairs
-    from .kqgm import LengthPrior
-
-    seeds = load_seed_pairs(data_dir, splits=["train"])  # Sec. 5: P(s) from T_0 (train only: no test tuning)
-    return LengthPrior.from_lengths(len(normalize_for_matching(k).split()) for k in seeds["keyword_query"])
-
-
 def _synthesize(args: argparse.Namespace) -> int:
     from ..errors import InvalidInputError
-    from .corpus import build_question_corpus
+    from .corpus import build_question_corpus, seed_length_prior
     from .kqgm import KQGMConfig
     from .pipeline import SynthesisConfig, synthesize
 
@@ -97,6 +88,8 @@ def _synthesize(args: argparse.Namespace) -> int:
         num_proc=args.num_proc,
         threads=args.threads,
     )
-    out = synthesize(questions, args.out_dir, config, _length_prior(args.data_dir), index, top_l=args.top_l)
+    out = synthesize(
+        questions, args.out_dir, config, seed_length_prior(args.data_dir), index, top_l=args.top_l
+    )
     print(f"{len(out):,} synthetic pairs in {args.out_dir} ({corpus.stats['questions']:,} questions in Q)")
     return 0

@@ -34,6 +34,7 @@ __all__ = [
     "build_question_corpus",
     "connected_clusters",
     "load_seed_pairs",
+    "seed_length_prior",
 ]
 
 QUESTION_CONFIGS: tuple[str, ...] = ("comqa", "paralex", "quora", "wellformedness_filtered")
@@ -81,6 +82,14 @@ def load_seed_pairs(data_dir: str | os.PathLike | None = None, splits=None) -> d
     ds = datasets.concatenate_datasets([dd[s] for s in splits])
     with quiet_progress():
         return ds.map(_normalise_batch, batched=True, batch_size=10_000)
+
+
+def seed_length_prior(data_dir: str | os.PathLike | None = None):
+    """P(s) of the KQGM (Sec. 5) from the keyword-query lengths of T_0 train (never the test split)."""
+    from .kqgm import LengthPrior
+
+    seeds = load_seed_pairs(data_dir, splits=["train"])
+    return LengthPrior.from_lengths(len(normalize_for_matching(k).split()) for k in seeds["keyword_query"])
 
 
 def connected_clusters(texts: np.ndarray, groups: np.ndarray, num_texts: int, num_groups: int) -> np.ndarray:

@@ -39,6 +39,7 @@ TASKS: Registry[Task] = Registry(
         "hf_querygen.tasks.q2id_task",
         "hf_querygen.tasks.segmentation_task",
         "hf_querygen.tasks.text2text_task",
+        "hf_querygen.tasks.k2q",
     ),
 )
 
@@ -91,8 +92,9 @@ class TaskData:
     def sources(self, split: str) -> list[str]:
         return [_text(s) for s in self.splits[split][self.task.source_column]]
 
-    def references(self, split: str) -> list[str]:
-        return [_text(r) for r in self.splits[split][self.task.reference_column]]
+    def references(self, split: str) -> list[Any]:
+        """The gold outputs of ``split`` as :meth:`Task.score` takes them (:meth:`Task.split_references`)."""
+        return self.task.split_references(self.splits[split])
 
 
 def _text(value: Any) -> str:
@@ -231,6 +233,11 @@ class Task:
     ) -> list[Any]:
         """Decode raw ``inputs`` into the task's outputs, one per input (in input order)."""
         raise NotImplementedError
+
+    def split_references(self, split: datasets.Dataset) -> list[Any]:
+        """The gold outputs of one split for :meth:`score`: one text per example by default; a task with
+        several references per example (k2q) returns a list of texts per example."""
+        return [_text(r) for r in split[self.reference_column]]
 
     def as_text(self, output: Any) -> str:
         """One output as the text the metrics compare with the reference."""

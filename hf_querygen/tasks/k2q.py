@@ -14,15 +14,25 @@ max, Eq. 9-10):
   keyword query, and copying it would score 1.
 
 :func:`k2q_test_sets` returns both in a ``DatasetDict`` keyed ``t0`` and ``nl2kw``.
+
+:class:`K2QTask` (registered as ``"k2q"``) trains the ``ding2018-*`` presets on ``keyword_query`` ->
+``question`` pairs (synthetic pairs in ``hf_querygen.experiments.ding2018``; T_0 train by default)
+and scores against every reference of an example (``references`` column): :func:`k2q_scores`.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 import datasets
 
-__all__ = ["k2q_test_sets", "nl2kw_reversed_test", "t0_test"]
+from .base import TASKS
+from .text2text_task import Text2TextTask
+
+__all__ = ["K2QTask", "as_training_split", "k2q_scores", "k2q_test_sets", "nl2kw_reversed_test", "t0_test"]
 
 _FEATURES = datasets.Features(
     {
@@ -81,3 +91,140 @@ def nl2kw_reversed_test(
 def k2q_test_sets(data_dir: str | os.PathLike | None = None) -> datasets.DatasetDict:
     """``{"t0": t0_test(), "nl2kw": nl2kw_reversed_test()}``."""
     return datasets.DatasetDict({"t0": t0_test(data_dir), "nl2kw": nl2kw_reversed_test(data_dir)})
+
+
+# ---------------------------------------------------------------- the trainable task
+#: the columns of every split a :class:`K2QTask` reads (``question`` = the first reference: the target)
+SPLIT_FEATURES = datasets.Features(
+    {
+        "keyword_query": datasets.Value("string"),
+        "question": datasets.Value("string"),
+        "references": datasets.List(datasets.Value("string")),
+    }
+)
+
+
+def as_training_split(
+    keyword_queries: Sequence[str], references: Sequence[Sequence[str]]
+) -> datasets.Dataset:
+    """A :class:`K2QTask` split: ``keyword_query``, ``question`` (the first reference, the training
+    target) and ``references`` (all of them, for scoring)."""
+    from ..errors import InvalidInputError
+
+    if len(keyword_queries) != len(references):
+        raise InvalidInputError(
+            f"as_training_split: {len(keyword_queries)} keyword queries but {len(references)} reference lists"
+        )
+    empty = [i for i, refs in enumerate(references) if not refs]
+    if empty:
+        raise InvalidInputError(f"as_training_split: examples {empty[:5]} have no reference question")
+    return datasets.Dataset.from_dict(
+        {
+            "keyword_query": list(keyword_queries),
+            "question": [refs[0] for refs in references],
+            "references": [list(refs) for refs in references],
+        },
+        features=SPLIT_FEATURES,
+    )
+
+
+def k2q_scores(predictions: Sequence[str], references: Sequence[Sequence[str]]) -> dict[str, float]:
+    """Table 2's metrics of generated questions against their references (Sec. 5.2, Eq. 9-10).
+
+    ``ROUGE-1/2/L``: rouge-score F1, max over an example's references (Eq. 10), mean over examples;
+    ``... avg``: F1 averaged over the references (Eq. 9); ``... recall`` / ``... recall avg``: the same
+    with recall. ``BLEU``: sacrebleu corpus BLEU (lowercased, 13a, exp smoothing) on a 0-1 scale; its
+    signature is :data:`BLEU_SIGNATURE` of the last call (sacrebleu's version is part of it).
+    """
+    from ..metrics.rouge import rouge
+    from ..metrics.sacrebleu_metric import sacre_bleu
+
+    refs = [list(r) for r in references]
+    r = rouge(list(predictions), refs)
+    b = sacre_bleu(list(predictions), refs)
+    BLEU_SIGNATURE[0] = b["signature"]
+    out = {"BLEU": float(b["bleu"])}
+    for name, key in (("ROUGE-L", "rougeL"), ("ROUGE-1", "rouge1"), ("ROUGE-2", "rouge2")):
+        out[name] = float(r[f"{key}_f_max"])
+        out[f"{name} avg"] = float(r[f"{key}_f_avg"])
+        out[f"{name} recall"] = float(r[f"{key}_recall_max"])
+        out[f"{name} recall avg"] = float(r[f"{key}_recall_avg"])
+    return out
+
+
+#: the sacrebleu signature of the last :func:`k2q_scores` call (a one-item list: set in place)
+BLEU_SIGNATURE: list[str] = [""]
+
+
+class K2QTask(Text2TextTask):
+    """Keyword query -> question (Ding & Balog ICTIR'18): the :class:`Text2TextTask` encoding and
+    copy-aware decoding, several references per example, ROUGE / BLEU scores (:func:`k2q_scores`).
+
+    Splits have the columns of :func:`as_training_split`. :meth:`load` gives the supervised data that
+    exists without the synthetic generator: T_0 train / validation, and the two test sets ``t0`` and
+    ``nl2kw``; the ding2018 reproduction replaces train with synthetic pairs.
+    """
+
+    primary_metric = "ROUGE-L"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "k2q", {"k2q": ()}, "keyword_query", "question", max_source_length=32, max_target_length=24
+        )
+
+    def load(
+        self, corpus: str | None = None, config: str | None = None, data_dir: str | Path | None = None
+    ) -> datasets.DatasetDict:
+        """T_0 train / validation (``seed_pairs``) and the test sets ``t0`` and ``nl2kw``."""
+        self.resolve_corpus(corpus, config)
+        splits = {split: t0_test(data_dir, split) for split in ("train", "validation")} | dict(
+            k2q_test_sets(data_dir)
+        )
+        return datasets.DatasetDict(
+            {name: as_training_split(ds["keywords"], ds["references"]) for name, ds in splits.items()}
+        )
+
+    def prepare(
+        self,
+        splits: datasets.DatasetDict,
+        output_vocab_size: int | None = None,
+        min_frequency: int = 1,
+        max_output_vocab_size: int | None = None,
+        **options: Any,
+    ):
+        """Word tokenizer on TRAIN: every word seen ``min_frequency`` times (targets first: the decoder's
+        output vocabulary: all target words, or ``output_vocab_size``, or at most ``max_output_vocab_size``
+        when the data has more; the softmax over it is the decoder's main cost)."""
+        from ..tokenization import output_vocab_size_of, train_word_tokenizer
+        from .base import TaskData
+
+        if options:
+            raise TypeError(f"K2QTask.prepare: unknown options {sorted(options)}")
+        train = splits["train"]
+
+        def build(size: int | None):
+            return train_word_tokenizer(
+                train[self.source_column],
+                target_texts=train[self.reference_column],
+                output_vocab_size=size,
+                min_frequency=min_frequency,
+            )
+
+        tokenizer = build(output_vocab_size)
+        if max_output_vocab_size is not None and output_vocab_size_of(tokenizer) > max_output_vocab_size:
+            tokenizer = build(max_output_vocab_size)
+        return TaskData(self, splits, tokenizer, {"output_vocab_size": output_vocab_size_of(tokenizer)})
+
+    def split_references(self, split: datasets.Dataset) -> list[list[str]]:
+        if "references" in split.column_names:
+            return [list(r) for r in split["references"]]
+        return [[q] for q in split[self.reference_column]]
+
+    def score(
+        self, predictions: Sequence[Any], references: Sequence[Any], sources: Sequence[str]
+    ) -> dict[str, float]:
+        refs = [[r] if isinstance(r, str) else list(r) for r in references]
+        return k2q_scores([str(p) for p in predictions], refs)
+
+
+K2Q = TASKS.register("k2q", K2QTask())

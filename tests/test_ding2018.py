@@ -1,0 +1,144 @@
+"""The ding2018 reproduction: the k2q task, the figure data, the orderings and a tiny end-to-end run."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+
+import datasets
+import pytest
+
+from hf_querygen.experiments import ding2018
+from hf_querygen.experiments.runner import Budget, run_reproduction, table_scores
+from hf_querygen.tasks.base import get_task
+from hf_querygen.tasks.k2q import K2QTask, as_training_split, k2q_scores
+
+
+def _pairs(questions, scores):
+    return datasets.Dataset.from_dict(
+        {"question": questions, "keyword_query": [q.split()[-1] for q in questions], "tdf_score": scores}
+    )
+
+
+def test_k2q_scores_take_the_best_reference_and_match_rouge_by_hand():
+    # ROUGE-1 F1 of "what is the capital" vs "what is the capital of france": P = 1, R = 4/6 -> F = 0.8
+    one = k2q_scores(["what is the capital"], [["what is the capital of france"]])
+    assert one["ROUGE-1"] == pytest.approx(0.8)
+    assert one["ROUGE-1 recall"] == pytest.approx(4 / 6)
+    two = k2q_scores(["what is the capital"], [["who wrote it", "what is the capital"]])
+    assert two["ROUGE-L"] == pytest.approx(1.0)  # max over references (Eq. 10)
+    assert two["ROUGE-L avg"] == pytest.approx((0.0 + 1.0) / 2)  # avg over references (Eq. 9)
+    assert two["BLEU"] == pytest.approx(1.0)  # an exact match of one reference
+
+
+def test_k2q_task_keeps_several_references_and_caps_the_output_vocabulary():
+    task = get_task("k2q")
+    assert isinstance(task, K2QTask)
+    train = as_training_split(["a b", "c d", "e f"], [["a x b", "a y"], ["c z d"], ["e f g"]])
+    assert train["question"] == ["a x b", "c z d", "e f g"]
+    data = task.prepare(datasets.DatasetDict(train=train), max_output_vocab_size=6)
+    assert data.references("train")[0] == ["a x b", "a y"]
+    assert data.state["output_vocab_size"] == 6  # 4 specials + the 2 most frequent target words
+    with pytest.raises(Exception, match="no reference"):
+        as_training_split(["a"], [[]])
+
+
+def test_table_scores_prefix_each_test_split():
+    record = {"scores": {"t0": {"BLEU": 0.1}, "nl2kw": {"BLEU": 0.2}, "validation": {"BLEU": 0.9}}}
+    assert table_scores(record, ("t0", "nl2kw")) == {"t0/BLEU": 0.1, "nl2kw/BLEU": 0.2}
+
+
+def test_top_l_selection_and_vocabulary_coverage():
+    pairs = _pairs(["what is a", "what is b", "who is c", "what is a"], [0.9, 0.1, 0.5, 0.8])
+    assert ding2018.select_top_l(pairs, 2, "tdf")["question"] == ["what is a", "what is a"]
+    assert len(ding2018.select_top_l(pairs, 3, "random", seed=1)) == 3
+    # vocabulary of T: what is a b who c = 6 words; the top-2 by TDF hold "what is a" = 3 of them
+    assert ding2018.vocabulary_coverage(pairs, [2, 4], "tdf") == [pytest.approx(0.5), pytest.approx(1.0)]
+    random_share = ding2018.vocabulary_coverage(pairs, [2], "random", seeds=(0, 1, 2))[0]
+    assert 0.5 <= random_share <= 1.0
+    with pytest.raises(Exception, match="selection"):
+        ding2018.select_top_l(pairs, 2, "best")
+
+
+def test_variants_follow_the_paper():
+    assert not ding2018.kqgm_config("baseline").paraphrase
+    assert ding2018.kqgm_config("par").paraphrase and not ding2018.kqgm_config("par").phrases
+    assert ding2018.kqgm_config("par_ph_kqf_tdf").phrases
+    assert [ding2018.uses_kqf(v) for v in ding2018.VARIANTS] == [False, False, False, True, True]
+
+
+def test_ordering_check_reports_each_adjacent_pair():
+    check = ding2018.ordering_check({"copynet": 0.5, "attnet": 0.4, "ednet": 0.45, "tbm": 0.3, "sdm": 0.2})
+    assert check["ours"] == ["copynet", "ednet", "attnet", "tbm", "sdm"]
+    assert check["pairs"] == {
+        "copynet>attnet": True,
+        "attnet>ednet": False,
+        "ednet>tbm": True,
+        "tbm>sdm": True,
+    }
+    assert not check["holds"]
+    means = ding2018.fig5_means(
+        {"runs": {"par": {"10": [{"ROUGE-L": 0.2, "BLEU": 0.1}, {"ROUGE-L": 0.4, "BLEU": 0.3}]}}}
+    )
+    assert means["par"]["ROUGE-L"]["10"] == pytest.approx(0.3)
+
+
+def test_quick_reproduction_end_to_end(tmp_path, data_dir):
+    """Tiny budget: 200 questions, 2 training steps, 12 test examples; every row, both figures."""
+    pytest.importorskip("matplotlib")
+    tiny = {
+        "max_steps": 2,
+        "learning_rate": 1e-2,
+        "eval_strategy": "steps",
+        "eval_steps": 1,
+        "save_strategy": "steps",
+        "save_steps": 1,
+    }
+    budget = Budget(
+        "quick",
+        seeds=1,
+        max_validation=10,
+        max_test=12,
+        patience=None,
+        training_overrides=tiny,
+        preset_overrides={k: ding2018.TINY_MODEL for k in ("ednet", "attnet", "copynet", "fig5_copynet")},
+        settings={
+            "questions": 200,
+            "cache_dir": str(tmp_path / "cache"),
+            "fig5": True,
+            "fig5_sizes": (40,),
+            "fig5_runs": 1,
+            "fig5_training": {"max_steps": 1, "eval_steps": 1, "save_steps": 1},
+            "fig6_fractions": (0.5, 1.0),
+        },
+    )
+    reproduction = dataclasses.replace(ding2018.REPRODUCTION, budgets={"full": budget, "quick": budget})
+    models = tmp_path / "models"
+    document = run_reproduction(
+        reproduction, tmp_path / "out", quick=True, data_dir=data_dir, progress=False, save_models=models
+    )
+    assert set(document["systems"]) == {"sdm", "tbm", "ednet", "attnet", "copynet"}
+    for system in document["systems"].values():
+        assert {"t0/ROUGE-L", "nl2kw/ROUGE-L", "t0/BLEU", "nl2kw/ROUGE-L recall"} <= set(system)
+    config = document["config"]
+    assert config["split_sizes"]["t0"] == 12 and config["split_sizes"]["train"] == 200
+    assert set(config["fig5"]["runs"]) == set(ding2018.VARIANTS)
+    assert config["fig6"]["tdf"][-1] == pytest.approx(1.0)
+    assert "t0/ROUGE-L" in config["orderings"] and config["bleu_signature"].startswith("nrefs:")
+    saved = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert saved["paper_numbers"]["copynet"]["t0/ROUGE-L"] == pytest.approx(0.5115)
+    assert (tmp_path / "out" / "fig5.png").stat().st_size > 0 and (tmp_path / "out" / "fig6.png").exists()
+    assert not math.isnan(saved["systems"]["copynet"]["t0/ROUGE-L"]["mean"])
+    # the synthetic sets are cached: a second build reads them back
+    synthetic = ding2018.load_synthetic_data(data_dir, budget.settings)
+    assert len(synthetic.synthetic_set("par")) == 200
+
+    # the saved CopyNet answers a keyword query with several distinct, scored questions
+    from transformers import pipeline
+
+    generate = pipeline("question-generation", model=str(models / "copynet-seed0"))
+    out = generate("capital france", num_return_sequences=3, strategy="distinct-beam")
+    texts = [o["generated_text"] for o in out]
+    assert 2 <= len(out) <= 3 and len(set(texts)) == len(texts)
+    assert [o["score"] for o in out] == sorted((o["score"] for o in out), reverse=True)
