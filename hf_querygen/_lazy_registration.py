@@ -28,6 +28,20 @@ TRIGGERS = frozenset(
     }
 )
 
+#: transformers modules that our model / pipeline modules import from: while one of them is
+#: half-imported, registration waits (``transformers.modeling_utils`` imports the quantizers, which
+#: import the auto config, a trigger: registering then would import our models, which need
+#: ``PreTrainedModel`` from the half-built ``modeling_utils``)
+TRANSFORMERS_DEPENDENCIES = frozenset(
+    {
+        "transformers.modeling_utils",
+        "transformers.generation.utils",
+        "transformers.configuration_utils",
+        "transformers.tokenization_utils_base",
+        "transformers.trainer",
+    }
+)
+
 #: our modules that registration imports: while one of them is half-imported (importing it imports
 #: transformers, which fires a trigger), registration waits until it is complete
 OWN_PREFIXES = ("hf_querygen.models.", "hf_querygen.pipelines.", "hf_querygen.tokenization")
@@ -71,7 +85,8 @@ class _Loader(importlib.abc.Loader):
 
 class _Finder(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
-        if fullname not in TRIGGERS and not fullname.startswith(OWN_PREFIXES):
+        tracked = fullname in TRIGGERS or fullname in TRANSFORMERS_DEPENDENCIES
+        if not tracked and not fullname.startswith(OWN_PREFIXES):
             return None
         for finder in sys.meta_path:
             if finder is self or not hasattr(finder, "find_spec"):

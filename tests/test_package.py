@@ -31,6 +31,26 @@ def test_import_is_lazy_and_registration_happens_on_first_auto_use():
     assert found == "DualDecoderConfig True"
 
 
+@pytest.mark.parametrize(
+    "first_import",
+    [
+        "import transformers.modeling_utils",  # its quantizers import the auto config (a trigger)
+        "import transformers.generation.utils",
+        "import transformers.trainer",
+        "from transformers import Seq2SeqTrainer",
+    ],
+)
+def test_registration_never_runs_inside_a_half_imported_transformers_module(first_import):
+    # registering imports our models, which need PreTrainedModel: firing inside modeling_utils'
+    # own import was a circular-import error for any user who imported it after hf_querygen
+    found = _fresh(
+        f"import hf_querygen\n{first_import}\n"
+        "from transformers import AutoConfig, PreTrainedModel, Seq2SeqTrainer\n"
+        "print(type(AutoConfig.for_model('dual_decoder')).__name__)"
+    )
+    assert found == "DualDecoderConfig"
+
+
 def test_every_public_name_is_exported_lazily():
     import hf_querygen
     from hf_querygen import _EXPORTS, _registration
