@@ -79,6 +79,107 @@ def _as_document(document: Any, where: str) -> Any:
     )
 
 
+def document_text(document: Any) -> str:
+    """A q2id document (raw text, a list of sentences or a ``{"sentences": [...]}`` record) as one string."""
+    if isinstance(document, str):
+        return document
+    if isinstance(document, Mapping) and "sentences" in document:
+        return " ".join(document["sentences"])
+    if isinstance(document, (list, tuple)) and all(isinstance(s, str) for s in document):
+        return " ".join(document)
+    raise InvalidInputError(
+        "q2id: a document must be a string, a list of sentences or a mapping with 'sentences'; got "
+        f"{type(document).__name__}"
+    )
+
+
+class DocumentRetriever:
+    """Relevant and irrelevant documents for a bare query, from the retrieval engine (beyond Zhang'20).
+
+    The paper's inputs are judged documents. A user with only a query and a document collection gets them
+    from :class:`hf_querygen.retrieval.Index`: the ``relevant`` best-ranked documents stand in for the
+    relevant set, the next ``irrelevant`` ones (ranks ``relevant + 1 .. relevant + irrelevant``: retrieved,
+    so topically close, but ranked lower, like the judged non-relevant documents of Sec. 3.2) for the
+    irrelevant set.
+
+    Args:
+        index: the searchable collection; its row ``i`` is ``documents[i]``.
+        documents: the collection's documents (raw text, sentence lists or q2id records), in index-row order.
+        relevant: documents taken as relevant (>= 1).
+        irrelevant: documents after them taken as irrelevant (>= 0).
+        ranker, ranker_params: :meth:`hf_querygen.retrieval.Index.search` ranker and its parameters.
+    """
+
+    def __init__(
+        self,
+        index: Any,
+        documents: Sequence[Any],
+        relevant: int = 5,
+        irrelevant: int = 5,
+        ranker: str = "bm25",
+        **ranker_params: Any,
+    ) -> None:
+        if len(documents) != len(index):
+            raise InvalidInputError(
+                f"DocumentRetriever: {len(documents)} documents for an index of {len(index)} rows; "
+                "documents[i] must be the index's row i"
+            )
+        for name, value, minimum in (("relevant", relevant, 1), ("irrelevant", irrelevant, 0)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+                raise InvalidInputError(
+                    f"DocumentRetriever: {name} must be an integer >= {minimum}; got {value!r}"
+                )
+        self.index, self.documents = index, documents
+        self.relevant, self.irrelevant = relevant, irrelevant
+        self.ranker, self.ranker_params = ranker, ranker_params
+
+    @classmethod
+    def from_documents(cls, documents: Sequence[Any], ids: Sequence[Any] | None = None, **kwargs: Any):
+        """Index ``documents`` in memory (BM25 statistics over :func:`document_text`) and wrap them."""
+        from ..retrieval import Index
+
+        index = Index.from_texts([document_text(d) for d in documents], ids=ids, show_progress=False)
+        return cls(index, documents, **kwargs)
+
+    def sources(self, queries: Sequence[str]) -> list[dict[str, Any]]:
+        """One q2id source per query: ``{"query", "relevant_documents", "irrelevant_documents"}``.
+
+        Raises :class:`InvalidInputError` naming the query when nothing is retrieved for it (no query word
+        is in the collection): CtrsGen needs at least one relevant document."""
+        if isinstance(queries, str):
+            raise InvalidInputError("DocumentRetriever.sources takes a list of queries, not one string")
+        depth = self.relevant + self.irrelevant
+        rankings = self.index.search_batch(
+            list(queries), k=depth, ranker=self.ranker, threads=1, **self.ranker_params
+        )
+        sources = []
+        for query, hits in zip(queries, rankings, strict=True):
+            if not hits:
+                raise InvalidInputError(
+                    f"DocumentRetriever: no document of the collection matches the query {query!r}; give its "
+                    "relevant_documents instead"
+                )
+            rows = [hit.row for hit in hits]
+            sources.append(
+                as_source(
+                    {
+                        "query": query,
+                        "relevant_documents": [self.documents[r] for r in rows[: self.relevant]],
+                        "irrelevant_documents": [self.documents[r] for r in rows[self.relevant :]],
+                    }
+                )
+            )
+        return sources
+
+    def retrieved_ids(self, query: str) -> tuple[list[Any], list[Any]]:
+        """(relevant ids, irrelevant ids) of ``query`` under this retriever (the index's document ids)."""
+        hits = self.index.search(
+            query, k=self.relevant + self.irrelevant, ranker=self.ranker, **self.ranker_params
+        )
+        ids = [hit.id for hit in hits]
+        return ids[: self.relevant], ids[self.relevant :]
+
+
 @dataclass
 class Q2IDTaskData(TaskData):
     """:class:`TaskData` whose sources are whole q2id records (query + document sets), not strings."""
