@@ -98,8 +98,16 @@ def test_tiny_reproduction_and_pipeline_equals_table(tiny_zhang2020, data_dir, t
     assert 0.0 <= p <= 1.0
     assert config["beta_plot"] == "beta.png" and (out / "beta.png").stat().st_size > 0
     assert len(config["beta_top_sentences"]) == 3
+    # beyond the paper: the same CtrsGen model decoding with BM25-retrieved documents
+    retrieved = config["retrieval_sourced"]
+    assert retrieved["relevant_documents"] in zhang2020.RETRIEVED_RELEVANT_CHOICES
+    assert set(zhang2020.TABLE_METRICS) <= set(retrieved["summary"])
+    judged_r1 = document["systems"]["ctrsgen"]["rouge1_recall"]["mean"]
+    assert retrieved["summary"]["rouge1_recall"]["judged"] == pytest.approx(judged_r1)
+    assert 0.0 <= retrieved["retrieved_relevant_precision"] <= 1.0
     markdown = (out / "results.md").read_text()
     assert "Table 3" in markdown and "Table 4" in markdown and "24.76" in markdown  # the paper's CtrsGen
+    assert "documents from the retrieval engine" in markdown
     assert document["paper_numbers"]["ctrsgen"]["rouge1_recall"] == pytest.approx(0.2476)
 
     (fold,) = default_folds(get_task("q2id"), tiny_zhang2020.budgets["quick"], data_dir, "q2id", None)

@@ -327,6 +327,120 @@ def beta_analysis(context: RunContext, queries: int = 3) -> dict[str, Any]:
     return {"beta_plot": "beta.png", "beta_top_sentences": chosen}
 
 
+#: Beyond the paper: how many BM25 top-ranked documents stand in for the relevant set (picked on
+#: VALIDATION with the seed-0 CtrsGen), and how many documents after them for the irrelevant set
+RETRIEVED_RELEVANT_CHOICES = (3, 5, 10)
+RETRIEVED_IRRELEVANT = 5
+
+
+def collection_documents(splits: Mapping[str, Any]) -> tuple[list[str], list[dict[str, Any]]]:
+    """Every distinct judged document of the q2id splits (relevant and irrelevant, all splits), by doc_id in
+    first-seen order: (ids, records). This pool is the "document collection" of the retrieval setting."""
+    documents: dict[str, dict[str, Any]] = {}
+    for split in splits:
+        for column in ("relevant_documents", "irrelevant_documents"):
+            for docs in splits[split][column]:
+                for doc in docs:
+                    documents.setdefault(doc["doc_id"], {"sentences": list(doc["sentences"])})
+    return list(documents), list(documents.values())
+
+
+def _saved_ctrsgen(context: RunContext) -> list[tuple[int, Path]]:
+    from hf_querygen.experiments.runner import run_name
+
+    fold = context.folds[0]
+    folders = [
+        (seed, context.save_models / run_name("ctrsgen", seed, fold.id)) for seed in range(context.seeds)
+    ]
+    return [(seed, folder) for seed, folder in folders if folder.is_dir()]
+
+
+def retrieval_sourced(context: RunContext) -> dict[str, Any]:
+    """Beyond the paper: CtrsGen given only the query and the document collection. The same trained models
+    (every seed) decode the TEST queries with relevant / irrelevant documents from BM25 over all judged
+    q2id documents (:class:`~hf_querygen.tasks.q2id_task.DocumentRetriever`) instead of the judged ones;
+    the number of relevant documents is chosen on VALIDATION. Reports ROUGE both ways, the loss and a
+    paired t-test, and how many retrieved "relevant" documents are judged relevant for their query."""
+    if context.save_models is None:
+        return {"retrieval_sourced": "not run: needs --save-models (the trained CtrsGen models)"}
+    saved = _saved_ctrsgen(context)
+    if not saved:
+        return {"retrieval_sourced": "not run: no saved CtrsGen model"}
+    from scipy.stats import ttest_rel
+    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+    import hf_querygen  # noqa: F401  (registers the model)
+    from hf_querygen.tasks.q2id_task import DocumentRetriever
+
+    fold = context.folds[0]
+    data = context.data[fold.id]
+    task = data.task
+    decoding = dict(REPRODUCTION.system("ctrsgen").decoding)
+    ids, records = collection_documents(fold.splits)
+    retriever = DocumentRetriever.from_documents(records, ids=ids, irrelevant=RETRIEVED_IRRELEVANT)
+
+    def load(folder: Path):
+        return AutoModelForSeq2SeqLM.from_pretrained(folder).eval(), AutoTokenizer.from_pretrained(folder)
+
+    def retrieved(split: str, relevant: int) -> list[dict[str, Any]]:
+        retriever.relevant = relevant
+        return retriever.sources([source["query"] for source in data.sources(split)])
+
+    model, tokenizer = load(saved[0][1])
+    validation = {}
+    for relevant in RETRIEVED_RELEVANT_CHOICES:
+        outputs = task.predict(model, tokenizer, retrieved("validation", relevant), **decoding)
+        validation[relevant] = task.score(outputs, data.references("validation"), [])
+    chosen = max(validation, key=lambda k: (validation[k]["rouge1_recall"], validation[k]["rougeL_recall"]))
+    sources = retrieved("test", chosen)
+    references = data.references("test")
+    judged_ids = [{doc["doc_id"] for doc in example["relevant_documents"]} for example in fold.splits["test"]]
+    precision = [  # ids of the index are the doc_ids
+        len(set(retriever.retrieved_ids(source["query"])[0]) & judged) / chosen
+        for source, judged in zip(sources, judged_ids, strict=True)
+    ]
+    per_seed, per_query = [], []
+    for seed, folder in saved:
+        if seed != saved[0][0]:
+            model, tokenizer = load(folder)
+        outputs = task.predict(model, tokenizer, sources, **decoding)
+        scores = task.score(outputs, references, sources)
+        judged = next(r for r in context.records if r["system"] == "ctrsgen" and r["seed"] == seed)
+        per_seed.append({"seed": seed, "retrieved": scores, "judged": judged["scores"]["test"]})
+        per_query.append(
+            (
+                task.per_example_scores(judged["outputs"]["test"], references),
+                task.per_example_scores(outputs, references),
+            )
+        )
+    summary: dict[str, Any] = {}
+    for metric in (*TABLE_METRICS, "rouge1_f", "rougeL_f", "output_words"):
+        judged_values = [row["judged"][metric] for row in per_seed]
+        retrieved_values = [row["retrieved"][metric] for row in per_seed]
+        summary[metric] = {
+            "judged": sum(judged_values) / len(judged_values),
+            "retrieved": sum(retrieved_values) / len(retrieved_values),
+        }
+        summary[metric]["loss"] = summary[metric]["judged"] - summary[metric]["retrieved"]
+        if metric in TABLE_METRICS:
+            a = [sum(run[0][i][metric] for run in per_query) / len(per_query) for i in range(len(references))]
+            b = [sum(run[1][i][metric] for run in per_query) / len(per_query) for i in range(len(references))]
+            summary[metric]["p_value"] = 1.0 if a == b else float(ttest_rel(a, b).pvalue)
+    return {
+        "retrieval_sourced": {
+            "collection_documents": len(records),
+            "ranker": "bm25",
+            "relevant_choices_validation": {str(k): v for k, v in validation.items()},
+            "relevant_documents": chosen,
+            "irrelevant_documents": RETRIEVED_IRRELEVANT,
+            "retrieved_relevant_precision": sum(precision) / len(precision),
+            "seeds": [row["seed"] for row in per_seed],
+            "per_seed": per_seed,
+            "summary": summary,
+        }
+    }
+
+
 def contrast_weights(model: Any, tokenizer: Any, source: Mapping[str, Any]) -> dict[str, Any]:
     """For one q2id source: the greedy description and, at its first output word (Fig. 3 of the paper),
     alpha^r (Eq. 7), beta (Eq. 8-11) and beta * alpha (Eq. 12) over the kept relevant sentences."""
@@ -522,10 +636,38 @@ def render_markdown(document: dict) -> str:
             for claim, ok in claims(document)
         ],
         "",
+        *_retrieval_section(config.get("retrieval_sourced")),
         f"Beta plot: {config.get('beta_plot')}. Runtime {config.get('timings_s', {}).get('total_s')} s.",
         "",
     ]
     return "\n".join(lines)
+
+
+def _retrieval_section(result: Any) -> list[str]:
+    """Markdown of :func:`retrieval_sourced` (judged vs retrieved documents, same CtrsGen models)."""
+    lines = ["## Beyond the paper: relevant / irrelevant documents from the retrieval engine", ""]
+    if not isinstance(result, Mapping):
+        return [*lines, f"{result}", ""]
+    summary = result["summary"]
+    lines += [
+        f"The same CtrsGen models (seeds {result['seeds']}) decode the test queries twice: with the judged "
+        f"documents (Table 3) and with BM25 over all {result['collection_documents']:,} judged q2id "
+        f"documents (top {result['relevant_documents']} = relevant, chosen on validation from "
+        f"{list(RETRIEVED_RELEVANT_CHOICES)}; the next {result['irrelevant_documents']} = irrelevant). "
+        f"{result['retrieved_relevant_precision'] * 100:.1f}% of the retrieved 'relevant' documents are "
+        "judged relevant for their query.",
+        "",
+        "| metric | judged documents | retrieved documents | loss (judged - retrieved) | p (paired t) |",
+        "|---|---|---|---|---|",
+    ]
+    for metric, row in summary.items():
+        scale = 1 if metric == "output_words" else 100
+        p_value = f"{row['p_value']:.3g}" if "p_value" in row else ""
+        lines.append(
+            f"| {metric} | {row['judged'] * scale:.2f} | {row['retrieved'] * scale:.2f} | "
+            f"{row['loss'] * scale:.2f} | {p_value} |"
+        )
+    return [*lines, ""]
 
 
 REPRODUCTION = Reproduction(
@@ -537,7 +679,7 @@ REPRODUCTION = Reproduction(
     table_metrics=TABLE_METRICS,
     budgets={"full": FULL_BUDGET, "quick": QUICK_BUDGET},
     extra_systems=sweep_systems,
-    analyses=(describe, sweep_choice, significance, beta_analysis),
+    analyses=(describe, sweep_choice, significance, beta_analysis, retrieval_sourced),
     render_markdown=lambda document: render_markdown(document),
     config={
         "contrast_setting": dict(CONTRAST_SETTING),
