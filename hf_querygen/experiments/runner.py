@@ -69,7 +69,9 @@ class Budget:
     subset, seed 0); patience: early stopping (evaluations without improvement); training_overrides:
     ``Seq2SeqTrainingArguments`` fields for every trained system (e.g. ``num_train_epochs``);
     preset_overrides: system key -> config fields (quick mode: smaller models); folds: which folds
-    (None = all); settings: paper-specific values read by its hooks (e.g. the CRF grid).
+    (None = all); settings: paper-specific values read by its hooks (e.g. the CRF grid);
+    seeds_per_system: system key -> at most this many seeds (a costly row run with fewer seeds than the
+    budget's; the report's ``n`` says how many).
     """
 
     name: str
@@ -83,6 +85,7 @@ class Budget:
     group_by_length: bool = True
     folds: tuple[Any, ...] | None = None
     settings: Mapping[str, Any] = field(default_factory=dict)
+    seeds_per_system: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -453,7 +456,8 @@ def run_reproduction(
 
     systems = [s for s in reproduction.systems]
     extra = reproduction.extra_systems(budget, n_seeds) if reproduction.extra_systems else []
-    seeds_of = {s.key: list(range(n_seeds)) for s in systems}
+    capped = budget.seeds_per_system
+    seeds_of = {s.key: list(range(min(n_seeds, capped.get(s.key, n_seeds)))) for s in systems}
     for system, system_seeds in extra:
         systems.append(system)
         seeds_of[system.key] = list(system_seeds)

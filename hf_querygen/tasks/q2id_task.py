@@ -12,6 +12,7 @@ recall (the paper's Tables 3-4), F1 and mean output length (:mod:`hf_querygen.me
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -211,19 +212,36 @@ class Q2IDTask(Task):
 
     # ------------------------------------------------------------ preparation
     def prepare(
-        self, splits: datasets.DatasetDict, output_vocab_size: int | None = None, **options: Any
+        self,
+        splits: datasets.DatasetDict,
+        output_vocab_size: int | None = None,
+        caps: Q2IDCaps | Mapping[str, Any] | None = None,
+        **options: Any,
     ) -> Q2IDTaskData:
         """Word tokenizer on TRAIN (queries + document sentences; description words first = the output
-        vocabulary of ``output_vocab_size`` words)."""
-        from .q2id import train_q2id_tokenizer
+        vocabulary of ``output_vocab_size`` words). ``caps`` (default: the task's) are the input / target
+        caps of this data; they travel with the tokenizer (``init_kwargs["q2id_caps"]``, saved in its
+        folder), so that a saved model is decoded under the caps it was trained with (:meth:`caps_for`)."""
+        from .q2id import Q2IDCaps, train_q2id_tokenizer
 
         if options:
             raise TypeError(f"Q2IDTask.prepare: unknown options {sorted(options)}")
+        if isinstance(caps, Mapping):
+            caps = Q2IDCaps(**caps)
+        caps = caps or self.caps
         tokenizer = train_q2id_tokenizer(
             splits["train"], output_vocab_size=output_vocab_size or self.output_vocab_size
         )
+        tokenizer.init_kwargs["q2id_caps"] = dataclasses.asdict(caps)
         state = {"output_vocab_size": int(tokenizer.init_kwargs["output_vocab_size"])}
         return Q2IDTaskData(self, splits, tokenizer, state)
+
+    def caps_for(self, tokenizer: PreTrainedTokenizerFast | None) -> Q2IDCaps:
+        """The caps a tokenizer's data was prepared with (``init_kwargs["q2id_caps"]``), else the task's."""
+        from .q2id import Q2IDCaps
+
+        saved = getattr(tokenizer, "init_kwargs", {}).get("q2id_caps") if tokenizer is not None else None
+        return Q2IDCaps(**saved) if isinstance(saved, Mapping) else self.caps
 
     def encode(self, data: TaskData, family: str) -> datasets.DatasetDict:
         """Nested ids (:func:`~hf_querygen.tasks.q2id.encode_q2id`); the copy family keeps label ids past
@@ -232,7 +250,8 @@ class Q2IDTask(Task):
 
         copy = family == "hierarchical-copy"
         label_space = len(data.tokenizer) if copy else data.state["output_vocab_size"]
-        encoded = encode_q2id_dataset(data.splits, data.tokenizer, self.caps, output_vocab_size=label_space)
+        caps = self.caps_for(data.tokenizer)
+        encoded = encode_q2id_dataset(data.splits, data.tokenizer, caps, output_vocab_size=label_space)
         return encoded.select_columns(list(ENCODED_COLUMNS))
 
     def collator(self, tokenizer: PreTrainedTokenizerFast) -> Any:
@@ -271,9 +290,9 @@ class Q2IDTask(Task):
         """One description per input (a list of ``n`` with ``num_return_sequences=n``).
 
         Every input is encoded with :func:`~hf_querygen.tasks.q2id.encode_q2id` under ``caps`` (default:
-        the task's), batched by :class:`~hf_querygen.tasks.q2id.Q2IDCollator` into (B, D, S, L) tensors,
-        decoded by ``generate()`` (greedy unless ``generation_kwargs`` say otherwise) and read back by
-        :func:`~hf_querygen.tasks.q2id.decode_description`."""
+        the tokenizer's, see :meth:`caps_for`), batched by :class:`~hf_querygen.tasks.q2id.Q2IDCollator`
+        into (B, D, S, L) tensors, decoded by ``generate()`` (greedy unless ``generation_kwargs`` say
+        otherwise) and read back by :func:`~hf_querygen.tasks.q2id.decode_description`."""
         import torch
 
         from ..inference import as_max_length
@@ -282,7 +301,7 @@ class Q2IDTask(Task):
         if isinstance(inputs, Mapping):
             raise InvalidInputError("Q2IDTask.predict takes a list of inputs, not one mapping")
         sources = [as_source(example) for example in inputs]
-        caps = caps or self.caps
+        caps = caps or self.caps_for(tokenizer)
         collate = Q2IDCollator(tokenizer.pad_token_id)
         n_returns = int(generation_kwargs.get("num_return_sequences", 1))
         generation_kwargs = as_max_length(dict(generation_kwargs))
