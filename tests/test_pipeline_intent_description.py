@@ -135,6 +135,11 @@ def test_retrieval_sourced_documents_feed_the_same_decoding(model_dir):
     assert describe({"query": QUERY}, retriever=retriever, num_beams=2) == by_hand
     with pytest.raises(InvalidInputError, match="no document of the collection matches"):
         describe("zzzz qqqq", retriever=retriever)
+    lenient = DocumentRetriever(retriever.index, collection, relevant=2, if_nothing="query")
+    assert lenient.sources(["zzzz qqqq"]) == [
+        {"query": "zzzz qqqq", "relevant_documents": ["zzzz qqqq"], "irrelevant_documents": []}
+    ]
+    assert lenient.unanswered == 1
     with pytest.raises(InvalidInputError, match="index of"):
         DocumentRetriever(retriever.index, collection[:-1])
     with pytest.raises(InvalidInputError, match="relevant_documents"):

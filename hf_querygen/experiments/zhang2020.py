@@ -436,7 +436,10 @@ def retrieval_sourced(context: RunContext) -> dict[str, Any]:
     task = data.task
     decoding = dict(REPRODUCTION.system("ctrsgen").decoding)
     ids, records = collection_documents(fold.splits)
-    retriever = DocumentRetriever.from_documents(records, ids=ids, irrelevant=RETRIEVED_IRRELEVANT)
+    # a query none of whose words is in the collection gets itself as its one relevant document (counted)
+    retriever = DocumentRetriever.from_documents(
+        records, ids=ids, irrelevant=RETRIEVED_IRRELEVANT, if_nothing="query"
+    )
 
     def load(folder: Path):
         return AutoModelForSeq2SeqLM.from_pretrained(folder).eval(), AutoTokenizer.from_pretrained(folder)
@@ -451,7 +454,9 @@ def retrieval_sourced(context: RunContext) -> dict[str, Any]:
         outputs = task.predict(model, tokenizer, retrieved("validation", relevant), **decoding)
         validation[relevant] = task.score(outputs, data.references("validation"), [])
     chosen = max(validation, key=lambda k: (validation[k]["rouge1_recall"], validation[k]["rougeL_recall"]))
+    retriever.unanswered = 0
     sources = retrieved("test", chosen)
+    unanswered = retriever.unanswered
     references = data.references("test")
     judged_ids = [{doc["doc_id"] for doc in example["relevant_documents"]} for example in fold.splits["test"]]
     precision = [  # ids of the index are the doc_ids
@@ -493,6 +498,7 @@ def retrieval_sourced(context: RunContext) -> dict[str, Any]:
             "relevant_documents": chosen,
             "irrelevant_documents": RETRIEVED_IRRELEVANT,
             "retrieved_relevant_precision": sum(precision) / len(precision),
+            "test_queries_retrieving_nothing": unanswered,
             "seeds": [row["seed"] for row in per_seed],
             "per_seed": per_seed,
             "summary": summary,
@@ -718,7 +724,8 @@ def _retrieval_section(result: Any) -> list[str]:
         f"documents (top {result['relevant_documents']} = relevant, chosen on validation from "
         f"{list(RETRIEVED_RELEVANT_CHOICES)}; the next {result['irrelevant_documents']} = irrelevant). "
         f"{result['retrieved_relevant_precision'] * 100:.1f}% of the retrieved 'relevant' documents are "
-        "judged relevant for their query.",
+        f"judged relevant for their query; {result.get('test_queries_retrieving_nothing', 0)} test "
+        "queries retrieve nothing (no query word in the collection) and get the query as their document.",
         "",
         "| metric | judged documents | retrieved documents | loss (judged - retrieved) | p (paired t) |",
         "|---|---|---|---|---|",

@@ -109,6 +109,9 @@ class DocumentRetriever:
         relevant: documents taken as relevant (>= 1).
         irrelevant: documents after them taken as irrelevant (>= 0).
         ranker, ranker_params: :meth:`hf_querygen.retrieval.Index.search` ranker and its parameters.
+        if_nothing: what a query that retrieves nothing (no query word in the collection) gets: "raise"
+            (:class:`InvalidInputError` naming the query) or "query" (the query itself as its one relevant
+            document, for an evaluation that must answer every query; :attr:`unanswered` counts them).
     """
 
     def __init__(
@@ -118,8 +121,13 @@ class DocumentRetriever:
         relevant: int = 5,
         irrelevant: int = 5,
         ranker: str = "bm25",
+        if_nothing: str = "raise",
         **ranker_params: Any,
     ) -> None:
+        if if_nothing not in ("raise", "query"):
+            raise InvalidInputError(
+                f"DocumentRetriever: if_nothing must be 'raise' or 'query'; got {if_nothing!r}"
+            )
         if len(documents) != len(index):
             raise InvalidInputError(
                 f"DocumentRetriever: {len(documents)} documents for an index of {len(index)} rows; "
@@ -133,6 +141,7 @@ class DocumentRetriever:
         self.index, self.documents = index, documents
         self.relevant, self.irrelevant = relevant, irrelevant
         self.ranker, self.ranker_params = ranker, ranker_params
+        self.if_nothing, self.unanswered = if_nothing, 0
 
     @classmethod
     def from_documents(cls, documents: Sequence[Any], ids: Sequence[Any] | None = None, **kwargs: Any):
@@ -155,6 +164,10 @@ class DocumentRetriever:
         )
         sources = []
         for query, hits in zip(queries, rankings, strict=True):
+            if not hits and self.if_nothing == "query":
+                self.unanswered += 1
+                sources.append(as_source({"query": query, "relevant_documents": [query]}))
+                continue
             if not hits:
                 raise InvalidInputError(
                     f"DocumentRetriever: no document of the collection matches the query {query!r}; give its "
