@@ -240,3 +240,68 @@ def test_stock_seq2seq_trainer_keeps_nested_columns_and_learns(tmp_path):
     assert metrics["eval_loss"] < first - 0.5
     prediction = trainer.predict(dataset.select(range(3)))
     assert prediction.predictions.shape[0] == 3
+
+
+def _irrelevant_reference(model, features: list[dict], concatenated: bool) -> list[torch.Tensor]:
+    """Per example, the irrelevant sentence states h^i (V, H_e) computed one document at a time with a loop:
+    per_document (Sec. 4.4) runs the sentence BiGRU over each document alone; IrCon (Table 3) runs it once
+    over all the irrelevant sentences in a row, so the states of one document depend on the others."""
+    encoder = model.encoder
+    hierarchy = encoder._irrelevant_hierarchy()
+    result = []
+    for feature in features:
+        documents = []
+        for document in feature["irrelevant_input_ids"]:
+            embeddings = []
+            for sentence in document:
+                ids = torch.tensor([[[sentence]]])  # (1, 1, 1, L)
+                level = hierarchy.encode_words(
+                    encoder.embed_tokens(ids), torch.ones_like(ids, dtype=torch.bool)
+                )
+                embeddings.append(level.sentence_embeddings[0, 0, 0])
+            documents.append(torch.stack(embeddings))
+        if not documents:
+            result.append(torch.zeros(0, model.config.encoder_output_size))
+            continue
+        groups = [torch.cat(documents)] if concatenated else documents
+        states = [
+            hierarchy.encode_sentences(g.unsqueeze(0), torch.ones(1, len(g), dtype=torch.bool))[0]
+            for g in groups
+        ]
+        result.append(torch.cat(states))
+    return result
+
+
+@pytest.mark.parametrize("encoding", ["per_document", "concatenated"])
+def test_irrelevant_encoding_matches_a_per_example_loop(encoding):
+    model = tiny_model(irrelevant_encoding=encoding)
+    features = toy_features()
+    batch = Q2IDCollator()(features)
+    with torch.no_grad():
+        states, mask = model.encoder._irrelevant_states(
+            batch["irrelevant_input_ids"], batch["irrelevant_attention_mask"]
+        )
+        expected = _irrelevant_reference(model, features, concatenated=encoding == "concatenated")
+    for row, reference in enumerate(expected):
+        assert int(mask[row].sum()) == len(reference)
+        assert torch.allclose(states[row, : len(reference)], reference, atol=1e-5)
+
+
+def test_ircon_changes_the_outputs_only_where_irrelevant_documents_can_interact():
+    """CtrsGen_IrCon (interaction among the irrelevant documents) with CtrsGen's weights: different logits
+    for the example with two irrelevant documents, identical ones where there are fewer than two."""
+    ctrsgen = tiny_model()
+    ircon = tiny_model(irrelevant_encoding="concatenated")
+    ircon.load_state_dict(ctrsgen.state_dict())  # the switch adds no parameter: equal weights
+    features = toy_features()
+    batch = Q2IDCollator()(features)
+    with torch.no_grad():
+        ours, theirs = ctrsgen(**batch), ircon(**batch)
+    for row, feature in enumerate(features):
+        length = len(feature["labels"])
+        same = torch.allclose(ours.logits[row, :length], theirs.logits[row, :length], atol=1e-6)
+        assert same == (len(feature["irrelevant_input_ids"]) < 2), row
+    with torch.no_grad():  # and the contrast penalty m_u (Eq. 8, 11) is where the difference enters
+        m_ours = ctrsgen.get_encoder()(**model_inputs(batch)).contrast_penalty
+        m_theirs = ircon.get_encoder()(**model_inputs(batch)).contrast_penalty
+    assert not torch.allclose(m_ours[0], m_theirs[0]) and torch.allclose(m_ours[1:], m_theirs[1:])

@@ -104,3 +104,43 @@ def test_q2id_models_are_routed_to_the_intent_description_pipeline():
     with pytest.raises(InvalidInputError, match=r"serves the pipeline tasks \['intent-description'\]"):
         check_pipeline_model("keyword-query-generation", ("seq2seq", "dual", "pointer"), model)
     check_pipeline_model("intent-description", ("hierarchical", "hierarchical-copy"), model)  # accepted
+
+
+#: a tiny collection: BM25 ranks FOREST_FIRST (3 query words) before FOREST_SECOND (2), then RAIN_ONLY (1);
+#: the distractors match no query word
+FOREST_FIRST = "The Amazon rain forest is large. It is green."
+FOREST_SECOND = "Forest fires burn in the Amazon."
+RAIN_ONLY = "Heavy rain fell in August."
+DISTRACTORS = ["A recipe for banana bread with walnuts.", "The football season starts in August."]
+
+
+def test_retrieval_sourced_documents_feed_the_same_decoding(model_dir):
+    """A bare query plus a DocumentRetriever: the BM25 top-k documents are the relevant set, the next ones
+    the irrelevant set, and the description is what the pipeline gives for those documents passed by hand."""
+    from hf_querygen.tasks.q2id_task import DocumentRetriever
+
+    path, _, _ = model_dir
+    describe = pipeline("intent-description", model=str(path))
+    collection = [DISTRACTORS[0], RAIN_ONLY, FOREST_SECOND, DISTRACTORS[1], FOREST_FIRST]
+    retriever = DocumentRetriever.from_documents(collection, relevant=2, irrelevant=2)
+    (source,) = retriever.sources([QUERY])
+    assert source == {
+        "query": QUERY,
+        "relevant_documents": [FOREST_FIRST, FOREST_SECOND],
+        "irrelevant_documents": [RAIN_ONLY],  # nothing else matches: fewer than 2 irrelevant documents
+    }
+    assert retriever.retrieved_ids(QUERY) == ([4, 2], [1])
+    by_hand = describe(source, num_beams=2)
+    assert describe(QUERY, retriever=retriever, num_beams=2) == by_hand
+    assert describe({"query": QUERY}, retriever=retriever, num_beams=2) == by_hand
+    with pytest.raises(InvalidInputError, match="no document of the collection matches"):
+        describe("zzzz qqqq", retriever=retriever)
+    lenient = DocumentRetriever(retriever.index, collection, relevant=2, if_nothing="query")
+    assert lenient.sources(["zzzz qqqq"]) == [
+        {"query": "zzzz qqqq", "relevant_documents": ["zzzz qqqq"], "irrelevant_documents": []}
+    ]
+    assert lenient.unanswered == 1
+    with pytest.raises(InvalidInputError, match="index of"):
+        DocumentRetriever(retriever.index, collection[:-1])
+    with pytest.raises(InvalidInputError, match="relevant_documents"):
+        describe({"query": QUERY})  # a bare query without a retriever

@@ -36,7 +36,7 @@ def tiny_zhang2020():
             "ctrsgen": TINY,
             "ctrsgen_i": TINY,
             "pg": TINY_PG,
-            **{zhang2020.sweep_key(s): TINY for s in zhang2020.SWEEP[:2]},
+            **{zhang2020.sweep_key(s): TINY for s in zhang2020.SWEEP},
         },
     )
     return dataclasses.replace(
@@ -92,14 +92,26 @@ def test_tiny_reproduction_and_pipeline_equals_table(tiny_zhang2020, data_dir, t
     for key in KEEP:
         assert set(zhang2020.TABLE_METRICS) <= set(document["systems"][key]), key
     config = document["config"]
-    assert set(config["contrast_sweep_validation"]) == {zhang2020.sweep_key(s) for s in zhang2020.SWEEP[:2]}
+    # two trained sweep settings plus the table's own, read from the seed-0 CtrsGen row's validation scores
+    swept = {system.key for system, _ in zhang2020.sweep_systems(None, 1)[:2]}
+    assert set(config["contrast_sweep_validation"]) == swept | {
+        zhang2020.sweep_key(zhang2020.CONTRAST_SETTING)
+    }
     assert set(config["significance_vs_ctrsgen"]) == set(KEEP) - {"ctrsgen"}
     p = config["significance_vs_ctrsgen"]["oracle"]["rouge1_recall"]["p_value"]
     assert 0.0 <= p <= 1.0
     assert config["beta_plot"] == "beta.png" and (out / "beta.png").stat().st_size > 0
     assert len(config["beta_top_sentences"]) == 3
+    # beyond the paper: the same CtrsGen model decoding with BM25-retrieved documents
+    retrieved = config["retrieval_sourced"]
+    assert retrieved["relevant_documents"] in zhang2020.RETRIEVED_RELEVANT_CHOICES
+    assert set(zhang2020.TABLE_METRICS) <= set(retrieved["summary"])
+    judged_r1 = document["systems"]["ctrsgen"]["rouge1_recall"]["mean"]
+    assert retrieved["summary"]["rouge1_recall"]["judged"] == pytest.approx(judged_r1)
+    assert 0.0 <= retrieved["retrieved_relevant_precision"] <= 1.0
     markdown = (out / "results.md").read_text()
     assert "Table 3" in markdown and "Table 4" in markdown and "24.76" in markdown  # the paper's CtrsGen
+    assert "documents from the retrieval engine" in markdown
     assert document["paper_numbers"]["ctrsgen"]["rouge1_recall"] == pytest.approx(0.2476)
 
     (fold,) = default_folds(get_task("q2id"), tiny_zhang2020.budgets["quick"], data_dir, "q2id", None)
@@ -112,7 +124,7 @@ def test_tiny_reproduction_and_pipeline_equals_table(tiny_zhang2020, data_dir, t
             "CtrsGen" if key == "ctrsgen" else "QueryPointerGenerator"
         )
         describe = pipeline("intent-description", model=str(folder))
-        piped = [result[0]["description"] for result in describe(sources, batch_size=4)]
+        piped = [r[0]["description"] for r in describe(sources, batch_size=4, **zhang2020.DECODING)]
         assert piped == record["outputs"]["test"], key
         assert "pipeline_tag: summarization" in (folder / "README.md").read_text()
     # the oracle reads the reference: it can only be at least as good as any single relevant sentence

@@ -71,7 +71,8 @@ class Budget:
     ``Seq2SeqTrainingArguments`` fields for every trained system (e.g. ``num_train_epochs``);
     preset_overrides: system key -> config fields (quick mode: smaller models); folds: which folds
     (None = all); settings: paper-specific values read by its hooks (e.g. the CRF grid); skip: system
-    keys the mode leaves out.
+    keys the mode leaves out; seeds_per_system: system key -> at most this many seeds (a costly row run
+    with fewer seeds than the budget's; the report's ``n`` says how many).
     """
 
     name: str
@@ -87,6 +88,7 @@ class Budget:
     settings: Mapping[str, Any] = field(default_factory=dict)
     #: system keys this mode does not run (e.g. rows whose resources take longer to build than a quick run)
     skip: tuple[str, ...] = ()
+    seeds_per_system: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -480,7 +482,8 @@ def run_reproduction(
 
     systems = budget_systems(reproduction, budget)
     extra = reproduction.extra_systems(budget, n_seeds) if reproduction.extra_systems else []
-    seeds_of = {s.key: list(range(n_seeds)) for s in systems}
+    capped = budget.seeds_per_system
+    seeds_of = {s.key: list(range(min(n_seeds, capped.get(s.key, n_seeds)))) for s in systems}
     for system, system_seeds in extra:
         systems.append(system)
         seeds_of[system.key] = list(system_seeds)

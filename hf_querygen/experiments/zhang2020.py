@@ -27,6 +27,7 @@ paper's; the comparison between rows is the point.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 from collections.abc import Mapping, Sequence
@@ -74,9 +75,29 @@ TABLE4 = ("lexrank", "lsa", "textrank", "pg", "rsa", "sd2", "ctrsgen", "copy_que
 EXTRACTIVE = ("lexrank", "lsa", "textrank")
 ABSTRACTIVE_BASELINES = ("pg", "rsa", "sd2")
 
+#: input / target caps of every model of the run (the q2id task's defaults are 10 relevant and 10 irrelevant
+#: documents x 6 sentences x 40 words, 64 target words): measured on the shared 2-core machine, a 64-unit
+#: CtrsGen step of 16 queries costs ~1.1 s under the defaults and ~0.45 s under these, and converging needs
+#: ~5 epochs (see results/zhang2020/NOTES.md); ``describe`` reports how much text they drop
+CAPS = {
+    "max_relevant_documents": 4,
+    "max_irrelevant_documents": 3,
+    "max_sentences_per_document": 4,
+    "max_words_per_sentence": 25,
+    "max_description_words": 40,
+}
+#: decoder output vocabulary (the most frequent description words); 5,000 -> 2,000 cuts a step by ~20%
+OUTPUT_VOCAB_SIZE = 2_000
+#: decoding of every neural row, picked on VALIDATION (CtrsGen, 450 steps, R-1 recall): greedy 6.94,
+#: no_repeat_ngram_size=3 9.67, repetition_penalty=1.3 10.72, no_repeat_ngram_size=2 11.55: without it the
+#: undertrained decoders loop on "." and "?" until the length limit
+DECODING = {"no_repeat_ngram_size": 2}
+
 #: Eq. (11) softmax axis and Eq. (12) scaling used by every CtrsGen row (see the module docstring)
 CONTRAST_SETTING = {"contrast_softmax": "relevant", "contrast_combination": "renormalized"}
-#: the validation sweep over both ambiguities
+#: the validation sweep over both ambiguities; which of them a budget trains is its ``settings["sweep"]``
+#: (default all): the full budget sweeps one question at a time around CONTRAST_SETTING (Eq. 12 as printed;
+#: Eq. 11 over the irrelevant axis), for cost
 SWEEP = tuple(
     {"contrast_softmax": axis, "contrast_combination": combination}
     for axis in ("relevant", "irrelevant", "none")
@@ -112,21 +133,31 @@ def oracle_baseline(context: BaselineContext) -> list[str]:
 
 
 # ---------------------------------------------------------------- systems
-def _neural(key: str, preset: str, label: str, contrast: bool = True, cost: float = 1.0) -> System:
+def _neural(
+    key: str,
+    preset: str,
+    label: str,
+    contrast: bool = True,
+    cost: float = 1.0,
+    evaluate_on: tuple[str, ...] = ("test",),
+) -> System:
     return System(
         f"{PAPER}/{key}",
         TASK,
         label,
         preset=preset,
         preset_overrides=dict(CONTRAST_SETTING) if contrast else {},
+        decoding=dict(DECODING),
         deterministic=False,
         cost=cost,
+        evaluate_on=evaluate_on,
     )
 
 
 SYSTEMS: list[System] = register_systems(
     [
-        _neural("ctrsgen", "zhang2020", "CtrsGen"),
+        # also scored on validation: its seed-0 run is the sweep's point for CONTRAST_SETTING
+        _neural("ctrsgen", "zhang2020", "CtrsGen", evaluate_on=("test", "validation")),
         _neural("ctrsgen_i", "zhang2020-ctrsgen-i", "CtrsGen-I"),
         _neural("ctrsgen_i_con", "zhang2020-ctrsgen-i-con", "CtrsGen-I+Con"),
         _neural("ctrsgen_q", "zhang2020-ctrsgen-q", "CtrsGen-Q"),
@@ -165,8 +196,9 @@ def sweep_key(setting: Mapping[str, str]) -> str:
     return f"sweep_{setting['contrast_softmax']}_{setting['contrast_combination']}"
 
 
-def sweep_systems(budget: Budget, seeds: int) -> list[tuple[System, Sequence[int]]]:
-    """The Eq. (11)/(12) sweep: CtrsGen per setting, one seed, scored on VALIDATION only."""
+def sweep_systems(budget: Budget | None, seeds: int) -> list[tuple[System, Sequence[int]]]:
+    """The Eq. (11)/(12) sweep: CtrsGen per setting, one seed, scored on VALIDATION only; the table's own
+    setting (:data:`CONTRAST_SETTING`) is not trained again: the seed-0 CtrsGen row is that point."""
     return [
         (
             System(
@@ -176,6 +208,7 @@ def sweep_systems(budget: Budget, seeds: int) -> list[tuple[System, Sequence[int
                 f"{setting['contrast_combination']}",
                 preset="zhang2020",
                 preset_overrides=dict(setting),
+                decoding=dict(DECODING),
                 deterministic=False,
                 evaluate_on=("validation",),
                 in_table=False,
@@ -183,7 +216,13 @@ def sweep_systems(budget: Budget, seeds: int) -> list[tuple[System, Sequence[int
             [0],
         )
         for setting in SWEEP
+        if setting != CONTRAST_SETTING and (budget is None or _swept(budget, setting))
     ]
+
+
+def _swept(budget: Budget, setting: Mapping[str, str]) -> bool:
+    keys = budget.settings.get("sweep")
+    return keys is None or sweep_key(setting) in keys
 
 
 # ---------------------------------------------------------------- budgets
@@ -207,20 +246,22 @@ def _steps(max_steps: int, eval_steps: int, batch_size: int) -> dict[str, Any]:
     }
 
 
-#: ~45 minutes on 2 cores for 3 seeds. Measured (1 thread, on the shared machine under load): 64-unit
-#: CtrsGen 0.67 s/step, 64-unit PG 1.64 s/step (its copy distribution spans every token id), greedy
-#: decoding ~1 s per 32 test queries. Per seed: 7 CtrsGen rows x 150 steps x 0.67 s + 3 PG rows x 150 x
-#: 1.64 s ~ 1,440 s, plus decoding; the 6-setting sweep (1 seed) ~600 s: ~5,200 core-seconds for 3 seeds,
-#: ~44 min on 2 workers. 150 steps at batch 16 = ~1.7 epochs of the 1,378 training queries. The paper's
-#: size (300-d embeddings, 256-unit GRUs) costs ~4 s/step: 6x more, which no 1-hour budget holds.
-#: Under the load of the shared machine (other processes on both cores) a real full run reached only
-#: ~3 s/step for PG: there the budget takes about twice as long; run it on idle cores.
+#: The full budget: 3 seeds of every CtrsGen row, 1 seed of the pointer-generator rows (a 64-unit PG step
+#: costs ~3x a CtrsGen step: its copy distribution spans all ~37K token ids), the Eq. (11)/(12) sweep at 1
+#: seed. 64-unit models, FULL_STEPS steps of 16 queries at rate 2e-3 (~2.9 epochs of the 1,378 training
+#: queries), validation loss every 50 steps and the best checkpoint kept. Convergence was measured on
+#: validation before (results/zhang2020/NOTES.md): under the default caps the validation loss flattens
+#: after ~400 steps (5.65, 5.14, 4.95, 4.88, 4.89 at 100..500); under CAPS it is still falling slowly at
+#: 400 steps, which the 45-minute budget on 2 shared cores cannot extend.
+FULL_STEPS = 250
 FULL_BUDGET = Budget(
     "full",
     seeds=3,
     patience=None,
-    training_overrides=_steps(150, 50, 16),
+    training_overrides=_steps(FULL_STEPS, 50, 16),
     preset_overrides=_sized({"embedding_size": 64, "hidden_size": 64, "decoder_hidden_size": 64}),
+    seeds_per_system={key: 1 for key in ABSTRACTIVE_BASELINES},
+    settings={"sweep": ("sweep_relevant_product", "sweep_irrelevant_renormalized")},
 )
 #: a smoke run of minutes: 200 training queries, tiny models, 12 steps, 40 test queries
 QUICK_BUDGET = Budget(
@@ -279,7 +320,9 @@ def sweep_choice(context: RunContext) -> dict[str, Any]:
     recall) and whether the table's CtrsGen setting is that one."""
     scores = {}
     for setting in SWEEP:
-        runs = [r for r in context.records if r["system"] == sweep_key(setting)]
+        key = "ctrsgen" if setting == CONTRAST_SETTING else sweep_key(setting)
+        runs = [r for r in context.records if r["system"] == key and r["seed"] == 0]
+        runs = [r for r in runs if "validation" in r["scores"]]
         if runs:
             scores[sweep_key(setting)] = {m: runs[0]["scores"]["validation"][m] for m in TABLE_METRICS}
     if not scores:
@@ -293,14 +336,30 @@ def sweep_choice(context: RunContext) -> dict[str, Any]:
     }
 
 
+def _caps_of(context: RunContext) -> dict[str, Any]:
+    """The caps every model of the run was trained and decoded with, and how much text they drop (train)."""
+    from hf_querygen.tasks.q2id import cap_report
+
+    data = context.data[context.folds[0].id]
+    caps = data.task.caps_for(data.tokenizer)
+    report = cap_report(data.splits["train"], caps, data.tokenizer)
+    kept = {
+        side: round(row["words_kept_fraction"], 4)
+        for side, row in report.items()
+        if "words_kept_fraction" in row
+    }
+    return {**dataclasses.asdict(caps), "train_words_kept_fraction": kept}
+
+
 def describe(context: RunContext) -> dict[str, Any]:
     return {
         "paper_sizes": "embeddings 300, BiGRU/GRU 256, vocabulary 120K, 5,000 training queries",
         "model_sizes": dict(context.budget.preset_overrides.get("ctrsgen", {})),
         "pointer_generator_sizes": dict(context.budget.preset_overrides.get("pg", {})),
         "training": dict(context.budget.training_overrides),
-        "decoding": "greedy, at most max_description_words + 1 tokens",
-        "caps": repr(context.data[context.folds[0].id].task.caps),
+        "decoding": {"greedy": True, **DECODING, "max_new_tokens": "max_description_words + 1"},
+        "seeds_per_system": dict(context.budget.seeds_per_system),
+        "caps": _caps_of(context),
         "paper_numbers_note": "the paper's Tables 3-4 (ROUGE recall, %, here as fractions), 5,000/100/258",
         "seeds_note": f"{context.seeds} seed(s) per neural row; baselines are deterministic (1 run)",
     }
@@ -327,6 +386,126 @@ def beta_analysis(context: RunContext, queries: int = 3) -> dict[str, Any]:
     return {"beta_plot": "beta.png", "beta_top_sentences": chosen}
 
 
+#: Beyond the paper: how many BM25 top-ranked documents stand in for the relevant set (picked on
+#: VALIDATION with the seed-0 CtrsGen), and how many documents after them for the irrelevant set
+RETRIEVED_RELEVANT_CHOICES = (3, 5, 10)
+RETRIEVED_IRRELEVANT = 5
+
+
+def collection_documents(splits: Mapping[str, Any]) -> tuple[list[str], list[dict[str, Any]]]:
+    """Every distinct judged document of the q2id splits (relevant and irrelevant, all splits), by doc_id in
+    first-seen order: (ids, records). This pool is the "document collection" of the retrieval setting."""
+    documents: dict[str, dict[str, Any]] = {}
+    for split in splits:
+        for column in ("relevant_documents", "irrelevant_documents"):
+            for docs in splits[split][column]:
+                for doc in docs:
+                    documents.setdefault(doc["doc_id"], {"sentences": list(doc["sentences"])})
+    return list(documents), list(documents.values())
+
+
+def _saved_ctrsgen(context: RunContext) -> list[tuple[int, Path]]:
+    from hf_querygen.experiments.runner import run_name
+
+    fold = context.folds[0]
+    folders = [
+        (seed, context.save_models / run_name("ctrsgen", seed, fold.id)) for seed in range(context.seeds)
+    ]
+    return [(seed, folder) for seed, folder in folders if folder.is_dir()]
+
+
+def retrieval_sourced(context: RunContext) -> dict[str, Any]:
+    """Beyond the paper: CtrsGen given only the query and the document collection. The same trained models
+    (every seed) decode the TEST queries with relevant / irrelevant documents from BM25 over all judged
+    q2id documents (:class:`~hf_querygen.tasks.q2id_task.DocumentRetriever`) instead of the judged ones;
+    the number of relevant documents is chosen on VALIDATION. Reports ROUGE both ways, the loss and a
+    paired t-test, and how many retrieved "relevant" documents are judged relevant for their query."""
+    if context.save_models is None:
+        return {"retrieval_sourced": "not run: needs --save-models (the trained CtrsGen models)"}
+    saved = _saved_ctrsgen(context)
+    if not saved:
+        return {"retrieval_sourced": "not run: no saved CtrsGen model"}
+    from scipy.stats import ttest_rel
+    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+    import hf_querygen  # noqa: F401  (registers the model)
+    from hf_querygen.tasks.q2id_task import DocumentRetriever
+
+    fold = context.folds[0]
+    data = context.data[fold.id]
+    task = data.task
+    decoding = dict(REPRODUCTION.system("ctrsgen").decoding)
+    ids, records = collection_documents(fold.splits)
+    # a query none of whose words is in the collection gets itself as its one relevant document (counted)
+    retriever = DocumentRetriever.from_documents(
+        records, ids=ids, irrelevant=RETRIEVED_IRRELEVANT, if_nothing="query"
+    )
+
+    def load(folder: Path):
+        return AutoModelForSeq2SeqLM.from_pretrained(folder).eval(), AutoTokenizer.from_pretrained(folder)
+
+    def retrieved(split: str, relevant: int) -> list[dict[str, Any]]:
+        retriever.relevant = relevant
+        return retriever.sources([source["query"] for source in data.sources(split)])
+
+    model, tokenizer = load(saved[0][1])
+    validation = {}
+    for relevant in RETRIEVED_RELEVANT_CHOICES:
+        outputs = task.predict(model, tokenizer, retrieved("validation", relevant), **decoding)
+        validation[relevant] = task.score(outputs, data.references("validation"), [])
+    chosen = max(validation, key=lambda k: (validation[k]["rouge1_recall"], validation[k]["rougeL_recall"]))
+    retriever.unanswered = 0
+    sources = retrieved("test", chosen)
+    unanswered = retriever.unanswered
+    references = data.references("test")
+    judged_ids = [{doc["doc_id"] for doc in example["relevant_documents"]} for example in fold.splits["test"]]
+    precision = [  # ids of the index are the doc_ids
+        len(set(retriever.retrieved_ids(source["query"])[0]) & judged) / chosen
+        for source, judged in zip(sources, judged_ids, strict=True)
+    ]
+    per_seed, per_query = [], []
+    for seed, folder in saved:
+        if seed != saved[0][0]:
+            model, tokenizer = load(folder)
+        outputs = task.predict(model, tokenizer, sources, **decoding)
+        scores = task.score(outputs, references, sources)
+        judged = next(r for r in context.records if r["system"] == "ctrsgen" and r["seed"] == seed)
+        per_seed.append({"seed": seed, "retrieved": scores, "judged": judged["scores"]["test"]})
+        per_query.append(
+            (
+                task.per_example_scores(judged["outputs"]["test"], references),
+                task.per_example_scores(outputs, references),
+            )
+        )
+    summary: dict[str, Any] = {}
+    for metric in (*TABLE_METRICS, "rouge1_f", "rougeL_f", "output_words"):
+        judged_values = [row["judged"][metric] for row in per_seed]
+        retrieved_values = [row["retrieved"][metric] for row in per_seed]
+        summary[metric] = {
+            "judged": sum(judged_values) / len(judged_values),
+            "retrieved": sum(retrieved_values) / len(retrieved_values),
+        }
+        summary[metric]["loss"] = summary[metric]["judged"] - summary[metric]["retrieved"]
+        if metric in TABLE_METRICS:
+            a = [sum(run[0][i][metric] for run in per_query) / len(per_query) for i in range(len(references))]
+            b = [sum(run[1][i][metric] for run in per_query) / len(per_query) for i in range(len(references))]
+            summary[metric]["p_value"] = 1.0 if a == b else float(ttest_rel(a, b).pvalue)
+    return {
+        "retrieval_sourced": {
+            "collection_documents": len(records),
+            "ranker": "bm25",
+            "relevant_choices_validation": {str(k): v for k, v in validation.items()},
+            "relevant_documents": chosen,
+            "irrelevant_documents": RETRIEVED_IRRELEVANT,
+            "retrieved_relevant_precision": sum(precision) / len(precision),
+            "test_queries_retrieving_nothing": unanswered,
+            "seeds": [row["seed"] for row in per_seed],
+            "per_seed": per_seed,
+            "summary": summary,
+        }
+    }
+
+
 def contrast_weights(model: Any, tokenizer: Any, source: Mapping[str, Any]) -> dict[str, Any]:
     """For one q2id source: the greedy description and, at its first output word (Fig. 3 of the paper),
     alpha^r (Eq. 7), beta (Eq. 8-11) and beta * alpha (Eq. 12) over the kept relevant sentences."""
@@ -337,7 +516,9 @@ def contrast_weights(model: Any, tokenizer: Any, source: Mapping[str, Any]) -> d
 
     source = as_source(source)
     task = _task()
-    encoded = encode_q2id({k: [v] for k, v in source.items()}, tokenizer, task.caps, with_labels=False)
+    encoded = encode_q2id(
+        {k: [v] for k, v in source.items()}, tokenizer, task.caps_for(tokenizer), with_labels=False
+    )
     batch = Q2IDCollator(tokenizer.pad_token_id)([{k: v[0] for k, v in encoded.items()}])
     with torch.no_grad():
         generated = model.generate(**batch)  # the saved generation config (greedy, its max length)
@@ -491,8 +672,10 @@ def render_markdown(document: dict) -> str:
         "paper reports, F1 and mean output length in words beside it. The paper's numbers are on its own "
         "5,000/100/258 split with documents ~11x longer and a model trained to convergence; ours are "
         f"from models of {config.get('model_sizes')} trained for "
-        f"{config.get('training', {}).get('max_steps')} steps: compare rows with each other, not with "
-        "the paper.",
+        f"{config.get('training', {}).get('max_steps')} steps (best validation loss kept), decoded "
+        f"greedily with {config.get('decoding')}, under the caps {config.get('caps')}; rows run with "
+        f"fewer seeds: {config.get('seeds_per_system') or 'none'}. Compare rows with each other, not with "
+        "the paper (see NOTES.md).",
         "",
         "## Table 3: ablations",
         "",
@@ -522,10 +705,39 @@ def render_markdown(document: dict) -> str:
             for claim, ok in claims(document)
         ],
         "",
+        *_retrieval_section(config.get("retrieval_sourced")),
         f"Beta plot: {config.get('beta_plot')}. Runtime {config.get('timings_s', {}).get('total_s')} s.",
         "",
     ]
     return "\n".join(lines)
+
+
+def _retrieval_section(result: Any) -> list[str]:
+    """Markdown of :func:`retrieval_sourced` (judged vs retrieved documents, same CtrsGen models)."""
+    lines = ["## Beyond the paper: relevant / irrelevant documents from the retrieval engine", ""]
+    if not isinstance(result, Mapping):
+        return [*lines, f"{result}", ""]
+    summary = result["summary"]
+    lines += [
+        f"The same CtrsGen models (seeds {result['seeds']}) decode the test queries twice: with the judged "
+        f"documents (Table 3) and with BM25 over all {result['collection_documents']:,} judged q2id "
+        f"documents (top {result['relevant_documents']} = relevant, chosen on validation from "
+        f"{list(RETRIEVED_RELEVANT_CHOICES)}; the next {result['irrelevant_documents']} = irrelevant). "
+        f"{result['retrieved_relevant_precision'] * 100:.1f}% of the retrieved 'relevant' documents are "
+        f"judged relevant for their query; {result.get('test_queries_retrieving_nothing', 0)} test "
+        "queries retrieve nothing (no query word in the collection) and get the query as their document.",
+        "",
+        "| metric | judged documents | retrieved documents | loss (judged - retrieved) | p (paired t) |",
+        "|---|---|---|---|---|",
+    ]
+    for metric, row in summary.items():
+        scale = 1 if metric == "output_words" else 100
+        p_value = f"{row['p_value']:.3g}" if "p_value" in row else ""
+        lines.append(
+            f"| {metric} | {row['judged'] * scale:.2f} | {row['retrieved'] * scale:.2f} | "
+            f"{row['loss'] * scale:.2f} | {p_value} |"
+        )
+    return [*lines, ""]
 
 
 REPRODUCTION = Reproduction(
@@ -537,7 +749,8 @@ REPRODUCTION = Reproduction(
     table_metrics=TABLE_METRICS,
     budgets={"full": FULL_BUDGET, "quick": QUICK_BUDGET},
     extra_systems=sweep_systems,
-    analyses=(describe, sweep_choice, significance, beta_analysis),
+    prepare_options={"output_vocab_size": OUTPUT_VOCAB_SIZE, "caps": CAPS},
+    analyses=(describe, sweep_choice, significance, beta_analysis, retrieval_sourced),
     render_markdown=lambda document: render_markdown(document),
     config={
         "contrast_setting": dict(CONTRAST_SETTING),

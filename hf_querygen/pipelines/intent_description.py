@@ -9,7 +9,17 @@ the query pointer-generator baselines).
     [{'description': 'what measures are taken to preserve the amazon rain forest'}]
 
 A document is raw text (split into sentences with the splitter the q2id corpus was built with), a list of
-sentences, or a q2id corpus record ``{"sentences": [...]}``. Decoding is
+sentences, or a q2id corpus record ``{"sentences": [...]}``.
+
+Beyond the paper: with ``retriever=`` (a :class:`hf_querygen.tasks.q2id_task.DocumentRetriever` over a
+:class:`hf_querygen.retrieval.Index`), an input may be a bare query (a string, or a mapping without
+``relevant_documents``): its top-ranked documents become the relevant set and the next ones the
+irrelevant set.
+
+    >>> retriever = DocumentRetriever.from_documents(collection, relevant=5, irrelevant=5)
+    >>> describe("amazon rain forest", retriever=retriever)
+
+Decoding is
 :meth:`hf_querygen.tasks.q2id_task.Q2IDTask.predict` (the same as the zhang2020 tables); inputs are
 truncated by :class:`hf_querygen.tasks.q2id.Q2IDCaps` (``caps=`` per call). Generation arguments
 (``num_beams``, ``max_new_tokens``, ``num_return_sequences``, ...) pass through to ``generate()``;
@@ -36,13 +46,33 @@ class IntentDescriptionPipeline(TaskPipeline):
         # transformers treats a dict as one input but a list of dicts as several: keep that
         return super().__call__(inputs, **kwargs)
 
-    def preprocess(self, inputs: Mapping[str, Any]) -> dict[str, Any]:  # type: ignore[override]
+    def _sanitize_parameters(self, retriever: Any = None, **kwargs: Any):
+        preprocess, forward, postprocess = super()._sanitize_parameters(**kwargs)
+        if retriever is not None:
+            if not callable(getattr(retriever, "sources", None)):
+                raise InvalidInputError(
+                    f"{TASK_NAME}: retriever must be a DocumentRetriever (with .sources(queries)); got "
+                    f"{type(retriever).__name__}"
+                )
+            preprocess["retriever"] = retriever
+        return preprocess, forward, postprocess
+
+    def preprocess(self, inputs: Mapping[str, Any] | str, retriever: Any = None) -> dict[str, Any]:  # type: ignore[override]
         from ..tasks.q2id_task import as_source
 
+        bare = isinstance(inputs, str) or (isinstance(inputs, Mapping) and "relevant_documents" not in inputs)
+        if bare and retriever is not None:
+            query = inputs if isinstance(inputs, str) else inputs.get("query")
+            if not isinstance(query, str):
+                raise InvalidInputError(
+                    f"{TASK_NAME}: a bare input needs a string query; got {inputs!r:.200}"
+                )
+            # the retrieval engine's top-ranked / lower-ranked documents stand in for the judged ones
+            return {"texts": retriever.sources([query])}
         if not isinstance(inputs, Mapping):
             raise InvalidInputError(
-                f"{TASK_NAME} inputs must be mappings with 'query' and 'relevant_documents'; got "
-                f"{type(inputs).__name__}"
+                f"{TASK_NAME} inputs must be mappings with 'query' and 'relevant_documents' (or a query, "
+                f"with retriever=...); got {type(inputs).__name__}"
             )
         # validated (and documents normalised) here, so that a bad input fails before the model runs
         return {"texts": [as_source(inputs)]}

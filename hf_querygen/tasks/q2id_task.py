@@ -12,6 +12,7 @@ recall (the paper's Tables 3-4), F1 and mean output length (:mod:`hf_querygen.me
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -79,6 +80,120 @@ def _as_document(document: Any, where: str) -> Any:
     )
 
 
+def document_text(document: Any) -> str:
+    """A q2id document (raw text, a list of sentences or a ``{"sentences": [...]}`` record) as one string."""
+    if isinstance(document, str):
+        return document
+    if isinstance(document, Mapping) and "sentences" in document:
+        return " ".join(document["sentences"])
+    if isinstance(document, (list, tuple)) and all(isinstance(s, str) for s in document):
+        return " ".join(document)
+    raise InvalidInputError(
+        "q2id: a document must be a string, a list of sentences or a mapping with 'sentences'; got "
+        f"{type(document).__name__}"
+    )
+
+
+class DocumentRetriever:
+    """Relevant and irrelevant documents for a bare query, from the retrieval engine (beyond Zhang'20).
+
+    The paper's inputs are judged documents. A user with only a query and a document collection gets them
+    from :class:`hf_querygen.retrieval.Index`: the ``relevant`` best-ranked documents stand in for the
+    relevant set, the next ``irrelevant`` ones (ranks ``relevant + 1 .. relevant + irrelevant``: retrieved,
+    so topically close, but ranked lower, like the judged non-relevant documents of Sec. 3.2) for the
+    irrelevant set.
+
+    Args:
+        index: the searchable collection; its row ``i`` is ``documents[i]``.
+        documents: the collection's documents (raw text, sentence lists or q2id records), in index-row order.
+        relevant: documents taken as relevant (>= 1).
+        irrelevant: documents after them taken as irrelevant (>= 0).
+        ranker, ranker_params: :meth:`hf_querygen.retrieval.Index.search` ranker and its parameters.
+        if_nothing: what a query that retrieves nothing (no query word in the collection) gets: "raise"
+            (:class:`InvalidInputError` naming the query) or "query" (the query itself as its one relevant
+            document, for an evaluation that must answer every query; :attr:`unanswered` counts them).
+    """
+
+    def __init__(
+        self,
+        index: Any,
+        documents: Sequence[Any],
+        relevant: int = 5,
+        irrelevant: int = 5,
+        ranker: str = "bm25",
+        if_nothing: str = "raise",
+        **ranker_params: Any,
+    ) -> None:
+        if if_nothing not in ("raise", "query"):
+            raise InvalidInputError(
+                f"DocumentRetriever: if_nothing must be 'raise' or 'query'; got {if_nothing!r}"
+            )
+        if len(documents) != len(index):
+            raise InvalidInputError(
+                f"DocumentRetriever: {len(documents)} documents for an index of {len(index)} rows; "
+                "documents[i] must be the index's row i"
+            )
+        for name, value, minimum in (("relevant", relevant, 1), ("irrelevant", irrelevant, 0)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+                raise InvalidInputError(
+                    f"DocumentRetriever: {name} must be an integer >= {minimum}; got {value!r}"
+                )
+        self.index, self.documents = index, documents
+        self.relevant, self.irrelevant = relevant, irrelevant
+        self.ranker, self.ranker_params = ranker, ranker_params
+        self.if_nothing, self.unanswered = if_nothing, 0
+
+    @classmethod
+    def from_documents(cls, documents: Sequence[Any], ids: Sequence[Any] | None = None, **kwargs: Any):
+        """Index ``documents`` in memory (BM25 statistics over :func:`document_text`) and wrap them."""
+        from ..retrieval import Index
+
+        index = Index.from_texts([document_text(d) for d in documents], ids=ids, show_progress=False)
+        return cls(index, documents, **kwargs)
+
+    def sources(self, queries: Sequence[str]) -> list[dict[str, Any]]:
+        """One q2id source per query: ``{"query", "relevant_documents", "irrelevant_documents"}``.
+
+        Raises :class:`InvalidInputError` naming the query when nothing is retrieved for it (no query word
+        is in the collection): CtrsGen needs at least one relevant document."""
+        if isinstance(queries, str):
+            raise InvalidInputError("DocumentRetriever.sources takes a list of queries, not one string")
+        depth = self.relevant + self.irrelevant
+        rankings = self.index.search_batch(
+            list(queries), k=depth, ranker=self.ranker, threads=1, **self.ranker_params
+        )
+        sources = []
+        for query, hits in zip(queries, rankings, strict=True):
+            if not hits and self.if_nothing == "query":
+                self.unanswered += 1
+                sources.append(as_source({"query": query, "relevant_documents": [query]}))
+                continue
+            if not hits:
+                raise InvalidInputError(
+                    f"DocumentRetriever: no document of the collection matches the query {query!r}; give its "
+                    "relevant_documents instead"
+                )
+            rows = [hit.row for hit in hits]
+            sources.append(
+                as_source(
+                    {
+                        "query": query,
+                        "relevant_documents": [self.documents[r] for r in rows[: self.relevant]],
+                        "irrelevant_documents": [self.documents[r] for r in rows[self.relevant :]],
+                    }
+                )
+            )
+        return sources
+
+    def retrieved_ids(self, query: str) -> tuple[list[Any], list[Any]]:
+        """(relevant ids, irrelevant ids) of ``query`` under this retriever (the index's document ids)."""
+        hits = self.index.search(
+            query, k=self.relevant + self.irrelevant, ranker=self.ranker, **self.ranker_params
+        )
+        ids = [hit.id for hit in hits]
+        return ids[: self.relevant], ids[self.relevant :]
+
+
 @dataclass
 class Q2IDTaskData(TaskData):
     """:class:`TaskData` whose sources are whole q2id records (query + document sets), not strings."""
@@ -110,19 +225,36 @@ class Q2IDTask(Task):
 
     # ------------------------------------------------------------ preparation
     def prepare(
-        self, splits: datasets.DatasetDict, output_vocab_size: int | None = None, **options: Any
+        self,
+        splits: datasets.DatasetDict,
+        output_vocab_size: int | None = None,
+        caps: Q2IDCaps | Mapping[str, Any] | None = None,
+        **options: Any,
     ) -> Q2IDTaskData:
         """Word tokenizer on TRAIN (queries + document sentences; description words first = the output
-        vocabulary of ``output_vocab_size`` words)."""
-        from .q2id import train_q2id_tokenizer
+        vocabulary of ``output_vocab_size`` words). ``caps`` (default: the task's) are the input / target
+        caps of this data; they travel with the tokenizer (``init_kwargs["q2id_caps"]``, saved in its
+        folder), so that a saved model is decoded under the caps it was trained with (:meth:`caps_for`)."""
+        from .q2id import Q2IDCaps, train_q2id_tokenizer
 
         if options:
             raise TypeError(f"Q2IDTask.prepare: unknown options {sorted(options)}")
+        if isinstance(caps, Mapping):
+            caps = Q2IDCaps(**caps)
+        caps = caps or self.caps
         tokenizer = train_q2id_tokenizer(
             splits["train"], output_vocab_size=output_vocab_size or self.output_vocab_size
         )
+        tokenizer.init_kwargs["q2id_caps"] = dataclasses.asdict(caps)
         state = {"output_vocab_size": int(tokenizer.init_kwargs["output_vocab_size"])}
         return Q2IDTaskData(self, splits, tokenizer, state)
+
+    def caps_for(self, tokenizer: PreTrainedTokenizerFast | None) -> Q2IDCaps:
+        """The caps a tokenizer's data was prepared with (``init_kwargs["q2id_caps"]``), else the task's."""
+        from .q2id import Q2IDCaps
+
+        saved = getattr(tokenizer, "init_kwargs", {}).get("q2id_caps") if tokenizer is not None else None
+        return Q2IDCaps(**saved) if isinstance(saved, Mapping) else self.caps
 
     def encode(self, data: TaskData, family: str) -> datasets.DatasetDict:
         """Nested ids (:func:`~hf_querygen.tasks.q2id.encode_q2id`); the copy family keeps label ids past
@@ -131,7 +263,8 @@ class Q2IDTask(Task):
 
         copy = family == "hierarchical-copy"
         label_space = len(data.tokenizer) if copy else data.state["output_vocab_size"]
-        encoded = encode_q2id_dataset(data.splits, data.tokenizer, self.caps, output_vocab_size=label_space)
+        caps = self.caps_for(data.tokenizer)
+        encoded = encode_q2id_dataset(data.splits, data.tokenizer, caps, output_vocab_size=label_space)
         return encoded.select_columns(list(ENCODED_COLUMNS))
 
     def collator(self, tokenizer: PreTrainedTokenizerFast) -> Any:
@@ -170,9 +303,9 @@ class Q2IDTask(Task):
         """One description per input (a list of ``n`` with ``num_return_sequences=n``).
 
         Every input is encoded with :func:`~hf_querygen.tasks.q2id.encode_q2id` under ``caps`` (default:
-        the task's), batched by :class:`~hf_querygen.tasks.q2id.Q2IDCollator` into (B, D, S, L) tensors,
-        decoded by ``generate()`` (greedy unless ``generation_kwargs`` say otherwise) and read back by
-        :func:`~hf_querygen.tasks.q2id.decode_description`."""
+        the tokenizer's, see :meth:`caps_for`), batched by :class:`~hf_querygen.tasks.q2id.Q2IDCollator`
+        into (B, D, S, L) tensors, decoded by ``generate()`` (greedy unless ``generation_kwargs`` say
+        otherwise) and read back by :func:`~hf_querygen.tasks.q2id.decode_description`."""
         import torch
 
         from ..inference import as_max_length
@@ -181,7 +314,7 @@ class Q2IDTask(Task):
         if isinstance(inputs, Mapping):
             raise InvalidInputError("Q2IDTask.predict takes a list of inputs, not one mapping")
         sources = [as_source(example) for example in inputs]
-        caps = caps or self.caps
+        caps = caps or self.caps_for(tokenizer)
         collate = Q2IDCollator(tokenizer.pad_token_id)
         n_returns = int(generation_kwargs.get("num_return_sequences", 1))
         generation_kwargs = as_max_length(dict(generation_kwargs))
