@@ -389,10 +389,10 @@ LONG = " ".join(f"word{i % 997}" for i in range(100_000))
 
 def metric_cases() -> list[Case]:
     from hf_querygen.corpora._base import normalize_for_matching
-    from hf_querygen.metrics.bleu import corpus_bleu
     from hf_querygen.metrics.exact_match import exact_match
     from hf_querygen.metrics.keyword_prf import keyword_prf
     from hf_querygen.metrics.rouge import rouge
+    from hf_querygen.metrics.sacrebleu_metric import corpus_bleu
     from hf_querygen.metrics.segmentation_scores import segmentation_scores
 
     metrics = {
