@@ -624,6 +624,30 @@ def read_nfcorpus(data_dir: Path, log: ParseLog) -> list[Q2IDRecord]:
 
 
 # ---------------------------------------------------------------- the corpus
+def nfcorpus_test_collection(data_dir: str | Path, split: str) -> dict[str, dict]:
+    """One NFCorpus split as a retrieval test collection: ``{"documents": {id: text}, "queries": {kind:
+    {id: text}} for kind in vid-desc / vid-titles / titles, "qrels": {query_id: {doc_id: level}}}`` with
+    the official 2-1-0 levels. Strict: the first malformed line raises naming file and line."""
+    folder = Path(data_dir) / NFCORPUS_DIR
+    log = ParseLog()
+    documents = {
+        d: text for d, (_, text) in _read_id_text_file(folder / f"{split}.docs", _DOC_ID, log).items()
+    }
+    queries = {
+        kind: {
+            q: text
+            for q, (_, text) in _read_id_text_file(folder / f"{split}.{kind}.queries", _QUERY_ID, log).items()
+        }
+        for kind in ("vid-desc", "vid-titles", "titles")
+    }
+    qrels: dict[str, dict[str, int]] = {}
+    for query_id, doc_id, level in _read_qrels(
+        folder / f"{split}.2-1-0.qrel", NFCORPUS_RELEVANT_LEVELS, documents, log
+    ):
+        qrels.setdefault(query_id, {})[doc_id] = level
+    return {"documents": documents, "queries": queries, "qrels": qrels}
+
+
 def config_sources(config: str) -> frozenset[str]:
     """The record sources a config keeps."""
     semeval = {SOURCE_SEMEVAL2015, SOURCE_SEMEVAL2016_ORIGINAL, SOURCE_SEMEVAL2016_RELATED}

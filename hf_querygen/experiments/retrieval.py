@@ -57,36 +57,12 @@ SYSTEM_LABELS = {
 
 # ---------------------------------------------------------------- data
 def load_nfcorpus_split(data_dir: Path, split: str) -> dict[str, Any]:
-    """Documents, vid-desc / vid-titles / titles queries and 2-1-0 qrels of one split, parsed by the
-    q2id corpus builder's NFCorpus readers (strict: a malformed line raises naming file and line)."""
-    from hf_querygen.corpora._base import ParseLog
-    from hf_querygen.corpora.q2id import (
-        _DOC_ID,
-        _QUERY_ID,
-        NFCORPUS_DIR,
-        NFCORPUS_RELEVANT_LEVELS,
-        _read_id_text_file,
-        _read_qrels,
-    )
+    """Documents, vid-desc / vid-titles / titles queries and 2-1-0 qrels of one NFCorpus split, read by
+    the corpus module (:func:`hf_querygen.corpora.q2id.nfcorpus_test_collection`; a malformed line raises
+    naming file and line)."""
+    from hf_querygen.corpora.q2id import nfcorpus_test_collection
 
-    folder = Path(data_dir) / NFCORPUS_DIR
-    log = ParseLog()
-    documents = {
-        d: text for d, (_, text) in _read_id_text_file(folder / f"{split}.docs", _DOC_ID, log).items()
-    }
-    queries = {
-        kind: {
-            q: text
-            for q, (_, text) in _read_id_text_file(folder / f"{split}.{kind}.queries", _QUERY_ID, log).items()
-        }
-        for kind in ("vid-desc", "vid-titles", "titles")
-    }
-    qrels: dict[str, dict[str, int]] = {}
-    for query_id, doc_id, level in _read_qrels(
-        folder / f"{split}.2-1-0.qrel", NFCORPUS_RELEVANT_LEVELS, documents, log
-    ):
-        qrels.setdefault(query_id, {})[doc_id] = level
-    return {"documents": documents, "queries": queries, "qrels": qrels}
+    return nfcorpus_test_collection(data_dir, split)
 
 
 # ---------------------------------------------------------------- keyword systems
