@@ -307,13 +307,14 @@ FULL_BUDGET = Budget(
         "num_proc": None,
     },
 )
+# 100 steps: at 30 the tiny CopyNet still wrote "? ? ?" (T_0 ROUGE-L 0.000); at 100 it reaches 0.24 in ~10 s
 QUICK_TRAINING = {
-    "max_steps": 30,
+    "max_steps": 100,
     "learning_rate": 1e-2,
     "eval_strategy": "steps",
-    "eval_steps": 15,
+    "eval_steps": 50,
     "save_strategy": "steps",
-    "save_steps": 15,
+    "save_steps": 50,
 }
 QUICK_BUDGET = Budget(
     "quick",
