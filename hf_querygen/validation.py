@@ -39,6 +39,24 @@ def invalid(owner: str, name: str, value: Any, allowed: str) -> InvalidInputErro
     )
 
 
+def check_output_vocabulary(owner: str, vocab_size: int, output_vocab_size: int, **special_ids: int) -> None:
+    """The decoders' softmax covers the first ``output_vocab_size`` ids: it must be in [1, vocab_size],
+    and every special id (``pad_token_id=0, ...``) must lie inside it, or that token could never be
+    generated (eos) or its row would not exist (pad, decoder start)."""
+    if not 0 < output_vocab_size <= vocab_size:
+        raise invalid(
+            owner, "output_vocab_size", output_vocab_size, f"an integer in [1, vocab_size={vocab_size}]"
+        )
+    outside = {name: i for name, i in special_ids.items() if not 0 <= i < output_vocab_size}
+    if outside:
+        raise invalid(
+            owner,
+            "special token ids",
+            outside,
+            f"special token ids must be < output_vocab_size={output_vocab_size}",
+        )
+
+
 def _range_text(minimum: float | None, maximum: float | None, low_open: bool, high_open: bool) -> str:
     low = "-inf" if minimum is None else f"{minimum}"
     high = "inf" if maximum is None else f"{maximum}"

@@ -7,6 +7,7 @@ from __future__ import annotations
 from transformers import PretrainedConfig
 
 from ...nn.encoder import check_rnn_hyper_parameters
+from ...validation import check_output_vocabulary
 
 DECODER_ATTENTION_CHOICES = ("contrast", "concat")
 IRRELEVANT_ENCODING_CHOICES = ("per_document", "concatenated")
@@ -111,10 +112,16 @@ class CtrsGenConfig(PretrainedConfig):
             raise ValueError(
                 "CtrsGenConfig: decoder_attention='concat' concatenates query states: needs use_query"
             )
-        if not 0 < output_vocab_size <= vocab_size:
-            raise ValueError(
-                f"CtrsGenConfig: output_vocab_size must be in (0, {vocab_size}]; got {output_vocab_size}"
-            )
+        check_output_vocabulary(
+            "CtrsGenConfig",
+            vocab_size,
+            output_vocab_size,
+            pad_token_id=pad_token_id,
+            unk_token_id=unk_token_id,
+            bos_token_id=bos_token_id,
+            eos_token_id=eos_token_id,
+            decoder_start_token_id=decoder_start_token_id,
+        )
         check_rnn_hyper_parameters(
             "CtrsGenConfig",
             "gru",
@@ -124,18 +131,6 @@ class CtrsGenConfig(PretrainedConfig):
             hidden_size=hidden_size,
             decoder_hidden_size=decoder_hidden_size,
         )
-        specials = {
-            "pad_token_id": pad_token_id,
-            "unk_token_id": unk_token_id,
-            "bos_token_id": bos_token_id,
-            "eos_token_id": eos_token_id,
-            "decoder_start_token_id": decoder_start_token_id,
-        }
-        outside = {name: i for name, i in specials.items() if not 0 <= i < output_vocab_size}
-        if outside:
-            raise ValueError(
-                f"CtrsGenConfig: special token ids must be < output_vocab_size={output_vocab_size}: {outside}"
-            )
         self.vocab_size = vocab_size
         self.output_vocab_size = output_vocab_size
         self.embedding_size = embedding_size

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from transformers import PretrainedConfig
 
-from ...validation import check_bool, check_float, check_int, check_optional_int, invalid
+from ...validation import check_bool, check_float, check_int, check_optional_int, check_output_vocabulary
 
 #: the paper's hyper-parameters (Sec. 5.1): embeddings 60, LSTMs 128, dropout 0.4, lambda 0.5
 LIU2018_DUAL_DECODER: dict[str, float | int | bool] = {
@@ -79,19 +79,15 @@ class DualDecoderConfig(PretrainedConfig):
         check_bool(owner, "pointer_only", pointer_only)
         check_bool(owner, "is_encoder_decoder", is_encoder_decoder)
         output_vocab_size = vocab_size if output_vocab_size is None else output_vocab_size
-        if not 0 < output_vocab_size <= vocab_size:
-            raise invalid(
-                owner, "output_vocab_size", output_vocab_size, f"an integer in [1, vocab_size={vocab_size}]"
-            )
-        specials = {"pad": pad_token_id, "unk": unk_token_id, "bos": bos_token_id, "eos": eos_token_id}
-        too_big = {name: i for name, i in specials.items() if not 0 <= i < output_vocab_size}
-        if too_big:
-            raise invalid(
-                owner,
-                "special token ids",
-                too_big,
-                f"special token ids must be < output_vocab_size={output_vocab_size}",
-            )
+        check_output_vocabulary(
+            owner,
+            vocab_size,
+            output_vocab_size,
+            pad=pad_token_id,
+            unk=unk_token_id,
+            bos=bos_token_id,
+            eos=eos_token_id,
+        )
         self.vocab_size = vocab_size
         self.output_vocab_size = output_vocab_size
         self.embedding_size = embedding_size

@@ -6,6 +6,7 @@ from __future__ import annotations
 from transformers import PretrainedConfig
 
 from ...nn.encoder import check_rnn_hyper_parameters
+from ...validation import check_output_vocabulary
 
 
 class QueryPointerGeneratorConfig(PretrainedConfig):
@@ -64,11 +65,16 @@ class QueryPointerGeneratorConfig(PretrainedConfig):
         output_vocab_size = vocab_size if output_vocab_size is None else output_vocab_size
         decoder_hidden_size = hidden_size if decoder_hidden_size is None else decoder_hidden_size
         decoder_start_token_id = bos_token_id if decoder_start_token_id is None else decoder_start_token_id
-        if not 0 < output_vocab_size <= vocab_size:
-            raise ValueError(
-                f"QueryPointerGeneratorConfig: output_vocab_size must be in (0, {vocab_size}]; "
-                f"got {output_vocab_size}"
-            )
+        check_output_vocabulary(
+            "QueryPointerGeneratorConfig",
+            vocab_size,
+            output_vocab_size,
+            pad_token_id=pad_token_id,
+            unk_token_id=unk_token_id,
+            bos_token_id=bos_token_id,
+            eos_token_id=eos_token_id,
+            decoder_start_token_id=decoder_start_token_id,
+        )
         if relevance_scaled_attention and not use_query:
             raise ValueError("QueryPointerGeneratorConfig: relevance_scaled_attention needs use_query=True")
         if coverage_loss_weight < 0 or relevance_floor < 0 or max_source_tokens < 1:
@@ -85,18 +91,6 @@ class QueryPointerGeneratorConfig(PretrainedConfig):
             hidden_size=hidden_size,
             decoder_hidden_size=decoder_hidden_size,
         )
-        specials = dict(
-            pad_token_id=pad_token_id,
-            unk_token_id=unk_token_id,
-            bos_token_id=bos_token_id,
-            eos_token_id=eos_token_id,
-            decoder_start_token_id=decoder_start_token_id,
-        )
-        outside = {name: i for name, i in specials.items() if not 0 <= i < output_vocab_size}
-        if outside:
-            raise ValueError(
-                f"QueryPointerGeneratorConfig: special ids must be < output_vocab_size: {outside}"
-            )
         self.vocab_size = vocab_size
         self.output_vocab_size = output_vocab_size
         self.embedding_size = embedding_size

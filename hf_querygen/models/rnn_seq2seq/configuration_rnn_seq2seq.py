@@ -8,7 +8,15 @@ from transformers import PretrainedConfig
 
 from ...nn.attention import ATTENTION_KINDS
 from ...nn.encoder import RNN_CELLS, check_rnn_hyper_parameters
-from ...validation import check_bool, check_choice, check_float, check_int, check_optional_int, invalid
+from ...validation import (
+    check_bool,
+    check_choice,
+    check_float,
+    check_int,
+    check_optional_int,
+    check_output_vocabulary,
+    invalid,
+)
 
 ATTENTION_CHOICES = ("none", *ATTENTION_KINDS)
 COPY_CHOICES = ("none", "copynet")
@@ -156,10 +164,16 @@ class RNNSeq2SeqConfig(PretrainedConfig):
                 copy,
                 "'none' here: copy='copynet' needs an attention (Gu et al. build CopyNet on AttNet)",
             )
-        if not 0 < output_vocab_size <= vocab_size:
-            raise invalid(
-                owner, "output_vocab_size", output_vocab_size, f"an integer in [1, vocab_size={vocab_size}]"
-            )
+        check_output_vocabulary(
+            owner,
+            vocab_size,
+            output_vocab_size,
+            pad_token_id=pad_token_id,
+            unk_token_id=unk_token_id,
+            bos_token_id=bos_token_id,
+            eos_token_id=eos_token_id,
+            decoder_start_token_id=decoder_start_token_id,
+        )
         check_rnn_hyper_parameters(
             "RNNSeq2SeqConfig",
             cell,
@@ -172,21 +186,6 @@ class RNNSeq2SeqConfig(PretrainedConfig):
             num_decoder_layers=num_decoder_layers,
             local_attention_window=local_attention_window,
         )
-        specials = {
-            "pad_token_id": pad_token_id,
-            "unk_token_id": unk_token_id,
-            "bos_token_id": bos_token_id,
-            "eos_token_id": eos_token_id,
-            "decoder_start_token_id": decoder_start_token_id,
-        }
-        outside = {name: i for name, i in specials.items() if not 0 <= i < output_vocab_size}
-        if outside:
-            raise invalid(
-                owner,
-                "special token ids",
-                outside,
-                f"special token ids must be < output_vocab_size={output_vocab_size}",
-            )
         self.vocab_size = vocab_size
         self.output_vocab_size = output_vocab_size
         self.embedding_size = embedding_size
