@@ -112,17 +112,6 @@ NEURAL_SYSTEMS = (
     "joint_ats2s_sl",
     "dual_decoder",
 )
-REPORTED_METRICS = (
-    "precision",
-    "recall",
-    "f1",
-    "pooled_precision",
-    "pooled_recall",
-    "pooled_f1",
-    "recall_extractive",
-    "recall_generative",
-    "recall_total",
-)
 #: Fig. 5 buckets over the number of normalised words of the natural-language query
 LENGTH_BIN_EDGES = (1, 6, 9, 12, 16, 21)
 
