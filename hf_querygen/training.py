@@ -29,6 +29,8 @@ if TYPE_CHECKING:  # torch/transformers/datasets cost seconds at import
 
 #: file written beside a trained model: what it was trained on and how (read by ``evaluate``)
 TRAINING_METADATA_FILE = "hf_querygen_training.json"
+#: the .hf_querygen marker kind of a model folder written by save_model_folder (see hf_querygen._fs)
+MODEL_FOLDER_KIND = "model"
 
 
 # ---------------------------------------------------------------- training arguments
@@ -486,32 +488,22 @@ def save_model_folder(
     ``hf_querygen_training.json`` (``metadata``) and a model card (README.md, :mod:`hf_querygen.hub`).
 
     Atomic: everything is written to a temporary sibling folder that is renamed at the end, so an
-    interrupted run never leaves a half-written model. An existing folder is an error unless
-    ``overwrite`` (then it is replaced only once the new one is complete).
+    interrupted run never leaves a half-written model. An existing folder is an error
+    (:class:`~hf_querygen.errors.OutputExistsError`) unless ``overwrite`` and the library wrote it (then
+    it is replaced only once the new one is complete); a folder holding anything else is never replaced.
     """
-    import shutil
-    import tempfile
-
+    from ._fs import atomic_output_dir
     from .hub import card_kwargs_from_training, render_model_card
 
     directory = Path(directory)
-    if directory.exists() and not overwrite:
-        raise FileExistsError(f"{directory} exists; pass overwrite=True (CLI: --overwrite) to replace it")
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.tmp-", dir=directory.parent))
-    try:
+    # replaces only a model folder this library wrote (its .hf_querygen marker); see hf_querygen._fs
+    with atomic_output_dir(directory, MODEL_FOLDER_KIND, overwrite, what="model") as staging:
         model.save_pretrained(staging)
         tokenizer.save_pretrained(staging)
         (staging / TRAINING_METADATA_FILE).write_text(
             json.dumps(dict(metadata), indent=2, default=str) + "\n", encoding="utf-8"
         )
         render_model_card(model, **card_kwargs_from_training(staging)).save(staging / "README.md")
-        if directory.exists():
-            shutil.rmtree(directory)
-        staging.rename(directory)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return directory
 
 
@@ -574,11 +566,11 @@ def train_model(
 
     import torch
 
+    from ._fs import check_output_dir
     from .tasks.base import get_task, task_for_corpus
 
     output_dir = Path(output_dir)
-    if output_dir.exists() and not overwrite:
-        raise FileExistsError(f"{output_dir} exists; pass overwrite=True (CLI: --overwrite) to replace it")
+    check_output_dir(output_dir, MODEL_FOLDER_KIND, overwrite, what="--output-dir")  # before any work
     task_object = get_task(task) if task is not None else task_for_corpus(corpus)
     corpus, config_name = task_object.resolve_corpus(corpus, config_name)
     started = time.perf_counter()

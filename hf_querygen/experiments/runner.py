@@ -403,20 +403,40 @@ def _run_baseline(
 
 
 # ---------------------------------------------------------------- the run
+#: the .hf_querygen marker kind of a reproduction's out_dir (see hf_querygen._fs)
+REPRODUCTION_KIND = "reproduction"
+#: what a reproduction writes in its out_dir and ``overwrite`` deletes there (nothing else is touched)
+REPRODUCTION_OUTPUTS = ("runs", "checkpoints", "results.json", "results.md", "train.log")
+
+
 def _prepare_out_dir(out: Path, resume: bool, overwrite: bool) -> None:
-    if out.exists() and any(out.iterdir()):
-        if overwrite:
-            for name in ("runs", "checkpoints", "results.json", "results.md", "train.log"):
-                path = out / name
-                if path.is_dir():
-                    shutil.rmtree(path)
-                elif path.exists():
-                    path.unlink()
-        elif not resume:
-            raise FileExistsError(
-                f"{out} is not empty: pass --resume to continue that run or --overwrite to start again"
+    from .._fs import check_output_dir, foreign_entries, read_marker, write_marker
+    from ..errors import OutputExistsError
+
+    # an empty or absent folder (and the writability of its parent); a non-empty one is decided below
+    if not (out.is_dir() and any(out.iterdir())):
+        check_output_dir(out, REPRODUCTION_KIND, overwrite, what="--out-dir")
+    elif overwrite:
+        ours = [name for name in REPRODUCTION_OUTPUTS if (out / name).exists()]
+        if ours and foreign_entries(out, REPRODUCTION_KIND) is None:
+            raise OutputExistsError(
+                f"refusing to overwrite {out}: it has no .hf_querygen marker of a reproduction, so "
+                f"{', '.join(ours)} there may not be hf-querygen's; move them away or choose another "
+                "--out-dir"
             )
+        for name in ours:  # only the reproduction's own outputs; other files in the folder stay
+            path = out / name
+            if path.is_dir():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+    elif not resume:
+        raise OutputExistsError(
+            f"{out} is not empty: pass --resume to continue that run or --overwrite to start again"
+        )
     out.mkdir(parents=True, exist_ok=True)
+    if read_marker(out) is None:
+        write_marker(out, REPRODUCTION_KIND)
 
 
 def budget_systems(reproduction: Reproduction, budget: Budget) -> list[System]:
@@ -446,7 +466,9 @@ def run_reproduction(
             copy: the workers could not find it).
         save_models: keep every trained model as ``save_models/<system>[-fold<f>]-seed<s>/``.
         resume: skip finished runs (``out_dir/runs/``) and continue interrupted trainings.
-        overwrite: start again in a non-empty ``out_dir`` (its runs and checkpoints are deleted).
+        overwrite: start again in a non-empty ``out_dir`` written by a reproduction (its
+            :data:`REPRODUCTION_OUTPUTS` are deleted, other files kept; a folder without the
+            library's marker is refused).
         progress: one tqdm bar per stage on stderr.
 
     Returns:

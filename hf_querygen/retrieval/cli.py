@@ -110,8 +110,11 @@ def _parse_params(pairs: list[str]) -> dict:
 def _build(args: argparse.Namespace) -> int:
     import time
 
+    from hf_querygen._fs import check_output_dir
     from hf_querygen.retrieval import Index
+    from hf_querygen.retrieval.index import INDEX_KIND
 
+    check_output_dir(args.output, INDEX_KIND, args.overwrite, what="index")  # before reading the input
     texts, ids = _read_documents(args.input, args.text_field, args.id_field)
     start = time.perf_counter()
     index = Index.from_texts(

@@ -31,7 +31,6 @@ import array
 import gc
 import json
 import os
-import shutil
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -40,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from hf_querygen._fs import atomic_output_dir
 from hf_querygen.errors import InvalidInputError, ModelFolderError
 
 from .analysis import analyze, analyze_many
@@ -57,6 +57,7 @@ from .rankers import (
 from .stats import CollectionStats
 
 FORMAT_VERSION = 1
+INDEX_KIND = "index"  # the .hf_querygen marker kind of an index folder
 META_FILE = "index.json"
 IDS_FILE = "ids.json"
 TANTIVY_DIR = "tantivy"
@@ -145,10 +146,28 @@ class Index:
 
         ``ids``: one id per text (str or int, unique); default the row numbers 0..D-1. ``path``: the
         folder to persist into (``None``: in memory). An existing non-empty folder is an error unless
-        ``overwrite=True``, which replaces a previous index there (never a folder that is not an index).
-        ``num_threads``: tantivy writer threads (0: tantivy's choice).
+        ``overwrite=True``, which replaces an index this library wrote there (recognised by its
+        ``.hf_querygen`` marker; any other folder is refused, naming its files: :mod:`hf_querygen._fs`).
+        The index is built in a temporary sibling folder renamed at the end: a refused or failed build
+        leaves nothing behind. ``num_threads``: tantivy writer threads (0: tantivy's choice).
         """
-        folder = _prepare_folder(path, overwrite) if path is not None else None
+        if path is None:
+            return cls._build(texts, ids, None, show_progress, heap_size, num_threads)
+        with atomic_output_dir(path, INDEX_KIND, overwrite, what="index") as staging:
+            cls._build(texts, ids, staging, show_progress, heap_size, num_threads)
+            gc.collect()  # drop the staging folder's tantivy handles before it is renamed
+        return cls.open(path)
+
+    @classmethod
+    def _build(
+        cls,
+        texts: Iterable[str],
+        ids: Sequence | None,
+        folder: Path | None,
+        show_progress: bool,
+        heap_size: int,
+        num_threads: int,
+    ) -> Index:
         tantivy = _tantivy()
         schema = _schema()
         if folder is not None:
@@ -470,22 +489,3 @@ def _check_ids(ids: Sequence | None, num_docs: int) -> list | None:
     if len(set(ids)) != len(ids):
         raise InvalidInputError("Index.from_texts: ids must be unique")
     return ids
-
-
-def _prepare_folder(path: str | os.PathLike, overwrite: bool) -> Path:
-    folder = Path(path)
-    if folder.exists() and not folder.is_dir():
-        raise InvalidInputError(f"index path {folder} exists and is not a folder")
-    if folder.is_dir() and any(folder.iterdir()):
-        if not overwrite:
-            raise InvalidInputError(
-                f"index folder {folder} is not empty: an index was built there already; "
-                "pass overwrite=True (--overwrite) to replace it"
-            )
-        if not (
-            (folder / META_FILE).exists() or (folder / TANTIVY_DIR).exists() or (folder / STATS_DIR).exists()
-        ):
-            raise InvalidInputError(f"refusing to overwrite {folder}: it holds files but no index")
-        shutil.rmtree(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
