@@ -86,25 +86,10 @@ def _read_documents(path: Path, text_field: str, id_field: str) -> tuple[list[st
     return texts, ids
 
 
-def _parse_params(pairs: list[str]) -> dict:
-    from hf_querygen.errors import InvalidInputError
+def _parse_params(ranker: str, pairs: list[str]) -> dict:
+    from hf_querygen.retrieval.params import parse_params
 
-    params: dict = {}
-    for pair in pairs:
-        name, sep, value = pair.partition("=")
-        if not sep:
-            raise InvalidInputError(f"--param {pair!r}: expected NAME=VALUE")
-        if name == "weights":
-            params[name] = tuple(float(v) for v in value.split(","))
-        elif name == "depth":
-            params[name] = None if value.lower() == "none" else int(value)
-        elif name in ("window",):
-            params[name] = int(value)
-        elif name == "exact":
-            params[name] = value.lower() in ("1", "true", "yes")
-        else:
-            params[name] = float(value)
-    return params
+    return parse_params(ranker, pairs)
 
 
 def _build(args: argparse.Namespace) -> int:
@@ -130,11 +115,10 @@ def _build(args: argparse.Namespace) -> int:
 def _search(args: argparse.Namespace) -> int:
     from hf_querygen.retrieval import Index
 
+    params = _parse_params(args.ranker, args.param)  # before opening the index
     index = Index.open(args.index)
     queries = args.queries or [line.rstrip("\n") for line in sys.stdin]
-    results = index.search_batch(
-        queries, k=args.k, ranker=args.ranker, threads=args.threads, **_parse_params(args.param)
-    )
+    results = index.search_batch(queries, k=args.k, ranker=args.ranker, threads=args.threads, **params)
     for query, hits in zip(queries, results, strict=True):
         print(
             json.dumps(

@@ -20,7 +20,10 @@ Rankers (``search(query, k, ranker, **params)``):
 
 Bad input: a query that is not a string raises :class:`~hf_querygen.errors.InvalidInputError`; a query
 that analyses to no terms (empty, whitespace, punctuation) or whose terms never occur in the collection
-returns ``[]``; a query of more than ``max_query_terms`` terms raises ``InvalidInputError``. No stopword
+returns ``[]``; a query of more than ``max_query_terms`` terms raises ``InvalidInputError``. Every
+parameter (ranker parameters, ``k``, ``rows``, thread counts, writer settings) is checked by
+:mod:`hf_querygen.retrieval.params` (type, range, finiteness; ``k`` and ``depth`` capped at the
+collection size), the layer the CLI's ``--param`` goes through too. No stopword
 list is applied (stopwords are ordinary terms, as in the rest of the library). A missing, incomplete
 or corrupted folder raises :class:`~hf_querygen.errors.ModelFolderError` naming the file.
 """
@@ -31,7 +34,7 @@ import array
 import gc
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,13 +45,11 @@ import numpy as np
 from hf_querygen._fs import atomic_output_dir
 from hf_querygen.errors import InvalidInputError, ModelFolderError
 
+from . import params as params_layer
 from .analysis import analyze, analyze_many
 from .rankers import (
     BM25_DEFAULT_B,
     BM25_DEFAULT_K1,
-    SDM_DEFAULT_MU,
-    SDM_DEFAULT_WEIGHTS,
-    SDM_DEFAULT_WINDOW,
     bm25_scores,
     matching_documents,
     ql_scores,
@@ -65,17 +66,12 @@ STATS_DIR = "stats"
 ANALYZER_NAME = "hf_querygen_terms"  # whitespace split of text already analysed by analysis.analyze
 TEXT_FIELD = "text"
 ROW_FIELD = "row"
+#: each ranker's parameters and defaults (their types and ranges: :mod:`hf_querygen.retrieval.params`)
 RANKER_PARAMS = {
-    "bm25": {"k1": BM25_DEFAULT_K1, "b": BM25_DEFAULT_B, "exact": False},
-    "ql": {"mu": SDM_DEFAULT_MU},
-    "sdm": {
-        "mu": SDM_DEFAULT_MU,
-        "weights": SDM_DEFAULT_WEIGHTS,
-        "window": SDM_DEFAULT_WINDOW,
-        "depth": 1000,
-    },
+    ranker: {name: param.default for name, param in specs.items()}
+    for ranker, specs in params_layer.RANKER_PARAMS.items()
 }
-RANKERS = tuple(RANKER_PARAMS)
+RANKERS = params_layer.RANKERS
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +147,8 @@ class Index:
         The index is built in a temporary sibling folder renamed at the end: a refused or failed build
         leaves nothing behind. ``num_threads``: tantivy writer threads (0: tantivy's choice).
         """
+        params_layer.check_writer_settings(heap_size, num_threads)
+        texts, ids = _check_collection_arguments(texts, ids)
         if path is None:
             return cls._build(texts, ids, None, show_progress, heap_size, num_threads)
         with atomic_output_dir(path, INDEX_KIND, overwrite, what="index") as staging:
@@ -334,8 +332,7 @@ class Index:
         ``params`` are the ranker's (see the module docstring); unknown names raise InvalidInputError.
         """
         params = _ranker_params(ranker, params)
-        if not isinstance(k, int | np.integer) or isinstance(k, bool) or k < 1:
-            raise InvalidInputError(f"Index.search: k must be a positive integer, got {k!r}")
+        k = params_layer.check_k(k, len(self))
         terms = self.analyze_query(query)
         term_ids = [self.stats.term_id(t) for t in terms]
         if not any(t >= 0 for t in term_ids):
@@ -352,12 +349,8 @@ class Index:
         depth = params["depth"]
         if depth is None:
             docs = np.arange(self.stats.num_docs)
-        else:
-            if not isinstance(depth, int) or depth < 1:
-                raise InvalidInputError(
-                    f"Index.search: depth must be a positive integer or None, got {depth!r}"
-                )
-            docs = np.sort(self._tantivy_bm25(terms, term_ids, max(depth, k))[0])
+        else:  # capped: tantivy aborts the process on a limit far above the collection size
+            docs = np.sort(self._tantivy_bm25(terms, term_ids, min(max(depth, k), len(self)))[0])
         scores = sdm_scores(self.stats, term_ids, docs, params["mu"], params["weights"], params["window"])
         return self._hits(docs, scores, k)
 
@@ -376,7 +369,9 @@ class Index:
                 "Index.search_batch: queries must be a sequence of strings, not one string"
             )
         _ranker_params(ranker, params)  # fail before starting threads
-        threads = threads or os.cpu_count() or 1
+        params_layer.check_k(k, len(self), "Index.search_batch")
+        threads = params_layer.check_threads(threads, "Index.search_batch") or os.cpu_count() or 1
+        queries = _check_queries(queries)
         if threads <= 1 or len(queries) <= 1:
             return [self.search(q, k, ranker, **params) for q in queries]
         with ThreadPoolExecutor(max_workers=threads) as pool:
@@ -391,7 +386,11 @@ class Index:
         """
         params = _ranker_params(ranker, params)
         term_ids = [self.stats.term_id(t) for t in self.analyze_query(query)]
-        docs = np.arange(self.stats.num_docs) if rows is None else np.asarray(rows, dtype=np.int64)
+        docs = (
+            np.arange(self.stats.num_docs)
+            if rows is None
+            else params_layer.check_rows(rows, self.stats.num_docs)
+        )
         if not term_ids:
             return np.zeros(len(docs))
         if ranker == "bm25":
@@ -458,23 +457,29 @@ def _chunks(iterable: Iterable, size: int) -> Iterable[list]:
 
 
 def _ranker_params(ranker: str, params: dict[str, Any]) -> dict[str, Any]:
-    if ranker not in RANKER_PARAMS:
-        raise InvalidInputError(f"unknown ranker {ranker!r}; choose one of {', '.join(RANKERS)}")
-    defaults = RANKER_PARAMS[ranker]
-    unknown = sorted(set(params) - set(defaults))
-    if unknown:
+    return params_layer.ranker_params(ranker, params)
+
+
+def _check_queries(queries: Any) -> list[str]:
+    if isinstance(queries, str | bytes) or not isinstance(queries, Iterable):
         raise InvalidInputError(
-            f"ranker {ranker!r} has no parameter(s) {', '.join(unknown)}; it takes {', '.join(defaults)}"
+            f"Index.search_batch: queries must be a sequence of strings, not {type(queries).__name__}"
         )
-    merged = {**defaults, **params}
-    if ranker == "sdm":
-        if len(tuple(merged["weights"])) != 3:
-            raise InvalidInputError(f"sdm weights must be 3 numbers (T, O, U), got {merged['weights']!r}")
-        if not isinstance(merged["window"], int) or merged["window"] < 2:
-            raise InvalidInputError(f"sdm window must be an integer >= 2, got {merged['window']!r}")
-    if "mu" in merged and not merged["mu"] > 0:
-        raise InvalidInputError(f"{ranker} mu must be > 0, got {merged['mu']!r}")
-    return merged
+    return list(queries)
+
+
+def _check_collection_arguments(texts: Any, ids: Any) -> tuple[Iterable[str], Sequence | None]:
+    """Refuse, before any work, arguments that would be iterated into nonsense (a string's characters,
+    a mapping's keys) or that are not sequences at all."""
+    for name, value in (("texts", texts), ("ids", ids)):
+        if name == "ids" and value is None:
+            continue
+        if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
+            raise InvalidInputError(
+                f"Index.from_texts: {name} must be a sequence (list, tuple, iterator) of "
+                f"{'strings' if name == 'texts' else 'str or int ids'}, got {type(value).__name__}"
+            )
+    return texts, ids
 
 
 def _check_ids(ids: Sequence | None, num_docs: int) -> list | None:
@@ -486,6 +491,13 @@ def _check_ids(ids: Sequence | None, num_docs: int) -> list | None:
     bad = next((i for i in ids if not isinstance(i, str | int) or isinstance(i, bool)), None)
     if bad is not None:
         raise InvalidInputError(f"Index.from_texts: ids must be str or int, got {type(bad).__name__}")
+    empty = next((row for row, i in enumerate(ids) if isinstance(i, str) and not i.strip()), None)
+    if empty is not None:
+        raise InvalidInputError(f"Index.from_texts: id of text {empty} is empty ({ids[empty]!r})")
     if len(set(ids)) != len(ids):
-        raise InvalidInputError("Index.from_texts: ids must be unique")
+        seen: dict = {}
+        first, second = next((seen[i], row) for row, i in enumerate(ids) if seen.setdefault(i, row) != row)
+        raise InvalidInputError(
+            f"Index.from_texts: ids must be unique; texts {first} and {second} share id {ids[first]!r}"
+        )
     return ids
