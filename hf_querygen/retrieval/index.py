@@ -2,7 +2,10 @@
 
 Folder layout (``Index.from_texts(..., path=folder)``; reopened with ``Index.open(folder)``)::
 
-    folder/index.json    format version, analyzer, counts (written last: its presence marks a complete build)
+    folder/index.json    format version, analyzer, counts, and every file below with its size and content
+                         hash plus a fingerprint over them (ties statistics, ids and tantivy segments to
+                         one build; ``open`` verifies it and names a missing, truncated or foreign file)
+    folder/.hf_querygen  the library's marker (what ``overwrite`` may replace: :mod:`hf_querygen._fs`)
     folder/ids.json      the caller's document ids (omitted when ids are row numbers)
     folder/tantivy/      the tantivy index (field ``text``: analysed terms, freqs; fast field ``row``)
     folder/stats/        collection statistics, see :mod:`hf_querygen.retrieval.stats`
@@ -32,6 +35,7 @@ from __future__ import annotations
 
 import array
 import gc
+import hashlib
 import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -57,7 +61,7 @@ from .rankers import (
 )
 from .stats import CollectionStats
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: index.json lists every file (size, content hash); 1 is still read
 INDEX_KIND = "index"  # the .hf_querygen marker kind of an index folder
 META_FILE = "index.json"
 IDS_FILE = "ids.json"
@@ -154,6 +158,7 @@ class Index:
         with atomic_output_dir(path, INDEX_KIND, overwrite, what="index") as staging:
             cls._build(texts, ids, staging, show_progress, heap_size, num_threads)
             gc.collect()  # drop the staging folder's tantivy handles before it is renamed
+            _write_manifest(staging)
         return cls.open(path)
 
     @classmethod
@@ -281,14 +286,21 @@ class Index:
             version = meta["format_version"]
         except (ValueError, KeyError, TypeError) as err:
             raise ModelFolderError(f"index metadata is corrupted: {meta_path} ({err})") from err
-        if version != FORMAT_VERSION:
+        if version not in (1, FORMAT_VERSION):
             raise ModelFolderError(
-                f"{meta_path}: format version {version}, this library reads {FORMAT_VERSION}"
+                f"{meta_path}: format version {version}, this library reads 1 and {FORMAT_VERSION}"
             )
-        tantivy = _tantivy()
+        if version >= 2:
+            _verify_manifest(folder, meta)
+        ids_path = folder / IDS_FILE
+        if meta.get("ids") == IDS_FILE and not ids_path.is_file():
+            # never fall back to row numbers: they would be returned as if they were the caller's ids
+            raise ModelFolderError(
+                f"index ids file is missing: {ids_path} (index.json says the ids are there)"
+            )
         tantivy_dir = folder / TANTIVY_DIR
         try:
-            tantivy_index = tantivy.Index.open(str(tantivy_dir))
+            tantivy_index, shadow = _open_tantivy(tantivy_dir)
             _register_analyzer(tantivy_index)
             tantivy_docs = tantivy_index.searcher().num_docs
         except (ValueError, OSError) as err:
@@ -300,7 +312,6 @@ class Index:
                 f"stats {stats.num_docs}); rebuild with overwrite=True"
             )
         ids = None
-        ids_path = folder / IDS_FILE
         if ids_path.exists():
             try:
                 ids = json.loads(ids_path.read_text())
@@ -308,7 +319,9 @@ class Index:
                 raise ModelFolderError(f"index ids file is corrupted: {ids_path} ({err})") from err
             if not isinstance(ids, list) or len(ids) != num_docs:
                 raise ModelFolderError(f"index ids file is corrupted: {ids_path} (expected {num_docs} ids)")
-        return cls(tantivy_index, stats, ids, folder)
+        index = cls(tantivy_index, stats, ids, folder)
+        index._read_only_shadow = shadow  # kept alive with the index (None for a writable folder)
+        return index
 
     # ------------------------------------------------------------------ searching
     def doc_id(self, row: int):
@@ -501,3 +514,103 @@ def _check_ids(ids: Sequence | None, num_docs: int) -> list | None:
             f"Index.from_texts: ids must be unique; texts {first} and {second} share id {ids[first]!r}"
         )
     return ids
+
+
+# ---------------------------------------------------------------- index folder integrity
+#: files up to this size are hashed whole; larger ones by their size, first and last MiB (fast to
+#: verify at every open, and enough to tell two builds apart: their headers and vocabularies differ)
+MANIFEST_FULL_HASH_LIMIT = 4 << 20
+_SAMPLE_BYTES = 1 << 20
+#: not content: tantivy's locks and garbage-collection bookkeeping, the library's marker
+_UNLISTED = (".tantivy-meta.lock", ".tantivy-writer.lock", ".managed.json", ".hf_querygen", META_FILE)
+
+
+def _file_digest(path: Path, size: int) -> str:
+    digest = hashlib.sha256(str(size).encode())
+    with path.open("rb") as handle:
+        if size <= MANIFEST_FULL_HASH_LIMIT:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+        else:
+            digest.update(handle.read(_SAMPLE_BYTES))
+            handle.seek(size - _SAMPLE_BYTES)
+            digest.update(handle.read(_SAMPLE_BYTES))
+    return digest.hexdigest()
+
+
+def _listed_files(folder: Path) -> list[str]:
+    return sorted(
+        path.relative_to(folder).as_posix()
+        for path in folder.rglob("*")
+        if path.is_file() and path.name not in _UNLISTED
+    )
+
+
+def _fingerprint(files: dict) -> str:
+    return hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
+
+
+def _write_manifest(folder: Path) -> None:
+    """Add to index.json every file of the folder with its size and content hash, and a fingerprint
+    over them all, which ties the statistics, the ids and the tantivy segments to one build."""
+    meta_path = folder / META_FILE
+    meta = json.loads(meta_path.read_text())
+    files = {}
+    for name in _listed_files(folder):
+        size = (folder / name).stat().st_size
+        files[name] = {"size": size, "sha256": _file_digest(folder / name, size)}
+    meta["files"] = files
+    meta["fingerprint"] = _fingerprint(files)
+    meta_path.write_text(json.dumps(meta, indent=2) + "\n")
+
+
+def _verify_manifest(folder: Path, meta: dict) -> None:
+    """Every file index.json lists is there with its size and content; raises ModelFolderError naming
+    the first file that is missing, truncated or from another index."""
+    files = meta.get("files")
+    if not isinstance(files, dict) or not files or meta.get("fingerprint") != _fingerprint(files):
+        raise ModelFolderError(
+            f"index metadata is corrupted: {folder / META_FILE} (its file list or fingerprint is missing "
+            "or was edited); rebuild the index"
+        )
+    for name, entry in sorted(files.items()):
+        path = folder / name
+        if Path(name).is_absolute() or ".." in Path(name).parts or not isinstance(entry, dict):
+            raise ModelFolderError(f"index metadata is corrupted: {folder / META_FILE} lists {name!r}")
+        if not path.is_file():
+            raise ModelFolderError(
+                f"index file is missing: {path} (listed in {META_FILE}); rebuild the index"
+            )
+        size = path.stat().st_size
+        if size != entry.get("size"):
+            raise ModelFolderError(
+                f"index file {path} has {size} bytes, {META_FILE} lists {entry.get('size')} (truncated, or "
+                "from another index); rebuild the index"
+            )
+        if _file_digest(path, size) != entry.get("sha256"):
+            raise ModelFolderError(
+                f"index file {path} is not the one this index was built with (its content differs from "
+                f"{META_FILE}: from another index, or modified); rebuild the index"
+            )
+
+
+def _open_tantivy(tantivy_dir: Path):
+    """Open the tantivy index; in a folder we cannot write (read-only mount, permissions) through a
+    temporary folder of links to its files, since tantivy insists on creating a lock file beside them.
+    Returns ``(tantivy_index, shadow)``; ``shadow`` (a TemporaryDirectory or None) must outlive it."""
+    tantivy = _tantivy()
+    if not tantivy_dir.is_dir():
+        raise OSError(f"{tantivy_dir} is not a folder")
+    if os.access(tantivy_dir, os.W_OK):
+        try:
+            return tantivy.Index.open(str(tantivy_dir)), None
+        except ValueError as err:
+            if "lock" not in str(err).lower():
+                raise
+    import tempfile
+
+    shadow = tempfile.TemporaryDirectory(prefix="hf-querygen-index-")
+    for entry in tantivy_dir.iterdir():
+        if entry.name not in (".tantivy-meta.lock", ".tantivy-writer.lock"):
+            os.symlink(entry.resolve(), Path(shadow.name) / entry.name)
+    return tantivy.Index.open(shadow.name), shadow
