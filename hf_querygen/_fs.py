@@ -213,3 +213,28 @@ def atomic_output_dir(
     finally:
         if trash is not None:
             shutil.rmtree(trash, ignore_errors=True)
+
+
+def check_writable_dir(path: str | os.PathLike, what: str) -> Path:
+    """A folder the caller will add files to (nothing is deleted): it must be a writable folder, or
+    not exist yet below a writable folder. Checked before any work starts."""
+    folder = Path(path)
+    if folder.exists() and not folder.is_dir():
+        raise InvalidInputError(f"{what} {folder} exists and is not a folder")
+    ancestor = _nearest_existing(folder)
+    if not ancestor.is_dir():
+        raise InvalidInputError(f"{what} {folder}: {ancestor} is not a folder")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise InvalidInputError(f"{what} {folder}: {ancestor} is not writable")
+    return folder
+
+
+def check_output_file(path: str | os.PathLike, what: str) -> Path:
+    """A file the caller will write: not a folder, and its folder writable (or creatable)."""
+    file = Path(path)
+    if file.is_dir():
+        raise InvalidInputError(f"{what} {file} is a folder; give a file name")
+    if file.exists() and not os.access(file, os.W_OK):
+        raise InvalidInputError(f"{what} {file} is not writable")
+    check_writable_dir(file.parent, f"{what} {file}: folder")
+    return file

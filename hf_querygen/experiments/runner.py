@@ -439,6 +439,16 @@ def _prepare_out_dir(out: Path, resume: bool, overwrite: bool) -> None:
         write_marker(out, REPRODUCTION_KIND)
 
 
+def _check_save_models(save_dir: Path, jobs: Sequence[Job]) -> None:
+    from .._fs import check_output_dir, check_writable_dir
+    from ..training import MODEL_FOLDER_KIND
+
+    check_writable_dir(save_dir, "--save-models")
+    for job in jobs:
+        name = run_name(job.system.key, job.seed, job.fold_id)
+        check_output_dir(save_dir / name, MODEL_FOLDER_KIND, overwrite=True, what="--save-models")
+
+
 def budget_systems(reproduction: Reproduction, budget: Budget) -> list[System]:
     """The reproduction's rows that ``budget`` runs (all but ``budget.skip``)."""
     return [s for s in reproduction.systems if s.key not in budget.skip]
@@ -523,6 +533,8 @@ def run_reproduction(
                     continue
                 jobs.append(Job(system, seed, fold.id, variants))
     jobs.sort(key=lambda job: -job.system.cost)
+    if save_dir is not None:  # refuse a --save-models folder we may not replace now, not after training
+        _check_save_models(save_dir, jobs)
 
     # ---- baselines that need no trained outputs run first
     plain = [s for s in systems if s.baseline is not None and not s.inputs]
