@@ -159,6 +159,10 @@ def keyword_prf(
     if not predictions:
         raise InvalidInputError("keyword_prf: no predictions to score (predictions=[]); pass at least one")
     normalize = normalize or normalize_for_matching
+    for i, reference in enumerate(references):
+        if not keyword_words(reference, normalize):
+            # recall over no gold keywords is undefined: scoring it 0 would hide a missing reference
+            raise InvalidInputError(f"keyword_prf: references[{i}]={reference!r} holds no keyword")
     counts = [query_counts(p, r, normalize) for p, r in zip(predictions, references, strict=True)]
     n = len(counts)
     tp = sum(c.true_positives for c in counts)

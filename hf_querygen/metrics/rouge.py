@@ -150,6 +150,9 @@ def rouge(
     use_stemmer: bool = False,
 ) -> dict[str, float]:
     """Mean over predictions of :func:`rouge_per_example` (see module docstring for the keys)."""
+    if not isinstance(predictions, str) and len(predictions) == 0:
+        # a mean over nothing is not 0: an empty split or a failed decode must not look like a score
+        raise InvalidInputError("rouge: no predictions to score (predictions=[]); pass at least one")
     rows = rouge_per_example(predictions, references, rouge_types, use_stemmer)
     keys = [f"{t}_{f}_{a}" for t in rouge_types for f in ("precision", "recall", "f") for a in ("avg", "max")]
     result = {key: (sum(row[key] for row in rows) / len(rows) if rows else 0.0) for key in keys}
@@ -161,6 +164,14 @@ def rouge(
 
 class Rouge(evaluate.Metric):
     """``evaluate`` wrapper of :func:`rouge`; loads offline."""
+
+    def compute(self, *, predictions=None, references=None, **kwargs):
+        """``evaluate.Metric.compute``; empty ``predictions`` are an error, not a score."""
+        # evaluate infers the input format from the first example: with two formats and no example
+        # it fails with an IndexError of its own, so refuse empty input here, by name
+        if predictions is not None and not isinstance(predictions, str) and len(predictions) == 0:
+            raise InvalidInputError("rouge: no predictions to score (predictions=[]); pass at least one")
+        return super().compute(predictions=predictions, references=references, **kwargs)
 
     def _info(self) -> evaluate.MetricInfo:
         return evaluate.MetricInfo(

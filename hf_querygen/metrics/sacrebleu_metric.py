@@ -62,6 +62,8 @@ def sacre_bleu(
         raise InvalidInputError(
             f"sacre_bleu: {len(predictions)} predictions but {len(references)} references"
         )
+    if not predictions:
+        raise InvalidInputError("sacre_bleu: no predictions to score (predictions=[]); pass at least one")
     ref_lists = []
     for i, refs in enumerate(references):
         refs = [refs] if isinstance(refs, str) else list(refs)
@@ -120,6 +122,14 @@ def corpus_bleu(
 
 
 class SacreBleu(evaluate.Metric):
+    def compute(self, *, predictions=None, references=None, **kwargs):
+        """``evaluate.Metric.compute``; empty ``predictions`` are an error, not a score."""
+        # evaluate infers the input format from the first example: with two formats and no example
+        # it fails with an IndexError of its own, so refuse empty input here, by name
+        if predictions is not None and not isinstance(predictions, str) and len(predictions) == 0:
+            raise InvalidInputError("sacre_bleu: no predictions to score (predictions=[]); pass at least one")
+        return super().compute(predictions=predictions, references=references, **kwargs)
+
     def _info(self) -> evaluate.MetricInfo:
         return evaluate.MetricInfo(
             description=_DESCRIPTION,
