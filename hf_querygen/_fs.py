@@ -191,6 +191,14 @@ def atomic_output_dir(
         apply_umask(staging)
         yield staging
         write_marker(staging, kind, **dict(marker_info or {}))
+        # writers that go through temporary files (safetensors, tempfile) leave 0600: publish with the
+        # modes a plain mkdir / open would give, as users expect of their outputs
+        for root, dirs, files in os.walk(staging):
+            for name in dirs:
+                apply_umask(os.path.join(root, name))
+            for name in files:
+                if not os.path.islink(os.path.join(root, name)):
+                    apply_umask(os.path.join(root, name), directory=False)
         if target.is_dir() and os.listdir(target) and _build_id(target) != seen:
             raise _concurrent(target, kind)
         # re-check: files may have appeared in the folder during the build

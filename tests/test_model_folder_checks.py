@@ -152,3 +152,25 @@ def test_resume_refuses_a_checkpoint_that_cannot_continue(tmp_path):
     changed = RNNSeq2SeqConfig(vocab_size=20, output_vocab_size=10, embedding_size=8, hidden_size=16)
     with pytest.raises(InvalidInputError, match="hidden_size: 8 in the checkpoint, 16 now"):
         check_resumable_checkpoint(checkpoint, changed)
+
+
+def test_written_files_follow_the_umask(tmp_path):
+    import os
+    import stat
+
+    from hf_querygen.experiments.runner import _save_record
+
+    tokenizer = train_word_tokenizer(TEXTS)
+    old = os.umask(0o027)
+    try:
+        folder = save_model_folder(
+            tiny_model(tokenizer), tokenizer, tmp_path / "model", {"task": "text2text"}
+        )
+        _save_record(tmp_path / "out", {"system": "s", "seed": 0, "fold": None, "scores": {}})
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o750
+    files = [p for p in folder.rglob("*") if p.is_file()] + list((tmp_path / "out" / "runs").iterdir())
+    assert files and {stat.S_IMODE(p.stat().st_mode) for p in files} == {0o640}, [
+        (p.name, oct(p.stat().st_mode)) for p in files
+    ]

@@ -363,6 +363,9 @@ def _save_record(out: Path, record: dict[str, Any]) -> None:
     path = runs / (run_name(record["system"], record["seed"], record["fold"]) + ".json")
     with tempfile.NamedTemporaryFile("w", dir=runs, suffix=".tmp", delete=False, encoding="utf-8") as handle:
         json.dump(record, handle)
+    from .._fs import apply_umask
+
+    apply_umask(handle.name, directory=False)  # NamedTemporaryFile is 0600; users expect their umask
     os.replace(handle.name, path)
 
 
