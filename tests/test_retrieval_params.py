@@ -207,6 +207,8 @@ def test_writer_settings_are_checked(kwargs, message):
         (None, None, "texts must be a sequence"),
         (["a", "b"], "xy", "ids must be a sequence"),
         (["a", "b"], ["x", " "], "id of text 1 is empty"),
+        (["a", "b"], ["x", None], "the id of text 1 is None"),
+        (["a", "b"], ["x", 1.5], "the id of text 1 is 1.5"),
         (["a", "b", "c"], ["x", "y", "x"], "texts 0 and 2 share id 'x'"),
     ],
 )

@@ -501,9 +501,14 @@ def _check_ids(ids: Sequence | None, num_docs: int) -> list | None:
     ids = list(ids)
     if len(ids) != num_docs:
         raise InvalidInputError(f"Index.from_texts: {len(ids)} ids for {num_docs} texts")
-    bad = next((i for i in ids if not isinstance(i, str | int) or isinstance(i, bool)), None)
+    # (the position, not the value: a None id must be found too)
+    bad = next(
+        (row for row, i in enumerate(ids) if not isinstance(i, str | int) or isinstance(i, bool)), None
+    )
     if bad is not None:
-        raise InvalidInputError(f"Index.from_texts: ids must be str or int, got {type(bad).__name__}")
+        raise InvalidInputError(
+            f"Index.from_texts: ids must be str or int; the id of text {bad} is {ids[bad]!r}"
+        )
     empty = next((row for row, i in enumerate(ids) if isinstance(i, str) and not i.strip()), None)
     if empty is not None:
         raise InvalidInputError(f"Index.from_texts: id of text {empty} is empty ({ids[empty]!r})")
