@@ -174,3 +174,25 @@ def test_written_files_follow_the_umask(tmp_path):
     assert files and {stat.S_IMODE(p.stat().st_mode) for p in files} == {0o640}, [
         (p.name, oct(p.stat().st_mode)) for p in files
     ]
+
+
+def test_every_registered_system_and_budget_sets_only_fields_its_config_has():
+    """The strict --set check applies to the library's own recipes too: a field a config does not have
+    would be ignored silently (liu2018's quick budget set decoder_hidden_size on the dual decoder)."""
+    from hf_querygen.experiments.runner import REPRODUCTIONS, get_reproduction
+    from hf_querygen.presets import check_config_overrides
+
+    checked = 0
+    for name in REPRODUCTIONS:
+        try:
+            reproduction = get_reproduction(name)
+        except AttributeError:  # an evaluation without trained systems (retrieval)
+            continue
+        for system in reproduction.systems:
+            if system.preset is None:
+                continue
+            check_config_overrides(system.preset, system.preset_overrides)
+            for budget in reproduction.budgets.values():
+                check_config_overrides(system.preset, (budget.preset_overrides or {}).get(system.key, {}))
+                checked += 1
+    assert checked > 20

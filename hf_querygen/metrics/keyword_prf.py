@@ -159,10 +159,6 @@ def keyword_prf(
     if not predictions:
         raise InvalidInputError("keyword_prf: no predictions to score (predictions=[]); pass at least one")
     normalize = normalize or normalize_for_matching
-    for i, reference in enumerate(references):
-        if not keyword_words(reference, normalize):
-            # recall over no gold keywords is undefined: scoring it 0 would hide a missing reference
-            raise InvalidInputError(f"keyword_prf: references[{i}]={reference!r} holds no keyword")
     counts = [query_counts(p, r, normalize) for p, r in zip(predictions, references, strict=True)]
     n = len(counts)
     tp = sum(c.true_positives for c in counts)
@@ -264,4 +260,9 @@ class KeywordPRF(evaluate.Metric):
         )
 
     def _compute(self, predictions, references, sources=None):
+        # as an evaluate module (scoring a system against gold keywords), a reference without any
+        # keyword is a missing reference: recall over it is undefined, so it is refused, not scored 0
+        for i, reference in enumerate(references):
+            if not keyword_words(reference, normalize_for_matching):
+                raise InvalidInputError(f"keyword_prf: references[{i}]={reference!r} holds no keyword")
         return keyword_prf(list(predictions), list(references), None if sources is None else list(sources))
