@@ -150,9 +150,6 @@ def rouge(
     use_stemmer: bool = False,
 ) -> dict[str, float]:
     """Mean over predictions of :func:`rouge_per_example` (see module docstring for the keys)."""
-    if not isinstance(predictions, str) and len(predictions) == 0:
-        # a mean over nothing is not 0: an empty split or a failed decode must not look like a score
-        raise InvalidInputError("rouge: no predictions to score (predictions=[]); pass at least one")
     rows = rouge_per_example(predictions, references, rouge_types, use_stemmer)
     keys = [f"{t}_{f}_{a}" for t in rouge_types for f in ("precision", "recall", "f") for a in ("avg", "max")]
     result = {key: (sum(row[key] for row in rows) / len(rows) if rows else 0.0) for key in keys}

@@ -62,8 +62,6 @@ def sacre_bleu(
         raise InvalidInputError(
             f"sacre_bleu: {len(predictions)} predictions but {len(references)} references"
         )
-    if not predictions:
-        raise InvalidInputError("sacre_bleu: no predictions to score (predictions=[]); pass at least one")
     ref_lists = []
     for i, refs in enumerate(references):
         refs = [refs] if isinstance(refs, str) else list(refs)
