@@ -921,10 +921,19 @@ def classify_cli(case: Case) -> None:
         case.outcome, case.detail = "hang", "over 100 s (e.g. a full training started)"
         case.seconds = round(time.perf_counter() - start, 2)
         return
+    except Exception as error:  # noqa: BLE001 - e.g. DataLoss found after the command ran
+        case.outcome, case.detail = "crash", f"{type(error).__name__}: {error}"[:400]
+        case.seconds = round(time.perf_counter() - start, 2)
+        return
     case.seconds = round(time.perf_counter() - start, 2)
     err = (process.stderr or "").strip()
     last = err.splitlines()[-1][:300] if err else ""
-    if process.returncode == 0:
+    if case.expect == "ok":  # a row that must succeed
+        case.outcome = "ok" if process.returncode == 0 else "crash"
+        case.detail = f"exit {process.returncode}; {last!r}"
+    elif process.returncode < 0:
+        case.outcome, case.detail = "crash", f"killed by signal {-process.returncode}; {last!r}"
+    elif process.returncode == 0:
         case.outcome, case.detail = "silent", f"exit 0; stdout {process.stdout[-200:]!r}"
     elif "Traceback (most recent call last)" in err:
         case.outcome, case.detail = "crash", f"exit {process.returncode}; traceback ending {last!r}"
@@ -932,8 +941,765 @@ def classify_cli(case: Case) -> None:
         case.outcome, case.detail = "clear", f"exit {process.returncode}; {last!r}"
 
 
+# ---------------------------------------------------------------- issue 20: the second round
+# Eight classes found by a campaign of a new user's inputs: data loss by ``overwrite``, process aborts
+# and silent results in the retrieval API, index folders, ``index build`` files, CLI paths, model
+# folders, metric modules, file modes, NUL characters in corpora. A process abort would kill this
+# harness, so the cases that could abort run in a child process (``_child``).
+class DataLoss(Exception):
+    """Files the user owned were deleted or changed: never a clear outcome."""
+
+
+class ChildKilled(Exception):
+    """A child process died from a signal (SIGABRT from tantivy, ...)."""
+
+
+SMALL_INDEX = {"show_progress": False, "heap_size": 15_000_000, "num_threads": 1}
+DOCS = ["alpha beta gamma", "beta gamma delta beta", "alpha alpha epsilon", "gamma", "zeta eta alpha"]
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _user_folder(path: Path) -> Path:
+    """A user's folder that holds subfolders named like an index's and a model's files."""
+    (path / "stats").mkdir(parents=True)
+    (path / "tantivy").mkdir()
+    (path / "runs").mkdir()
+    (path / "thesis.tex").write_text("years of work")
+    (path / "stats" / "results.csv").write_text("a,b\n1,2\n")
+    (path / "tantivy" / "notes.md").write_text("# notes")
+    (path / "index.json").write_text('{"format_version": 1, "num_docs": 1}')
+    (path / "config.json").write_text('{"model_type": "mine"}')
+    (path / "results.json").write_text("{}")
+    return path
+
+
+def _keeps(folder: Path, action: Callable[[], Any]) -> Any:
+    """Run ``action``; whatever it raises or returns, the folder's files must be unchanged."""
+    before = _snapshot(folder)
+    try:
+        return action()
+    finally:
+        if _snapshot(folder) != before:
+            raise DataLoss(f"files in {folder} were deleted or changed")
+
+
+def _child(code: str, timeout: int = 120) -> str:
+    """Run ``code`` in a fresh interpreter; its last stdout line, or its error as an exception of the
+    same message (so our error types are recognised by name)."""
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout, check=False
+    )
+    if done.returncode < 0:
+        raise ChildKilled(f"killed by signal {-done.returncode}: {done.stderr.strip()[-200:]}")
+    if done.returncode:
+        last = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "no message"
+        kind, _, message = last.partition(": ")
+        error = type(kind.rsplit(".", 1)[-1], (Exception,), {})
+        if kind.rsplit(".", 1)[-1] in ("InvalidInputError", "ModelFolderError", "OutputExistsError"):
+            error = type(kind.rsplit(".", 1)[-1], (_our_base(),), {})
+        raise error(message)
+    return done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
+
+
+def _our_base() -> type:
+    from hf_querygen.errors import HFQueryGenError
+
+    return HFQueryGenError
+
+
+def _search_in_child(call: str) -> str:
+    return _child(
+        "from hf_querygen.retrieval import Index\n"
+        f"ix = Index.from_texts({DOCS!r}, show_progress=False, heap_size=15_000_000, num_threads=1)\n"
+        f"hits = {call}\n"
+        "import math\n"
+        "scores = [h.score for h in hits]\n"
+        "assert all(math.isfinite(s) for s in scores) and scores == sorted(scores, reverse=True), hits\n"
+        "print(len(hits))\n"
+    )
+
+
+def _cli_case(case_id: str, group: str, argv: list[str], check: Callable[[], None] | None = None) -> Case:
+    def call():
+        process = _run_cli(argv)
+        if check is not None:
+            check()
+        return process
+
+    return Case(case_id, group, call, timeout=120, extra={"cli": True})
+
+
+def overwrite_cases(work: Path) -> list[Case]:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from hf_querygen.retrieval import Index
+
+    work.mkdir(parents=True, exist_ok=True)
+    cases: list[Case] = []
+
+    def index_into_user_folder():
+        folder = _user_folder(work / "u1")
+        return _keeps(folder, lambda: Index.from_texts(["x y"], path=folder, overwrite=True, **SMALL_INDEX))
+
+    def model_into_user_folder():
+        from hf_querygen.tokenization import train_word_tokenizer
+        from hf_querygen.training import save_model_folder
+
+        folder = _user_folder(work / "u2")
+        tokenizer = train_word_tokenizer(["a b c"])
+        model = _tiny_seq2seq(tokenizer)
+        return _keeps(folder, lambda: save_model_folder(model, tokenizer, folder, {}, overwrite=True))
+
+    def reproduction_into_user_folder():
+        from hf_querygen.experiments.runner import _prepare_out_dir
+
+        folder = _user_folder(work / "u3")
+        return _keeps(folder, lambda: _prepare_out_dir(folder, resume=False, overwrite=True))
+
+    def added_file_in_library_index():
+        folder = work / "u4"
+        Index.from_texts(["alpha"], path=folder, **SMALL_INDEX)
+        (folder / "my-queries.txt").write_text("precious")
+        return _keeps(folder, lambda: Index.from_texts(["b"], path=folder, overwrite=True, **SMALL_INDEX))
+
+    def library_index_is_replaced():
+        folder = work / "u5"
+        Index.from_texts(["alpha"], path=folder, **SMALL_INDEX)
+        return Index.from_texts(["beta gamma"], path=folder, overwrite=True, **SMALL_INDEX)
+
+    def refused_build_leaves_nothing():
+        folder = work / "u6" / "ix"
+        folder.parent.mkdir()
+        try:
+            Index.from_texts(["fine", None], path=folder, **SMALL_INDEX)
+        finally:
+            if list(folder.parent.iterdir()):
+                raise DataLoss(f"a refused build left {sorted(p.name for p in folder.parent.iterdir())}")
+
+    def racing_builds():
+        folder = work / "u7"
+        texts = [f"document {i} topic {i % 7}" for i in range(3000)]
+
+        def build(tag):
+            try:
+                Index.from_texts([*texts, tag], path=folder, **SMALL_INDEX)
+                return tag
+            except Exception as error:  # noqa: BLE001
+                return error
+
+        with ThreadPoolExecutor(2) as pool:
+            outcomes = list(pool.map(build, ["first", "second"]))
+        winners = [o for o in outcomes if isinstance(o, str)]
+        losers = [o for o in outcomes if not isinstance(o, str)]
+        clear = all(_ours(error) for error in losers)
+        won = len(winners) == 1 and Index.open(folder).search(winners[0])[0].row == len(texts)
+        return won and len(losers) == 1 and clear
+
+    def cli_index_overwrite():
+        folder = _user_folder(work / "u8")
+        docs = work / "u8-docs.tsv"
+        docs.write_text("d1\tred fox\n")
+        before = _snapshot(folder)
+
+        def check():
+            if _snapshot(folder) != before:
+                raise DataLoss(f"files in {folder} were deleted or changed")
+
+        return ["index", "build", str(docs), str(folder), "--overwrite"], check
+
+    rows = [
+        ("overwrite/index user folder with stats/ tantivy/", index_into_user_folder, "error"),
+        ("overwrite/model folder over a user folder", model_into_user_folder, "error"),
+        ("overwrite/reproduce --overwrite on an unmarked folder", reproduction_into_user_folder, "error"),
+        ("overwrite/user file added to a library index", added_file_in_library_index, "error"),
+        ("overwrite/library index replaced", library_index_is_replaced, lambda ix: len(ix) == 1),
+        ("overwrite/refused build leaves nothing behind", refused_build_leaves_nothing, "error"),
+        ("overwrite/two builds race for one path", racing_builds, bool),
+    ]
+    cases += [Case(i, "overwrite", call, expect=e) for i, call, e in rows]
+    argv, check = cli_index_overwrite()
+    cases.append(_cli_case("overwrite/cli index build --overwrite user folder", "overwrite", argv, check))
+    return cases
+
+
+def _tiny_seq2seq(tokenizer):
+    from hf_querygen.models.rnn_seq2seq import RNNSeq2SeqConfig, RNNSeq2SeqForConditionalGeneration
+    from hf_querygen.tokenization import output_vocab_size_of
+
+    config = RNNSeq2SeqConfig(
+        vocab_size=len(tokenizer),
+        output_vocab_size=output_vocab_size_of(tokenizer),
+        embedding_size=8,
+        hidden_size=8,
+        max_decoding_length=4,
+    )
+    model = RNNSeq2SeqForConditionalGeneration(config)
+    model.generation_config.max_length = 4
+    return model
+
+
+def retrieval_cases(work: Path) -> list[Case]:
+    import shutil
+
+    from hf_querygen.retrieval import Index
+
+    work.mkdir(parents=True, exist_ok=True)
+    index = Index.from_texts(DOCS, ids=[f"d{i}" for i in range(len(DOCS))], **SMALL_INDEX)
+    cases: list[Case] = []
+    # process aborts: in a child
+    for name, call in [
+        ("k=10**12", "ix.search('alpha beta', k=10**12)"),
+        ("k=2**63", "ix.search('alpha beta', k=2**63)"),
+        ("sdm depth=10**12", "ix.search('alpha beta', ranker='sdm', depth=10**12)"),
+        (
+            "search_batch k=2**40",
+            "[h for hs in ix.search_batch(['alpha', 'gamma'], k=2**40) for h in hs][:1]",
+        ),
+    ]:
+        cases.append(
+            Case(f"retrieval/{name} (child)", "retrieval", lambda c=call: _search_in_child(c), expect=bool)
+        )
+    bad_params = [
+        ("bm25", {"k1": float("nan")}),
+        ("bm25", {"k1": 0}),
+        ("bm25", {"k1": float("inf")}),
+        ("bm25", {"k1": "1.2"}),
+        ("bm25", {"b": -1}),
+        ("bm25", {"b": 2}),
+        ("bm25", {"exact": "yes"}),
+        ("ql", {"mu": 0}),
+        ("ql", {"mu": -5}),
+        ("ql", {"mu": float("inf")}),
+        ("ql", {"mu": float("nan")}),
+        ("ql", {"mu": True}),
+        ("sdm", {"weights": (1, 2)}),
+        ("sdm", {"weights": (-1, 0, 0)}),
+        ("sdm", {"weights": "abc"}),
+        ("sdm", {"weights": (float("nan"), 0, 0)}),
+        ("sdm", {"weights": (0, 0, 0)}),
+        ("sdm", {"window": 1}),
+        ("sdm", {"window": 2.5}),
+        ("sdm", {"window": 10**12}),
+        ("sdm", {"depth": 0}),
+        ("sdm", {"depth": -3}),
+        ("sdm", {"depth": 1.5}),
+        ("sdm", {"mu": "2500"}),
+    ]
+    for ranker, params in bad_params:
+        ((name, value),) = params.items()
+        cases.append(
+            Case(
+                f"retrieval/{ranker} {name}={value!r}",
+                "retrieval",
+                lambda r=ranker, p=params: index.search("alpha beta", ranker=r, **p),
+                mentions=(name,),
+                strict_mentions=True,
+            )
+        )
+    for value in (0, -1, 2.5, True, "10", None):
+        cases.append(
+            Case(
+                f"retrieval/k={value!r}",
+                "retrieval",
+                lambda v=value: index.search("alpha", k=v),
+                mentions=("k",),
+            )
+        )
+    for value in ([10**6], [-1], "01", [0.5], {"a": 1}):
+        cases.append(
+            Case(
+                f"retrieval/score rows={value!r}",
+                "retrieval",
+                lambda v=value: index.score("alpha", rows=v),
+                mentions=("rows",),
+                strict_mentions=True,
+            )
+        )
+    for value in (-1, 10**9, 2.5, "4"):
+        cases.append(
+            Case(
+                f"retrieval/search_batch threads={value!r}",
+                "retrieval",
+                lambda v=value: index.search_batch(["alpha", "beta"], threads=v),
+                mentions=("threads",),
+                strict_mentions=True,
+            )
+        )
+    construction = [
+        ("texts is a string", lambda: Index.from_texts("alpha beta", **SMALL_INDEX), ("texts",)),
+        ("texts is a mapping", lambda: Index.from_texts({"a": "alpha"}, **SMALL_INDEX), ("texts",)),
+        ("texts is None", lambda: Index.from_texts(None, **SMALL_INDEX), ("texts",)),
+        ("ids is a string", lambda: Index.from_texts(["a", "b"], ids="xy", **SMALL_INDEX), ("ids",)),
+        ("an id is None", lambda: Index.from_texts(["a", "b"], ids=["x", None], **SMALL_INDEX), ("ids",)),
+        ("an id is empty", lambda: Index.from_texts(["a", "b"], ids=["x", ""], **SMALL_INDEX), ("id",)),
+        ("duplicate ids", lambda: Index.from_texts(["a", "b"], ids=["x", "x"], **SMALL_INDEX), ("id",)),
+        (
+            "num_threads=-1",
+            lambda: Index.from_texts(["a"], **{**SMALL_INDEX, "num_threads": -1}),
+            ("num_threads",),
+        ),
+        ("heap_size=10", lambda: Index.from_texts(["a"], **{**SMALL_INDEX, "heap_size": 10}), ("heap_size",)),
+    ]
+    cases += [
+        Case(f"retrieval/from_texts {name}", "retrieval", call, mentions=m, strict_mentions=True)
+        for name, call, m in construction
+    ]
+    cases.append(
+        Case(
+            "retrieval/k above the collection size is capped",
+            "retrieval",
+            lambda: index.search("alpha", k=10**9, ranker="ql"),
+            expect=lambda hits: len(hits) == 3,
+        )
+    )
+
+    # index folders
+    def built(name: str, texts=("a b c", "d e"), ids=("x", "y")) -> Path:
+        folder = work / name
+        Index.from_texts(list(texts), ids=list(ids), path=folder, **SMALL_INDEX)
+        return folder
+
+    def missing_ids():
+        folder = built("f1")
+        (folder / "ids.json").unlink()
+        return Index.open(folder).search("a")
+
+    def swapped(part: str):
+        def call():
+            one, two = (
+                built(f"s-{part.replace('/', '-')}-1"),
+                built(f"s-{part.replace('/', '-')}-2", ("d e", "a b c"), ("y", "x")),
+            )
+            if part == "tantivy":
+                shutil.rmtree(one / "tantivy")
+                shutil.copytree(two / "tantivy", one / "tantivy")
+            else:
+                (one / part).write_bytes((two / part).read_bytes())
+            return Index.open(one).search("a b c")
+
+        return call
+
+    def truncated_positions():
+        folder = built("f3")
+        path = folder / "stats" / "positions.npy"
+        path.write_bytes(path.read_bytes()[:-4])
+        return Index.open(folder).search("a")
+
+    def read_only_folder():
+        folder = built("f4")
+        expected = Index.open(folder).search("a b", ranker="sdm")
+        if os.geteuid() != 0:
+            for path in [folder, *folder.rglob("*")]:
+                path.chmod(0o555 if path.is_dir() else 0o444)
+            try:
+                return Index.open(folder).search("a b", ranker="sdm") == expected
+            finally:
+                for path in [folder, *folder.rglob("*")]:
+                    path.chmod(0o755 if path.is_dir() else 0o644)
+        view = work / "f4-ro"
+        view.mkdir()
+        if subprocess.run(["mount", "--bind", str(folder), str(view)], capture_output=True).returncode:
+            raise RuntimeError("cannot make a read-only view here (root without mount)")
+        try:
+            subprocess.run(["mount", "-o", "remount,bind,ro", str(view)], check=True)
+            return Index.open(view).search("a b", ranker="sdm") == expected
+        finally:
+            import gc
+
+            gc.collect()
+            subprocess.run(["umount", "-l", str(view)], check=False)
+
+    cases += [
+        Case(
+            "retrieval/folder without ids.json",
+            "retrieval",
+            missing_ids,
+            mentions=("ids.json",),
+            strict_mentions=True,
+        ),
+        Case(
+            "retrieval/folder with another index's stats/vocab.txt",
+            "retrieval",
+            swapped("stats/vocab.txt"),
+            mentions=("vocab.txt",),
+            strict_mentions=True,
+        ),
+        Case(
+            "retrieval/folder with another index's stats/doc_offsets.npy",
+            "retrieval",
+            swapped("stats/doc_offsets.npy"),
+            mentions=("doc_offsets.npy",),
+            strict_mentions=True,
+        ),
+        Case(
+            "retrieval/folder with another index's tantivy/",
+            "retrieval",
+            swapped("tantivy"),
+            mentions=("tantivy",),
+            strict_mentions=True,
+        ),
+        Case(
+            "retrieval/folder with another index's ids.json",
+            "retrieval",
+            swapped("ids.json"),
+            mentions=("ids.json",),
+            strict_mentions=True,
+        ),
+        Case(
+            "retrieval/truncated positions.npy",
+            "retrieval",
+            truncated_positions,
+            mentions=("positions.npy",),
+            strict_mentions=True,
+        ),
+        Case("retrieval/read-only index folder searches", "retrieval", read_only_folder, expect=bool),
+    ]
+    return cases
+
+
+def index_cli_cases(work: Path) -> list[Case]:
+    work.mkdir(parents=True, exist_ok=True)
+    files = [
+        ("bom+header.tsv", "\ufeffid\ttext\nd1\tred fox\nd2\tblue hen\n".encode(), "ok"),
+        ("latin1.tsv", b"a\tfine\nb\tcaf\xe9\n", "error"),
+        ("nul.txt", b"one\ntwo\x00three\n", "error"),
+        ("docs.csv", b"id,text\na,b\n", "error"),
+        ("empty-id.tsv", b"a\tone\n\ttwo\n", "error"),
+        ("dup-id.tsv", b"a\tone\nb\ttwo\na\tthree\n", "error"),
+        ("float-id.jsonl", b'{"id": 1.5, "text": "x"}\n', "error"),
+        ("bad.jsonl", b'{"id": "a", "text": "x"}\n\xff\n', "error"),
+    ]
+    cases = []
+    for index, (name, content, expect) in enumerate(files):
+        path = work / name
+        path.write_bytes(content)
+        argv = ["index", "build", str(path), str(work / f"ix{index}")]
+        case = _cli_case(f"index_cli/build {name}", "index_cli", argv)
+        case.expect = expect
+        cases.append(case)
+    docs = work / "good.tsv"
+    docs.write_text("d1\tred fox\nd2\tblue hen\n")
+    good = work / "good-ix"
+    for pair in ("mu=abc", "mu=nan", "k1=-1", "weights=1,2", "depth=0", "exact=maybe", "nope=1", "mu"):
+        ranker = (
+            "bm25"
+            if pair.startswith(("k1", "exact"))
+            else ("sdm" if pair.startswith(("weights", "depth")) else "ql")
+        )
+        argv = ["index", "search", str(good), "red fox", "--ranker", ranker, "--param", pair]
+        cases.append(_cli_case(f"index_cli/search --param {pair}", "index_cli", argv, check=None))
+    cases.insert(
+        0,
+        Case(
+            "index_cli/setup build",
+            "index_cli",
+            lambda: _run_cli(["index", "build", str(docs), str(good)]),
+            expect="ok",
+            extra={"cli": True},
+        ),
+    )
+    cases.append(
+        _cli_case(
+            "index_cli/search a missing index", "index_cli", ["index", "search", str(work / "none"), "x"]
+        )
+    )
+    cases.append(
+        _cli_case(
+            "index_cli/search -k 10**12 (capped)",
+            "index_cli",
+            ["index", "search", str(good), "red", "-k", str(10**12)],
+        )
+    )
+    cases[-1].expect = "ok"
+    return cases
+
+
+def cli_path_cases(work: Path) -> list[Case]:
+    work.mkdir(parents=True, exist_ok=True)
+    a_file = work / "a-file"
+    a_file.write_text("x")
+    rows = [
+        ["train", "--preset", "liu2018-seq2seq", "--corpus", "nl2kw", "--output-dir", str(a_file)],
+        ["train", "--preset", "liu2018-seq2seq", "--corpus", "nl2kw", "--output-dir", str(a_file / "sub")],
+        ["evaluate", "--model", str(work / "nowhere"), "--predictions", str(work)],
+        ["evaluate", "--model", str(work / "nowhere"), "--predictions", str(a_file / "p.jsonl")],
+        ["reproduce", "lin2017", "--quick", "--out-dir", str(a_file)],
+        ["reproduce", "lin2017", "--quick", "--save-models", str(a_file)],
+        ["synthesize", "--out-dir", str(a_file), "--no-filters"],
+        ["corpus", "build", "nl2kw", "--out-dir", str(a_file)],
+        ["corpus", "stats", "nl2kw", "--config", "en", "--json", str(work)],
+        [
+            "train",
+            "--preset",
+            "liu2018-seq2seq",
+            "--corpus",
+            "nl2kw",
+            "--output-dir",
+            str(work / "m"),
+            "--set",
+            "no_such_field=3",
+        ],
+        [
+            "train",
+            "--preset",
+            "liu2018-seq2seq",
+            "--corpus",
+            "nl2kw",
+            "--output-dir",
+            str(work / "m"),
+            "--set",
+            "hiden_size=8",
+        ],
+    ]
+    cases = []
+    for argv in rows:
+        name = " ".join(a if not a.startswith(str(work)) else Path(a).name for a in argv)
+        cases.append(_cli_case(f"cli_paths/{name}", "cli_paths", argv))
+    return cases
+
+
+def model_folder_cases(work: Path) -> list[Case]:
+    import json as json_module
+    import shutil
+
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    from hf_querygen.tokenization import train_word_tokenizer
+    from hf_querygen.training import check_resumable_checkpoint, load_trained, save_model_folder
+
+    work.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(0)
+    tokenizer = train_word_tokenizer(["where should i go in beijing", "graffiti fonts alphabet"])
+    good = save_model_folder(_tiny_seq2seq(tokenizer), tokenizer, work / "good", {"task": "text2text"})
+    counter = [0]
+
+    def damaged(change: Callable[[Path], None]) -> Callable[[], Any]:
+        def call():
+            counter[0] += 1
+            folder = work / f"m{counter[0]}"
+            shutil.copytree(good, folder)
+            change(folder)
+            return load_trained(folder)
+
+        return call
+
+    def weights(edit):
+        def change(folder):
+            tensors = load_file(str(folder / "model.safetensors"))
+            edit(tensors)
+            save_file(tensors, str(folder / "model.safetensors"), metadata={"format": "pt"})
+
+        return change
+
+    def generation(field, value):
+        def change(folder):
+            path = folder / "generation_config.json"
+            config = json_module.loads(path.read_text())
+            config[field] = value
+            path.write_text(json_module.dumps(config))
+
+        return change
+
+    def checkpoint(with_optimizer: bool, hidden: int):
+        from hf_querygen.models.rnn_seq2seq import RNNSeq2SeqConfig
+
+        def call():
+            counter[0] += 1
+            folder = work / f"c{counter[0]}" / "checkpoint-5"
+            folder.mkdir(parents=True)
+            RNNSeq2SeqConfig(vocab_size=20, output_vocab_size=10, hidden_size=8).save_pretrained(folder)
+            if with_optimizer:
+                (folder / "optimizer.pt").write_bytes(b"x")
+            return check_resumable_checkpoint(
+                folder, RNNSeq2SeqConfig(vocab_size=20, output_vocab_size=10, hidden_size=hidden)
+            )
+
+        return call
+
+    other = train_word_tokenizer(["zebra yak quokka", "completely different words"])
+    rows = [
+        ("tokenizer of another model", damaged(lambda f: other.save_pretrained(f)), ("tokenizer",)),
+        ("missing tensor", damaged(weights(lambda t: t.pop(sorted(t)[0]))), ("model.safetensors",)),
+        (
+            "unexpected tensor",
+            damaged(weights(lambda t: t.__setitem__("extra.weight", torch.zeros(2)))),
+            ("extra.weight",),
+        ),
+        (
+            "NaN tensor",
+            damaged(weights(lambda t: t[sorted(t)[0]].view(-1).__setitem__(0, float("nan")))),
+            ("NaN",),
+        ),
+        (
+            "int64 tensor",
+            damaged(weights(lambda t: t.__setitem__(sorted(t)[0], t[sorted(t)[0]].to(torch.int64)))),
+            ("I64",),
+        ),
+        ("generation num_beams='4'", damaged(generation("num_beams", "4")), ("num_beams",)),
+        ("generation max_length=2.5", damaged(generation("max_length", 2.5)), ("max_length",)),
+        ("generation eos_token_id=-1", damaged(generation("eos_token_id", -1)), ("eos_token_id",)),
+        ("generation do_sample='yes'", damaged(generation("do_sample", "yes")), ("do_sample",)),
+        ("resume without optimizer.pt", checkpoint(False, 8), ("optimizer.pt",)),
+        ("resume with a changed config", checkpoint(True, 16), ("hidden_size",)),
+    ]
+    cases = [
+        Case(f"model_folder/{n}", "model_folder", call, mentions=m, strict_mentions=True)
+        for n, call, m in rows
+    ]
+    cases.append(
+        Case("model_folder/the good folder loads", "model_folder", lambda: load_trained(good), expect=bool)
+    )
+
+    def umask_modes():
+        import stat
+
+        old = os.umask(0o022)
+        try:
+            folder = save_model_folder(_tiny_seq2seq(tokenizer), tokenizer, work / "modes", {})
+        finally:
+            os.umask(old)
+        modes = {stat.S_IMODE(p.stat().st_mode) for p in folder.rglob("*") if p.is_file()}
+        return modes == {0o644} and stat.S_IMODE(folder.stat().st_mode) == 0o755
+
+    cases.append(
+        Case("model_folder/written files follow the umask 022", "model_folder", umask_modes, expect=bool)
+    )
+    return cases
+
+
+def metric_module_cases() -> list[Case]:
+    metrics = ROOT / "hf_querygen" / "metrics"
+    cases = []
+    for path in sorted(metrics.glob("*.py")):
+        if path.name in ("__init__.py", "segmentation_scores.py"):
+            continue
+        code = f"import evaluate; m = evaluate.load({str(path)!r}); print(type(m).__name__)"
+        cases.append(
+            Case(
+                f"metric_module/evaluate.load {path.name} (child)",
+                "metric_module",
+                lambda c=code: _child(c, 300),
+                expect=bool,
+                timeout=300,
+            )
+        )
+
+    def load(name):
+        import evaluate
+
+        return evaluate.load(str(metrics / name))
+
+    rows = [
+        (
+            "retrieval doc_ids/relevance lengths differ",
+            lambda: load("retrieval.py").compute(
+                predictions=[["d1"]], references=[{"doc_ids": ["d1", "d2"], "relevance": [1]}]
+            ),
+            ("doc_ids",),
+        ),
+        (
+            "retrieval empty judgments",
+            lambda: load("retrieval.py").compute(
+                predictions=[["d1"]], references=[{"doc_ids": [], "relevance": []}]
+            ),
+            ("references[0]",),
+        ),
+        (
+            "rouge no predictions",
+            lambda: load("rouge.py").compute(predictions=[], references=[]),
+            ("predictions",),
+        ),
+        (
+            "sacrebleu no predictions",
+            lambda: load("sacrebleu_metric.py").compute(predictions=[], references=[]),
+            ("predictions",),
+        ),
+        (
+            "exact_match no predictions",
+            lambda: load("exact_match.py").compute(predictions=[], references=[]),
+            ("predictions",),
+        ),
+        (
+            "keyword_prf empty reference",
+            lambda: load("keyword_prf.py").compute(predictions=["a"], references=[" "]),
+            ("references[0]",),
+        ),
+        (
+            "keyword_prf lengths differ",
+            lambda: load("keyword_prf.py").compute(predictions=["a", "b"], references=["a"]),
+            ("Mismatch",),
+        ),
+    ]
+    cases += [
+        Case(f"metric_module/{n}", "metric_module", call, mentions=m, strict_mentions=True, timeout=120)
+        for n, call, m in rows
+    ]
+    return cases
+
+
+def corpus_nul_cases(work: Path) -> list[Case]:
+    from hf_querygen.corpora._base import ParseLog, iter_lines, read_json, read_xml
+
+    work.mkdir(parents=True, exist_ok=True)
+    rows = [
+        (
+            "lines.txt",
+            b"first\nsecond\x00line\nthird\n",
+            "2",
+            lambda p, n: list(iter_lines(p, ParseLog(), n)),
+        ),
+        (
+            "doc.json",
+            b'[\n  {"q": "fine"},\n  {"q": "bad\\u0000"}\n]\n',
+            "3",
+            lambda p, n: read_json(p, n, ParseLog(), list),
+        ),
+        ("raw.json", b'[\n  "fine",\n  "bad\x00"\n]\n', "3", lambda p, n: read_json(p, n, ParseLog(), list)),
+        (
+            "doc.xml",
+            b"<docs>\n<doc>fine</doc>\n<doc>bad&#0;</doc>\n</docs>\n",
+            "3",
+            lambda p, n: read_xml(p, n, ParseLog(), "doc"),
+        ),
+    ]
+    cases = []
+    for name, content, line, read in rows:
+        path = work / name
+        path.write_bytes(content)
+        cases.append(
+            Case(
+                f"corpus_nul/{name}",
+                "corpus_nul",
+                lambda p=path, n=name, r=read: r(p, n),
+                mentions=(f"{name}:{line}:", "NUL"),
+                strict_mentions=True,
+            )
+        )
+    return cases
+
+
 # ---------------------------------------------------------------- main
-GROUPS = ("corpus", "load_corpus", "config", "metric", "tokenizer", "model", "cli")
+GROUPS = (
+    "corpus",
+    "load_corpus",
+    "config",
+    "metric",
+    "tokenizer",
+    "model",
+    "cli",
+    # issue 20
+    "overwrite",
+    "retrieval",
+    "index_cli",
+    "cli_paths",
+    "model_folder",
+    "metric_module",
+    "corpus_nul",
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -962,6 +1728,13 @@ def main(argv: list[str] | None = None) -> int:
             "tokenizer": tokenizer_cases,
             "model": lambda: model_cases(work),
             "cli": lambda: cli_cases(work),
+            "overwrite": lambda: overwrite_cases(work / "overwrite"),
+            "retrieval": lambda: retrieval_cases(work / "retrieval"),
+            "index_cli": lambda: index_cli_cases(work / "index_cli"),
+            "cli_paths": lambda: cli_path_cases(work / "cli_paths"),
+            "model_folder": lambda: model_folder_cases(work / "model_folder"),
+            "metric_module": metric_module_cases,
+            "corpus_nul": lambda: corpus_nul_cases(work / "corpus_nul"),
         }
         (work / "lc").mkdir()
         (work / "corpus").mkdir()
@@ -975,7 +1748,7 @@ def main(argv: list[str] | None = None) -> int:
             except Exception as error:  # noqa: BLE001 - the API moved: one crash row for the group
                 cases.append(Case(f"{group}/setup", group, lambda e=error: (_ for _ in ()).throw(e)))
         for index, case in enumerate(cases, start=1):
-            if case.group == "cli":
+            if case.group == "cli" or case.extra.get("cli"):
                 classify_cli(case)
             else:
                 run_case(case)

@@ -5,8 +5,9 @@ Each subcommand lives with the code it drives; a module listed in ``COMMAND_MODU
 handlers, so ``hf-querygen --help`` is fast.
 
 Errors: every :class:`~hf_querygen.errors.HFQueryGenError` (and ``SystemExit`` with a message) that a
-handler raises on purpose prints one line ``hf-querygen: error: ...`` on stderr and exits with status 2,
-as argparse does for a bad argument; ``--debug`` shows the full traceback instead.
+handler raises on purpose, and every ``OSError`` / ``UnicodeError`` (a file that is missing, not
+readable or writable, not UTF-8), prints one line ``hf-querygen: error: ...`` on stderr and exits with
+status 2, as argparse does for a bad argument; ``--debug`` shows the full traceback instead.
 """
 
 from __future__ import annotations
@@ -109,11 +110,21 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"{PROG}: error: {_one_line(str(exit_.code))}", file=sys.stderr)
         return ERROR_EXIT_CODE
-    except FileNotFoundError as error:  # a path given on the command line that is not there
+    except (OSError, UnicodeError) as error:  # a path that is not there, not readable, not writable...
         if debug:
             raise
-        print(f"{PROG}: error: {_one_line(str(error))}", file=sys.stderr)
+        print(f"{PROG}: error: {_one_line(_describe_os_error(error))}", file=sys.stderr)
         return ERROR_EXIT_CODE
+
+
+def _describe_os_error(error: OSError | UnicodeError) -> str:
+    """The file and the reason, without Python's ``[Errno N]`` prefix."""
+    if isinstance(error, UnicodeDecodeError):
+        return f"a file is not valid UTF-8 ({error.reason} at byte {error.start}); convert it to UTF-8"
+    if isinstance(error, OSError) and error.strerror:
+        where = " -> ".join(str(f) for f in (error.filename, error.filename2) if f is not None)
+        return f"{where}: {error.strerror}" if where else error.strerror
+    return str(error) or type(error).__name__
 
 
 if __name__ == "__main__":

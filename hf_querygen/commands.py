@@ -100,8 +100,11 @@ def _train_command(args: argparse.Namespace) -> int:
     import contextlib
     import sys
 
-    from .training import train_model
+    from ._fs import check_output_dir
+    from .training import MODEL_FOLDER_KIND, train_model
 
+    # before any work (data, tokenizer, training): a folder we may not write ends the command at once
+    check_output_dir(args.output_dir, MODEL_FOLDER_KIND, args.overwrite, what="--output-dir")
     set_threads(args.threads)
     preset, task = args.preset, args.task
     preset_overrides: dict[str, Any] = {}
@@ -180,6 +183,10 @@ def _loaded(model_dir: Path):
 
 
 def _evaluate_command(args: argparse.Namespace) -> int:
+    if args.predictions is not None:
+        from ._fs import check_output_file
+
+        check_output_file(args.predictions, "--predictions")  # before the model is run
     set_threads(args.threads)
     model, tokenizer, metadata, task = _loaded(args.model)
     corpus = args.corpus or metadata.get("corpus")

@@ -37,6 +37,11 @@ class CorpusFileMissingError(InvalidInputError, FileNotFoundError):
     """A raw corpus file or folder that a builder needs is not there (names the path and the fix)."""
 
 
+class OutputExistsError(InvalidInputError, FileExistsError):
+    """An output path that holds something the call may not replace: a folder hf-querygen did not
+    write (the message names its files) or, without ``overwrite``, one it did."""
+
+
 class CorpusCountWarning(UserWarning):
     """A built corpus config whose row counts differ from the counts recorded in its dataset card."""
 

@@ -9,9 +9,10 @@ named there; vocabulary sizes come from the tokenizer at training time, not from
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from .errors import UnknownNameError
+from .errors import InvalidInputError, UnknownNameError
 from .models.dual_decoder.configuration_dual_decoder import LIU2018_DUAL_DECODER
 from .registry import Registry
 
@@ -235,6 +236,48 @@ def config_from_preset(name: str, **overrides: Any) -> PretrainedConfig:
 
     kwargs = {**PRESETS.get(name), **overrides}
     return AutoConfig.for_model(kwargs.pop("model_type"), **kwargs)
+
+
+def config_fields(model_type: str) -> set[str]:
+    """Every field a config of ``model_type`` takes: the ``__init__`` parameters along its class
+    hierarchy (subclasses pass ``**kwargs`` up) and ``PretrainedConfig``'s own attributes."""
+    import inspect
+
+    from transformers import CONFIG_MAPPING, PretrainedConfig
+
+    from ._registration import register_all
+
+    register_all()
+    fields = set(PretrainedConfig().to_dict())
+    for cls in CONFIG_MAPPING[model_type].__mro__:
+        init = cls.__dict__.get("__init__")
+        if init is not None and cls is not object:
+            fields |= {
+                name
+                for name, param in inspect.signature(init).parameters.items()
+                if name != "self" and param.kind not in (param.VAR_KEYWORD, param.VAR_POSITIONAL)
+            }
+    return fields
+
+
+def check_config_overrides(preset: str, overrides: Mapping[str, Any], what: str = "--set") -> None:
+    """Refuse override fields that preset ``preset``'s config does not have (a ``PretrainedConfig``
+    would keep them as inert attributes, so a typo would train the unchanged model), suggesting the
+    closest field names."""
+    import difflib
+
+    if preset not in PRESETS:
+        raise UnknownNameError(f"unknown preset {preset!r}; known presets: {sorted(PRESETS)}")
+    model_type = PRESETS.get(preset)["model_type"]
+    fields = config_fields(model_type)
+    for name in overrides:
+        if name not in fields:
+            close = difflib.get_close_matches(str(name), sorted(fields), n=3, cutoff=0.6)
+            hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
+            raise InvalidInputError(
+                f"{what} {name}: the {model_type} config of preset {preset!r} has no field {name!r}{hint} "
+                f"(fields: {', '.join(sorted(f for f in fields if not f.startswith('_')))})"
+            )
 
 
 def training_arguments_from_preset(name: str, **overrides: Any) -> dict[str, Any]:

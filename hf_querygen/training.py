@@ -29,6 +29,8 @@ if TYPE_CHECKING:  # torch/transformers/datasets cost seconds at import
 
 #: file written beside a trained model: what it was trained on and how (read by ``evaluate``)
 TRAINING_METADATA_FILE = "hf_querygen_training.json"
+#: the .hf_querygen marker kind of a model folder written by save_model_folder (see hf_querygen._fs)
+MODEL_FOLDER_KIND = "model"
 
 
 # ---------------------------------------------------------------- training arguments
@@ -318,10 +320,54 @@ def train_seq2seq(
         from transformers.trainer_utils import get_last_checkpoint
 
         resume_from_checkpoint = get_last_checkpoint(str(output_dir)) if Path(output_dir).is_dir() else None
+    if resume_from_checkpoint:
+        check_resumable_checkpoint(resume_from_checkpoint, model.config)
     trainer.train(resume_from_checkpoint=resume_from_checkpoint or None)
     trainer.save_model(str(output_dir))  # best model (load_best_model_at_end) + tokenizer + generation config
     trainer.save_state()
     return trainer
+
+
+#: config fields that may differ between a checkpoint and the same model rebuilt (bookkeeping)
+_VOLATILE_CONFIG_FIELDS = {"transformers_version", "_name_or_path", "architectures", "dtype", "torch_dtype"}
+
+
+def check_resumable_checkpoint(checkpoint: str | Path, config: Any) -> None:
+    """Refuse to resume from ``checkpoint`` when it cannot continue this training exactly: its
+    optimizer state is missing (the optimizer would restart silently) or the model config differs
+    (the weights would be loaded into another model, or fail deep inside torch)."""
+    from .errors import InvalidInputError
+
+    checkpoint = Path(checkpoint)
+    fix = f"delete {checkpoint.parent} to train from scratch, or train into another --output-dir"
+    if not (checkpoint / "optimizer.pt").is_file():
+        raise InvalidInputError(
+            f"cannot resume from {checkpoint}: it has no optimizer.pt (resuming would restart the "
+            f"optimizer from scratch); {fix}"
+        )
+    saved_path = checkpoint / "config.json"
+    try:
+        saved = json.loads(saved_path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        raise InvalidInputError(
+            f"cannot resume from {checkpoint}: config.json is unreadable ({err}); {fix}"
+        ) from err
+    # save_pretrained writes the fields that differ from the defaults: compare like with like
+    current = json.loads(config.to_json_string(use_diff=True))
+    changed = sorted(
+        name
+        for name in set(saved) | set(current)
+        if name not in _VOLATILE_CONFIG_FIELDS and saved.get(name) != current.get(name)
+    )
+    if changed:
+        shown = "; ".join(
+            f"{name}: {saved.get(name)!r} in the checkpoint, {current.get(name)!r} now"
+            for name in changed[:5]
+        )
+        raise InvalidInputError(
+            f"cannot resume from {checkpoint}: the model config changed ({shown}"
+            f"{'; ...' if len(changed) > 5 else ''}); {fix}"
+        )
 
 
 # ---------------------------------------------------------------- presets on task data
@@ -377,8 +423,9 @@ def train_preset(
     """
     from transformers import set_seed
 
-    from .presets import TRAINING_PRESETS
+    from .presets import TRAINING_PRESETS, check_config_overrides
 
+    check_config_overrides(preset, preset_overrides or {}, what="preset_overrides (--set)")
     task = data.task
     set_seed(seed)
     config = task.model_config(preset, data, **dict(preset_overrides or {}))
@@ -486,32 +533,23 @@ def save_model_folder(
     ``hf_querygen_training.json`` (``metadata``) and a model card (README.md, :mod:`hf_querygen.hub`).
 
     Atomic: everything is written to a temporary sibling folder that is renamed at the end, so an
-    interrupted run never leaves a half-written model. An existing folder is an error unless
-    ``overwrite`` (then it is replaced only once the new one is complete).
+    interrupted run never leaves a half-written model. An existing folder is an error
+    (:class:`~hf_querygen.errors.OutputExistsError`) unless ``overwrite`` and the library wrote it (then
+    it is replaced only once the new one is complete); a folder holding anything else is never replaced.
     """
-    import shutil
-    import tempfile
-
+    from ._fs import atomic_output_dir
     from .hub import card_kwargs_from_training, render_model_card
 
     directory = Path(directory)
-    if directory.exists() and not overwrite:
-        raise FileExistsError(f"{directory} exists; pass overwrite=True (CLI: --overwrite) to replace it")
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.tmp-", dir=directory.parent))
-    try:
+    # replaces only a model folder this library wrote (its .hf_querygen marker); see hf_querygen._fs
+    with atomic_output_dir(directory, MODEL_FOLDER_KIND, overwrite, what="model") as staging:
         model.save_pretrained(staging)
         tokenizer.save_pretrained(staging)
+        recorded = {**dict(metadata), TOKENIZER_FINGERPRINT_KEY: tokenizer_fingerprint(tokenizer)}
         (staging / TRAINING_METADATA_FILE).write_text(
-            json.dumps(dict(metadata), indent=2, default=str) + "\n", encoding="utf-8"
+            json.dumps(recorded, indent=2, default=str) + "\n", encoding="utf-8"
         )
         render_model_card(model, **card_kwargs_from_training(staging)).save(staging / "README.md")
-        if directory.exists():
-            shutil.rmtree(directory)
-        staging.rename(directory)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return directory
 
 
@@ -574,11 +612,14 @@ def train_model(
 
     import torch
 
+    from ._fs import check_output_dir
     from .tasks.base import get_task, task_for_corpus
 
     output_dir = Path(output_dir)
-    if output_dir.exists() and not overwrite:
-        raise FileExistsError(f"{output_dir} exists; pass overwrite=True (CLI: --overwrite) to replace it")
+    check_output_dir(output_dir, MODEL_FOLDER_KIND, overwrite, what="--output-dir")  # before any work
+    from .presets import check_config_overrides
+
+    check_config_overrides(preset, preset_overrides or {}, what="preset_overrides (--set)")
     task_object = get_task(task) if task is not None else task_for_corpus(corpus)
     corpus, config_name = task_object.resolve_corpus(corpus, config_name)
     started = time.perf_counter()
@@ -652,6 +693,7 @@ def train_model(
     current = getattr(data.tokenizer, "model_max_length", None)
     if isinstance(source_limit, int) and not (isinstance(current, int) and 0 < current < 10**9):
         data.tokenizer.model_max_length = source_limit
+    metadata[TOKENIZER_FINGERPRINT_KEY] = tokenizer_fingerprint(data.tokenizer)
     save_model_folder(model, data.tokenizer, output_dir, metadata, overwrite=overwrite)
     shutil.rmtree(checkpoints, ignore_errors=True)
     return metadata
@@ -733,8 +775,160 @@ def check_model_folder(model_dir: str | Path, require_tokenizer: bool = True) ->
     if require_tokenizer:
         _json_object(model_dir, "tokenizer.json")
         _json_object(model_dir, "tokenizer_config.json", required=False)
-    _json_object(model_dir, "generation_config.json", required=False)
+    generation = _json_object(model_dir, "generation_config.json", required=False)
+    if generation is not None:
+        _check_generation_config(model_dir, generation)
     return config
+
+
+#: generation_config.json fields and the values they take (the ones ``generate`` reads as numbers)
+_GENERATION_INTS = {
+    "max_length": 1,
+    "max_new_tokens": 1,
+    "min_length": 0,
+    "min_new_tokens": 0,
+    "num_beams": 1,
+    "num_beam_groups": 1,
+    "num_return_sequences": 1,
+    "no_repeat_ngram_size": 0,
+    "encoder_no_repeat_ngram_size": 0,
+    "top_k": 0,
+}
+_GENERATION_POSITIVE_FLOATS = ("temperature", "repetition_penalty", "top_p", "encoder_repetition_penalty")
+_GENERATION_FLOATS = ("length_penalty", "diversity_penalty")
+_GENERATION_BOOLS = ("do_sample", "use_cache", "output_scores", "return_dict_in_generate")
+_GENERATION_TOKEN_IDS = ("pad_token_id", "bos_token_id", "decoder_start_token_id", "eos_token_id")
+
+
+def _check_generation_config(model_dir: Path, generation: dict[str, Any]) -> None:
+    """Types and ranges of the generation config's fields (``generate`` would fail deep inside, or
+    silently decode differently, on a string, a float count or a negative id)."""
+    import math
+
+    def bad(field: str, expected: str) -> Exception:
+        return _folder_file_error(
+            model_dir, "generation_config.json", f"has {field}={generation[field]!r}; expected {expected}"
+        )
+
+    def is_int(value: Any) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool)
+
+    for field, low in _GENERATION_INTS.items():
+        value = generation.get(field)
+        if value is not None and not (is_int(value) and value >= low):
+            raise bad(field, f"an integer >= {low}")
+    for field in (*_GENERATION_POSITIVE_FLOATS, *_GENERATION_FLOATS):
+        value = generation.get(field)
+        if value is None:
+            continue
+        number = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+        if not number or (field in _GENERATION_POSITIVE_FLOATS and value <= 0):
+            raise bad(field, "a finite number" + (" > 0" if field in _GENERATION_POSITIVE_FLOATS else ""))
+    if generation.get("top_p") is not None and generation["top_p"] > 1:
+        raise bad("top_p", "a number in (0, 1]")
+    for field in _GENERATION_BOOLS:
+        if generation.get(field) is not None and not isinstance(generation[field], bool):
+            raise bad(field, "true or false")
+    stopping = generation.get("early_stopping")
+    if stopping is not None and not (isinstance(stopping, bool) or stopping == "never"):
+        raise bad("early_stopping", 'true, false or "never"')
+    for field in _GENERATION_TOKEN_IDS:
+        value = generation.get(field)
+        ids = value if isinstance(value, list) and field == "eos_token_id" else [value]
+        if value is not None and not all(is_int(i) and i >= 0 for i in ids):
+            raise bad(
+                field,
+                "a token id (an integer >= 0)" + (" or a list of them" if field == "eos_token_id" else ""),
+            )
+
+
+_FLOAT_DTYPES = {"F16", "BF16", "F32", "F64"}
+
+
+def _check_loaded_weights(model_dir: Path, model: PreTrainedModel, info: Mapping[str, Any]) -> None:
+    """The weights in the folder are the model's: none missing (transformers would initialise them
+    at random), none unexpected (a file of another model), none of a non-float dtype where the model
+    has floats, and none NaN or infinite."""
+    from safetensors import safe_open
+
+    tied = set(getattr(model, "_tied_weights_keys", None) or ())
+    missing = sorted(k for k in info.get("missing_keys", ()) if k not in tied)
+    unexpected = sorted(info.get("unexpected_keys", ()))
+    mismatched = sorted(str(k[0] if isinstance(k, tuple) else k) for k in info.get("mismatched_keys", ()))
+    for problem, keys in (
+        ("lacks tensors the model needs (they would be random)", missing),
+        ("holds tensors this model does not have (weights of another model?)", unexpected),
+        ("holds tensors of the wrong shape", mismatched),
+    ):
+        if keys:
+            shown = ", ".join(keys[:5]) + (f" (+{len(keys) - 5} more)" if len(keys) > 5 else "")
+            raise _folder_file_error(model_dir, "model.safetensors", f"{problem}: {shown}")
+    state = model.state_dict()
+    weight_files = [model_dir / "model.safetensors"]
+    index = _json_object(model_dir, "model.safetensors.index.json", required=False)
+    if index is not None:
+        weight_files = [
+            model_dir / shard for shard in sorted(set(dict(index.get("weight_map") or {}).values()))
+        ]
+    for path in weight_files:
+        with safe_open(str(path), framework="pt") as handle:
+            for key in handle.keys():
+                dtype = handle.get_slice(key).get_dtype()
+                if key in state and state[key].is_floating_point() and dtype not in _FLOAT_DTYPES:
+                    raise _folder_file_error(
+                        model_dir, path.name, f"stores tensor {key} as {dtype}; the model expects floats"
+                    )
+    import torch
+
+    for key, tensor in state.items():
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            raise _folder_file_error(
+                model_dir, "model.safetensors", f"tensor {key} holds NaN or infinite values"
+            )
+
+
+#: the training metadata key of the tokenizer's vocabulary hash (written by save_model_folder)
+TOKENIZER_FINGERPRINT_KEY = "tokenizer_sha256"
+
+
+def tokenizer_fingerprint(tokenizer: PreTrainedTokenizerFast) -> str:
+    """A hash of the tokenizer's vocabulary (token -> id), to tie a model folder's tokenizer to it."""
+    import hashlib
+
+    vocab = sorted(tokenizer.get_vocab().items(), key=lambda item: item[1])
+    return hashlib.sha256(json.dumps(vocab, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
+def _check_tokenizer_agrees(
+    model_dir: Path, model: PreTrainedModel, tokenizer: PreTrainedTokenizerFast, metadata: Mapping[str, Any]
+) -> None:
+    """The tokenizer is the one the model was trained with: its ids fit the embedding, its special ids
+    are the config's, and (folders written by ``train``) its vocabulary hash is the recorded one."""
+    config = model.config
+    size = len(tokenizer)
+    rows = getattr(config, "vocab_size", None)
+    if isinstance(rows, int) and size > rows:
+        raise _folder_file_error(
+            model_dir,
+            "tokenizer.json",
+            f"has {size} tokens but the model's vocabulary has {rows} (a tokenizer from another model?)",
+        )
+    for name in ("pad_token_id", "bos_token_id", "eos_token_id", "unk_token_id"):
+        ours, theirs = getattr(config, name, None), getattr(tokenizer, name, None)
+        if isinstance(ours, int) and isinstance(theirs, int) and ours != theirs:
+            raise _folder_file_error(
+                model_dir,
+                "tokenizer.json",
+                f"has {name}={theirs} but config.json has {ours} (a tokenizer from another model?)",
+            )
+    recorded = metadata.get(TOKENIZER_FINGERPRINT_KEY)
+    if isinstance(recorded, str) and recorded != tokenizer_fingerprint(tokenizer):
+        raise _folder_file_error(
+            model_dir,
+            "tokenizer.json",
+            f"is not the tokenizer the model was trained with ({TRAINING_METADATA_FILE} records another "
+            "vocabulary)",
+        )
 
 
 def load_trained(model_dir: str | Path) -> tuple[PreTrainedModel, PreTrainedTokenizerFast, dict[str, Any]]:
@@ -760,13 +954,15 @@ def load_trained(model_dir: str | Path) -> tuple[PreTrainedModel, PreTrainedToke
         else AutoModelForTokenClassification
     )
     try:
-        model = auto.from_pretrained(model_dir)
+        model, info = auto.from_pretrained(model_dir, output_loading_info=True)
     except (OSError, ValueError, KeyError, RuntimeError) as err:
         raise _folder_file_error(model_dir, "model.safetensors", f"cannot be loaded ({err})") from err
+    _check_loaded_weights(model_dir, model, info)
     try:
         tokenizer = AutoTokenizer.from_pretrained(model_dir)
     except Exception as err:  # the tokenizers library raises its own Exception subclass
         raise _folder_file_error(model_dir, "tokenizer.json", f"cannot be loaded ({err})") from err
+    _check_tokenizer_agrees(model_dir, model, tokenizer, metadata)
     return model, tokenizer, metadata
 
 

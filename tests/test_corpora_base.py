@@ -3,6 +3,7 @@ the lenient per-file account, and blame for a file that was cut short."""
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import pytest
@@ -104,3 +105,34 @@ def test_find_misalignment_on_a_small_example():
     assert find_misalignment(first, second) is None
     assert find_misalignment(first, second[:120] + second[121:]) == (121, "first")
     assert find_misalignment(first[:70] + first[71:], second) == (71, "second")
+
+
+# ---------------------------------------------------------------- NUL characters (issue 20, class 8)
+@pytest.mark.parametrize(
+    ("name", "content", "line", "reader"),
+    [
+        ("lines.txt", b"first line\nsecond\x00line\nthird\n", 2, "lines"),
+        ("doc.json", b'[\n  {"q": "fine"},\n  {"q": "bad\\u0000"}\n]\n', 3, "json"),
+        ("doc.xml", b"<docs>\n<doc>fine</doc>\n<doc>bad&#0;</doc>\n</docs>\n", 3, "xml"),
+        ("raw.json", b'[\n  "fine",\n  "bad\x00"\n]\n', 3, "json"),
+    ],
+)
+def test_nul_characters_are_named_by_file_and_line(tmp_path, name, content, line, reader):
+    from hf_querygen.corpora._base import ParseLog, iter_lines, read_json, read_xml
+    from hf_querygen.errors import CorpusFormatError
+
+    path = tmp_path / name
+    path.write_bytes(content)
+    read = {
+        "lines": lambda log: list(iter_lines(path, log, name)),
+        "json": lambda log: read_json(path, name, log, list),
+        "xml": lambda log: read_xml(path, name, log, "doc"),
+    }[reader]
+    with pytest.raises(CorpusFormatError, match=rf"^{re.escape(name)}:{line}: NUL character") as info:
+        read(ParseLog())
+    assert info.value.path == name and info.value.line == line
+    lenient = ParseLog(strict=False)
+    read(lenient)  # skipped and reported, never kept
+    assert [(e.path, e.line) for e in lenient.errors] == [(name, line)]
+    if reader == "lines":
+        assert [x.text for x in iter_lines(path, ParseLog(strict=False), name)] == ["first line", "third"]

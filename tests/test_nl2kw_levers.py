@@ -34,7 +34,11 @@ TRAIN = {
         "passport renewal time",
     ],
 }
-TINY = {"embedding_size": 8, "hidden_size": 8, "decoder_hidden_size": 8, "dropout": 0.0}
+TINY = {
+    "embedding_size": 8,
+    "hidden_size": 8,
+    "dropout": 0.0,
+}  # (the dual decoder has no decoder_hidden_size)
 
 
 def _splits() -> datasets.DatasetDict:

@@ -239,7 +239,7 @@ def test_building_twice_needs_overwrite(tmp_path):
     assert Index.open(tmp_path / "ix").search("another")[0].row == 0
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "notes.txt").write_text("mine")
-    with pytest.raises(InvalidInputError, match="no index"):
+    with pytest.raises(InvalidInputError, match="did not write.*notes.txt"):
         Index.from_texts(["x"], path=tmp_path / "other", overwrite=True, **SMALL)
 
 
@@ -347,3 +347,76 @@ def test_index_cli_build_and_search(tmp_path, capsys):
     assert err.startswith("hf-querygen: error: index folder") and "--overwrite" in err
     with pytest.raises(InvalidInputError, match="overwrite"):
         main(["--debug", "index", "build", str(docs), str(tmp_path / "ix")])
+
+
+# ---------------------------------------------------------------- index folder integrity
+def test_missing_ids_file_is_an_error_not_row_numbers(tmp_path):
+    Index.from_texts(["alpha", "beta"], ids=["a", "b"], path=tmp_path / "ix", **SMALL)
+    (tmp_path / "ix" / "ids.json").unlink()
+    with pytest.raises(ModelFolderError, match="ids.json"):
+        Index.open(tmp_path / "ix")
+
+
+@pytest.mark.parametrize(
+    "part", ["stats/vocab.txt", "stats/doc_offsets.npy", "ids.json", "tantivy/meta.json"]
+)
+def test_files_from_another_index_of_the_same_size_are_named(tmp_path, part):
+    # same number of documents, tokens and terms: only the order differs
+    Index.from_texts(["a b c", "d e"], ids=["x", "y"], path=tmp_path / "one", **SMALL)
+    Index.from_texts(["d e", "a b c"], ids=["y", "x"], path=tmp_path / "two", **SMALL)
+    assert (tmp_path / "one" / part).read_bytes() != (tmp_path / "two" / part).read_bytes()
+    if part == "tantivy/meta.json":  # a whole tantivy folder from the other build
+        import shutil
+
+        shutil.rmtree(tmp_path / "one" / "tantivy")
+        shutil.copytree(tmp_path / "two" / "tantivy", tmp_path / "one" / "tantivy")
+    else:
+        (tmp_path / "one" / part).write_bytes((tmp_path / "two" / part).read_bytes())
+    with pytest.raises(ModelFolderError, match=re.escape(part.split("/")[0])):
+        Index.open(tmp_path / "one")
+
+
+def test_edited_manifest_is_refused(tmp_path):
+    import json
+
+    Index.from_texts(["alpha beta"], path=tmp_path / "ix", **SMALL)
+    meta_path = tmp_path / "ix" / "index.json"
+    meta = json.loads(meta_path.read_text())
+    meta["files"]["stats/vocab.txt"]["size"] += 1
+    meta_path.write_text(json.dumps(meta))
+    with pytest.raises(ModelFolderError, match="fingerprint"):
+        Index.open(tmp_path / "ix")
+
+
+def test_read_only_index_folder_opens_for_search(tmp_path):
+    import os
+    import subprocess
+
+    built = Index.from_texts(
+        ["red fox", "blue hen", "red hen"], ids=["x", "y", "z"], path=tmp_path / "ix", **SMALL
+    )
+    expected = built.search("red hen", k=3, ranker="sdm")
+    view = tmp_path / "ro"
+    if os.geteuid() == 0:  # root ignores permissions: a read-only bind mount, where the system allows one
+        view.mkdir()
+        if subprocess.run(
+            ["mount", "--bind", str(tmp_path / "ix"), str(view)], capture_output=True
+        ).returncode:
+            pytest.skip("no read-only view possible here (root without mount)")
+        subprocess.run(["mount", "-o", "remount,bind,ro", str(view)], check=True)
+    else:
+        view = tmp_path / "ix"
+        for path in [view, *view.rglob("*")]:
+            path.chmod(0o555 if path.is_dir() else 0o444)
+    try:
+        assert not os.access(view / "tantivy", os.W_OK)
+        assert Index.open(view).search("red hen", k=3, ranker="sdm") == expected
+    finally:
+        if os.geteuid() == 0:
+            import gc
+
+            gc.collect()  # release the memory maps before unmounting; lazily if something still holds one
+            subprocess.run(["umount", "-l", str(view)], check=False)
+        else:
+            for path in [view, *view.rglob("*")]:
+                path.chmod(0o755 if path.is_dir() else 0o644)

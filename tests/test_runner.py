@@ -8,6 +8,7 @@ import json
 import pytest
 from transformers import pipeline
 
+from hf_querygen._fs import write_marker
 from hf_querygen.experiments import liu2018, runner
 from hf_querygen.experiments.runner import Budget, run_reproduction
 from hf_querygen.tasks.base import get_task
@@ -80,6 +81,7 @@ def test_overwrite_starts_again(tiny_liu2018, data_dir, tmp_path):
     out = tmp_path / "results"
     (out / "runs").mkdir(parents=True)
     (out / "runs" / "dual_decoder-seed0.json").write_text("{}")  # a stale run must not be read back
+    write_marker(out, runner.REPRODUCTION_KIND)  # overwrite deletes only what a reproduction wrote
     document = run_reproduction(
         tiny_liu2018, out, quick=True, data_dir=data_dir, workers=1, overwrite=True, progress=False
     )

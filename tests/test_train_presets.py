@@ -65,5 +65,7 @@ def test_train_every_preset_and_open_it_with_auto_classes_and_pipeline(
         assert output == [{"generated_text": direct}]
 
     # an existing output folder is never overwritten silently
-    with pytest.raises(FileExistsError, match="--overwrite"):
-        cli_main([*arguments, *extra, "--data-dir", str(data_dir)])
+    assert cli_main([*arguments, *extra, "--data-dir", str(data_dir)]) == 2
+    assert "--overwrite" in capsys.readouterr().err
+    with pytest.raises(FileExistsError, match="--overwrite"):  # OutputExistsError, also a FileExistsError
+        cli_main(["--debug", *arguments, *extra, "--data-dir", str(data_dir)])

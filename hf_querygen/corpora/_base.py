@@ -441,6 +441,10 @@ def iter_lines(
         except UnicodeDecodeError as err:
             log.error(shown, number, decode_error_message(chunk, err, start)[1])
         else:
+            if "\x00" in text:  # a NUL would survive into the dataset and the tokenizers
+                log.error(shown, number, nul_message(text))
+                start = end + 1
+                continue
             if not text.strip() and not keep_blank:
                 pending_blank.append(number)
             else:
@@ -462,11 +466,28 @@ def read_text(path: Path, log: ParseLog, name: str | os.PathLike | None = None) 
     if raw is None:
         return None
     try:
-        return raw.decode("utf-8-sig")
+        text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as err:
         line, message = decode_error_message(raw, err)
         log.error(_display(path, name), line, message, _WHOLE_FILE)
         return None
+    # a raw NUL byte, or one escaped as JSON \u0000 / XML &#0; that the parser would turn into one
+    nul = _NUL_IN_DOCUMENT.search(text)
+    if nul is not None:
+        line = text.count("\n", 0, nul.start()) + 1
+        column = nul.start() - (text.rfind("\n", 0, nul.start()) + 1) + 1
+        log.error(_display(path, name), line, f"NUL character at column {column}", _WHOLE_FILE)
+        return None
+    return text
+
+
+#: NUL in a document: the byte itself, JSON's \u0000 (not preceded by another backslash), XML's &#0;
+_NUL_IN_DOCUMENT = re.compile(r"\x00|(?<!\\)\\u0000|&#0+;|&#x0+;", re.IGNORECASE)
+
+
+def nul_message(text: str) -> str:
+    """The error for a line holding a NUL character (names its column)."""
+    return f"NUL character at column {text.index(chr(0)) + 1}"
 
 
 def line_numbers(text: str, pattern: str) -> list[int]:

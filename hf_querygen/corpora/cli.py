@@ -68,6 +68,10 @@ def _build(args: argparse.Namespace) -> int:
     spec = get_corpus_spec(args.name)
     for config in args.config or []:
         spec.check_config(config)
+    if args.out_dir is not None:
+        from .._fs import check_writable_dir
+
+        check_writable_dir(args.out_dir, "--out-dir")
     logs: dict = {}
     summaries: dict = {}
     try:
@@ -183,6 +187,10 @@ def _stats(args: argparse.Namespace) -> int:
 
     spec = get_corpus_spec(args.name)
     configs = [spec.check_config(args.config)] if args.config else list(spec.configs)
+    if args.json is not None:
+        from .._fs import check_output_file
+
+        check_output_file(args.json, "--json")  # before the statistics are computed
     results = {}
     for config in tqdm(
         configs, desc=f"statistics of {args.name}", disable=len(configs) == 1, file=sys.stderr

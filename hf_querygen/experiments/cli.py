@@ -37,9 +37,16 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
 def _reproduce(args: argparse.Namespace) -> int:
     import importlib
 
+    from .._fs import check_writable_dir
     from .runner import REPRODUCTIONS, run_reproduction
 
     names = list(NAMES) if args.name == "all" else [args.name]
+    # output paths before any work (a reproduction runs for minutes to hours)
+    for path, what in ((args.out_dir, "--out-dir"), (args.save_models, "--save-models")):
+        if path is not None:
+            check_writable_dir(path, what)
+    if args.models_dir is not None and not args.models_dir.is_dir():
+        raise SystemExit(f"--models-dir {args.models_dir} is not a folder")
     for name in names:
         out_dir = args.out_dir / name if (args.out_dir and args.name == "all") else args.out_dir
         out_dir = out_dir or Path("results") / (name + ("-quick" if args.quick else ""))

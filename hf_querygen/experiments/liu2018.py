@@ -394,6 +394,13 @@ FULL_BUDGET = Budget(
     training_overrides={"num_train_epochs": 12},
     settings={"lambda_sweep": True, "sweep_seeds": 1, "levers": True, "lever_seeds": 1},
 )
+_NO_DECODER_HIDDEN_SIZE = (
+    "sequence_labeling",
+    "pointer_network",
+    "dual_decoder",
+    "dual_decoder_natural_order",
+    "dual_decoder_plus",
+)
 #: minutes on 2 cores: a training subset, smaller models at a higher rate, no lambda sweep
 QUICK_BUDGET = Budget(
     "quick",
@@ -407,7 +414,8 @@ QUICK_BUDGET = Budget(
         key: {
             "embedding_size": 32,
             "hidden_size": 64,
-            **({} if key == "sequence_labeling" else {"decoder_hidden_size": 64}),
+            # the dual decoder's config has no decoder_hidden_size (its decoders share hidden_size)
+            **({} if key in _NO_DECODER_HIDDEN_SIZE else {"decoder_hidden_size": 64}),
         }
         for key in (
             "vanilla_seq2seq",

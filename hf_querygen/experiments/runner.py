@@ -363,6 +363,9 @@ def _save_record(out: Path, record: dict[str, Any]) -> None:
     path = runs / (run_name(record["system"], record["seed"], record["fold"]) + ".json")
     with tempfile.NamedTemporaryFile("w", dir=runs, suffix=".tmp", delete=False, encoding="utf-8") as handle:
         json.dump(record, handle)
+    from .._fs import apply_umask
+
+    apply_umask(handle.name, directory=False)  # NamedTemporaryFile is 0600; users expect their umask
     os.replace(handle.name, path)
 
 
@@ -403,20 +406,50 @@ def _run_baseline(
 
 
 # ---------------------------------------------------------------- the run
+#: the .hf_querygen marker kind of a reproduction's out_dir (see hf_querygen._fs)
+REPRODUCTION_KIND = "reproduction"
+#: what a reproduction writes in its out_dir and ``overwrite`` deletes there (nothing else is touched)
+REPRODUCTION_OUTPUTS = ("runs", "checkpoints", "results.json", "results.md", "train.log")
+
+
 def _prepare_out_dir(out: Path, resume: bool, overwrite: bool) -> None:
-    if out.exists() and any(out.iterdir()):
-        if overwrite:
-            for name in ("runs", "checkpoints", "results.json", "results.md", "train.log"):
-                path = out / name
-                if path.is_dir():
-                    shutil.rmtree(path)
-                elif path.exists():
-                    path.unlink()
-        elif not resume:
-            raise FileExistsError(
-                f"{out} is not empty: pass --resume to continue that run or --overwrite to start again"
+    from .._fs import check_output_dir, foreign_entries, read_marker, write_marker
+    from ..errors import OutputExistsError
+
+    # an empty or absent folder (and the writability of its parent); a non-empty one is decided below
+    if not (out.is_dir() and any(out.iterdir())):
+        check_output_dir(out, REPRODUCTION_KIND, overwrite, what="--out-dir")
+    elif overwrite:
+        ours = [name for name in REPRODUCTION_OUTPUTS if (out / name).exists()]
+        if ours and foreign_entries(out, REPRODUCTION_KIND) is None:
+            raise OutputExistsError(
+                f"refusing to overwrite {out}: it has no .hf_querygen marker of a reproduction, so "
+                f"{', '.join(ours)} there may not be hf-querygen's; move them away or choose another "
+                "--out-dir"
             )
+        for name in ours:  # only the reproduction's own outputs; other files in the folder stay
+            path = out / name
+            if path.is_dir():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+    elif not resume:
+        raise OutputExistsError(
+            f"{out} is not empty: pass --resume to continue that run or --overwrite to start again"
+        )
     out.mkdir(parents=True, exist_ok=True)
+    if read_marker(out) is None:
+        write_marker(out, REPRODUCTION_KIND)
+
+
+def _check_save_models(save_dir: Path, jobs: Sequence[Job]) -> None:
+    from .._fs import check_output_dir, check_writable_dir
+    from ..training import MODEL_FOLDER_KIND
+
+    check_writable_dir(save_dir, "--save-models")
+    for job in jobs:
+        name = run_name(job.system.key, job.seed, job.fold_id)
+        check_output_dir(save_dir / name, MODEL_FOLDER_KIND, overwrite=True, what="--save-models")
 
 
 def budget_systems(reproduction: Reproduction, budget: Budget) -> list[System]:
@@ -446,7 +479,9 @@ def run_reproduction(
             copy: the workers could not find it).
         save_models: keep every trained model as ``save_models/<system>[-fold<f>]-seed<s>/``.
         resume: skip finished runs (``out_dir/runs/``) and continue interrupted trainings.
-        overwrite: start again in a non-empty ``out_dir`` (its runs and checkpoints are deleted).
+        overwrite: start again in a non-empty ``out_dir`` written by a reproduction (its
+            :data:`REPRODUCTION_OUTPUTS` are deleted, other files kept; a folder without the
+            library's marker is refused).
         progress: one tqdm bar per stage on stderr.
 
     Returns:
@@ -501,6 +536,8 @@ def run_reproduction(
                     continue
                 jobs.append(Job(system, seed, fold.id, variants))
     jobs.sort(key=lambda job: -job.system.cost)
+    if save_dir is not None:  # refuse a --save-models folder we may not replace now, not after training
+        _check_save_models(save_dir, jobs)
 
     # ---- baselines that need no trained outputs run first
     plain = [s for s in systems if s.baseline is not None and not s.inputs]

@@ -58,6 +58,16 @@ def exact_match(
 
 
 class ExactMatch(evaluate.Metric):
+    def compute(self, *, predictions=None, references=None, **kwargs):
+        """``evaluate.Metric.compute``; empty ``predictions`` are an error, not a score."""
+        # evaluate infers the input format from the first example: with two formats and no example
+        # it fails with an IndexError of its own, so refuse empty input here, by name
+        if predictions is not None and not isinstance(predictions, str) and len(predictions) == 0:
+            raise InvalidInputError(
+                "exact_match: no predictions to score (predictions=[]); pass at least one"
+            )
+        return super().compute(predictions=predictions, references=references, **kwargs)
+
     def _info(self) -> evaluate.MetricInfo:
         return evaluate.MetricInfo(
             description=_DESCRIPTION,

@@ -260,4 +260,9 @@ class KeywordPRF(evaluate.Metric):
         )
 
     def _compute(self, predictions, references, sources=None):
+        # as an evaluate module (scoring a system against gold keywords), a reference without any
+        # keyword is a missing reference: recall over it is undefined, so it is refused, not scored 0
+        for i, reference in enumerate(references):
+            if not keyword_words(reference, normalize_for_matching):
+                raise InvalidInputError(f"keyword_prf: references[{i}]={reference!r} holds no keyword")
         return keyword_prf(list(predictions), list(references), None if sources is None else list(sources))

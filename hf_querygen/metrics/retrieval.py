@@ -26,7 +26,7 @@ import datasets
 import evaluate
 import numpy as np
 
-from ..errors import InvalidInputError
+from hf_querygen.errors import InvalidInputError  # absolute: evaluate.load copies this file
 
 Run = Mapping[str, Sequence[str]]
 Qrels = Mapping[str, Mapping[str, int]]
@@ -183,9 +183,23 @@ class RetrievalMetrics(evaluate.Metric):
     def _compute(
         self, predictions, references, metrics=DEFAULT_METRICS, relevance_level=1
     ) -> dict[str, float]:
+        if not references:
+            raise InvalidInputError("retrieval metrics: no queries to score (references=[])")
         run = {str(i): list(ranking) for i, ranking in enumerate(predictions)}
-        qrels = {
-            str(i): dict(zip(ref["doc_ids"], ref["relevance"], strict=True))
-            for i, ref in enumerate(references)
-        }
+        qrels = {}
+        for i, ref in enumerate(references):
+            doc_ids, grades = list(ref["doc_ids"]), list(ref["relevance"])
+            if len(doc_ids) != len(grades):
+                raise InvalidInputError(
+                    f"retrieval metrics: references[{i}] has {len(doc_ids)} doc_ids but {len(grades)} "
+                    "relevance grades (one grade per judged document)"
+                )
+            if not doc_ids:
+                # every metric would be 0 for this query whatever the run: a missing judgment, not a score
+                raise InvalidInputError(
+                    f"retrieval metrics: references[{i}] judges no documents (doc_ids=[])"
+                )
+            if len(set(doc_ids)) != len(doc_ids):
+                raise InvalidInputError(f"retrieval metrics: references[{i}] judges a document twice")
+            qrels[str(i)] = dict(zip(doc_ids, grades, strict=True))
         return evaluate_run(run, qrels, metrics, relevance_level)

@@ -21,6 +21,7 @@ import datasets
 import evaluate
 
 from hf_querygen.errors import InvalidInputError  # absolute: evaluate.load copies this file
+from hf_querygen.validation import check_string_list
 
 __all__ = ["SacreBleu", "corpus_bleu", "sacre_bleu"]
 
@@ -58,6 +59,8 @@ def sacre_bleu(
         raise InvalidInputError(
             "sacre_bleu: predictions and references must be lists (one entry per example)"
         )
+    check_string_list("bleu", "predictions", predictions)  # names the argument and the item
+    check_string_list("bleu", "references", references, allow_nested=True)
     if len(predictions) != len(references):
         raise InvalidInputError(
             f"sacre_bleu: {len(predictions)} predictions but {len(references)} references"
@@ -75,6 +78,16 @@ def sacre_bleu(
             raise InvalidInputError(f"sacre_bleu: predictions[{i}] must be a string, got {type(p).__name__}")
     if isinstance(max_order, bool) or not isinstance(max_order, int) or max_order < 1:
         raise InvalidInputError(f"sacre_bleu: max_order must be an integer >= 1, got {max_order!r}")
+    if not ref_lists:  # no example: no n-gram to count (as rouge, a result of zeros, not an error)
+        return {
+            "bleu": 0.0,
+            "score": 0.0,
+            "precisions": [0.0] * max_order,
+            "brevity_penalty": 0.0,
+            "sys_len": 0,
+            "ref_len": 0,
+            "signature": "no examples",
+        }
     width = max((len(r) for r in ref_lists), default=0)
     # sacrebleu wants reference *streams*: stream j holds the j-th reference of every example
     streams = [[r[j] if j < len(r) else None for r in ref_lists] for j in range(width)]
@@ -120,6 +133,14 @@ def corpus_bleu(
 
 
 class SacreBleu(evaluate.Metric):
+    def compute(self, *, predictions=None, references=None, **kwargs):
+        """``evaluate.Metric.compute``; empty ``predictions`` are an error, not a score."""
+        # evaluate infers the input format from the first example: with two formats and no example
+        # it fails with an IndexError of its own, so refuse empty input here, by name
+        if predictions is not None and not isinstance(predictions, str) and len(predictions) == 0:
+            raise InvalidInputError("sacre_bleu: no predictions to score (predictions=[]); pass at least one")
+        return super().compute(predictions=predictions, references=references, **kwargs)
+
     def _info(self) -> evaluate.MetricInfo:
         return evaluate.MetricInfo(
             description=_DESCRIPTION,

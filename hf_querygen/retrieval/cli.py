@@ -17,8 +17,9 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     build = commands.add_parser(
         "build",
         help="index documents from a file",
-        description="Documents from a .tsv (id<TAB>text), .jsonl (one object per line) or .txt "
-        "(one document per line, ids = line numbers from 0) file.",
+        description="Documents from a UTF-8 .tsv (id<TAB>text; a first line id<TAB>text is a header), "
+        ".jsonl (one object per line) or .txt (one document per line, ids = line numbers from 0) file. "
+        "Ids must be non-empty and unique; any other extension is refused.",
     )
     build.add_argument("input", type=Path, help="documents file (.tsv, .jsonl or .txt)")
     build.add_argument("output", type=Path, help="index folder to create")
@@ -48,70 +49,106 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     search.set_defaults(func=_search)
 
 
+DOCUMENT_SUFFIXES = (".tsv", ".jsonl", ".txt")
+#: a first .tsv line with these columns is a header, not a document
+TSV_HEADERS = (("id", "text"), ("docid", "text"), ("doc_id", "text"), ("_id", "text"))
+
+
+def _document_lines(path: Path):
+    """(line number, text) of each line, decoded strictly as UTF-8 (a BOM at the start is dropped);
+    a line that is not UTF-8 or holds a NUL byte is a CorpusFormatError naming file and line."""
+    from hf_querygen.errors import CorpusFormatError, InvalidInputError
+
+    try:
+        handle = path.open("rb")
+    except OSError as err:
+        raise InvalidInputError(f"documents file {path} cannot be read ({err.strerror})") from err
+    with handle:
+        for line_number, raw in enumerate(handle, start=1):
+            try:
+                line = raw.decode("utf-8-sig" if line_number == 1 else "utf-8")
+            except UnicodeDecodeError as err:
+                raise CorpusFormatError(
+                    path,
+                    line_number,
+                    f"not valid UTF-8 (byte 0x{raw[err.start]:02x} at column {err.start + 1})",
+                ) from None
+            if "\0" in line:
+                raise CorpusFormatError(path, line_number, f"NUL byte at column {line.index(chr(0)) + 1}")
+            yield line_number, line.rstrip("\r\n")
+
+
 def _read_documents(path: Path, text_field: str, id_field: str) -> tuple[list[str], list | None]:
     from hf_querygen.errors import CorpusFormatError, InvalidInputError
 
     if not path.is_file():
         raise InvalidInputError(f"documents file not found: {path}")
+    suffix = path.suffix.lower()
+    if suffix not in DOCUMENT_SUFFIXES:
+        raise InvalidInputError(
+            f"documents file {path}: unknown extension {path.suffix or '(none)'!r}; use .tsv (id<TAB>text), "
+            ".jsonl (one object per line) or .txt (one document per line)"
+        )
     texts: list[str] = []
     ids: list = []
-    with path.open(encoding="utf-8") as handle:
-        for line_number, line in enumerate(handle, start=1):
-            line = line.rstrip("\r\n")
-            if path.suffix == ".tsv":
-                if not line:
-                    continue
-                columns = line.split("\t", 1)
-                if len(columns) != 2:
-                    raise CorpusFormatError(path, line_number, "expected id<TAB>text")
-                ids.append(columns[0])
-                texts.append(columns[1])
-            elif path.suffix == ".jsonl":
-                if not line.strip():
-                    continue
-                try:
-                    record = json.loads(line)
-                except ValueError as err:
-                    raise CorpusFormatError(path, line_number, f"not JSON: {err}") from err
-                if not isinstance(record, dict) or not isinstance(record.get(text_field), str):
-                    raise CorpusFormatError(path, line_number, f"no string field {text_field!r}")
-                texts.append(record[text_field])
-                ids.append(record.get(id_field))
-            else:
-                texts.append(line)
-    if path.suffix not in (".tsv", ".jsonl") or all(i is None for i in ids):
+    lines: list[int] = []  # the line of each document, to name it in errors
+    for line_number, line in _document_lines(path):
+        if suffix == ".tsv":
+            if not line.strip():
+                continue
+            columns = line.split("\t", 1)
+            if len(columns) != 2:
+                raise CorpusFormatError(path, line_number, "expected id<TAB>text")
+            if not texts and tuple(c.strip().lower() for c in columns) in TSV_HEADERS:
+                continue  # a header line
+            ids.append(columns[0])
+            texts.append(columns[1])
+        elif suffix == ".jsonl":
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError as err:
+                raise CorpusFormatError(path, line_number, f"not JSON: {err}") from err
+            if not isinstance(record, dict) or not isinstance(record.get(text_field), str):
+                raise CorpusFormatError(path, line_number, f"no string field {text_field!r}")
+            texts.append(record[text_field])
+            ids.append(record.get(id_field))
+        else:
+            texts.append(line)
+        lines.append(line_number)
+    if suffix == ".txt" or all(i is None for i in ids):
         return texts, None
-    if any(i is None for i in ids):
-        raise CorpusFormatError(path, ids.index(None) + 1, f"no {id_field!r} field (other records have one)")
+    first_line: dict = {}
+    for line_number, doc_id in zip(lines, ids, strict=True):
+        if doc_id is None:
+            raise CorpusFormatError(path, line_number, f"no {id_field!r} field (other records have one)")
+        if isinstance(doc_id, bool) or not isinstance(doc_id, str | int):
+            raise CorpusFormatError(path, line_number, f"id must be a string or an integer, got {doc_id!r}")
+        if isinstance(doc_id, str) and not doc_id.strip():
+            raise CorpusFormatError(path, line_number, "empty id")
+        if doc_id in first_line:
+            raise CorpusFormatError(
+                path, line_number, f"duplicate id {doc_id!r} (first on line {first_line[doc_id]})"
+            )
+        first_line[doc_id] = line_number
     return texts, ids
 
 
-def _parse_params(pairs: list[str]) -> dict:
-    from hf_querygen.errors import InvalidInputError
+def _parse_params(ranker: str, pairs: list[str]) -> dict:
+    from hf_querygen.retrieval.params import parse_params
 
-    params: dict = {}
-    for pair in pairs:
-        name, sep, value = pair.partition("=")
-        if not sep:
-            raise InvalidInputError(f"--param {pair!r}: expected NAME=VALUE")
-        if name == "weights":
-            params[name] = tuple(float(v) for v in value.split(","))
-        elif name == "depth":
-            params[name] = None if value.lower() == "none" else int(value)
-        elif name in ("window",):
-            params[name] = int(value)
-        elif name == "exact":
-            params[name] = value.lower() in ("1", "true", "yes")
-        else:
-            params[name] = float(value)
-    return params
+    return parse_params(ranker, pairs)
 
 
 def _build(args: argparse.Namespace) -> int:
     import time
 
+    from hf_querygen._fs import check_output_dir
     from hf_querygen.retrieval import Index
+    from hf_querygen.retrieval.index import INDEX_KIND
 
+    check_output_dir(args.output, INDEX_KIND, args.overwrite, what="index")  # before reading the input
     texts, ids = _read_documents(args.input, args.text_field, args.id_field)
     start = time.perf_counter()
     index = Index.from_texts(
@@ -127,11 +164,10 @@ def _build(args: argparse.Namespace) -> int:
 def _search(args: argparse.Namespace) -> int:
     from hf_querygen.retrieval import Index
 
+    params = _parse_params(args.ranker, args.param)  # before opening the index
     index = Index.open(args.index)
     queries = args.queries or [line.rstrip("\n") for line in sys.stdin]
-    results = index.search_batch(
-        queries, k=args.k, ranker=args.ranker, threads=args.threads, **_parse_params(args.param)
-    )
+    results = index.search_batch(queries, k=args.k, ranker=args.ranker, threads=args.threads, **params)
     for query, hits in zip(queries, results, strict=True):
         print(
             json.dumps(

@@ -2,7 +2,10 @@
 
 Folder layout (``Index.from_texts(..., path=folder)``; reopened with ``Index.open(folder)``)::
 
-    folder/index.json    format version, analyzer, counts (written last: its presence marks a complete build)
+    folder/index.json    format version, analyzer, counts, and every file below with its size and content
+                         hash plus a fingerprint over them (ties statistics, ids and tantivy segments to
+                         one build; ``open`` verifies it and names a missing, truncated or foreign file)
+    folder/.hf_querygen  the library's marker (what ``overwrite`` may replace: :mod:`hf_querygen._fs`)
     folder/ids.json      the caller's document ids (omitted when ids are row numbers)
     folder/tantivy/      the tantivy index (field ``text``: analysed terms, freqs; fast field ``row``)
     folder/stats/        collection statistics, see :mod:`hf_querygen.retrieval.stats`
@@ -20,7 +23,10 @@ Rankers (``search(query, k, ranker, **params)``):
 
 Bad input: a query that is not a string raises :class:`~hf_querygen.errors.InvalidInputError`; a query
 that analyses to no terms (empty, whitespace, punctuation) or whose terms never occur in the collection
-returns ``[]``; a query of more than ``max_query_terms`` terms raises ``InvalidInputError``. No stopword
+returns ``[]``; a query of more than ``max_query_terms`` terms raises ``InvalidInputError``. Every
+parameter (ranker parameters, ``k``, ``rows``, thread counts, writer settings) is checked by
+:mod:`hf_querygen.retrieval.params` (type, range, finiteness; ``k`` and ``depth`` capped at the
+collection size), the layer the CLI's ``--param`` goes through too. No stopword
 list is applied (stopwords are ordinary terms, as in the rest of the library). A missing, incomplete
 or corrupted folder raises :class:`~hf_querygen.errors.ModelFolderError` naming the file.
 """
@@ -29,10 +35,10 @@ from __future__ import annotations
 
 import array
 import gc
+import hashlib
 import json
 import os
-import shutil
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,15 +46,14 @@ from typing import Any
 
 import numpy as np
 
+from hf_querygen._fs import atomic_output_dir
 from hf_querygen.errors import InvalidInputError, ModelFolderError
 
+from . import params as params_layer
 from .analysis import analyze, analyze_many
 from .rankers import (
     BM25_DEFAULT_B,
     BM25_DEFAULT_K1,
-    SDM_DEFAULT_MU,
-    SDM_DEFAULT_WEIGHTS,
-    SDM_DEFAULT_WINDOW,
     bm25_scores,
     matching_documents,
     ql_scores,
@@ -56,7 +61,8 @@ from .rankers import (
 )
 from .stats import CollectionStats
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: index.json lists every file (size, content hash); 1 is still read
+INDEX_KIND = "index"  # the .hf_querygen marker kind of an index folder
 META_FILE = "index.json"
 IDS_FILE = "ids.json"
 TANTIVY_DIR = "tantivy"
@@ -64,17 +70,12 @@ STATS_DIR = "stats"
 ANALYZER_NAME = "hf_querygen_terms"  # whitespace split of text already analysed by analysis.analyze
 TEXT_FIELD = "text"
 ROW_FIELD = "row"
+#: each ranker's parameters and defaults (their types and ranges: :mod:`hf_querygen.retrieval.params`)
 RANKER_PARAMS = {
-    "bm25": {"k1": BM25_DEFAULT_K1, "b": BM25_DEFAULT_B, "exact": False},
-    "ql": {"mu": SDM_DEFAULT_MU},
-    "sdm": {
-        "mu": SDM_DEFAULT_MU,
-        "weights": SDM_DEFAULT_WEIGHTS,
-        "window": SDM_DEFAULT_WINDOW,
-        "depth": 1000,
-    },
+    ranker: {name: param.default for name, param in specs.items()}
+    for ranker, specs in params_layer.RANKER_PARAMS.items()
 }
-RANKERS = tuple(RANKER_PARAMS)
+RANKERS = params_layer.RANKERS
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,10 +146,31 @@ class Index:
 
         ``ids``: one id per text (str or int, unique); default the row numbers 0..D-1. ``path``: the
         folder to persist into (``None``: in memory). An existing non-empty folder is an error unless
-        ``overwrite=True``, which replaces a previous index there (never a folder that is not an index).
-        ``num_threads``: tantivy writer threads (0: tantivy's choice).
+        ``overwrite=True``, which replaces an index this library wrote there (recognised by its
+        ``.hf_querygen`` marker; any other folder is refused, naming its files: :mod:`hf_querygen._fs`).
+        The index is built in a temporary sibling folder renamed at the end: a refused or failed build
+        leaves nothing behind. ``num_threads``: tantivy writer threads (0: tantivy's choice).
         """
-        folder = _prepare_folder(path, overwrite) if path is not None else None
+        params_layer.check_writer_settings(heap_size, num_threads)
+        texts, ids = _check_collection_arguments(texts, ids)
+        if path is None:
+            return cls._build(texts, ids, None, show_progress, heap_size, num_threads)
+        with atomic_output_dir(path, INDEX_KIND, overwrite, what="index") as staging:
+            cls._build(texts, ids, staging, show_progress, heap_size, num_threads)
+            gc.collect()  # drop the staging folder's tantivy handles before it is renamed
+            _write_manifest(staging)
+        return cls.open(path)
+
+    @classmethod
+    def _build(
+        cls,
+        texts: Iterable[str],
+        ids: Sequence | None,
+        folder: Path | None,
+        show_progress: bool,
+        heap_size: int,
+        num_threads: int,
+    ) -> Index:
         tantivy = _tantivy()
         schema = _schema()
         if folder is not None:
@@ -264,14 +286,21 @@ class Index:
             version = meta["format_version"]
         except (ValueError, KeyError, TypeError) as err:
             raise ModelFolderError(f"index metadata is corrupted: {meta_path} ({err})") from err
-        if version != FORMAT_VERSION:
+        if version not in (1, FORMAT_VERSION):
             raise ModelFolderError(
-                f"{meta_path}: format version {version}, this library reads {FORMAT_VERSION}"
+                f"{meta_path}: format version {version}, this library reads 1 and {FORMAT_VERSION}"
             )
-        tantivy = _tantivy()
+        if version >= 2:
+            _verify_manifest(folder, meta)
+        ids_path = folder / IDS_FILE
+        if meta.get("ids") == IDS_FILE and not ids_path.is_file():
+            # never fall back to row numbers: they would be returned as if they were the caller's ids
+            raise ModelFolderError(
+                f"index ids file is missing: {ids_path} (index.json says the ids are there)"
+            )
         tantivy_dir = folder / TANTIVY_DIR
         try:
-            tantivy_index = tantivy.Index.open(str(tantivy_dir))
+            tantivy_index, shadow = _open_tantivy(tantivy_dir)
             _register_analyzer(tantivy_index)
             tantivy_docs = tantivy_index.searcher().num_docs
         except (ValueError, OSError) as err:
@@ -283,7 +312,6 @@ class Index:
                 f"stats {stats.num_docs}); rebuild with overwrite=True"
             )
         ids = None
-        ids_path = folder / IDS_FILE
         if ids_path.exists():
             try:
                 ids = json.loads(ids_path.read_text())
@@ -291,7 +319,9 @@ class Index:
                 raise ModelFolderError(f"index ids file is corrupted: {ids_path} ({err})") from err
             if not isinstance(ids, list) or len(ids) != num_docs:
                 raise ModelFolderError(f"index ids file is corrupted: {ids_path} (expected {num_docs} ids)")
-        return cls(tantivy_index, stats, ids, folder)
+        index = cls(tantivy_index, stats, ids, folder)
+        index._read_only_shadow = shadow  # kept alive with the index (None for a writable folder)
+        return index
 
     # ------------------------------------------------------------------ searching
     def doc_id(self, row: int):
@@ -315,8 +345,7 @@ class Index:
         ``params`` are the ranker's (see the module docstring); unknown names raise InvalidInputError.
         """
         params = _ranker_params(ranker, params)
-        if not isinstance(k, int | np.integer) or isinstance(k, bool) or k < 1:
-            raise InvalidInputError(f"Index.search: k must be a positive integer, got {k!r}")
+        k = params_layer.check_k(k, len(self))
         terms = self.analyze_query(query)
         term_ids = [self.stats.term_id(t) for t in terms]
         if not any(t >= 0 for t in term_ids):
@@ -333,12 +362,8 @@ class Index:
         depth = params["depth"]
         if depth is None:
             docs = np.arange(self.stats.num_docs)
-        else:
-            if not isinstance(depth, int) or depth < 1:
-                raise InvalidInputError(
-                    f"Index.search: depth must be a positive integer or None, got {depth!r}"
-                )
-            docs = np.sort(self._tantivy_bm25(terms, term_ids, max(depth, k))[0])
+        else:  # capped: tantivy aborts the process on a limit far above the collection size
+            docs = np.sort(self._tantivy_bm25(terms, term_ids, min(max(depth, k), len(self)))[0])
         scores = sdm_scores(self.stats, term_ids, docs, params["mu"], params["weights"], params["window"])
         return self._hits(docs, scores, k)
 
@@ -357,7 +382,9 @@ class Index:
                 "Index.search_batch: queries must be a sequence of strings, not one string"
             )
         _ranker_params(ranker, params)  # fail before starting threads
-        threads = threads or os.cpu_count() or 1
+        params_layer.check_k(k, len(self), "Index.search_batch")
+        threads = params_layer.check_threads(threads, "Index.search_batch") or os.cpu_count() or 1
+        queries = _check_queries(queries)
         if threads <= 1 or len(queries) <= 1:
             return [self.search(q, k, ranker, **params) for q in queries]
         with ThreadPoolExecutor(max_workers=threads) as pool:
@@ -372,7 +399,11 @@ class Index:
         """
         params = _ranker_params(ranker, params)
         term_ids = [self.stats.term_id(t) for t in self.analyze_query(query)]
-        docs = np.arange(self.stats.num_docs) if rows is None else np.asarray(rows, dtype=np.int64)
+        docs = (
+            np.arange(self.stats.num_docs)
+            if rows is None
+            else params_layer.check_rows(rows, self.stats.num_docs)
+        )
         if not term_ids:
             return np.zeros(len(docs))
         if ranker == "bm25":
@@ -439,23 +470,29 @@ def _chunks(iterable: Iterable, size: int) -> Iterable[list]:
 
 
 def _ranker_params(ranker: str, params: dict[str, Any]) -> dict[str, Any]:
-    if ranker not in RANKER_PARAMS:
-        raise InvalidInputError(f"unknown ranker {ranker!r}; choose one of {', '.join(RANKERS)}")
-    defaults = RANKER_PARAMS[ranker]
-    unknown = sorted(set(params) - set(defaults))
-    if unknown:
+    return params_layer.ranker_params(ranker, params)
+
+
+def _check_queries(queries: Any) -> list[str]:
+    if isinstance(queries, str | bytes) or not isinstance(queries, Iterable):
         raise InvalidInputError(
-            f"ranker {ranker!r} has no parameter(s) {', '.join(unknown)}; it takes {', '.join(defaults)}"
+            f"Index.search_batch: queries must be a sequence of strings, not {type(queries).__name__}"
         )
-    merged = {**defaults, **params}
-    if ranker == "sdm":
-        if len(tuple(merged["weights"])) != 3:
-            raise InvalidInputError(f"sdm weights must be 3 numbers (T, O, U), got {merged['weights']!r}")
-        if not isinstance(merged["window"], int) or merged["window"] < 2:
-            raise InvalidInputError(f"sdm window must be an integer >= 2, got {merged['window']!r}")
-    if "mu" in merged and not merged["mu"] > 0:
-        raise InvalidInputError(f"{ranker} mu must be > 0, got {merged['mu']!r}")
-    return merged
+    return list(queries)
+
+
+def _check_collection_arguments(texts: Any, ids: Any) -> tuple[Iterable[str], Sequence | None]:
+    """Refuse, before any work, arguments that would be iterated into nonsense (a string's characters,
+    a mapping's keys) or that are not sequences at all."""
+    for name, value in (("texts", texts), ("ids", ids)):
+        if name == "ids" and value is None:
+            continue
+        if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
+            raise InvalidInputError(
+                f"Index.from_texts: {name} must be a sequence (list, tuple, iterator) of "
+                f"{'strings' if name == 'texts' else 'str or int ids'}, got {type(value).__name__}"
+            )
+    return texts, ids
 
 
 def _check_ids(ids: Sequence | None, num_docs: int) -> list | None:
@@ -464,28 +501,121 @@ def _check_ids(ids: Sequence | None, num_docs: int) -> list | None:
     ids = list(ids)
     if len(ids) != num_docs:
         raise InvalidInputError(f"Index.from_texts: {len(ids)} ids for {num_docs} texts")
-    bad = next((i for i in ids if not isinstance(i, str | int) or isinstance(i, bool)), None)
+    # (the position, not the value: a None id must be found too)
+    bad = next(
+        (row for row, i in enumerate(ids) if not isinstance(i, str | int) or isinstance(i, bool)), None
+    )
     if bad is not None:
-        raise InvalidInputError(f"Index.from_texts: ids must be str or int, got {type(bad).__name__}")
+        raise InvalidInputError(
+            f"Index.from_texts: ids must be str or int; the id of text {bad} is {ids[bad]!r}"
+        )
+    empty = next((row for row, i in enumerate(ids) if isinstance(i, str) and not i.strip()), None)
+    if empty is not None:
+        raise InvalidInputError(f"Index.from_texts: id of text {empty} is empty ({ids[empty]!r})")
     if len(set(ids)) != len(ids):
-        raise InvalidInputError("Index.from_texts: ids must be unique")
+        seen: dict = {}
+        first, second = next((seen[i], row) for row, i in enumerate(ids) if seen.setdefault(i, row) != row)
+        raise InvalidInputError(
+            f"Index.from_texts: ids must be unique; texts {first} and {second} share id {ids[first]!r}"
+        )
     return ids
 
 
-def _prepare_folder(path: str | os.PathLike, overwrite: bool) -> Path:
-    folder = Path(path)
-    if folder.exists() and not folder.is_dir():
-        raise InvalidInputError(f"index path {folder} exists and is not a folder")
-    if folder.is_dir() and any(folder.iterdir()):
-        if not overwrite:
-            raise InvalidInputError(
-                f"index folder {folder} is not empty: an index was built there already; "
-                "pass overwrite=True (--overwrite) to replace it"
+# ---------------------------------------------------------------- index folder integrity
+#: files up to this size are hashed whole; larger ones by their size, first and last MiB (fast to
+#: verify at every open, and enough to tell two builds apart: their headers and vocabularies differ)
+MANIFEST_FULL_HASH_LIMIT = 4 << 20
+_SAMPLE_BYTES = 1 << 20
+#: not content: tantivy's locks and garbage-collection bookkeeping, the library's marker
+_UNLISTED = (".tantivy-meta.lock", ".tantivy-writer.lock", ".managed.json", ".hf_querygen", META_FILE)
+
+
+def _file_digest(path: Path, size: int) -> str:
+    digest = hashlib.sha256(str(size).encode())
+    with path.open("rb") as handle:
+        if size <= MANIFEST_FULL_HASH_LIMIT:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+        else:
+            digest.update(handle.read(_SAMPLE_BYTES))
+            handle.seek(size - _SAMPLE_BYTES)
+            digest.update(handle.read(_SAMPLE_BYTES))
+    return digest.hexdigest()
+
+
+def _listed_files(folder: Path) -> list[str]:
+    return sorted(
+        path.relative_to(folder).as_posix()
+        for path in folder.rglob("*")
+        if path.is_file() and path.name not in _UNLISTED
+    )
+
+
+def _fingerprint(files: dict) -> str:
+    return hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
+
+
+def _write_manifest(folder: Path) -> None:
+    """Add to index.json every file of the folder with its size and content hash, and a fingerprint
+    over them all, which ties the statistics, the ids and the tantivy segments to one build."""
+    meta_path = folder / META_FILE
+    meta = json.loads(meta_path.read_text())
+    files = {}
+    for name in _listed_files(folder):
+        size = (folder / name).stat().st_size
+        files[name] = {"size": size, "sha256": _file_digest(folder / name, size)}
+    meta["files"] = files
+    meta["fingerprint"] = _fingerprint(files)
+    meta_path.write_text(json.dumps(meta, indent=2) + "\n")
+
+
+def _verify_manifest(folder: Path, meta: dict) -> None:
+    """Every file index.json lists is there with its size and content; raises ModelFolderError naming
+    the first file that is missing, truncated or from another index."""
+    files = meta.get("files")
+    if not isinstance(files, dict) or not files or meta.get("fingerprint") != _fingerprint(files):
+        raise ModelFolderError(
+            f"index metadata is corrupted: {folder / META_FILE} (its file list or fingerprint is missing "
+            "or was edited); rebuild the index"
+        )
+    for name, entry in sorted(files.items()):
+        path = folder / name
+        if Path(name).is_absolute() or ".." in Path(name).parts or not isinstance(entry, dict):
+            raise ModelFolderError(f"index metadata is corrupted: {folder / META_FILE} lists {name!r}")
+        if not path.is_file():
+            raise ModelFolderError(
+                f"index file is missing: {path} (listed in {META_FILE}); rebuild the index"
             )
-        if not (
-            (folder / META_FILE).exists() or (folder / TANTIVY_DIR).exists() or (folder / STATS_DIR).exists()
-        ):
-            raise InvalidInputError(f"refusing to overwrite {folder}: it holds files but no index")
-        shutil.rmtree(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
+        size = path.stat().st_size
+        if size != entry.get("size"):
+            raise ModelFolderError(
+                f"index file {path} has {size} bytes, {META_FILE} lists {entry.get('size')} (truncated, or "
+                "from another index); rebuild the index"
+            )
+        if _file_digest(path, size) != entry.get("sha256"):
+            raise ModelFolderError(
+                f"index file {path} is not the one this index was built with (its content differs from "
+                f"{META_FILE}: from another index, or modified); rebuild the index"
+            )
+
+
+def _open_tantivy(tantivy_dir: Path):
+    """Open the tantivy index; in a folder we cannot write (read-only mount, permissions) through a
+    temporary folder of links to its files, since tantivy insists on creating a lock file beside them.
+    Returns ``(tantivy_index, shadow)``; ``shadow`` (a TemporaryDirectory or None) must outlive it."""
+    tantivy = _tantivy()
+    if not tantivy_dir.is_dir():
+        raise OSError(f"{tantivy_dir} is not a folder")
+    if os.access(tantivy_dir, os.W_OK):
+        try:
+            return tantivy.Index.open(str(tantivy_dir)), None
+        except ValueError as err:
+            if "lock" not in str(err).lower():
+                raise
+    import tempfile
+
+    shadow = tempfile.TemporaryDirectory(prefix="hf-querygen-index-")
+    for entry in tantivy_dir.iterdir():
+        if entry.name not in (".tantivy-meta.lock", ".tantivy-writer.lock"):
+            os.symlink(entry.resolve(), Path(shadow.name) / entry.name)
+    return tantivy.Index.open(shadow.name), shadow

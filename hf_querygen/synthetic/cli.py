@@ -49,11 +49,15 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _synthesize(args: argparse.Namespace) -> int:
+    from .._fs import check_writable_dir
     from ..errors import InvalidInputError
     from .corpus import build_question_corpus, seed_length_prior
     from .kqgm import KQGMConfig
     from .pipeline import SynthesisConfig, synthesize
 
+    check_writable_dir(args.out_dir, "--out-dir")  # before the corpus is built
+    if args.index is not None and not args.index.exists():
+        check_writable_dir(args.index.parent, "--index")
     corpus = build_question_corpus(args.data_dir)
     questions = corpus.questions
     if args.limit is not None:

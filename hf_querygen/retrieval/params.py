@@ -1,0 +1,243 @@
+"""The one validation layer for retrieval parameters: ranker parameters, ``k``, ``rows``, thread counts
+and index-writer settings, from the Python API and from the CLI's ``--param NAME=VALUE`` alike.
+
+Each parameter has a type, a range and finiteness checks; a bad value raises
+:class:`~hf_querygen.errors.InvalidInputError` naming the parameter, what it takes and what it got.
+Nothing reaches tantivy or the scoring formulas unchecked, so no value aborts the process (tantivy
+panics on a huge ``limit``) or gives NaN scores or a meaningless order. ``k`` and SDM's ``depth`` are
+capped at the collection size (asking for more documents than there are is not an error).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from hf_querygen.errors import InvalidInputError
+
+from .rankers import BM25_DEFAULT_B, BM25_DEFAULT_K1, SDM_DEFAULT_MU, SDM_DEFAULT_WEIGHTS, SDM_DEFAULT_WINDOW
+
+#: upper bounds where larger values stop being meaningful and start losing float precision
+MAX_K1 = 1e4
+MAX_MU = 1e9
+MAX_WINDOW = 2**31 - 1  # positions are int32 in the statistics
+MAX_THREADS = 1024
+#: tantivy's limits on the indexing memory arena per writer thread (bytes)
+TANTIVY_MIN_ARENA = 15_000_000
+TANTIVY_MAX_ARENA = 4_293_967_295
+TANTIVY_MAX_THREADS = 8  # tantivy's own cap when it chooses (num_threads=0)
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter: ``kind`` is ``"float"``, ``"int"``, ``"bool"``, ``"weights"`` or ``"depth"``
+    (a positive integer or ``None``); ``low`` / ``high`` the range (``low_open``: ``low`` excluded)."""
+
+    name: str
+    kind: str
+    default: Any
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+
+    def describe(self) -> str:
+        if self.kind == "bool":
+            return "true or false"
+        if self.kind == "weights":
+            return "3 finite numbers >= 0 (T, O, U) with a positive sum"
+        low = "" if self.low is None else f"{'>' if self.low_open else '>='} {_number(self.low)}"
+        high = "" if self.high is None else f"<= {_number(self.high)}"
+        bounds = " and ".join(b for b in (low, high) if b)
+        what = "an integer" if self.kind in ("int", "depth") else "a finite number"
+        return f"{what} {bounds}" + (" or None" if self.kind == "depth" else "")
+
+
+def _number(value: float) -> str:
+    return f"{int(value):,}" if float(value).is_integer() and abs(value) < 1e12 else f"{value:g}"
+
+
+_MU = Param("mu", "float", SDM_DEFAULT_MU, 0.0, MAX_MU, low_open=True)
+RANKER_PARAMS: dict[str, dict[str, Param]] = {
+    "bm25": {
+        "k1": Param("k1", "float", BM25_DEFAULT_K1, 0.0, MAX_K1, low_open=True),
+        "b": Param("b", "float", BM25_DEFAULT_B, 0.0, 1.0),
+        "exact": Param("exact", "bool", False),
+    },
+    "ql": {"mu": _MU},
+    "sdm": {
+        "mu": _MU,
+        "weights": Param("weights", "weights", SDM_DEFAULT_WEIGHTS),
+        "window": Param("window", "int", SDM_DEFAULT_WINDOW, 2, MAX_WINDOW),
+        "depth": Param("depth", "depth", 1000, 1, None),
+    },
+}
+RANKERS = tuple(RANKER_PARAMS)
+
+
+def _fail(where: str, param: Param, value: Any) -> InvalidInputError:
+    shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."
+    return InvalidInputError(f"{where}: {param.name} must be {param.describe()}, got {shown}")
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool | np.bool_)
+
+
+def _is_real(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_)
+
+
+def check_value(param: Param, value: Any, where: str) -> Any:
+    """``value`` checked against ``param`` (and converted to a plain Python type)."""
+    if param.kind == "bool":
+        if not isinstance(value, bool | np.bool_):
+            raise _fail(where, param, value)
+        return bool(value)
+    if param.kind == "weights":
+        if isinstance(value, str | bytes | Mapping) or not isinstance(value, Sequence | np.ndarray):
+            raise _fail(where, param, value)
+        weights = tuple(value)
+        if len(weights) != 3 or not all(_is_real(w) and math.isfinite(w) and w >= 0 for w in weights):
+            raise _fail(where, param, value)
+        if not sum(weights) > 0:
+            raise _fail(where, param, value)
+        return tuple(float(w) for w in weights)
+    if param.kind == "depth" and value is None:
+        return None
+    if param.kind in ("int", "depth"):
+        if not _is_int(value):
+            raise _fail(where, param, value)
+        value = int(value)
+    else:
+        if not _is_real(value) or not math.isfinite(value):
+            raise _fail(where, param, value)
+        value = float(value)
+    too_low = param.low is not None and (value <= param.low if param.low_open else value < param.low)
+    if too_low or (param.high is not None and value > param.high):
+        raise _fail(where, param, value)
+    return value
+
+
+def ranker_params(ranker: Any, params: Mapping[str, Any], where: str = "Index.search") -> dict[str, Any]:
+    """The ranker's full parameter dict (defaults filled in), every value checked."""
+    if not isinstance(ranker, str) or ranker not in RANKER_PARAMS:
+        raise InvalidInputError(f"{where}: unknown ranker {ranker!r}; choose one of {', '.join(RANKERS)}")
+    specs = RANKER_PARAMS[ranker]
+    unknown = sorted(map(str, set(params) - set(specs)))
+    if unknown:
+        raise InvalidInputError(
+            f"{where}: ranker {ranker!r} has no parameter(s) {', '.join(unknown)}; "
+            f"it takes {', '.join(specs)}"
+        )
+    checked = {name: spec.default for name, spec in specs.items()}
+    for name, value in params.items():
+        checked[name] = check_value(specs[name], value, f"{where} ({ranker})")
+    return checked
+
+
+def check_k(k: Any, num_docs: int, where: str = "Index.search") -> int:
+    """``k`` as an int >= 1, capped at the collection size (at least 1, for an empty collection)."""
+    if not _is_int(k) or k < 1:
+        raise InvalidInputError(f"{where}: k must be a positive integer, got {k!r}")
+    return int(min(int(k), max(num_docs, 1)))
+
+
+def check_rows(rows: Any, num_docs: int, where: str = "Index.score") -> np.ndarray:
+    """``rows`` as an int64 array of document rows in ``[0, num_docs)``."""
+    if isinstance(rows, str | bytes | Mapping) or not isinstance(rows, Sequence | np.ndarray | range):
+        raise InvalidInputError(
+            f"{where}: rows must be a sequence of document rows (integers), got {type(rows).__name__}"
+        )
+    bad = next((r for r in rows if not _is_int(r)), None)
+    if bad is not None:
+        raise InvalidInputError(f"{where}: rows must be integers, got {bad!r}")
+    array = np.asarray([int(r) for r in rows], dtype=object)
+    out_of_range = [int(r) for r in array if not 0 <= r < num_docs]
+    if out_of_range:
+        raise InvalidInputError(
+            f"{where}: rows must lie in [0, {num_docs}) (the collection size), got {out_of_range[:5]}"
+        )
+    return array.astype(np.int64)
+
+
+def check_threads(threads: Any, where: str, allow_zero: bool = False, name: str = "threads") -> int | None:
+    """A thread count: ``None`` (automatic), or an int in [1, MAX_THREADS] ([0, ...] with ``allow_zero``)."""
+    if threads is None:
+        return None
+    low = 0 if allow_zero else 1
+    if not _is_int(threads) or not low <= threads <= MAX_THREADS:
+        raise InvalidInputError(
+            f"{where}: {name} must be an integer in [{low}, {MAX_THREADS}] or None, got {threads!r}"
+        )
+    return int(threads)
+
+
+def check_writer_settings(heap_size: Any, num_threads: Any, where: str = "Index.from_texts") -> None:
+    """tantivy's writer needs ``heap_size / threads`` in its per-thread arena limits: say so in our terms
+    before tantivy is asked (``num_threads=0``: tantivy's choice, min(CPUs, 8) threads)."""
+    num_threads = check_threads(num_threads, where, allow_zero=True, name="num_threads") or 0
+    if not _is_int(heap_size):
+        raise InvalidInputError(f"{where}: heap_size must be an integer (bytes), got {heap_size!r}")
+    threads = num_threads or min(os.cpu_count() or 1, TANTIVY_MAX_THREADS)
+    per_thread = int(heap_size) // threads
+    if not TANTIVY_MIN_ARENA <= per_thread <= TANTIVY_MAX_ARENA:
+        raise InvalidInputError(
+            f"{where}: heap_size={heap_size!r} over {threads} writer thread(s) gives {per_thread:,} bytes "
+            f"per thread; tantivy needs {TANTIVY_MIN_ARENA:,} to {TANTIVY_MAX_ARENA:,} (raise heap_size "
+            "or lower num_threads)"
+        )
+
+
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
+def parse_param(ranker: str, text: str, where: str = "--param") -> tuple[str, Any]:
+    """``NAME=VALUE`` (the CLI's ``--param``) -> (name, value) converted by the parameter's type and
+    checked like an API value."""
+    name, sep, raw = text.partition("=")
+    name, raw = name.strip(), raw.strip()
+    if not sep or not name:
+        raise InvalidInputError(f"{where} {text!r}: expected NAME=VALUE")
+    specs = RANKER_PARAMS.get(ranker)
+    if specs is None:
+        raise InvalidInputError(f"unknown ranker {ranker!r}; choose one of {', '.join(RANKERS)}")
+    if name not in specs:
+        raise InvalidInputError(
+            f"{where} {text!r}: ranker {ranker!r} has no parameter {name!r}; it takes {', '.join(specs)}"
+        )
+    param = specs[name]
+    value: Any
+    try:
+        if param.kind == "bool":
+            if raw.lower() not in _TRUE + _FALSE:
+                raise ValueError(raw)
+            value = raw.lower() in _TRUE
+        elif param.kind == "weights":
+            value = tuple(float(v) for v in raw.split(","))
+        elif param.kind == "depth" and raw.lower() == "none":
+            value = None
+        elif param.kind in ("int", "depth"):
+            value = int(raw)
+        else:
+            value = float(raw)
+    except ValueError:
+        raise InvalidInputError(f"{where} {text!r}: {name} must be {param.describe()}") from None
+    return name, check_value(param, value, f"{where} ({ranker})")
+
+
+def parse_params(ranker: str, pairs: Sequence[str], where: str = "--param") -> dict[str, Any]:
+    """Every ``--param NAME=VALUE`` of a command line (:func:`parse_param`); a name given twice is an
+    error rather than a silent last-wins."""
+    params: dict[str, Any] = {}
+    for pair in pairs:
+        name, value = parse_param(ranker, pair, where)
+        if name in params:
+            raise InvalidInputError(f"{where}: {name} given twice")
+        params[name] = value
+    return params

@@ -1,0 +1,98 @@
+"""Every metric module under hf_querygen/metrics loads with ``evaluate.load(<its file>)`` from a clean
+process (evaluate copies the file elsewhere, so a relative import would break it) and refuses
+mismatched lengths and empty references with a clear error instead of a bare ``zip()`` error or a
+silent 0."""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+METRICS_DIR = Path(__file__).resolve().parents[1] / "hf_querygen" / "metrics"
+HELPERS = {"__init__.py", "segmentation_scores.py"}  # shared code of the modules, not metrics themselves
+
+
+def defines_metric(path: Path) -> bool:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return any(
+        isinstance(node, ast.ClassDef) and any(ast.unparse(base) == "evaluate.Metric" for base in node.bases)
+        for node in tree.body
+    )
+
+
+MODULES = sorted(p.name for p in METRICS_DIR.glob("*.py") if p.name not in HELPERS)
+
+#: per module: a valid call, then bad calls with the message they must give
+CASES = {
+    "exact_match.py": ({"predictions": ["a b"], "references": ["a b"]}, []),
+    "keyword_prf.py": (
+        {"predictions": ["a b"], "references": ["a c"]},
+        [({"predictions": ["a"], "references": [" "]}, "references[0]=' ' holds no keyword")],
+    ),
+    "rouge.py": (
+        {"predictions": ["a b"], "references": ["a b"]},
+        [({"predictions": [], "references": []}, "no predictions")],
+    ),
+    "sacrebleu_metric.py": (
+        {"predictions": ["a b c d"], "references": ["a b c d"]},
+        [({"predictions": [], "references": []}, "no predictions")],
+    ),
+    "segmentation.py": ({"predictions": ["a|b"], "references": ["a|b"]}, []),
+    "retrieval.py": (
+        {"predictions": [["d1", "d2"]], "references": [{"doc_ids": ["d1"], "relevance": [1]}]},
+        [
+            (
+                {"predictions": [["d1"]], "references": [{"doc_ids": [], "relevance": []}]},
+                "judges no documents",
+            ),
+            (
+                {"predictions": [["d1"]], "references": [{"doc_ids": ["d1", "d2"], "relevance": [1]}]},
+                "2 doc_ids but 1 relevance grades",
+            ),
+        ],
+    ),
+}
+
+SCRIPT = """
+import json, sys
+import evaluate
+metric = evaluate.load(sys.argv[1])
+good, bad = json.loads(sys.argv[2])
+out = {"good": metric.compute(**good), "bad": []}
+calls = bad + [[{"predictions": good["predictions"] * 2, "references": good["references"]}, "Mismatch"]]
+for call, _ in calls:
+    try:
+        metric.compute(**call)
+        out["bad"].append("no error")
+    except Exception as err:
+        out["bad"].append(f"{type(err).__name__}: {err}")
+print(json.dumps(out))
+"""
+
+
+def test_every_metric_module_is_covered():
+    assert {name for name in MODULES if defines_metric(METRICS_DIR / name)} == set(MODULES) == set(CASES)
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_metric_module_loads_by_path_in_a_clean_process(name, tmp_path):
+    good, bad = CASES[name]
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(METRICS_DIR / name), json.dumps([good, bad])],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,  # not the repository: the module must not rely on being imported from it
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    numbers = [x for v in out["good"].values() for x in (v if isinstance(v, list) else [v])]
+    assert any(isinstance(x, float) for x in numbers), out  # (some modules also return strings)
+    expected = [message for _, message in bad] + ["Mismatch in the number of predictions"]
+    for got, message in zip(out["bad"], expected, strict=True):
+        assert message in got and "zip()" not in got, (name, got)
