@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import InvalidInputError
 from ..registry import Registry
+from ..specs import family_of
 
 if TYPE_CHECKING:
     import datasets
@@ -62,11 +63,6 @@ def task_for_corpus(corpus: str | None) -> Task:
             f"{what} on corpus {corpus!r}: pass --task; tasks and their corpora: {owners}"
         )
     return candidates[0]
-
-
-#: model types whose family is not the generic seq2seq / tagging one (a model package whose inputs differ
-#: registers its family here, so every task and pipeline agrees on what can decode it)
-MODEL_FAMILIES: dict[str, str] = {"ctrsgen": "hierarchical", "query_pointer_generator": "hierarchical-copy"}
 
 
 @dataclass
@@ -173,16 +169,10 @@ class Task:
             )
 
     def family_of(self, config: PretrainedConfig) -> str:
-        """The model family of a model config (which encoding trains it, which decoding reads it)."""
-        if config.model_type in MODEL_FAMILIES:
-            return MODEL_FAMILIES[config.model_type]
-        if config.model_type == "dual_decoder":
-            return "pointer" if getattr(config, "pointer_only", False) else "dual"
-        if config.model_type == "joint_seq2seq_tagger":
-            return "joint"
-        if getattr(config, "is_encoder_decoder", False):
-            return "seq2seq"
-        return "tagging"
+        """The model family of a model config (which encoding trains it, which decoding reads it), as its
+        model package declares it (:attr:`hf_querygen.specs.ModelSpec.family`): a task never names a
+        model type."""
+        return family_of(config)
 
     def card_pipeline_tag(self, config: PretrainedConfig) -> str:
         """The Hub ``pipeline_tag`` of a model card: a token classifier is tagged as one, whatever the
