@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hf_querygen.corpora.webis_qsec_10 import PUBLISHED_ALGORITHMS
+from hf_querygen.experiments.papers import paper_numbers
 from hf_querygen.experiments.runner import Budget, Fold, Reproduction, RunContext, run_reproduction
 from hf_querygen.systems import BaselineContext, System, register_systems
 
@@ -50,15 +51,8 @@ if TYPE_CHECKING:
     from hf_querygen.tasks.base import Task
 
 PAPER = "lin2017"
-#: Table 2 of the paper (official Webis-QSeC-10 test set)
-PAPER_NUMBERS: dict[str, dict[str, float]] = {
-    "wt": {"query_accuracy": 0.431, "break_accuracy": 0.769},
-    "wt_snp": {"query_accuracy": 0.585, "break_accuracy": 0.837},
-    "crf": {"query_accuracy": 0.465, "break_accuracy": 0.814},
-    "rnn_encoder_decoder": {"query_accuracy": 0.421, "break_accuracy": 0.664},
-    "published_wt": {"query_accuracy": 0.431, "break_accuracy": 0.769},
-    "published_wt_snp": {"query_accuracy": 0.585, "break_accuracy": 0.837},
-}
+#: Table 2 of the paper (official Webis-QSeC-10 test set; data file ``papers/lin2017.json``)
+PAPER_NUMBERS: dict[str, dict[str, float]] = paper_numbers(PAPER)
 SYSTEM_LABELS = {
     "wt": "WT (ours, re-implemented)",
     "wt_snp": "WT+SNP (ours, re-implemented)",
