@@ -591,7 +591,7 @@ def train_model(
     cap = max_validation_examples or (QUICK_SETTINGS["max_validation_examples"] if quick else None)
     if cap is not None and len(splits["validation"]) > cap:
         splits["validation"] = splits["validation"].select(range(cap))
-    data = task_object.prepare(splits, **dict(prepare_options or {}))
+    data = task_object.prepare_data(splits, data_dir=data_dir, **dict(prepare_options or {}))
     data.corpus, data.config_name = corpus, config_name
 
     overrides: dict[str, Any] = {"data_seed": seed, **dict(training_overrides or {})}

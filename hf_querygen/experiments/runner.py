@@ -93,6 +93,8 @@ class Fold:
     id: Any
     splits: datasets.DatasetDict
     extras: dict[str, Any] = field(default_factory=dict)
+    #: the run's raw-data directory, which the task's own resources read too (``Task.prepare_data``)
+    data_dir: Any = None
 
 
 @dataclass
@@ -269,6 +271,8 @@ def _folds(reproduction: Reproduction, budget: Budget, data_dir: Any) -> list[Fo
         folds = default_folds(task, budget, data_dir, reproduction.corpus, reproduction.corpus_config)
     if budget.folds is not None:
         folds = [fold for fold in folds if fold.id in budget.folds]
+    for fold in folds:
+        fold.data_dir = data_dir
     return folds
 
 
@@ -286,7 +290,8 @@ def _fold_data(
     key = fold.id if not options else (fold.id, _options_key(options))
     if key not in cache:
         task = get_task(reproduction.task)
-        data = task.prepare(fold.splits, **{**reproduction.prepare_options, **dict(options or {})})
+        options = {**reproduction.prepare_options, **dict(options or {})}
+        data = task.prepare_data(fold.splits, data_dir=fold.data_dir, **options)
         data.corpus, data.config_name = reproduction.corpus or task.default_corpus, reproduction.corpus_config
         cache[key] = data
     return cache[key]

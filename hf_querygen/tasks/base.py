@@ -158,6 +158,20 @@ class Task:
         """Fit the tokenizer (and any task state) on ``splits["train"]``."""
         raise NotImplementedError
 
+    def prepare_data(
+        self, splits: datasets.DatasetDict, data_dir: str | Path | None = None, **options: Any
+    ) -> TaskData:
+        """:meth:`prepare` with the run's raw-data directory (``--data-dir``) passed on to a task whose
+        preparation reads resources of its own (nl2kw's in-domain vocabulary, word vectors, synthetic
+        pretraining: ``prepare(data_dir=...)``), so they read the same directory as the corpus; an
+        explicit ``data_dir`` in ``options`` wins. What ``train`` and the experiment runner call."""
+        import inspect
+
+        if data_dir is not None and "data_dir" not in options:
+            if "data_dir" in inspect.signature(self.prepare).parameters:
+                options["data_dir"] = str(data_dir)
+        return self.prepare(splits, **options)
+
     def encode(self, data: TaskData, family: str) -> datasets.DatasetDict:
         """Every split of ``data`` encoded for model ``family`` (model columns only + what decoding needs)."""
         raise NotImplementedError
