@@ -44,8 +44,8 @@ def _register_all() -> None:
     global _done
     for _name, spec in MODELS.items():
         spec.register_auto()
-    # AutoTokenizer must know our tokenizer classes by name before a pipeline loads a saved model
-    importlib.import_module("hf_querygen.tokenization").register_tokenizers()
+    # (a spec's tokenizer_class is registered with it: AutoTokenizer knows our tokenizer classes by name
+    # before a pipeline loads a saved model)
     for _task, module in PIPELINES.items():
         importlib.import_module(f"hf_querygen.pipelines.{module}").register_pipeline()
     _done = True

@@ -153,7 +153,7 @@ _TRAINING_KEYS = (
 def card_kwargs_from_training(model_dir: str | Path) -> dict[str, Any]:
     """``render_model_card`` keyword arguments from the metadata ``hf-querygen train`` saved in
     ``model_dir``: corpus, validation scores and the training settings."""
-    from .training import TRAINING_METADATA_FILE
+    from .utils import TRAINING_METADATA_FILE
 
     path = Path(model_dir) / TRAINING_METADATA_FILE
     if not path.is_file():

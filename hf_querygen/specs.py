@@ -56,6 +56,8 @@ class ModelSpec:
             ``config -> name`` (the dual decoder is ``"pointer"`` or ``"dual"`` by its config); None: the
             generic ``"seq2seq"`` for an encoder-decoder, ``"tagging"`` otherwise.
         paper: the paper its model card cites.
+        tokenizer_class: a tokenizer class of the library that ``AutoTokenizer`` must resolve by the name
+            saved with a model (registered against this config class).
         exports: extra public names of ``hf_querygen`` defined in the package (the config and model
             classes are always exported).
         variants: named config overrides that the contract also runs (e.g. "copynet", "pointer_only").
@@ -76,6 +78,7 @@ class ModelSpec:
     tiny_inputs: Callable[[Any, int], dict]
     family: str | Callable[[Any], str] | None = None
     paper: CardPaper | None = None
+    tokenizer_class: type | None = None
     exports: tuple[str, ...] = ()
     variants: dict[str, dict[str, Any]] = field(default_factory=lambda: {"default": {}})
     generates: bool = True
@@ -122,6 +125,10 @@ class ModelSpec:
 
         transformers.AutoConfig.register(self.model_type, self.config_class, exist_ok=True)
         getattr(transformers, self.auto_class).register(self.config_class, self.model_class, exist_ok=True)
+        if self.tokenizer_class is not None:
+            transformers.AutoTokenizer.register(
+                self.config_class, tokenizer_class=self.tokenizer_class, exist_ok=True
+            )
 
 
 def model_packages() -> list[str]:

@@ -21,14 +21,13 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .utils import TRAINING_METADATA_FILE  # defined with the other shared names; kept importable here
+
 if TYPE_CHECKING:  # torch/transformers/datasets cost seconds at import
     import datasets
     from transformers import PreTrainedModel, PreTrainedTokenizerFast, Seq2SeqTrainer
 
     from .tasks.base import Task, TaskData
-
-#: file written beside a trained model: what it was trained on and how (read by ``evaluate``)
-TRAINING_METADATA_FILE = "hf_querygen_training.json"
 
 
 # ---------------------------------------------------------------- training arguments

@@ -778,6 +778,11 @@ def stable_unit_hash(key: str, salt: str = "hf-querygen") -> float:
     return int.from_bytes(digest[:8], "big") / 2**64
 
 
+def validation_mask(keys: Sequence[str], fraction: float, salt: str = "crf-validation") -> list[bool]:
+    """Deterministic held-out part of the TRAIN folds (never the test fold) for model selection."""
+    return [stable_unit_hash(key, salt) < fraction for key in keys]
+
+
 def grouped_split(
     group_keys: Sequence[str],
     test_fraction: float = 0.2,

@@ -97,6 +97,22 @@ def _as_strings(word_lists: Sequence[Sequence[str]], break_lists: Sequence[Seque
     return [breaks_to_string(words, breaks) for words, breaks in zip(word_lists, break_lists, strict=True)]
 
 
+def vocabulary_statistics(train_queries: Sequence[str], test_queries: Sequence[str], min_frequency: int = 1):
+    """Out-of-vocabulary shares of ``test_queries`` w.r.t. the words seen >= ``min_frequency`` times in
+    ``train_queries`` (whitespace words, lower-cased as the tokenizer does)."""
+    from collections import Counter
+
+    counts = Counter(w for q in train_queries for w in q.lower().split())
+    known = {w for w, c in counts.items() if c >= min_frequency}
+    words = [w for q in test_queries for w in q.lower().split()]
+    with_unknown = [any(w not in known for w in q.lower().split()) for q in test_queries]
+    return {
+        "train_vocabulary": len(known),
+        "test_words_unknown": sum(w not in known for w in words) / len(words),
+        "test_queries_with_an_unknown_word": sum(with_unknown) / len(test_queries),
+    }
+
+
 def reimplementation_agreement(algorithms, resources) -> dict[str, dict[str, float]]:
     """Share of all queries on which our WT / WT+SNP output equals the published one."""
     from hf_querygen.baselines.wikipedia_titles import WikipediaTitleSegmenter
@@ -404,7 +420,6 @@ def _with_crf_budget(budget: Budget) -> dict[str, Any]:
 # ---------------------------------------------------------------- analyses
 def describe(context: RunContext) -> dict[str, Any]:
     """The config entries of the report: folds, CRF grid, neural settings, per-fold details."""
-    from hf_querygen.experiments.lin2017_diagnosis import vocabulary_statistics
 
     crf = _with_crf_budget(context.budget)
     per_fold = []

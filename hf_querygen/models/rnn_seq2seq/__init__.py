@@ -2,6 +2,7 @@
 copy none|CopyNet) registered with AutoConfig and AutoModelForSeq2SeqLM."""
 
 from ...specs import MODELS, ModelSpec
+from ...tokenization import JiebaWordTokenizer
 from .._papers import SONG2017
 from .configuration_rnn_seq2seq import RNNSeq2SeqConfig
 from .modeling_rnn_seq2seq import (
@@ -52,6 +53,7 @@ SPEC = MODELS.register(
         tiny_config=_tiny_config,
         tiny_inputs=_tiny_inputs,
         paper=SONG2017,
+        tokenizer_class=JiebaWordTokenizer,  # the Chinese word tokenizer: AutoTokenizer resolves it by name
         variants={
             "gru-bahdanau": dict(cell="gru"),
             "lstm-vanilla": dict(attention="none"),
