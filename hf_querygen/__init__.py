@@ -16,25 +16,13 @@ from . import _lazy_registration
 
 __version__ = "0.1.0"
 
-#: public name -> module defining it
+#: public name -> module defining it; the config and model classes of every model package (and plugin) are
+#: public too, named by the package's :class:`~hf_querygen.specs.ModelSpec` (:func:`_model_export`)
 _EXPORTS: dict[str, str] = {
     # corpora
     "load_corpus": "hf_querygen.corpora",
     "build_dataset_folder": "hf_querygen.corpora",
     "normalize_for_matching": "hf_querygen.text",
-    # configs and models
-    "RNNSeq2SeqConfig": "hf_querygen.models.rnn_seq2seq",
-    "RNNSeq2SeqForConditionalGeneration": "hf_querygen.models.rnn_seq2seq",
-    "RNNTaggerConfig": "hf_querygen.models.rnn_tagger",
-    "RNNTaggerForTokenClassification": "hf_querygen.models.rnn_tagger",
-    "DualDecoderConfig": "hf_querygen.models.dual_decoder",
-    "DualDecoderForKeywordGeneration": "hf_querygen.models.dual_decoder",
-    "JointSeq2SeqTaggerConfig": "hf_querygen.models.joint_seq2seq_tagger",
-    "JointSeq2SeqTaggerForConditionalGeneration": "hf_querygen.models.joint_seq2seq_tagger",
-    "CtrsGenConfig": "hf_querygen.models.ctrsgen",
-    "CtrsGenForIntentDescription": "hf_querygen.models.ctrsgen",
-    "QueryPointerGeneratorConfig": "hf_querygen.models.query_pointer_generator",
-    "QueryPointerGeneratorForIntentDescription": "hf_querygen.models.query_pointer_generator",
     # pipelines
     "QueryReformulationPipeline": "hf_querygen.pipelines.text2text",
     "KeywordQueryGenerationPipeline": "hf_querygen.pipelines.keyword_query",
@@ -65,17 +53,36 @@ _EXPORTS: dict[str, str] = {
     "config_from_preset": "hf_querygen.presets",
     "train_word_tokenizer": "hf_querygen.tokenization",
     "register_all": "hf_querygen._registration",
+    "ModelSpec": "hf_querygen.specs",
+    "MODELS": "hf_querygen.specs",
+    "load_plugins": "hf_querygen.plugins",
 }
 #: modules whose names need the Auto-class registration done first
 _REGISTERING = ("hf_querygen.models.", "hf_querygen.pipelines.")
 
-__all__ = ["__version__", *_EXPORTS]
+
+def _model_exports() -> dict[str, Any]:
+    """Public name -> its :class:`~hf_querygen.specs.ModelSpec`, for every registered model (imports the
+    model packages: only reached for a name that is not in :data:`_EXPORTS`)."""
+    from .specs import MODELS
+
+    return {name: spec for _, spec in MODELS.items() for name in spec.public_names()}
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__all__":  # ``from hf_querygen import *``: the model names need the model registry
+        return ["__version__", *_EXPORTS, *_model_exports()]
     module = _EXPORTS.get(name)
     if module is None:
-        raise AttributeError(f"module 'hf_querygen' has no attribute {name!r}")
+        spec = None if name.startswith("_") else _model_exports().get(name)
+        if spec is None:
+            raise AttributeError(f"module 'hf_querygen' has no attribute {name!r}")
+        from ._registration import register_all
+
+        register_all()
+        value = spec.public_object(name)
+        globals()[name] = value
+        return value
     if module.startswith(_REGISTERING):
         from ._registration import register_all
 
@@ -86,7 +93,12 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+    # model names only once the model registry is loaded (listing them must not import torch)
+    import sys
+
+    specs = sys.modules.get("hf_querygen.specs")
+    loaded = _model_exports() if specs is not None and specs.MODELS._loaded else {}
+    return sorted(set(globals()) | set(_EXPORTS) | set(loaded))
 
 
 _lazy_registration.install()

@@ -1,23 +1,17 @@
 """Registration of our configs, models and pipelines with the transformers Auto classes.
 
-Runs once at ``import hf_querygen`` (like SpanMarker/SetFit); registering twice is harmless.
-Each model package exposes ``register()``; each pipeline module exposes ``register_pipeline()``.
-Add new model packages to ``MODEL_PACKAGES`` and pipelines to ``PIPELINES``.
+Runs once, when transformers' Auto classes are first imported (see :mod:`hf_querygen._lazy_registration`);
+registering twice is harmless. The models come from :data:`hf_querygen.specs.MODELS` (every model package
+and plugin declares a :class:`~hf_querygen.specs.ModelSpec`, whose
+:meth:`~hf_querygen.specs.ModelSpec.register_auto` wires AutoConfig / AutoModel*); each pipeline module
+exposes ``register_pipeline()`` and is one line in ``PIPELINES``.
 """
 
 import importlib
+from typing import Any
 
 from .registry import Registry
-
-#: model packages under hf_querygen.models whose ``register()`` wires AutoConfig/AutoModel*
-MODEL_PACKAGES: tuple[str, ...] = (
-    "rnn_seq2seq",
-    "rnn_tagger",
-    "dual_decoder",
-    "joint_seq2seq_tagger",
-    "ctrsgen",
-    "query_pointer_generator",
-)
+from .specs import MODELS, ModelSpec, model_packages
 
 #: pipeline task name -> the module under hf_querygen.pipelines whose ``register_pipeline()`` adds it to
 #: transformers' pipeline registry (a new pipeline is one registration here)
@@ -48,10 +42,26 @@ def register_all() -> None:
 
 def _register_all() -> None:
     global _done
-    for package in MODEL_PACKAGES:
-        importlib.import_module(f"hf_querygen.models.{package}").register()
-    # AutoTokenizer must know our tokenizer classes by name before a pipeline loads a saved model
-    importlib.import_module("hf_querygen.tokenization").register_tokenizers()
+    for _name, spec in MODELS.items():
+        spec.register_auto()
+    # (a spec's tokenizer_class is registered with it: AutoTokenizer knows our tokenizer classes by name
+    # before a pipeline loads a saved model)
     for _task, module in PIPELINES.items():
         importlib.import_module(f"hf_querygen.pipelines.{module}").register_pipeline()
     _done = True
+
+
+def _register_late(_name: str, spec: ModelSpec) -> None:
+    """A model registered after :func:`register_all` started (a package imported while it runs, a plugin
+    imported later) is wired at once: transformers' Auto classes are complete by then."""
+    if _done or _running:
+        spec.register_auto()
+
+
+MODELS.on_register(_register_late)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "MODEL_PACKAGES":  # the old hard-coded list, now found on disk
+        return tuple(package.rsplit(".", 1)[-1] for package in model_packages())
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

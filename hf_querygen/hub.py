@@ -20,32 +20,27 @@ from huggingface_hub import EvalResult, HfApi, ModelCard, ModelCardData
 
 TEMPLATE_PATH = Path(__file__).resolve().parent / "model_cards" / "hf_querygen_model_card.md"
 
-#: model_type -> (paper title, citation, bibtex) for the card
-PAPERS: dict[str, tuple[str, str, str]] = {
-    "rnn_seq2seq": (
-        "attentional RNN encoder-decoders (Song et al., SIGIR'17; Ding & Balog, ICTIR'18)",
-        "Song, Kim, Park. Translation of Natural Language Query Into Keyword Query Using a RNN "
-        "Encoder-Decoder. SIGIR 2017.",
-        "@inproceedings{song2017translation,\n  title={Translation of Natural Language Query Into Keyword "
-        "Query Using a RNN Encoder-Decoder},\n  author={Song, Hyun-Je and Kim, A-Yeong and Park, Seong-Bae},"
-        "\n  booktitle={SIGIR},\n  year={2017}\n}",
-    ),
-    "dual_decoder": (
-        "the dual-decoder keyword-query generator of Liu et al. (CIKM'18)",
-        "Liu, Pan, Zhang, Jiang, Huang. Generating Keyword Queries for Natural Language Queries to "
-        "Alleviate Lexical Chasm Problem. CIKM 2018.",
-        "@inproceedings{liu2018generating,\n  title={Generating Keyword Queries for Natural Language Queries"
-        " to Alleviate Lexical Chasm Problem},\n  author={Liu, Xiaoyu and Pan, Shunda and Zhang, Qi and "
-        "Jiang, Yu-Gang and Huang, Xuanjing},\n  booktitle={CIKM},\n  year={2018}\n}",
-    ),
-    "rnn_tagger": (
-        "a BiLSTM sequence-labelling model (Liu et al. CIKM'18 baseline; Lin et al. 2017 segmenter)",
-        "Lin, Di Fabbrizio, Datta. Query Segmentation via RNNs Encoder-Decoder Framework. eCOM@SIGIR 2017.",
-        "@inproceedings{lin2017query,\n  title={Query Segmentation via RNNs Encoder-Decoder Framework},\n"
-        "  author={Lin, Yiu-Chang and Di Fabbrizio, Giuseppe and Datta, Ankur},\n  booktitle={eCOM@SIGIR},"
-        "\n  year={2017}\n}",
-    ),
-}
+
+class _CardPapers(Mapping):
+    """model_type -> (paper title, citation, bibtex) for the card, read from each model package's
+    :class:`~hf_querygen.specs.ModelSpec` ``paper`` (kept as a mapping for callers of ``PAPERS``)."""
+
+    def _papers(self) -> dict[str, tuple[str, str, str]]:
+        from .specs import MODELS
+
+        return {spec.model_type: spec.paper for _, spec in MODELS.items() if spec.paper is not None}
+
+    def __getitem__(self, model_type: str) -> tuple[str, str, str]:
+        return self._papers()[model_type]
+
+    def __iter__(self):
+        return iter(self._papers())
+
+    def __len__(self) -> int:
+        return len(self._papers())
+
+
+PAPERS: Mapping[str, tuple[str, str, str]] = _CardPapers()
 
 _UNKNOWN_PAPER = ("a model implemented in hf-querygen", "-", "")
 
@@ -158,7 +153,7 @@ _TRAINING_KEYS = (
 def card_kwargs_from_training(model_dir: str | Path) -> dict[str, Any]:
     """``render_model_card`` keyword arguments from the metadata ``hf-querygen train`` saved in
     ``model_dir``: corpus, validation scores and the training settings."""
-    from .training import TRAINING_METADATA_FILE
+    from .utils import TRAINING_METADATA_FILE
 
     path = Path(model_dir) / TRAINING_METADATA_FILE
     if not path.is_file():

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Generic, TypeVar, overload
 
 from .errors import InvalidInputError
@@ -23,20 +23,46 @@ class Registry(Generic[T]):
     """Name -> object. ``kind`` names the registry in error messages ("task", "preset", ...).
 
     ``modules`` lists modules imported on the first lookup, so that their registrations have run even if
-    the caller imported only this registry (lazy: a CLI that only parses arguments imports nothing heavy).
+    the caller imported only this registry (lazy: a CLI that only parses arguments imports nothing heavy);
+    a callable gives them when called (a registry that discovers its modules, e.g. every model package).
+    The first lookup of any registry also loads the outside packages of the ``hf_querygen.plugins``
+    entry point group (:func:`hf_querygen.plugins.load_plugins`), so a plugin's components are listed with
+    the library's own.
     """
 
-    def __init__(self, kind: str, modules: tuple[str, ...] = ()) -> None:
+    def __init__(self, kind: str, modules: tuple[str, ...] | Callable[[], Iterable[str]] = ()) -> None:
         self.kind = kind
         self._modules = modules
-        self._loaded = not modules
+        self._loaded = False
         self._items: dict[str, T] = {}
+        self._on_register: list[Callable[[str, T], None]] = []
+        self._extra_modules: list[str] = []
 
     def _load(self) -> None:
         if not self._loaded:
             self._loaded = True  # set first: the imported modules register into this registry
-            for module in self._modules:
+            modules = self._modules() if callable(self._modules) else self._modules
+            for module in modules:
                 importlib.import_module(module)
+            from .plugins import load_plugins
+
+            load_plugins()
+            for module in self._extra_modules:
+                importlib.import_module(module)
+
+    def add_modules(self, *modules: str) -> None:
+        """Modules whose import registers into this registry, imported on the first lookup (now, if that
+        happened already): how a plugin's cheap entry module points at its heavier components."""
+        if self._loaded:
+            for module in modules:
+                importlib.import_module(module)
+        else:
+            self._extra_modules.extend(modules)
+
+    def on_register(self, callback: Callable[[str, T], None]) -> None:
+        """Call ``callback(name, obj)`` for every later registration (e.g. wire a model that a plugin
+        registers after the Auto classes were set up)."""
+        self._on_register.append(callback)
 
     @overload
     def register(self, name: str) -> Callable[[T], T]: ...
@@ -56,6 +82,8 @@ class Registry(Generic[T]):
                     f"{self.kind} {name!r} is already registered ({current!r}); pass replace=True to override"
                 )
             self._items[name] = value
+            for callback in self._on_register:
+                callback(name, value)
             return value
 
         return add if obj is None else add(obj)

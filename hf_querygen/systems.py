@@ -110,16 +110,16 @@ class System:
         return self.preset is not None or self.decodes_model_of is not None
 
 
-#: "<paper>/<system>" -> :class:`System`; the paper modules register theirs at import
-SYSTEMS: Registry[System] = Registry(
-    "system",
-    modules=(
-        "hf_querygen.experiments.liu2018",
-        "hf_querygen.experiments.lin2017",
-        "hf_querygen.experiments.zhang2020",
-        "hf_querygen.experiments.ding2018",
-    ),
-)
+def _paper_modules() -> list[str]:
+    # lazily: the paper registry lists the modules, and importing them is what registers their systems
+    from .experiments.papers import paper_modules
+
+    return paper_modules()
+
+
+#: "<paper>/<system>" -> :class:`System`; the paper modules (every registered paper's, plugins' too)
+#: register theirs at import
+SYSTEMS: Registry[System] = Registry("system", modules=_paper_modules)
 
 
 def register_systems(systems: Sequence[System]) -> list[System]:

@@ -243,9 +243,8 @@ def output_vocab_size_of(tokenizer: PreTrainedTokenizerFast) -> int:
 
 
 def register_tokenizers() -> None:
-    """Let ``AutoTokenizer`` resolve ``JiebaWordTokenizer`` by the class name saved with it."""
-    from transformers import AutoTokenizer
+    """Let ``AutoTokenizer`` resolve ``JiebaWordTokenizer`` by the class name saved with it: a model
+    package declares it (``ModelSpec.tokenizer_class``), its Auto registration registers it."""
+    from ._registration import register_all
 
-    from .models.rnn_seq2seq import RNNSeq2SeqConfig
-
-    AutoTokenizer.register(RNNSeq2SeqConfig, tokenizer_class=JiebaWordTokenizer, exist_ok=True)
+    register_all()

@@ -21,14 +21,14 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .utils import TRAINING_METADATA_FILE  # defined with the other shared names; kept importable here
+
 if TYPE_CHECKING:  # torch/transformers/datasets cost seconds at import
     import datasets
     from transformers import PreTrainedModel, PreTrainedTokenizerFast, Seq2SeqTrainer
 
     from .tasks.base import Task, TaskData
 
-#: file written beside a trained model: what it was trained on and how (read by ``evaluate``)
-TRAINING_METADATA_FILE = "hf_querygen_training.json"
 #: the .hf_querygen marker kind of a model folder written by save_model_folder (see hf_querygen._fs)
 MODEL_FOLDER_KIND = "model"
 
@@ -632,7 +632,7 @@ def train_model(
     cap = max_validation_examples or (QUICK_SETTINGS["max_validation_examples"] if quick else None)
     if cap is not None and len(splits["validation"]) > cap:
         splits["validation"] = splits["validation"].select(range(cap))
-    data = task_object.prepare(splits, **dict(prepare_options or {}))
+    data = task_object.prepare_data(splits, data_dir=data_dir, **dict(prepare_options or {}))
     data.corpus, data.config_name = corpus, config_name
 
     overrides: dict[str, Any] = {"data_seed": seed, **dict(training_overrides or {})}

@@ -5,6 +5,10 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
+#: the file ``hf-querygen train`` writes beside a model (training settings, scores): written by
+#: :mod:`hf_querygen.training`, read by the model card (:mod:`hf_querygen.hub`) and the CLI
+TRAINING_METADATA_FILE = "hf_querygen_training.json"
+
 
 def require_extra(module: str, extra: str, purpose: str, package: str | None = None) -> ModuleType:
     """Import an optional dependency, or fail with the ``pip install 'hf-querygen[extra]'`` that brings it.

@@ -16,9 +16,10 @@ from model_contract import (
 )
 from safetensors.torch import load_file
 
-import hf_querygen  # noqa: F401  (registers the Auto classes)
+import hf_querygen
 from hf_querygen.models import MODELS, ModelSpec
 from hf_querygen.nn.cache import CACHE_NAME
+from hf_querygen.specs import family_of, model_packages
 
 torch.set_num_threads(1)
 
@@ -32,17 +33,22 @@ COPY_CASES = [
 
 
 def test_registry_lists_every_model_package_with_a_working_spec():
-    assert set(MODELS.names()) == {
-        "rnn_seq2seq",
-        "dual_decoder",
-        "joint_seq2seq_tagger",
-        "rnn_tagger",
-        "ctrsgen",
-        "query_pointer_generator",
-    }
+    # every folder under hf_querygen/models is a model package that registered itself, under its model type
+    packages = {spec.module for _, spec in MODELS.items()}
+    assert set(model_packages()) <= packages
+    assert len(MODELS) >= 6 and {"rnn_seq2seq", "dual_decoder", "ctrsgen"} <= set(MODELS.names())
     for name, spec in MODELS.items():
         assert isinstance(spec, ModelSpec) and spec.variants, name
+        assert spec.model_type == name, (name, spec.model_type)
         assert hasattr(transformers, spec.auto_class), spec.auto_class
+        # the Auto classes resolve it, and the family / card paper come from the spec
+        config = spec.tiny_config()
+        assert type(transformers.AutoConfig.for_model(name)) is spec.config_class
+        auto = getattr(transformers, spec.auto_class)
+        assert type(auto.from_config(config)) is spec.model_class
+        assert family_of(config) == spec.family_of(config)
+        assert getattr(hf_querygen, spec.config_class.__name__) is spec.config_class
+        assert getattr(hf_querygen, spec.model_class.__name__) is spec.model_class
     assert {("rnn_seq2seq", "gru-copynet"), ("dual_decoder", "dual")} <= set(COPY_CASES)
 
 

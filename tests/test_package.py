@@ -53,19 +53,22 @@ def test_registration_never_runs_inside_a_half_imported_transformers_module(firs
 
 def test_every_public_name_is_exported_lazily():
     import hf_querygen
-    from hf_querygen import _EXPORTS, _registration
+    from hf_querygen import _EXPORTS
+    from hf_querygen.specs import model_packages
 
     assert hf_querygen.__version__
     for name in _EXPORTS:
         assert getattr(hf_querygen, name) is not None, name
-    # every config and model class of every registered model package is among them
+    # every config and model class of every model package is public, derived from its ModelSpec
     import importlib
 
-    for package in _registration.MODEL_PACKAGES:
-        module = importlib.import_module(f"hf_querygen.models.{package}")
+    public = set(hf_querygen.__all__)
+    for package in model_packages():
+        module = importlib.import_module(package)
         for name in module.__all__:
             if name.endswith("Config") or "For" in name:
-                assert name in _EXPORTS, f"hf_querygen.{name} ({package}) is not exported"
+                assert name in public, f"hf_querygen.{name} ({package}) is not exported"
+                assert getattr(hf_querygen, name) is getattr(module, name)
     with pytest.raises(AttributeError, match="no attribute 'Nope'"):
         hf_querygen.Nope  # noqa: B018
 

@@ -39,3 +39,25 @@ def test_modules_are_imported_on_first_lookup(tmp_path, monkeypatch):
     from tests_registry_target import REG
 
     assert REG.get("late") == 42
+
+
+def test_a_task_has_one_name_and_its_pipeline_string_as_the_one_alias():
+    import warnings
+
+    from hf_querygen.tasks.base import DEPRECATED_TASK_NAMES, TASKS, get_task, pipeline_task_names
+
+    for name, task in TASKS.items():
+        assert task.name == name
+        assert get_task(name) is task
+    # the pipeline() task string resolves to a task serving it, silently
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for pipeline_task, name in pipeline_task_names().items():
+            assert get_task(pipeline_task).pipeline_task == pipeline_task
+            assert get_task(pipeline_task) is TASKS.get(name)
+    # an old name still works, with a DeprecationWarning naming the new one
+    for old, new in DEPRECATED_TASK_NAMES.items():
+        with pytest.warns(DeprecationWarning, match=repr(new)):
+            assert get_task(old) is TASKS.get(new)
+    with pytest.raises(Exception, match="unknown task 'nl2kww'.*nl2kw"):
+        get_task("nl2kww")

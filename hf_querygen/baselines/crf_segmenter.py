@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from hf_querygen.corpora._base import stable_unit_hash
+from hf_querygen.corpora._base import validation_mask  # noqa: F401  (moved; the task layer reads it)
 from hf_querygen.corpora.webis_qsec_10 import SegmentationResources
 from hf_querygen.tasks.segmentation import bio_to_breaks, breaks_to_bio, breaks_to_string, query_words
 from hf_querygen.utils import require_extra
@@ -329,11 +329,6 @@ class CRFSegmenter:
         segmenter = cls(settings, resources)
         segmenter._model_bytes = (folder / "model.crfsuite").read_bytes()
         return segmenter
-
-
-def validation_mask(keys: Sequence[str], fraction: float, salt: str = "crf-validation") -> list[bool]:
-    """Deterministic held-out part of the TRAIN folds (never the test fold) for model selection."""
-    return [stable_unit_hash(key, salt) < fraction for key in keys]
 
 
 def select_regularization(

@@ -24,13 +24,14 @@ for each keyword query").
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..corpora._base import normalize_for_matching
 from ..errors import InvalidInputError
+from ..word_vectors import train_word2vec  # noqa: F401  (its home before; tasks read it too)
 
 __all__ = ["SDMBaseline", "Template", "TemplateBaseline", "mine_template", "train_word2vec"]
 
@@ -89,25 +90,6 @@ def mine_template(keyword_query: str, question: str) -> Template | None:
         return None
     slot_of = {w: SLOT.format(i) for i, w in enumerate(keywords)}
     return Template(tuple(keywords), tuple(slot_of.get(t, t) for t in tokens))
-
-
-def train_word2vec(
-    texts: Iterable[str],
-    vector_size: int = 100,
-    min_count: int = 2,
-    seed: int = 0,
-    epochs: int = 5,
-    fasttext: bool = False,
-):
-    """gensim skip-gram word2vec on normalised texts (one worker: deterministic for a seed);
-    ``fasttext=True``: skip-gram fastText, whose character n-grams give a vector to any word."""
-    from gensim.models import FastText, Word2Vec
-
-    sentences = [normalize_for_matching(t).split() for t in texts]
-    model_class = FastText if fasttext else Word2Vec
-    return model_class(
-        sentences, vector_size=vector_size, min_count=min_count, sg=1, seed=seed, workers=1, epochs=epochs
-    ).wv
 
 
 @dataclass

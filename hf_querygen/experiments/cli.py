@@ -3,18 +3,45 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from ..cli import positive_int
 
-#: the reproductions the parser offers; kept literal so that building the parser imports nothing
-#: heavy (a test checks it equals the REPRODUCTIONS registry)
-NAMES = ("liu2018", "lin2017", "zhang2020", "ding2018", "retrieval")
+
+class _PaperChoices:
+    """``reproduce``'s choices, read from the paper registry when argparse first checks or prints them
+    (building the parser reads nothing: ``hf-querygen --help`` stays cheap)."""
+
+    def _names(self) -> list[str]:
+        from .papers import REPRODUCTIONS
+
+        return [*REPRODUCTIONS.names(), "all"]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
+
+
+def __getattr__(name: str) -> Any:
+    if name == "NAMES":  # the old literal tuple, now the registry's names
+        from .papers import REPRODUCTIONS
+
+        return tuple(REPRODUCTIONS.names())
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def add_commands(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("reproduce", help="reproduce a paper's tables (results/<name>/)")
-    parser.add_argument("name", choices=[*NAMES, "all"])
+    parser.add_argument(
+        "name",
+        metavar="NAME",
+        choices=_PaperChoices(),
+        help="the paper to reproduce: %(choices)s",
+    )
     parser.add_argument(
         "--quick", action="store_true", help="minutes-long run (small data and models, 1 seed)"
     )
@@ -38,9 +65,9 @@ def _reproduce(args: argparse.Namespace) -> int:
     import importlib
 
     from .._fs import check_writable_dir
-    from .runner import REPRODUCTIONS, run_reproduction
+    from .papers import REPRODUCTIONS, reproduction_order
 
-    names = list(NAMES) if args.name == "all" else [args.name]
+    names = reproduction_order() if args.name == "all" else [args.name]
     # output paths before any work (a reproduction runs for minutes to hours)
     for path, what in ((args.out_dir, "--out-dir"), (args.save_models, "--save-models")):
         if path is not None:
@@ -53,18 +80,12 @@ def _reproduce(args: argparse.Namespace) -> int:
         save_models = (
             args.save_models / name if (args.save_models and args.name == "all") else args.save_models
         )
-        module = importlib.import_module(REPRODUCTIONS.get(name))
-        if not hasattr(module, "REPRODUCTION"):  # an evaluation that trains nothing (retrieval)
-            models_dir = args.models_dir
-            if models_dir is None and args.save_models and args.name == "all":
-                models_dir = args.save_models / "liu2018"
-            document = module.run(
-                out_dir, quick=args.quick, seeds=args.seeds, data_dir=args.data_dir, models_dir=models_dir
-            )
-            print(module.summary_table(document), flush=True)
-            continue
-        run_reproduction(
-            module.REPRODUCTION,
+        reproduction = importlib.import_module(REPRODUCTIONS.get(name)).REPRODUCTION
+        models_dir = args.models_dir
+        models_of = getattr(reproduction, "models_of", None)
+        if models_dir is None and models_of and args.save_models and args.name == "all":
+            models_dir = args.save_models / models_of  # the models ``all`` saved for that paper
+        reproduction.reproduce(
             out_dir,
             quick=args.quick,
             seeds=args.seeds,
@@ -73,5 +94,6 @@ def _reproduce(args: argparse.Namespace) -> int:
             save_models=save_models,
             resume=args.resume,
             overwrite=args.overwrite,
+            models_dir=models_dir,
         )
     return 0

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hf_querygen.corpora.webis_qsec_10 import PUBLISHED_ALGORITHMS
+from hf_querygen.experiments.papers import paper_numbers
 from hf_querygen.experiments.runner import Budget, Fold, Reproduction, RunContext, run_reproduction
 from hf_querygen.systems import BaselineContext, System, register_systems
 
@@ -50,15 +51,8 @@ if TYPE_CHECKING:
     from hf_querygen.tasks.base import Task
 
 PAPER = "lin2017"
-#: Table 2 of the paper (official Webis-QSeC-10 test set)
-PAPER_NUMBERS: dict[str, dict[str, float]] = {
-    "wt": {"query_accuracy": 0.431, "break_accuracy": 0.769},
-    "wt_snp": {"query_accuracy": 0.585, "break_accuracy": 0.837},
-    "crf": {"query_accuracy": 0.465, "break_accuracy": 0.814},
-    "rnn_encoder_decoder": {"query_accuracy": 0.421, "break_accuracy": 0.664},
-    "published_wt": {"query_accuracy": 0.431, "break_accuracy": 0.769},
-    "published_wt_snp": {"query_accuracy": 0.585, "break_accuracy": 0.837},
-}
+#: Table 2 of the paper (official Webis-QSeC-10 test set; data file ``papers/lin2017.json``)
+PAPER_NUMBERS: dict[str, dict[str, float]] = paper_numbers(PAPER)
 SYSTEM_LABELS = {
     "wt": "WT (ours, re-implemented)",
     "wt_snp": "WT+SNP (ours, re-implemented)",
@@ -101,6 +95,22 @@ def _as_strings(word_lists: Sequence[Sequence[str]], break_lists: Sequence[Seque
     from hf_querygen.tasks.segmentation import breaks_to_string
 
     return [breaks_to_string(words, breaks) for words, breaks in zip(word_lists, break_lists, strict=True)]
+
+
+def vocabulary_statistics(train_queries: Sequence[str], test_queries: Sequence[str], min_frequency: int = 1):
+    """Out-of-vocabulary shares of ``test_queries`` w.r.t. the words seen >= ``min_frequency`` times in
+    ``train_queries`` (whitespace words, lower-cased as the tokenizer does)."""
+    from collections import Counter
+
+    counts = Counter(w for q in train_queries for w in q.lower().split())
+    known = {w for w, c in counts.items() if c >= min_frequency}
+    words = [w for q in test_queries for w in q.lower().split()]
+    with_unknown = [any(w not in known for w in q.lower().split()) for q in test_queries]
+    return {
+        "train_vocabulary": len(known),
+        "test_words_unknown": sum(w not in known for w in words) / len(words),
+        "test_queries_with_an_unknown_word": sum(with_unknown) / len(test_queries),
+    }
 
 
 def reimplementation_agreement(algorithms, resources) -> dict[str, dict[str, float]]:
@@ -410,7 +420,6 @@ def _with_crf_budget(budget: Budget) -> dict[str, Any]:
 # ---------------------------------------------------------------- analyses
 def describe(context: RunContext) -> dict[str, Any]:
     """The config entries of the report: folds, CRF grid, neural settings, per-fold details."""
-    from hf_querygen.experiments.lin2017_diagnosis import vocabulary_statistics
 
     crf = _with_crf_budget(context.budget)
     per_fold = []

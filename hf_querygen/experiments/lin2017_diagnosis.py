@@ -29,6 +29,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from hf_querygen.experiments.lin2017 import vocabulary_statistics
+
 #: variant -> (prepare options, preset overrides, training overrides, patience)
 _SIZES = {
     "embedding_size": 128,
@@ -69,22 +71,6 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "patience": 2,
     },
 }
-
-
-def vocabulary_statistics(train_queries: Sequence[str], test_queries: Sequence[str], min_frequency: int = 1):
-    """Out-of-vocabulary shares of ``test_queries`` w.r.t. the words seen >= ``min_frequency`` times in
-    ``train_queries`` (whitespace words, lower-cased as the tokenizer does)."""
-    from collections import Counter
-
-    counts = Counter(w for q in train_queries for w in q.lower().split())
-    known = {w for w, c in counts.items() if c >= min_frequency}
-    words = [w for q in test_queries for w in q.lower().split()]
-    with_unknown = [any(w not in known for w in q.lower().split()) for q in test_queries]
-    return {
-        "train_vocabulary": len(known),
-        "test_words_unknown": sum(w not in known for w in words) / len(words),
-        "test_queries_with_an_unknown_word": sum(with_unknown) / len(test_queries),
-    }
 
 
 def _raw_outputs(model, tokenizer, queries: Sequence[str]) -> list[list[str]]:

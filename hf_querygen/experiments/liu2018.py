@@ -24,47 +24,15 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from hf_querygen.experiments.papers import paper_numbers
 from hf_querygen.experiments.runner import Budget, Reproduction, RunContext, run_reproduction
 from hf_querygen.systems import BaselineContext, System, register_systems
 
 #: Table 2 (translation columns) and Table 3 of the paper; keys are our system and metric names
-PAPER_NUMBERS: dict[str, dict[str, float]] = {
-    "raw_query": {"precision": 0.112, "recall": 0.552, "f1": 0.186},
-    "vanilla_seq2seq": {"precision": 0.250, "recall": 0.222, "f1": 0.235},
-    "attentional_seq2seq": {
-        "precision": 0.313,
-        "recall": 0.261,
-        "f1": 0.284,
-        "recall_extractive": 0.226,
-        "recall_generative": 0.326,
-        "recall_total": 0.261,
-    },
-    "sequence_labeling": {
-        "precision": 0.589,
-        "recall": 0.387,
-        "f1": 0.467,
-        "recall_extractive": 0.656,
-        "recall_generative": 0.000,
-        "recall_total": 0.387,
-    },
-    "pointer_network": {"precision": 0.596, "recall": 0.339, "f1": 0.439},
-    "ats2s_sl": {"precision": 0.387, "recall": 0.521, "f1": 0.444},
-    "ats2s_pn": {"precision": 0.384, "recall": 0.509, "f1": 0.438},
-    "joint_ats2s_sl": {"precision": 0.440, "recall": 0.465, "f1": 0.452},
-    "dual_decoder": {
-        "precision": 0.535,
-        "recall": 0.494,
-        "f1": 0.514,
-        "recall_extractive": 0.630,
-        "recall_generative": 0.301,
-        "recall_total": 0.494,
-    },
-}
+#: (data file ``papers/liu2018.json``)
+PAPER_NUMBERS: dict[str, dict[str, float]] = paper_numbers("liu2018")
 #: Table 2 retrieval columns (Baidu search; not reproducible here), kept for the record in the config
-PAPER_RETRIEVAL: dict[str, dict[str, float]] = {
-    "raw_query": {"hits@5": 0.259, "hits@10": 0.293, "p@3": 0.118, "p@5": 0.083, "p@10": 0.068},
-    "dual_decoder": {"hits@5": 0.387, "hits@10": 0.441, "p@3": 0.164, "p@5": 0.124, "p@10": 0.100},
-}
+PAPER_RETRIEVAL: dict[str, dict[str, float]] = paper_numbers("liu2018", "paper_retrieval_numbers")
 #: Fig. 4 of the paper: F1 on the development set peaks at lambda = 0.5 (values only drawn, not printed)
 LAMBDAS = (0.3, 0.4, 0.5, 0.6, 0.7)
 

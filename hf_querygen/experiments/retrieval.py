@@ -40,10 +40,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from .papers import paper_numbers
+from .runner import Evaluation
+
 METRICS = ("ndcg@5", "ndcg@10", "p@3", "p@5", "p@10", "hits@5", "hits@10")
 RANKERS = ("bm25", "sdm")
 SPLITS = ("dev", "test")
-BEIR_BM25_NDCG10 = 0.325  # BEIR (Thakur et al., NeurIPS 2021 Datasets), Table 2, NFCorpus, BM25
+#: BEIR (Thakur et al., NeurIPS 2021 Datasets), Table 2, NFCorpus, BM25 (papers/retrieval.json)
+BEIR_BM25_NDCG10 = paper_numbers("retrieval")["bm25_ndcg@10"]
 YAKE_FROM_LIU2018 = {"top": 6, "max_ngram": 2}  # results/liu2018: chosen on nl2kw validation F1
 RETRIEVAL_DEPTH = 100
 MODELS_DIR_ENV = "HF_QUERYGEN_RETRIEVAL_MODELS"
@@ -383,3 +387,7 @@ def summary_table(document: dict, split: str = "test", metric: str = "ndcg@10") 
             cells.append("-" if cell is None else f"{cell['mean']:.3f}")
         lines.append(f"| {name} | {' | '.join(cells)} |")
     return "\n".join(lines)
+
+
+#: ``hf-querygen reproduce retrieval``: trains nothing; decodes liu2018's saved models when given
+REPRODUCTION = Evaluation("retrieval", run=run, summary=summary_table, models_of="liu2018")

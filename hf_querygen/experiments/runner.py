@@ -34,10 +34,13 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..registry import Registry
 from ..systems import BaselineContext, System
+
+# name -> module defining a :class:`Reproduction` named ``REPRODUCTION``: one data file per paper
+# (``experiments/papers/<name>.json``), see :mod:`hf_querygen.experiments.papers`
+from .papers import REPRODUCTIONS
 
 if TYPE_CHECKING:
     import datasets
@@ -45,15 +48,6 @@ if TYPE_CHECKING:
     from ..tasks.base import Task, TaskData
 
 logger = logging.getLogger(__name__)
-
-#: name -> module defining a :class:`Reproduction` named ``REPRODUCTION``
-REPRODUCTIONS: Registry[str] = Registry("reproduction")
-REPRODUCTIONS.register("liu2018", "hf_querygen.experiments.liu2018")
-REPRODUCTIONS.register("lin2017", "hf_querygen.experiments.lin2017")
-REPRODUCTIONS.register("zhang2020", "hf_querygen.experiments.zhang2020")
-REPRODUCTIONS.register("ding2018", "hf_querygen.experiments.ding2018")
-#: an evaluation without training: its module defines ``run(out_dir, quick, seeds, data_dir, models_dir)``
-REPRODUCTIONS.register("retrieval", "hf_querygen.experiments.retrieval")
 
 
 def get_reproduction(name: str) -> Reproduction:
@@ -99,6 +93,8 @@ class Fold:
     id: Any
     splits: datasets.DatasetDict
     extras: dict[str, Any] = field(default_factory=dict)
+    #: the run's raw-data directory, which the task's own resources read too (``Task.prepare_data``)
+    data_dir: Any = None
 
 
 @dataclass
@@ -157,6 +153,15 @@ class Reproduction:
     threads_per_worker: int = 1
     table_splits: tuple[str, ...] = ()
 
+    #: a table that reads another paper's saved models names it (None: it trains its own)
+    models_of: ClassVar[str | None] = None
+
+    def reproduce(self, out_dir: str | Path, **options: Any) -> dict:
+        """``hf-querygen reproduce``'s entry: :func:`run_reproduction` with the command's options
+        (options a training table has no use for, ``models_dir``, are ignored)."""
+        options.pop("models_dir", None)
+        return run_reproduction(self, out_dir, **options)
+
     def system(self, key: str) -> System:
         for system in self.systems:
             if system.key == key:
@@ -168,6 +173,33 @@ class Reproduction:
             return self.system(key).label or key
         except KeyError:
             return self.labels.get(key, key)
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """A table that trains nothing (the retrieval evaluation): ``run(out_dir, quick, seeds, data_dir,
+    models_dir) -> document`` writes the report, ``summary(document)`` is the text printed after it;
+    ``models_of`` names the paper whose saved models it decodes (``reproduce all --save-models D``
+    passes ``D/<models_of>``)."""
+
+    name: str
+    run: Callable[..., dict]
+    summary: Callable[[dict], str]
+    models_of: str | None = None
+
+    def reproduce(
+        self,
+        out_dir: str | Path,
+        quick: bool = False,
+        seeds: int | None = None,
+        data_dir: str | Path | None = None,
+        models_dir: str | Path | None = None,
+        **_training_options: Any,
+    ) -> dict:
+        """Run it (the training options of ``reproduce``, ``workers`` / ``resume`` ..., do not apply)."""
+        document = self.run(out_dir, quick=quick, seeds=seeds, data_dir=data_dir, models_dir=models_dir)
+        print(self.summary(document), flush=True)
+        return document
 
 
 # ---------------------------------------------------------------- data
@@ -239,6 +271,8 @@ def _folds(reproduction: Reproduction, budget: Budget, data_dir: Any) -> list[Fo
         folds = default_folds(task, budget, data_dir, reproduction.corpus, reproduction.corpus_config)
     if budget.folds is not None:
         folds = [fold for fold in folds if fold.id in budget.folds]
+    for fold in folds:
+        fold.data_dir = data_dir
     return folds
 
 
@@ -256,7 +290,8 @@ def _fold_data(
     key = fold.id if not options else (fold.id, _options_key(options))
     if key not in cache:
         task = get_task(reproduction.task)
-        data = task.prepare(fold.splits, **{**reproduction.prepare_options, **dict(options or {})})
+        options = {**reproduction.prepare_options, **dict(options or {})}
+        data = task.prepare_data(fold.splits, data_dir=fold.data_dir, **options)
         data.corpus, data.config_name = reproduction.corpus or task.default_corpus, reproduction.corpus_config
         cache[key] = data
     return cache[key]

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import InvalidInputError
 from ..registry import Registry
+from ..specs import family_of
 
 if TYPE_CHECKING:
     import datasets
@@ -44,9 +45,51 @@ TASKS: Registry[Task] = Registry(
 )
 
 
+#: THE alias table: a task has one name everywhere (registry, CLI, dataset config, card, results), and the
+#: transformers ``pipeline()`` task string is its one other name (``Task.pipeline_task``); these older
+#: names, which scripts and saved folders may hold, still resolve, with a DeprecationWarning
+DEPRECATED_TASK_NAMES: dict[str, str] = {
+    "keyword_query": "nl2kw",
+    "keyword-query": "nl2kw",
+    "intent_description": "q2id",
+    "question_generation": "k2q",
+    "query_segmentation": "segmentation",
+}
+
+
+def pipeline_task_names() -> dict[str, str]:
+    """``pipeline()`` task string -> the task it names (each task's one alias; several tasks may share a
+    pipeline, e.g. text2text and k2q: then the string names the first registered)."""
+    names: dict[str, str] = {}
+    for name, task in TASKS.items():
+        names.setdefault(task.pipeline_task, name)
+    return names
+
+
+def canonical_task_name(name: str) -> str:
+    """The registry name of task ``name``: itself, or what its pipeline task string or a deprecated name
+    stands for (the latter with a DeprecationWarning)."""
+    import warnings
+
+    if name in TASKS:
+        return name
+    aliases = pipeline_task_names()
+    if name in aliases:
+        return aliases[name]
+    if name in DEPRECATED_TASK_NAMES:
+        warnings.warn(
+            f"task name {name!r} is deprecated; use {DEPRECATED_TASK_NAMES[name]!r}",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        return DEPRECATED_TASK_NAMES[name]
+    return name  # unknown: TASKS.get names the close matches
+
+
 def get_task(name: str | Task) -> Task:
-    """The registered task ``name`` (a :class:`Task` passes through)."""
-    return name if isinstance(name, Task) else TASKS.get(name)
+    """The registered task ``name`` (a :class:`Task` passes through; a pipeline task string or a
+    deprecated name resolves to its task, see :data:`DEPRECATED_TASK_NAMES`)."""
+    return name if isinstance(name, Task) else TASKS.get(canonical_task_name(name))
 
 
 def task_for_corpus(corpus: str | None) -> Task:
@@ -62,11 +105,6 @@ def task_for_corpus(corpus: str | None) -> Task:
             f"{what} on corpus {corpus!r}: pass --task; tasks and their corpora: {owners}"
         )
     return candidates[0]
-
-
-#: model types whose family is not the generic seq2seq / tagging one (a model package whose inputs differ
-#: registers its family here, so every task and pipeline agrees on what can decode it)
-MODEL_FAMILIES: dict[str, str] = {"ctrsgen": "hierarchical", "query_pointer_generator": "hierarchical-copy"}
 
 
 @dataclass
@@ -162,6 +200,20 @@ class Task:
         """Fit the tokenizer (and any task state) on ``splits["train"]``."""
         raise NotImplementedError
 
+    def prepare_data(
+        self, splits: datasets.DatasetDict, data_dir: str | Path | None = None, **options: Any
+    ) -> TaskData:
+        """:meth:`prepare` with the run's raw-data directory (``--data-dir``) passed on to a task whose
+        preparation reads resources of its own (nl2kw's in-domain vocabulary, word vectors, synthetic
+        pretraining: ``prepare(data_dir=...)``), so they read the same directory as the corpus; an
+        explicit ``data_dir`` in ``options`` wins. What ``train`` and the experiment runner call."""
+        import inspect
+
+        if data_dir is not None and "data_dir" not in options:
+            if "data_dir" in inspect.signature(self.prepare).parameters:
+                options["data_dir"] = str(data_dir)
+        return self.prepare(splits, **options)
+
     def encode(self, data: TaskData, family: str) -> datasets.DatasetDict:
         """Every split of ``data`` encoded for model ``family`` (model columns only + what decoding needs)."""
         raise NotImplementedError
@@ -173,16 +225,10 @@ class Task:
             )
 
     def family_of(self, config: PretrainedConfig) -> str:
-        """The model family of a model config (which encoding trains it, which decoding reads it)."""
-        if config.model_type in MODEL_FAMILIES:
-            return MODEL_FAMILIES[config.model_type]
-        if config.model_type == "dual_decoder":
-            return "pointer" if getattr(config, "pointer_only", False) else "dual"
-        if config.model_type == "joint_seq2seq_tagger":
-            return "joint"
-        if getattr(config, "is_encoder_decoder", False):
-            return "seq2seq"
-        return "tagging"
+        """The model family of a model config (which encoding trains it, which decoding reads it), as its
+        model package declares it (:attr:`hf_querygen.specs.ModelSpec.family`): a task never names a
+        model type."""
+        return family_of(config)
 
     def card_pipeline_tag(self, config: PretrainedConfig) -> str:
         """The Hub ``pipeline_tag`` of a model card: a token classifier is tagged as one, whatever the

@@ -155,7 +155,7 @@ def word_vectors(
     """gensim ``KeyedVectors`` (skip-gram word2vec or fastText, ``vector_size`` dimensions) trained on
     normalised Q questions + nl2kw TRAIN questions and keyword queries; cached under ``cache_dir``
     (default ``$HF_QUERYGEN_CACHE/word-vectors``) by a hash of the texts and settings."""
-    from ..baselines.k2q import train_word2vec
+    from ..word_vectors import train_word2vec
 
     if kind not in WORD_VECTOR_KINDS:
         raise InvalidInputError(f"word_vectors: kind {kind!r} is not one of {WORD_VECTOR_KINDS}")

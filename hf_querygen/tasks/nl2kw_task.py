@@ -23,6 +23,10 @@ if TYPE_CHECKING:
 
     from .nl2kw import KeywordQuery
 
+#: families whose outputs point at source positions past the output vocabulary, closed by a sentinel
+#: (Liu'18's dual decoder and its pointer-only ablation)
+POINTER_FAMILIES = ("dual", "pointer")
+
 #: metrics of the Liu'18 tables (keyword_prf keys) plus exact match
 KEYWORD_METRICS = (
     "precision",
@@ -323,7 +327,7 @@ class NL2KWTask(Task):
             raise InvalidInputError(
                 f"min_keywords must be an int >= 0 or {{'prior': scale}}, got {min_keywords!r}"
             )
-        pointer = config.model_type == "dual_decoder"
+        pointer = self.family_of(config) in POINTER_FAMILIES
         return MinKeywordsLogitsProcessor(
             minimum,
             end_token_ids=[config.eos_token_id],
@@ -351,7 +355,7 @@ class NL2KWTask(Task):
         from .nl2kw import KeywordQuery, decode_dual_decoder_ids, unique_words
         from .seq2seq import decode_extended
 
-        if config.model_type == "dual_decoder":
+        if self.family_of(config) in POINTER_FAMILIES:
             skip = (config.pad_token_id, config.unk_token_id, config.decoder_start_token_id)
             return decode_dual_decoder_ids(
                 ids, source_words, tokenizer, output_vocab_size, config.eos_token_id, skip_token_ids=skip

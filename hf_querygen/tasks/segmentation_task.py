@@ -53,7 +53,7 @@ class SegmentationTask(Task):
         part, by query id), fold 0 -> test. The paper's official test set is not available."""
         import datasets
 
-        from ..baselines.crf_segmenter import validation_mask
+        from ..corpora._base import validation_mask
 
         splits = super().load(corpus, config, data_dir)
         if "validation" in splits and "test" in splits:

@@ -1,6 +1,8 @@
 """CtrsGen (Zhang et al., CIKM'20): query + relevant / irrelevant documents -> intent description, and its
 Table 3 ablations as config settings; registered with AutoConfig and AutoModelForSeq2SeqLM."""
 
+from ...specs import MODELS, ModelSpec
+from .._papers import ZHANG2020
 from .configuration_ctrsgen import CtrsGenConfig
 from .modeling_ctrsgen import (
     CtrsGenDecoder,
@@ -12,14 +14,6 @@ from .modeling_ctrsgen import (
 )
 
 
-def register() -> None:
-    """Make ``AutoConfig`` / ``AutoModelForSeq2SeqLM`` resolve model_type "ctrsgen"."""
-    from transformers import AutoConfig, AutoModelForSeq2SeqLM
-
-    AutoConfig.register(CtrsGenConfig.model_type, CtrsGenConfig, exist_ok=True)
-    AutoModelForSeq2SeqLM.register(CtrsGenConfig, CtrsGenForIntentDescription, exist_ok=True)
-
-
 def _tiny_config(**overrides) -> CtrsGenConfig:
     settings = dict(
         vocab_size=40, output_vocab_size=24, embedding_size=8, hidden_size=8, decoder_hidden_size=12
@@ -27,11 +21,10 @@ def _tiny_config(**overrides) -> CtrsGenConfig:
     return CtrsGenConfig(**{**settings, **overrides})
 
 
-def _register_spec() -> None:
-    from .. import MODELS, ModelSpec
+def _register_spec() -> ModelSpec:
     from .._tiny import Q2ID_SOURCE_KEYS, q2id_row, tiny_q2id_model_inputs
 
-    MODELS.register(
+    return MODELS.register(
         "ctrsgen",
         ModelSpec(
             config_class=CtrsGenConfig,
@@ -58,11 +51,15 @@ def _register_spec() -> None:
             },
             source_keys=Q2ID_SOURCE_KEYS,
             row_inputs=q2id_row,
+            family="hierarchical",
+            paper=ZHANG2020,
         ),
     )
 
 
-_register_spec()
+SPEC = _register_spec()
+#: kept for callers of the per-package ``register()`` (the spec now does it)
+register = SPEC.register_auto
 
 
 __all__ = [

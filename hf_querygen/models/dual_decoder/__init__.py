@@ -1,6 +1,7 @@
 """Liu et al. (CIKM'18) dual-decoder keyword-query generator (pointer + generator decoders)."""
 
-from .. import MODELS, ModelSpec
+from ...specs import MODELS, ModelSpec
+from .._papers import LIU2018
 from .configuration_dual_decoder import LIU2018_DUAL_DECODER, DualDecoderConfig
 from .modeling_dual_decoder import (
     DualDecoderForKeywordGeneration,
@@ -34,15 +35,12 @@ def _tiny_inputs(config: DualDecoderConfig, seed: int = 0) -> dict:
     return {"input_ids": input_ids, "attention_mask": mask, "labels": tiny_labels(rows)}
 
 
-def register() -> None:
-    """Make ``AutoConfig`` / ``AutoModelForSeq2SeqLM`` resolve model_type "dual_decoder"."""
-    from transformers import AutoConfig, AutoModelForSeq2SeqLM
-
-    AutoConfig.register(DualDecoderConfig.model_type, DualDecoderConfig, exist_ok=True)
-    AutoModelForSeq2SeqLM.register(DualDecoderConfig, DualDecoderForKeywordGeneration, exist_ok=True)
+def _family(config: DualDecoderConfig) -> str:
+    """The pointer-only ablation encodes and decodes without the generator part."""
+    return "pointer" if config.pointer_only else "dual"
 
 
-MODELS.register(
+SPEC = MODELS.register(
     "dual_decoder",
     ModelSpec(
         config_class=DualDecoderConfig,
@@ -51,8 +49,13 @@ MODELS.register(
         tiny_config=_tiny_config,
         tiny_inputs=_tiny_inputs,
         variants={"dual": {}, "pointer_only": dict(pointer_only=True)},
+        family=_family,
+        paper=LIU2018,
+        exports=("LIU2018_DUAL_DECODER",),
     ),
 )
+#: kept for callers of the per-package ``register()`` (the spec now does it)
+register = SPEC.register_auto
 
 __all__ = [
     "LIU2018_DUAL_DECODER",

@@ -1,6 +1,7 @@
 """Joint ATS2S+SL baseline of Liu et al. (CIKM'18): attentional seq2seq + tagger on one shared encoder."""
 
-from .. import MODELS, ModelSpec
+from ...specs import MODELS, ModelSpec
+from .._papers import LIU2018_JOINT
 from .configuration_joint_seq2seq_tagger import JointSeq2SeqTaggerConfig
 from .modeling_joint_seq2seq_tagger import (
     JointSeq2SeqTaggerForConditionalGeneration,
@@ -36,17 +37,7 @@ def _tiny_inputs(config: JointSeq2SeqTaggerConfig, seed: int = 0) -> dict:
     return {"input_ids": input_ids, "attention_mask": mask, "labels": tiny_labels(rows)}
 
 
-def register() -> None:
-    """Make ``AutoConfig`` / ``AutoModelForSeq2SeqLM`` resolve model_type "joint_seq2seq_tagger"."""
-    from transformers import AutoConfig, AutoModelForSeq2SeqLM
-
-    AutoConfig.register(JointSeq2SeqTaggerConfig.model_type, JointSeq2SeqTaggerConfig, exist_ok=True)
-    AutoModelForSeq2SeqLM.register(
-        JointSeq2SeqTaggerConfig, JointSeq2SeqTaggerForConditionalGeneration, exist_ok=True
-    )
-
-
-MODELS.register(
+SPEC = MODELS.register(
     "joint_seq2seq_tagger",
     ModelSpec(
         config_class=JointSeq2SeqTaggerConfig,
@@ -56,8 +47,12 @@ MODELS.register(
         tiny_inputs=_tiny_inputs,
         variants={"lstm-bahdanau": {}},
         exact_accumulation=False,
+        family="joint",
+        paper=LIU2018_JOINT,
     ),
 )
+#: kept for callers of the per-package ``register()`` (the spec now does it)
+register = SPEC.register_auto
 
 __all__ = [
     "JointSeq2SeqTaggerConfig",

@@ -1,6 +1,8 @@
 """Query-based pointer-generator with coverage (PG of Zhang et al. CIKM'20 Table 4; RSA-style attention as a
 switch), registered with AutoConfig and AutoModelForSeq2SeqLM."""
 
+from ...specs import MODELS, ModelSpec
+from .._papers import ZHANG2020_PG
 from .configuration_query_pointer_generator import QueryPointerGeneratorConfig
 from .modeling_query_pointer_generator import (
     QueryPointerGeneratorEncoder,
@@ -11,16 +13,6 @@ from .modeling_query_pointer_generator import (
 )
 
 
-def register() -> None:
-    """Make ``AutoConfig`` / ``AutoModelForSeq2SeqLM`` resolve model_type "query_pointer_generator"."""
-    from transformers import AutoConfig, AutoModelForSeq2SeqLM
-
-    AutoConfig.register(QueryPointerGeneratorConfig.model_type, QueryPointerGeneratorConfig, exist_ok=True)
-    AutoModelForSeq2SeqLM.register(
-        QueryPointerGeneratorConfig, QueryPointerGeneratorForIntentDescription, exist_ok=True
-    )
-
-
 def _tiny_config(**overrides) -> QueryPointerGeneratorConfig:
     settings = dict(
         vocab_size=40, output_vocab_size=24, embedding_size=8, hidden_size=8, decoder_hidden_size=12
@@ -28,11 +20,10 @@ def _tiny_config(**overrides) -> QueryPointerGeneratorConfig:
     return QueryPointerGeneratorConfig(**{**settings, **overrides})
 
 
-def _register_spec() -> None:
-    from .. import MODELS, ModelSpec
+def _register_spec() -> ModelSpec:
     from .._tiny import Q2ID_SOURCE_KEYS, q2id_row, tiny_q2id_model_inputs
 
-    MODELS.register(
+    return MODELS.register(
         "query_pointer_generator",
         ModelSpec(
             config_class=QueryPointerGeneratorConfig,
@@ -48,11 +39,15 @@ def _register_spec() -> None:
             },
             source_keys=Q2ID_SOURCE_KEYS,
             row_inputs=q2id_row,
+            family="hierarchical-copy",
+            paper=ZHANG2020_PG,
         ),
     )
 
 
-_register_spec()
+SPEC = _register_spec()
+#: kept for callers of the per-package ``register()`` (the spec now does it)
+register = SPEC.register_auto
 
 
 __all__ = [

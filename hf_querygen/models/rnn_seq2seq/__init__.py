@@ -1,7 +1,9 @@
 """Configurable RNN encoder-decoder (LSTM|GRU|tanh-RNN; attention none|Bahdanau|Luong global/local;
 copy none|CopyNet) registered with AutoConfig and AutoModelForSeq2SeqLM."""
 
-from .. import MODELS, ModelSpec
+from ...specs import MODELS, ModelSpec
+from ...tokenization import JiebaWordTokenizer
+from .._papers import SONG2017
 from .configuration_rnn_seq2seq import RNNSeq2SeqConfig
 from .modeling_rnn_seq2seq import (
     RNNSeq2SeqEncoder,
@@ -42,15 +44,7 @@ def _tiny_inputs(config: RNNSeq2SeqConfig, seed: int = 0) -> dict:
     return {"input_ids": input_ids, "attention_mask": mask, "labels": tiny_labels(rows)}
 
 
-def register() -> None:
-    """Make ``AutoConfig`` / ``AutoModelForSeq2SeqLM`` resolve model_type "rnn_seq2seq"."""
-    from transformers import AutoConfig, AutoModelForSeq2SeqLM
-
-    AutoConfig.register(RNNSeq2SeqConfig.model_type, RNNSeq2SeqConfig, exist_ok=True)
-    AutoModelForSeq2SeqLM.register(RNNSeq2SeqConfig, RNNSeq2SeqForConditionalGeneration, exist_ok=True)
-
-
-MODELS.register(
+SPEC = MODELS.register(
     "rnn_seq2seq",
     ModelSpec(
         config_class=RNNSeq2SeqConfig,
@@ -58,6 +52,8 @@ MODELS.register(
         auto_class="AutoModelForSeq2SeqLM",
         tiny_config=_tiny_config,
         tiny_inputs=_tiny_inputs,
+        paper=SONG2017,
+        tokenizer_class=JiebaWordTokenizer,  # the Chinese word tokenizer: AutoTokenizer resolves it by name
         variants={
             "gru-bahdanau": dict(cell="gru"),
             "lstm-vanilla": dict(attention="none"),
@@ -84,6 +80,8 @@ MODELS.register(
         },
     ),
 )
+#: kept for callers of the per-package ``register()`` (the spec now does it)
+register = SPEC.register_auto
 
 __all__ = [
     "RNNSeq2SeqConfig",

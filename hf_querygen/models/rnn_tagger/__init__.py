@@ -1,6 +1,7 @@
 """(Bi)LSTM token classifier registered with AutoConfig and AutoModelForTokenClassification."""
 
-from .. import MODELS, ModelSpec
+from ...specs import MODELS, ModelSpec
+from .._papers import LIN2017
 from .configuration_rnn_tagger import RNNTaggerConfig
 from .modeling_rnn_tagger import RNNTaggerForTokenClassification, RNNTaggerPreTrainedModel
 
@@ -28,15 +29,7 @@ def _tiny_inputs(config: RNNTaggerConfig, seed: int = 0) -> dict:
     return {"input_ids": input_ids, "attention_mask": mask, "labels": labels.masked_fill(mask == 0, -100)}
 
 
-def register() -> None:
-    """Make ``AutoConfig`` / ``AutoModelForTokenClassification`` resolve model_type "rnn_tagger"."""
-    from transformers import AutoConfig, AutoModelForTokenClassification
-
-    AutoConfig.register(RNNTaggerConfig.model_type, RNNTaggerConfig, exist_ok=True)
-    AutoModelForTokenClassification.register(RNNTaggerConfig, RNNTaggerForTokenClassification, exist_ok=True)
-
-
-MODELS.register(
+SPEC = MODELS.register(
     "rnn_tagger",
     ModelSpec(
         config_class=RNNTaggerConfig,
@@ -46,7 +39,10 @@ MODELS.register(
         tiny_inputs=_tiny_inputs,
         variants={"bilstm": {}, "gru-2layers": dict(cell="gru", num_layers=2)},
         generates=False,
+        paper=LIN2017,
     ),
 )
+#: kept for callers of the per-package ``register()`` (the spec now does it)
+register = SPEC.register_auto
 
 __all__ = ["RNNTaggerConfig", "RNNTaggerForTokenClassification", "RNNTaggerPreTrainedModel", "register"]

@@ -1,0 +1,188 @@
+"""What a model package declares about itself, once: :class:`ModelSpec`, registered in :data:`MODELS`.
+
+A model package's ``__init__.py`` registers one :class:`ModelSpec` (config class, model class, the Auto
+class that loads it, its family, a tiny test configuration and inputs, the paper for its card). Everything
+else derives from that registration:
+
+* the transformers Auto registration (:meth:`ModelSpec.register_auto`, run by
+  :func:`hf_querygen._registration.register_all`);
+* the public names of ``hf_querygen`` (``hf_querygen.DualDecoderConfig``, resolved through
+  :meth:`ModelSpec.exports`);
+* the shared model contract (``tests/model_contract.py`` parametrises over :data:`MODELS`);
+* the tasks' family lookup (:func:`family_of`: which encoding trains a config, which decoding reads it);
+* the model card's paper (:func:`card_paper`).
+
+The module lives on the bottom floor (beside :mod:`hf_querygen.registry`): tasks and the hub read model
+specs without importing the model packages' code; the packages are discovered (every sub-package of
+``hf_querygen.models``) and imported on the first lookup, with the ``hf_querygen.plugins`` entry points.
+"""
+
+from __future__ import annotations
+
+import pkgutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from .registry import Registry
+
+
+class CardPaper(NamedTuple):
+    """The paper a model card cites: a title phrase, a one-line citation and its BibTeX."""
+
+    title: str
+    citation: str
+    bibtex: str
+
+
+#: what a card says for a model without a declared paper
+UNKNOWN_PAPER = CardPaper("a model implemented in hf-querygen", "-", "")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """Everything the library (and its test contract) knows about one model.
+
+    Args:
+        config_class / model_class: the transformers classes.
+        auto_class: name of the ``transformers`` Auto class that loads a saved folder
+            ("AutoModelForSeq2SeqLM", "AutoModelForTokenClassification").
+        tiny_config: ``(**overrides) -> config``: a tiny random configuration (vocab ~40, hidden 8-16).
+        tiny_inputs: ``(config, seed) -> dict`` of tensors for ``forward``: ``input_ids`` (B, S) and
+            ``attention_mask`` (B, S) right-padded with rows of different lengths, and ``labels`` valid for
+            the model (-100 at padding).
+        family: what the tasks encode for and decode from: a name (``"hierarchical"``) or
+            ``config -> name`` (the dual decoder is ``"pointer"`` or ``"dual"`` by its config); None: the
+            generic ``"seq2seq"`` for an encoder-decoder, ``"tagging"`` otherwise.
+        paper: the paper its model card cites.
+        tokenizer_class: a tokenizer class of the library that ``AutoTokenizer`` must resolve by the name
+            saved with a model (registered against this config class).
+        exports: extra public names of ``hf_querygen`` defined in the package (the config and model
+            classes are always exported).
+        variants: named config overrides that the contract also runs (e.g. "copynet", "pointer_only").
+        generates: whether the model decodes with ``generate()``.
+        exact_accumulation: whether k accumulated micro-batches give exactly the update of one batch (False
+            for a loss with a part the Trainer's ``num_items_in_batch`` does not count, e.g. the joint model's
+            per-tag-token mean; the contract then checks the update to within a few percent).
+        source_keys: the ``tiny_inputs`` that describe the source, passed to ``generate()`` and the encoder
+            (a model with nested document inputs lists them all).
+        row_inputs: ``(inputs, row) -> dict``: one example of the tiny batch alone, without padding (for
+            "batch = single"; default: ``input_ids`` / ``attention_mask`` cut to the row's length).
+    """
+
+    config_class: type
+    model_class: type
+    auto_class: str
+    tiny_config: Callable[..., Any]
+    tiny_inputs: Callable[[Any, int], dict]
+    family: str | Callable[[Any], str] | None = None
+    paper: CardPaper | None = None
+    tokenizer_class: type | None = None
+    exports: tuple[str, ...] = ()
+    variants: dict[str, dict[str, Any]] = field(default_factory=lambda: {"default": {}})
+    generates: bool = True
+    exact_accumulation: bool = True
+    source_keys: tuple[str, ...] = ("input_ids", "attention_mask")
+    row_inputs: Callable[[dict, int], dict] | None = None
+
+    @property
+    def model_type(self) -> str:
+        return self.config_class.model_type
+
+    @property
+    def module(self) -> str:
+        """The model package: the package of ``configuration_x.py`` (transformers layout), else the module
+        defining the config class."""
+        module = self.config_class.__module__
+        package, _, last = module.rpartition(".")
+        return package if last.startswith("configuration_") else module
+
+    def public_names(self) -> tuple[str, ...]:
+        """The names ``hf_querygen`` exports for this model (config and model classes first)."""
+        names = (self.config_class.__name__, self.model_class.__name__, *self.exports)
+        return tuple(dict.fromkeys(names))
+
+    def public_object(self, name: str) -> Any:
+        """The object of one of :meth:`public_names`."""
+        import importlib
+
+        for cls in (self.config_class, self.model_class):
+            if cls.__name__ == name:
+                return cls
+        return getattr(importlib.import_module(self.module), name)
+
+    def family_of(self, config: Any) -> str:
+        if callable(self.family):
+            return self.family(config)
+        if self.family is not None:
+            return self.family
+        return generic_family(config)
+
+    def register_auto(self) -> None:
+        """Make ``AutoConfig`` and the spec's Auto model class resolve this model type (idempotent)."""
+        import transformers
+
+        transformers.AutoConfig.register(self.model_type, self.config_class, exist_ok=True)
+        getattr(transformers, self.auto_class).register(self.config_class, self.model_class, exist_ok=True)
+        if self.tokenizer_class is not None:
+            transformers.AutoTokenizer.register(
+                self.config_class, tokenizer_class=self.tokenizer_class, exist_ok=True
+            )
+
+
+def model_packages() -> list[str]:
+    """Every model package shipped with the library: the sub-packages of ``hf_querygen.models`` (found
+    on disk without importing them; a name starting with ``_`` is a helper, not a model)."""
+    folder = Path(__file__).resolve().parent / "models"
+    return [
+        f"hf_querygen.models.{info.name}"
+        for info in sorted(pkgutil.iter_modules([str(folder)]), key=lambda info: info.name)
+        if info.ispkg and not info.name.startswith("_")
+    ]
+
+
+#: model name -> :class:`ModelSpec`; the model packages (and plugins) register on import, lazily loaded
+MODELS: Registry[ModelSpec] = Registry("model", modules=model_packages)
+
+
+def spec_for_config(config: Any) -> ModelSpec | None:
+    """The registered spec of ``config``'s model type (None for a model this library does not know)."""
+    model_type = getattr(config, "model_type", None)
+    for _name, spec in MODELS.items():
+        if spec.model_type == model_type:
+            return spec
+    return None
+
+
+def generic_family(config: Any) -> str:
+    """The family of a model that declares none: ``seq2seq`` for an encoder-decoder, else ``tagging``."""
+    return "seq2seq" if getattr(config, "is_encoder_decoder", False) else "tagging"
+
+
+def family_of(config: Any) -> str:
+    """The model family of a config (which encoding trains it, which decoding reads it), as its model
+    package declared it (:attr:`ModelSpec.family`)."""
+    spec = spec_for_config(config)
+    return spec.family_of(config) if spec is not None else generic_family(config)
+
+
+def card_paper(model_type: str) -> CardPaper:
+    """The paper the card of a ``model_type`` model cites (:data:`UNKNOWN_PAPER` if none is declared)."""
+    for _name, spec in MODELS.items():
+        if spec.model_type == model_type and spec.paper is not None:
+            return spec.paper
+    return UNKNOWN_PAPER
+
+
+__all__ = [
+    "MODELS",
+    "UNKNOWN_PAPER",
+    "CardPaper",
+    "ModelSpec",
+    "card_paper",
+    "family_of",
+    "generic_family",
+    "model_packages",
+    "spec_for_config",
+]
