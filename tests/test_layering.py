@@ -18,6 +18,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "hf_querygen"
 FLOORS: tuple[tuple[str, ...], ...] = (
     (
         "__init__",
+        "_fs",
         "_lazy_registration",
         "_registration",
         "cli",
