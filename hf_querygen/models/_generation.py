@@ -39,6 +39,7 @@ core ``generate()`` in 5.x: it now loads the Hub repository ``transformers-commu
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 
 import torch
@@ -91,6 +92,48 @@ class RestoreDeadRowsLogitsProcessor(LogitsProcessor):
         return torch.where(dead, original.to(scores.dtype), scores)
 
 
+class SignatureCachedLogitsProcessorList(LogitsProcessorList):
+    """A :class:`LogitsProcessorList` that inspects each processor's signature once, not at every step
+    (transformers' ``__call__`` runs ``inspect.signature`` per processor per token: a measurable share of a
+    batch-1 step of a small RNN decoder). Same calls, same checks."""
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.Tensor, **kwargs) -> torch.Tensor:
+        cache = self.__dict__.setdefault("_extra_arguments", {})
+        for processor in self:
+            key = id(processor)
+            extra = cache.get(key)
+            if extra is None or extra[0] is not processor:
+                names = list(inspect.signature(processor.__call__).parameters)[2:]
+                extra = cache[key] = (processor, names)
+            names = extra[1]
+            if names:
+                if not all(name in kwargs for name in names):
+                    raise ValueError(
+                        f"Make sure that all the required parameters: {['input_ids', 'scores', *names]} for "
+                        f"{processor.__class__} are passed to the logits processor."
+                    )
+                scores = processor(input_ids, scores, **kwargs)
+            else:
+                scores = processor(input_ids, scores)
+        return scores
+
+
+def _new_tokens_as_max_length(generation_config, kwargs: dict) -> None:
+    """``max_new_tokens=n`` without ``max_length`` -> ``max_length = prefix + n`` in ``kwargs`` (the same
+    limit): transformers otherwise warns "Both `max_new_tokens` and `max_length` seem to have been set" on
+    every call of a model whose generation config carries a ``max_length``."""
+    if kwargs.get("max_length") is not None:
+        return
+    new_tokens = kwargs.get("max_new_tokens")
+    if new_tokens is None and "max_new_tokens" not in kwargs:
+        new_tokens = getattr(generation_config, "max_new_tokens", None)
+    if new_tokens is None:
+        return
+    prefix = kwargs.get("decoder_input_ids")
+    kwargs["max_length"] = new_tokens + (prefix.shape[1] if isinstance(prefix, torch.Tensor) else 1)
+    kwargs["max_new_tokens"] = None
+
+
 class RecurrentGenerationMixin(GenerationMixin):
     """``generate()`` for the RNN encoder-decoders: state in a :class:`RecurrentStateCache` (no key/value
     cache), beam reordering, [PAD] / decoder start never generated, and the dead-row fallback around the
@@ -123,6 +166,7 @@ class RecurrentGenerationMixin(GenerationMixin):
 
                     return GenerateEncoderDecoderOutput(sequences=empty)
                 return empty
+        _new_tokens_as_max_length(generation_config, kwargs)
         return super().generate(inputs, generation_config, *args, **kwargs)
 
     def _check_generation_arguments(self, generation_config, kwargs: dict) -> None:
@@ -219,14 +263,18 @@ class RecurrentGenerationMixin(GenerationMixin):
         if never:
             processors.insert(0, SuppressTokensLogitsProcessor(never, device=self.device))
         if (generation_config.num_beams or 1) > 1:
-            return processors  # beam search prunes beams without a legal continuation by itself
+            # beam search prunes beams without a legal continuation by itself
+            return SignatureCachedLogitsProcessorList(processors)
         snapshot = SnapshotLogitsProcessor()
-        return LogitsProcessorList([snapshot, *processors, RestoreDeadRowsLogitsProcessor(snapshot)])
+        return SignatureCachedLogitsProcessorList(
+            [snapshot, *processors, RestoreDeadRowsLogitsProcessor(snapshot)]
+        )
 
 
 __all__ = [
     "ExtendedSpaceLMOutput",
     "RecurrentGenerationMixin",
     "RestoreDeadRowsLogitsProcessor",
+    "SignatureCachedLogitsProcessorList",
     "SnapshotLogitsProcessor",
 ]
