@@ -287,3 +287,54 @@ def test_signature_cached_processor_list_passes_and_checks_extra_arguments():
         assert torch.equal(processors(None, scores, extra=1.0), torch.ones(1, 3))
     with pytest.raises(ValueError, match="required parameters"):
         processors(None, scores)
+
+
+def _models_for_greedy():
+    for variant in sorted(RNN_VARIANTS):
+        yield f"rnn-{variant}", rnn_model(variant)
+    yield "dual", dual_model()
+    yield "pointer-only", dual_model(pointer_only=True)
+
+
+@pytest.mark.parametrize("eos_bias", [0.0, 3.0])
+def test_plain_greedy_loop_equals_transformers_generate(eos_bias):
+    # eos_bias makes rows end at different steps: finished rows are padded, the loop stops when all end
+    settings = [
+        {"max_new_tokens": 9},
+        {"max_new_tokens": 9, "min_new_tokens": 4},
+        {"max_length": 7, "min_length": 3},
+        {},  # the model's saved max_length
+    ]
+    for name, model in _models_for_greedy():
+        model.eval()
+        model.generation_config.max_length = 8
+        with torch.no_grad():
+            projection = model.decoder.output_projection if hasattr(model, "decoder") else None
+            projection = projection or getattr(model, "output_projection", None)
+            if projection is not None:
+                projection.bias[model.config.eos_token_id] += eos_bias
+        input_ids, attention_mask = source(model)
+        for extra in settings:
+            kwargs = dict(input_ids=input_ids, attention_mask=attention_mask, **extra)
+            assert model._plain_greedy_settings(None, dict(kwargs)) is not None or "max_new_tokens" in extra
+            fast = model.generate(**kwargs)
+            model.plain_greedy_loop = False
+            reference = model.generate(**kwargs)
+            model.plain_greedy_loop = True
+            assert torch.equal(fast, reference), (name, extra)
+
+
+def test_plain_greedy_loop_is_not_used_for_other_searches():
+    model = dual_model().eval()
+    input_ids, attention_mask = source(model)
+    base = dict(input_ids=input_ids, attention_mask=attention_mask, max_length=6)
+    assert model._plain_greedy_settings(None, dict(base)) is not None
+    for extra in (
+        {"num_beams": 2},
+        {"do_sample": True},
+        {"repetition_penalty": 1.5},
+        {"output_scores": True},
+    ):
+        assert model._plain_greedy_settings(None, {**base, **extra}) is None, extra
+    model.generation_config.no_repeat_ngram_size = 2
+    assert model._plain_greedy_settings(None, dict(base)) is None

@@ -120,18 +120,58 @@ class SignatureCachedLogitsProcessorList(LogitsProcessorList):
 
 def _new_tokens_as_max_length(generation_config, kwargs: dict) -> None:
     """``max_new_tokens=n`` without ``max_length`` -> ``max_length = prefix + n`` in ``kwargs`` (the same
-    limit): transformers otherwise warns "Both `max_new_tokens` and `max_length` seem to have been set" on
-    every call of a model whose generation config carries a ``max_length``."""
-    if kwargs.get("max_length") is not None:
-        return
-    new_tokens = kwargs.get("max_new_tokens")
-    if new_tokens is None and "max_new_tokens" not in kwargs:
-        new_tokens = getattr(generation_config, "max_new_tokens", None)
-    if new_tokens is None:
-        return
+    limit; likewise ``min_new_tokens`` -> ``min_length``): transformers otherwise warns "Both
+    `max_new_tokens` and `max_length` seem to have been set" on every call of a model whose generation
+    config carries a ``max_length``."""
     prefix = kwargs.get("decoder_input_ids")
-    kwargs["max_length"] = new_tokens + (prefix.shape[1] if isinstance(prefix, torch.Tensor) else 1)
-    kwargs["max_new_tokens"] = None
+    prefix_length = prefix.shape[1] if isinstance(prefix, torch.Tensor) else 1
+    for new_name, total_name in (("max_new_tokens", "max_length"), ("min_new_tokens", "min_length")):
+        if kwargs.get(total_name) is not None:
+            continue
+        new_tokens = kwargs.get(new_name)
+        if new_tokens is None and new_name not in kwargs:
+            new_tokens = getattr(generation_config, new_name, None)
+        if new_tokens is not None:
+            kwargs[total_name] = new_tokens + prefix_length
+            kwargs[new_name] = None
+
+
+#: generation settings that select a logits processor, a warper or another search in transformers'
+#: generate(), with the value under which they do nothing
+_INACTIVE_SETTINGS = {
+    "do_sample": (False, None),
+    "num_beams": (1, None),
+    "num_return_sequences": (1, None),
+    "repetition_penalty": (1.0, None),
+    "encoder_repetition_penalty": (1.0, None),
+    "no_repeat_ngram_size": (0, None),
+    "encoder_no_repeat_ngram_size": (0, None),
+    "bad_words_ids": (None,),
+    "sequence_bias": (None,),
+    "suppress_tokens": (None,),
+    "begin_suppress_tokens": (None,),
+    "forced_bos_token_id": (None,),
+    "forced_eos_token_id": (None,),
+    "exponential_decay_length_penalty": (None,),
+    "guidance_scale": (None, 1.0),
+    "watermarking_config": (None,),
+    "remove_invalid_values": (False, None),
+    "renormalize_logits": (False, None),
+    "max_time": (None,),
+    "stop_strings": (None,),
+    "output_scores": (False, None),
+    "output_logits": (False, None),
+    "output_attentions": (False, None),
+    "output_hidden_states": (False, None),
+    "return_dict_in_generate": (False, None),
+    "is_assistant": (False, None),
+    "use_cache": (True, None),
+}
+#: the call arguments the plain greedy loop understands (anything else goes to transformers' generate())
+_PLAIN_GREEDY_ARGUMENTS = frozenset(
+    {"input_ids", "attention_mask", "source_word_ids", "max_length", "min_length", "max_new_tokens"}
+    | {"min_new_tokens", "do_sample", "num_beams", "num_return_sequences", "use_cache"}
+)
 
 
 class RecurrentGenerationMixin(GenerationMixin):
@@ -167,7 +207,96 @@ class RecurrentGenerationMixin(GenerationMixin):
                     return GenerateEncoderDecoderOutput(sequences=empty)
                 return empty
         _new_tokens_as_max_length(generation_config, kwargs)
+        if inputs is None and self.plain_greedy_loop:
+            plain = self._plain_greedy_settings(generation_config, kwargs)
+            if plain is not None:
+                return self._plain_greedy(kwargs, *plain)
         return super().generate(inputs, generation_config, *args, **kwargs)
+
+    #: run plain greedy search (no processor but the length ones, no streamer, no scores returned) in a
+    #: short loop of our own instead of transformers' generate(): the same ids (checked against it in the
+    #: tests), without its per-call setup (config copy and validation, processor and stopping-criteria
+    #: lists, signature inspection), which at batch 1 costs as much as the small model's forward. A model
+    #: opts in when its encoder takes (input_ids, attention_mask, source_word_ids)
+    plain_greedy_loop: bool = False
+
+    def _plain_greedy_settings(
+        self, generation_config, kwargs: dict
+    ) -> tuple[int, int, list[int], int, int] | None:
+        """(max_length, min_length, eos ids, pad id, decoder start id) when this call is plain greedy search
+        that :meth:`_plain_greedy` reproduces exactly, else None."""
+        if generation_config is not None or not _PLAIN_GREEDY_ARGUMENTS.issuperset(kwargs):
+            return None
+        if not isinstance(kwargs.get("input_ids"), torch.Tensor) or kwargs.get("attention_mask") is None:
+            return None
+        config = self.generation_config
+        for name, inactive in _INACTIVE_SETTINGS.items():
+            value = (
+                kwargs[name] if name in kwargs and kwargs[name] is not None else getattr(config, name, None)
+            )
+            if value not in inactive:
+                return None
+        max_length = kwargs.get("max_length") or config.max_length
+        if max_length is None or kwargs.get("max_new_tokens") is not None:
+            return None  # transformers' default length rule (and its warning) applies
+        min_length = kwargs.get("min_length")
+        min_length = config.min_length if min_length is None else min_length
+        eos = config.eos_token_id
+        eos_ids = [] if eos is None else [eos] if isinstance(eos, int) else list(eos)
+        start = config.decoder_start_token_id
+        start = getattr(self.config, "decoder_start_token_id", None) if start is None else start
+        if config.pad_token_id is None or start is None or (min_length and not eos_ids):
+            return None
+        return int(max_length), int(min_length or 0), eos_ids, int(config.pad_token_id), int(start)
+
+    @torch.no_grad()
+    def _plain_greedy(
+        self, kwargs: dict, max_length: int, min_length: int, eos_ids: list[int], pad_id: int, start_id: int
+    ) -> torch.LongTensor:
+        """Greedy search as transformers' ``_sample`` runs it with the processors this model's generate()
+        would build for these settings: [PAD] / decoder start suppressed, [EOS] masked below
+        ``min_length``, a row the processors emptied restored (:class:`RestoreDeadRowsLogitsProcessor`),
+        finished rows padded, stop at [EOS] in every row or at ``max_length``. -> (B, length) ids."""
+        from ..nn.cache import CACHE_NAME
+
+        input_ids, attention_mask = kwargs["input_ids"], kwargs["attention_mask"]
+        encoder_kwargs = {"attention_mask": attention_mask}
+        if kwargs.get("source_word_ids") is not None:
+            encoder_kwargs["source_word_ids"] = kwargs["source_word_ids"]
+        encoder_outputs = self.get_encoder()(input_ids, **encoder_kwargs)
+        device = input_ids.device
+        sequences = torch.full((input_ids.shape[0], 1), start_id, dtype=torch.long, device=device)
+        never = torch.tensor(self.never_generated_ids(), dtype=torch.long, device=device)
+        eos = torch.tensor(eos_ids, dtype=torch.long, device=device)
+        unfinished = torch.ones(input_ids.shape[0], dtype=torch.bool, device=device)
+        cache = None
+        while sequences.shape[1] < max_length:
+            # the cache has consumed every id but the last one
+            outputs = self(
+                decoder_input_ids=sequences if cache is None else sequences[:, -1:],
+                attention_mask=attention_mask,
+                encoder_outputs=encoder_outputs,
+                use_cache=True,
+                return_dict=True,
+                **{CACHE_NAME: cache},
+            )
+            cache = getattr(outputs, CACHE_NAME)
+            logits = outputs.logits[:, -1, :].to(copy=True, dtype=torch.float32)
+            scores = logits.index_fill(-1, never, float("-inf")) if len(never) else logits
+            if sequences.shape[1] < min_length:
+                scores = scores.index_fill(-1, eos, float("-inf"))
+            if len(never) or sequences.shape[1] < min_length:
+                dead = ~torch.isfinite(scores).any(dim=-1, keepdim=True)
+                if bool(dead.any()):
+                    scores = torch.where(dead, logits, scores)
+            next_tokens = scores.argmax(dim=-1)
+            next_tokens = torch.where(unfinished, next_tokens, pad_id)
+            sequences = torch.cat([sequences, next_tokens[:, None]], dim=-1)
+            if len(eos):
+                unfinished &= ~torch.isin(next_tokens, eos)
+                if not bool(unfinished.any()):
+                    break
+        return sequences
 
     def _check_generation_arguments(self, generation_config, kwargs: dict) -> None:
         from ..errors import InvalidInputError

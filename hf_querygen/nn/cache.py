@@ -77,11 +77,23 @@ class RecurrentStateCache:
         return self._states.get(name, default)
 
     def update(self, **states: torch.Tensor) -> None:
-        # replace all at once: the batch check compares against states that are being replaced too
-        for name in states:
-            self._states.pop(name, None)
+        # replace all at once: the batch check compares against the states that are kept (or, when all are
+        # replaced, the first new one); one pass, as a decoder calls this at every generated token
+        kept = [tensor for name, tensor in self._states.items() if name not in states]
+        batch_size = kept[0].shape[0] if kept else None
         for name, tensor in states.items():
-            self[name] = tensor
+            if not isinstance(tensor, torch.Tensor) or tensor.dim() == 0:
+                raise TypeError(
+                    f"cache state {name!r} must be a batch-first tensor with dim >= 1; got {type(tensor)}"
+                )
+            if batch_size is None:
+                batch_size = tensor.shape[0]
+            elif tensor.shape[0] != batch_size:
+                raise ValueError(
+                    f"cache state {name!r} has batch dim {tensor.shape[0]}, the cache holds batch "
+                    f"{batch_size}"
+                )
+        self._states.update(states)
 
     def items(self):
         return self._states.items()

@@ -76,7 +76,8 @@ class _DecoderState:
     Generation also keeps what is fixed per source, computed once instead of at every step:
     pointer_keys / source_keys (B, S, A) the projected encoder states of Eq. (3) / (8);
     pointer_state_keys (B, P', A) the projected pointer states of Eq. (10), one slot written per step;
-    pointer_dead (B, S) the source slots that never receive pointer mass (padding, repeats; Eq. 4).
+    pointer_dead (B, S) the source slots that never receive pointer mass (padding, repeats; Eq. 4);
+    sentinel_ids (B, 1) the extended id of each source's end sentinel.
     """
 
     pointer_hidden: torch.Tensor
@@ -90,6 +91,7 @@ class _DecoderState:
     source_keys: torch.Tensor | None = None
     pointer_state_keys: torch.Tensor | None = None
     pointer_dead: torch.Tensor | None = None
+    sentinel_ids: torch.Tensor | None = None
     length: int = 0
 
     FIELDS = (
@@ -103,7 +105,7 @@ class _DecoderState:
         "pointer_state_keys",
     )
     #: the same in every beam of a source: beam search need not reorder them
-    STATIC_FIELDS = ("pointer_keys", "source_keys", "pointer_dead")
+    STATIC_FIELDS = ("pointer_keys", "source_keys", "pointer_dead", "sentinel_ids")
 
     @classmethod
     def from_cache(cls, cache: RecurrentStateCache) -> _DecoderState:
@@ -149,6 +151,8 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, RecurrentGener
     Output space: logits (B, T, V + S) are log-probabilities (each step's row is normalised over its
     phase's part, the other part is -inf), V = ``config.output_vocab_size``.
     """
+
+    plain_greedy_loop = True  # RecurrentGenerationMixin: plain greedy search skips generate()'s setup
 
     def __init__(self, config: DualDecoderConfig):
         super().__init__(config)
@@ -384,6 +388,7 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, RecurrentGener
         state.pointer_keys = self.pointer_attention.project_keys(encoder_states)
         own_index = torch.arange(source_mask.shape[1], device=source_mask.device)
         state.pointer_dead = ~(source_mask & (encoder_outputs.first_positions == own_index))
+        state.sentinel_ids = self.config.output_vocab_size + source_mask.long().sum(dim=1, keepdim=True) - 1
         if self.config.pointer_only:
             state.pointer_state_keys = state.pointer_states[..., :0]
         else:
@@ -414,7 +419,12 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, RecurrentGener
         encoder_states = encoder_outputs.last_hidden_state
         first_positions = encoder_outputs.first_positions
         batch_size, n_steps = decoder_input_ids.shape
-        generator_phase = self._generator_phase(decoder_input_ids, source_mask, already=state.in_generator)
+        if n_steps == 1 and state.sentinel_ids is not None:  # one generated token: no cumsum needed
+            generator_phase = (decoder_input_ids == state.sentinel_ids) | state.in_generator.unsqueeze(1)
+        else:
+            generator_phase = self._generator_phase(
+                decoder_input_ids, source_mask, already=state.in_generator
+            )
         embedded = self._embed_decoder_inputs(decoder_input_ids, encoder_outputs)
         state.reserve(n_steps)
         out = encoder_states.new_full((batch_size, n_steps, vocab + source_mask.shape[1]), float("-inf"))

@@ -349,6 +349,8 @@ class RNNSeq2SeqForConditionalGeneration(RNNSeq2SeqPreTrainedModel, RecurrentGen
 
     _tied_weights_keys = {"decoder.embed_tokens.embedding.weight": "encoder.embed_tokens.embedding.weight"}
 
+    plain_greedy_loop = True  # RecurrentGenerationMixin: plain greedy search skips generate()'s setup
+
     def __init__(self, config: RNNSeq2SeqConfig):
         super().__init__(config)
         self.encoder = RNNSeq2SeqEncoder(config)
@@ -413,6 +415,10 @@ class RNNSeq2SeqForConditionalGeneration(RNNSeq2SeqPreTrainedModel, RecurrentGen
                 "and the model has no copy mechanism: map such words to [UNK]"
             )
         if self.config.copy == "copynet":
+            if labels.numel() and int(labels.max()) >= scores.shape[-1]:
+                raise ValueError(
+                    f"label id {int(labels.max())} is outside the {scores.shape[-1]} output classes"
+                )
             label_scores = scores.gather(-1, labels.clamp(0, scores.shape[-1] - 1).unsqueeze(-1)).squeeze(-1)
             dead = torch.isneginf(label_scores) & (labels != IGNORE_INDEX)
             if bool(dead.any()):
@@ -424,6 +430,14 @@ class RNNSeq2SeqForConditionalGeneration(RNNSeq2SeqPreTrainedModel, RecurrentGen
                     "the first "
                     "occurrence of an out-of-vocabulary word and the vocabulary id of an in-vocabulary one"
                 )
+            # the rows are log-probabilities already: the NLL is the gathered label score (a cross-entropy
+            # would re-normalise every (B, T, V + S) row for nothing)
+            if num_items_in_batch is None:
+                num_items_in_batch = (labels != IGNORE_INDEX).sum()
+            total = -torch.where(labels != IGNORE_INDEX, label_scores.float(), 0.0).sum()
+            if isinstance(num_items_in_batch, torch.Tensor):
+                num_items_in_batch = num_items_in_batch.to(total.device)
+            return total / num_items_in_batch
         return token_nll(scores, labels, num_items_in_batch)
 
     def forward(
