@@ -89,7 +89,14 @@ def bench_generate(models: dict, tokenizer, texts: list[str], new_tokens: int, r
 
             def reference(batches=batches, model=model, lean=lean):
                 return [
-                    lean(model, batch["input_ids"], batch["attention_mask"], new_tokens) for batch in batches
+                    lean(
+                        model,
+                        batch["input_ids"],
+                        batch["attention_mask"],
+                        new_tokens,
+                        batch.get("source_word_ids"),
+                    )
+                    for batch in batches
                 ]
 
             same = all(torch.equal(a, b) for a, b in zip(library(), reference(), strict=True))

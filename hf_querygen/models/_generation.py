@@ -257,46 +257,67 @@ class RecurrentGenerationMixin(GenerationMixin):
         would build for these settings: [PAD] / decoder start suppressed, [EOS] masked below
         ``min_length``, a row the processors emptied restored (:class:`RestoreDeadRowsLogitsProcessor`),
         finished rows padded, stop at [EOS] in every row or at ``max_length``. -> (B, length) ids."""
-        from ..nn.cache import CACHE_NAME
-
         input_ids, attention_mask = kwargs["input_ids"], kwargs["attention_mask"]
         encoder_kwargs = {"attention_mask": attention_mask}
         if kwargs.get("source_word_ids") is not None:
             encoder_kwargs["source_word_ids"] = kwargs["source_word_ids"]
         encoder_outputs = self.get_encoder()(input_ids, **encoder_kwargs)
         device = input_ids.device
-        sequences = torch.full((input_ids.shape[0], 1), start_id, dtype=torch.long, device=device)
+        batch_size = input_ids.shape[0]
+        # one buffer for the whole sequence instead of a cat per token
+        sequences = torch.full((batch_size, max_length), pad_id, dtype=torch.long, device=device)
+        sequences[:, 0] = start_id
         never = torch.tensor(self.never_generated_ids(), dtype=torch.long, device=device)
         eos = torch.tensor(eos_ids, dtype=torch.long, device=device)
-        unfinished = torch.ones(input_ids.shape[0], dtype=torch.bool, device=device)
+        unfinished = torch.ones(batch_size, dtype=torch.bool, device=device)
         cache = None
-        while sequences.shape[1] < max_length:
+        length = 1
+        while length < max_length:
             # the cache has consumed every id but the last one
-            outputs = self(
-                decoder_input_ids=sequences if cache is None else sequences[:, -1:],
-                attention_mask=attention_mask,
-                encoder_outputs=encoder_outputs,
-                use_cache=True,
-                return_dict=True,
-                **{CACHE_NAME: cache},
+            step_logits, cache = self._generation_step(
+                sequences[:, :length] if cache is None else sequences[:, length - 1 : length],
+                encoder_outputs,
+                attention_mask,
+                cache,
             )
-            cache = getattr(outputs, CACHE_NAME)
-            logits = outputs.logits[:, -1, :].to(copy=True, dtype=torch.float32)
+            logits = step_logits[:, -1, :].to(copy=True, dtype=torch.float32)
             scores = logits.index_fill(-1, never, float("-inf")) if len(never) else logits
-            if sequences.shape[1] < min_length:
+            if length < min_length:
                 scores = scores.index_fill(-1, eos, float("-inf"))
-            if len(never) or sequences.shape[1] < min_length:
+            if len(never) or length < min_length:
                 dead = ~torch.isfinite(scores).any(dim=-1, keepdim=True)
                 if bool(dead.any()):
                     scores = torch.where(dead, logits, scores)
             next_tokens = scores.argmax(dim=-1)
             next_tokens = torch.where(unfinished, next_tokens, pad_id)
-            sequences = torch.cat([sequences, next_tokens[:, None]], dim=-1)
+            sequences[:, length] = next_tokens
+            length += 1
             if len(eos):
-                unfinished &= ~torch.isin(next_tokens, eos)
+                unfinished &= next_tokens != eos[0] if len(eos) == 1 else ~torch.isin(next_tokens, eos)
                 if not bool(unfinished.any()):
                     break
-        return sequences
+        return sequences[:, :length]
+
+    def _generation_step(
+        self,
+        decoder_input_ids: torch.LongTensor,
+        encoder_outputs,
+        attention_mask: torch.Tensor,
+        cache: RecurrentStateCache | None,
+    ) -> tuple[torch.Tensor, RecurrentStateCache]:
+        """One call of the plain greedy loop: ``forward(..., use_cache=True)`` -> (logits (B, T, C), cache).
+        A model may compute the same without building its output object."""
+        from ..nn.cache import CACHE_NAME
+
+        outputs = self(
+            decoder_input_ids=decoder_input_ids,
+            attention_mask=attention_mask,
+            encoder_outputs=encoder_outputs,
+            use_cache=True,
+            return_dict=True,
+            **{CACHE_NAME: cache},
+        )
+        return outputs.logits, getattr(outputs, CACHE_NAME)
 
     def _check_generation_arguments(self, generation_config, kwargs: dict) -> None:
         from ..errors import InvalidInputError

@@ -289,7 +289,9 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, RecurrentGener
     ) -> torch.Tensor:
         """(B, T) extended ids -> (B, T, E): a pointed-at position is embedded as its source word."""
         config = self.config
-        return self.embeddings(
+        # outside training the embedding dropout is the identity: skip the two module calls
+        embed = self.embeddings if self.training else self.embeddings.embedding
+        return embed(
             extended_to_input_ids(
                 decoder_input_ids,
                 encoder_outputs.source_input_ids,
@@ -396,6 +398,7 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, RecurrentGener
             state.pointer_state_keys = state.pointer_states.new_zeros(
                 state.pointer_states.shape[0], 0, self.config.attention_size
             )
+        state.reserve(8)  # room for a typical keyword query before the first doubling
         return state
 
     def _decode_steps(
@@ -415,7 +418,8 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, RecurrentGener
         Returns log-probs (B, T, V + S), the generator phase of each step (B, T) and the new state.
         """
         config = self.config
-        vocab = config.output_vocab_size
+        vocab, eos_token_id = config.output_vocab_size, config.eos_token_id
+        has_generator = not config.pointer_only
         encoder_states = encoder_outputs.last_hidden_state
         first_positions = encoder_outputs.first_positions
         batch_size, n_steps = decoder_input_ids.shape
@@ -428,7 +432,6 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, RecurrentGener
         embedded = self._embed_decoder_inputs(decoder_input_ids, encoder_outputs)
         state.reserve(n_steps)
         out = encoder_states.new_full((batch_size, n_steps, vocab + source_mask.shape[1]), float("-inf"))
-        has_generator = not config.pointer_only
         if has_generator:
             never = torch.tensor(
                 [config.pad_token_id, config.decoder_start_token_id], device=encoder_states.device
@@ -487,7 +490,7 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, RecurrentGener
                     state.generator_hidden, state.generator_cell = generator_hidden, generator_cell
                 out[:, t, :vocab] = generator_log_probs
             elif n_generating:  # pointer-only: after the sentinel only [EOS] (probability 1)
-                out[:, t, config.eos_token_id] = torch.where(phase, 0.0, float("-inf"))
+                out[:, t, eos_token_id] = torch.where(phase, 0.0, float("-inf"))
             state.in_generator = phase
         return out, generator_phase, state
 
@@ -580,17 +583,9 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, RecurrentGener
             else (labels is None and getattr(self.config, "use_cache", True))
         )
         if use_cache:  # generation: step by step, carrying the state in the cache
-            if past_key_values is not None and past_key_values.get_seq_length() > 0:
-                state = _DecoderState.from_cache(past_key_values)
-            else:
-                state = self._step_state(encoder_outputs, source_mask)
-            log_probs, generator_phase, state = self._decode_steps(
-                decoder_input_ids, encoder_outputs, source_mask, state
+            log_probs, generator_phase, past_key_values = self._cached_decode(
+                decoder_input_ids, encoder_outputs, source_mask, past_key_values
             )
-            if past_key_values is None:
-                past_key_values = RecurrentStateCache()
-            state.to_cache(past_key_values)
-            past_key_values.advance(decoder_input_ids.shape[1])
         else:  # teacher forcing (training) or generation without cache: all steps at once
             log_probs, generator_phase = self._decode_parallel(
                 decoder_input_ids, encoder_outputs, source_mask
@@ -604,6 +599,42 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, RecurrentGener
             **with_cache(past_key_values if use_cache else None),
             encoder_last_hidden_state=encoder_outputs.last_hidden_state,
         )
+
+    def _cached_decode(
+        self,
+        decoder_input_ids: torch.LongTensor,
+        encoder_outputs: RecurrentEncoderOutput,
+        source_mask: torch.Tensor,
+        cache: RecurrentStateCache | None,
+    ) -> tuple[torch.Tensor, torch.Tensor, RecurrentStateCache]:
+        """Decode ``decoder_input_ids`` (B, T) from the state in ``cache`` (None or empty: the start) ->
+        (log-probs (B, T, V + S), generator phase (B, T), the cache holding the new state)."""
+        if cache is not None and cache.get_seq_length() > 0:
+            state = _DecoderState.from_cache(cache)
+        else:
+            state = self._step_state(encoder_outputs, source_mask)
+        log_probs, generator_phase, state = self._decode_steps(
+            decoder_input_ids, encoder_outputs, source_mask, state
+        )
+        if cache is None:
+            cache = RecurrentStateCache()
+        state.to_cache(cache)
+        cache.advance(decoder_input_ids.shape[1])
+        return log_probs, generator_phase, cache
+
+    def _generation_step(
+        self,
+        decoder_input_ids: torch.LongTensor,
+        encoder_outputs: RecurrentEncoderOutput,
+        attention_mask: torch.Tensor,
+        cache: RecurrentStateCache | None,
+    ) -> tuple[torch.Tensor, RecurrentStateCache]:
+        """What ``forward(..., use_cache=True)`` computes for the plain greedy loop, without the output
+        object: (log-probs (B, T, V + S), cache)."""
+        log_probs, _, cache = self._cached_decode(
+            decoder_input_ids, encoder_outputs, attention_mask.bool(), cache
+        )
+        return log_probs, cache
 
     def prepare_decoder_input_ids_from_labels(self, labels: torch.LongTensor) -> torch.LongTensor:
         """labels (B, T) -> decoder inputs (B, T): [decoder_start, y_1 .. y_{T-1}], -100 -> [PAD]

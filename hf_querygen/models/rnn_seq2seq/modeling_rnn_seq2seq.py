@@ -263,7 +263,11 @@ class RNNSeq2SeqDecoder(nn.Module):
             self.config.output_vocab_size,
             self.config.unk_token_id,
         )
-        embedded = self.embed_tokens(token_ids)  # (B, T, E)
+        # outside training the embedding dropout is the identity and the mapped ids are valid: skip the
+        # module's checks (a host sync per generated token)
+        embedded = (self.embed_tokens if self.training else self.embed_tokens.embedding)(
+            token_ids
+        )  # (B, T, E)
         statics = self._per_source(encoder_outputs, state)
         projected_keys = statics.get("projected_keys")
 
@@ -394,6 +398,37 @@ class RNNSeq2SeqForConditionalGeneration(RNNSeq2SeqPreTrainedModel, RecurrentGen
         calls this too)."""
         return shift_labels_right(labels, self.config.decoder_start_token_id, self.config.pad_token_id)
 
+    def _cached_decode(
+        self,
+        decoder_input_ids: torch.LongTensor,
+        encoder_outputs: RecurrentEncoderOutput,
+        cache: RecurrentStateCache | None,
+        use_cache: bool = True,
+    ) -> tuple[torch.Tensor, RecurrentStateCache | None]:
+        """Decode ``decoder_input_ids`` (B, T) from the state in ``cache`` (None or empty: the start) ->
+        (scores (B, T, C), the cache holding the new state, or None without ``use_cache``)."""
+        resuming = cache is not None and cache.get_seq_length() > 0
+        state = dict(cache.items()) if resuming else self.decoder.initial_state(encoder_outputs)
+        scores, state = self.decoder(decoder_input_ids, encoder_outputs, state)
+        if not use_cache:
+            return scores, None
+        cache = cache if cache is not None else RecurrentStateCache()
+        cache.update(**state)
+        cache.mark_static(*(name for name in self.decoder.STATIC_STATES if name in state))
+        cache.advance(decoder_input_ids.shape[1])
+        return scores, cache
+
+    def _generation_step(
+        self,
+        decoder_input_ids: torch.LongTensor,
+        encoder_outputs: RecurrentEncoderOutput,
+        attention_mask: torch.Tensor,
+        cache: RecurrentStateCache | None,
+    ) -> tuple[torch.Tensor, RecurrentStateCache]:
+        """What ``forward(..., use_cache=True)`` computes for the plain greedy loop, without the output
+        object: (scores (B, T, C), cache)."""
+        return self._cached_decode(decoder_input_ids, encoder_outputs, cache)
+
     def compute_loss_from_scores(
         self,
         scores: torch.Tensor,
@@ -498,16 +533,9 @@ class RNNSeq2SeqForConditionalGeneration(RNNSeq2SeqPreTrainedModel, RecurrentGen
             use_cache = labels is None
 
         past_key_values = pick_cache(past_key_values, cache)
-        resuming = past_key_values is not None and past_key_values.get_seq_length() > 0
-        state = dict(past_key_values.items()) if resuming else self.decoder.initial_state(encoder_outputs)
-        scores, state = self.decoder(decoder_input_ids, encoder_outputs, state)
-
-        new_cache = None
-        if use_cache:
-            new_cache = past_key_values if past_key_values is not None else RecurrentStateCache()
-            new_cache.update(**state)
-            new_cache.mark_static(*(name for name in self.decoder.STATIC_STATES if name in state))
-            new_cache.advance(decoder_input_ids.shape[1])
+        scores, new_cache = self._cached_decode(
+            decoder_input_ids, encoder_outputs, past_key_values, use_cache
+        )
 
         loss = None
         if labels is not None:
