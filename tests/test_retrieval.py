@@ -347,3 +347,23 @@ def test_index_cli_build_and_search(tmp_path, capsys):
     assert err.startswith("hf-querygen: error: index folder") and "--overwrite" in err
     with pytest.raises(InvalidInputError, match="overwrite"):
         main(["--debug", "index", "build", str(docs), str(tmp_path / "ix")])
+
+
+def test_documents_holding_the_chunk_document_mark_keep_their_terms_and_lengths():
+    # analyze_chunk separates documents with "\x00"; a text holding that character (it is a term
+    # character, not whitespace) makes the chunk count lengths per document instead
+    from hf_querygen.retrieval import Index
+    from hf_querygen.retrieval.analysis import DOCUMENT_MARK, analyze, analyze_chunk
+
+    texts = ["red fox", f"a {DOCUMENT_MARK} b", "", "Fox, red; FOX!", f"x{DOCUMENT_MARK}y"]
+    flat, index_texts, lengths = analyze_chunk(texts)
+    assert lengths == [len(analyze(t)) for t in texts]
+    assert flat == [term for t in texts for term in analyze(t)]
+    assert [t.split() for t in index_texts] == [analyze(t) for t in texts]
+    plain = ["red fox", "", "Fox, red; FOX!", "what's up"]
+    flat, _, lengths = analyze_chunk(plain)
+    assert lengths is None and flat.count(DOCUMENT_MARK) == len(plain) - 1
+    index = Index.from_texts(texts, show_progress=False)
+    assert list(index.stats.doc_lengths) == [len(analyze(t)) for t in texts]
+    assert index.stats.term_id(DOCUMENT_MARK) >= 0  # a real term here
+    assert [hit.row for hit in index.search("fox", k=5, ranker="ql")] == [3, 0]

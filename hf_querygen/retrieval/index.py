@@ -27,8 +27,8 @@ or corrupted folder raises :class:`~hf_querygen.errors.ModelFolderError` naming 
 
 from __future__ import annotations
 
-import array
 import gc
+import itertools
 import json
 import os
 import shutil
@@ -42,7 +42,7 @@ import numpy as np
 
 from hf_querygen.errors import InvalidInputError, ModelFolderError
 
-from .analysis import analyze, analyze_many
+from .analysis import DOCUMENT_MARK, analyze, analyze_chunk
 from .rankers import (
     BM25_DEFAULT_B,
     BM25_DEFAULT_K1,
@@ -165,8 +165,8 @@ class Index:
 
             texts = tqdm(texts, total=total, desc="indexing", unit="doc")
         vocab: dict[str, int] = {}
-        tokens = array.array("i")
-        lengths = array.array("q")
+        token_chunks: list[np.ndarray] = []
+        length_chunks: list[np.ndarray] = []
         document = tantivy.Document
         row = 0
         # The build allocates millions of short-lived lists and no reference cycles: the cyclic
@@ -176,17 +176,25 @@ class Index:
         try:
             for chunk in _chunks(texts, 8192):
                 try:
-                    chunk_terms, index_texts = analyze_many(chunk)
+                    flat, index_texts, lengths = analyze_chunk(chunk)
                 except TypeError as err:
                     raise InvalidInputError(
                         f"Index.from_texts: {err} (text {row} is the chunk's first)"
                     ) from err
-                # term ids in bulk: new terms first, then a C-level map over the chunk's tokens
-                flat = [term for terms in chunk_terms for term in terms]
-                for term in [t for t in dict.fromkeys(flat) if t not in vocab]:
-                    vocab[term] = len(vocab)
-                tokens.extend(map(vocab.__getitem__, flat))
-                lengths.extend(map(len, chunk_terms))
+                # term ids in bulk: the chunk's new terms, then a C-level map over its tokens; with
+                # document marks in ``flat`` (not terms: -1), the document lengths come from their positions
+                for term in dict.fromkeys(flat):
+                    if term not in vocab and (lengths is not None or term != DOCUMENT_MARK):
+                        vocab[term] = len(vocab)
+                term_ids = np.fromiter(
+                    map(vocab.get, flat, itertools.repeat(-1)), dtype=np.int32, count=len(flat)
+                )
+                if lengths is None:
+                    marks = np.flatnonzero(term_ids < 0)
+                    lengths = np.diff(marks, prepend=-1, append=len(term_ids)) - 1
+                    term_ids = np.delete(term_ids, marks)
+                token_chunks.append(term_ids)
+                length_chunks.append(np.asarray(lengths, dtype=np.int64))
                 for index_text in index_texts:
                     doc = document()
                     doc.add_unsigned(ROW_FIELD, row)
@@ -199,11 +207,14 @@ class Index:
 
         writer.commit()
         writer.wait_merging_threads()
-        num_docs = len(lengths)
+        doc_lengths = np.concatenate(length_chunks) if length_chunks else np.zeros(0, dtype=np.int64)
+        num_docs = len(doc_lengths)
         ids = _check_ids(ids, num_docs)
 
         stats = CollectionStats.from_token_ids(
-            list(vocab), np.frombuffer(tokens, dtype=np.int32), np.frombuffer(lengths, dtype=np.int64)
+            list(vocab),
+            np.concatenate(token_chunks) if token_chunks else np.zeros(0, dtype=np.int32),
+            doc_lengths,
         )
         tantivy_index.reload()
         if folder is not None:
