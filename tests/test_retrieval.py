@@ -367,3 +367,19 @@ def test_documents_holding_the_chunk_document_mark_keep_their_terms_and_lengths(
     assert list(index.stats.doc_lengths) == [len(analyze(t)) for t in texts]
     assert index.stats.term_id(DOCUMENT_MARK) >= 0  # a real term here
     assert [hit.row for hit in index.search("fox", k=5, ranker="ql")] == [3, 0]
+
+
+def test_a_real_mark_term_from_an_earlier_chunk_does_not_break_later_chunks(monkeypatch):
+    # chunk 1 holds the mark as a term (per-document lengths); chunk 2 separates its documents with
+    # the mark: its lengths must still come out right and the real term keep its id
+    from hf_querygen.retrieval import Index
+    from hf_querygen.retrieval import index as index_module
+    from hf_querygen.retrieval.analysis import DOCUMENT_MARK, analyze
+
+    monkeypatch.setattr(index_module, "CHUNK_SIZE", 2)
+    texts = [f"a {DOCUMENT_MARK}", "b", "c d", "e", f"{DOCUMENT_MARK} f"]
+    index = Index.from_texts(iter(texts), show_progress=True)
+    assert list(index.stats.doc_lengths) == [len(analyze(t)) for t in texts]
+    assert [hit.row for hit in index.search("f", k=5, ranker="ql")] == [4]
+    mark = index.stats.term_id(DOCUMENT_MARK)
+    assert mark >= 0 and index.stats.vocab[mark] == DOCUMENT_MARK

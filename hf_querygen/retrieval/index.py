@@ -30,6 +30,7 @@ from __future__ import annotations
 import gc
 import itertools
 import json
+import operator
 import os
 import shutil
 from collections.abc import Iterable, Sequence
@@ -75,6 +76,8 @@ RANKER_PARAMS = {
     },
 }
 RANKERS = tuple(RANKER_PARAMS)
+#: documents analysed and mapped to term ids together (one split, one lookup pass per chunk)
+CHUNK_SIZE = 8192
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,21 +163,23 @@ class Index:
         writer = tantivy_index.writer(heap_size=heap_size, num_threads=num_threads)
 
         total = len(texts) if hasattr(texts, "__len__") else None
+        progress = None
         if show_progress:
             from tqdm.auto import tqdm
 
-            texts = tqdm(texts, total=total, desc="indexing", unit="doc")
+            # advanced once per chunk: wrapping the texts would cost a Python call per document
+            progress = tqdm(total=total, desc="indexing", unit="doc")
         vocab: dict[str, int] = {}
         token_chunks: list[np.ndarray] = []
         length_chunks: list[np.ndarray] = []
-        document = tantivy.Document
+        document, add_document = tantivy.Document, writer.add_document
         row = 0
         # The build allocates millions of short-lived lists and no reference cycles: the cyclic
         # garbage collector only costs time here (measured: about 20% of the build CPU time).
         gc_was_enabled = gc.isenabled()
         gc.disable()
         try:
-            for chunk in _chunks(texts, 8192):
+            for chunk in _chunks(texts, CHUNK_SIZE):
                 try:
                     flat, index_texts, lengths = analyze_chunk(chunk)
                 except TypeError as err:
@@ -186,9 +191,7 @@ class Index:
                 for term in dict.fromkeys(flat):
                     if term not in vocab and (lengths is not None or term != DOCUMENT_MARK):
                         vocab[term] = len(vocab)
-                term_ids = np.fromiter(
-                    map(vocab.get, flat, itertools.repeat(-1)), dtype=np.int32, count=len(flat)
-                )
+                term_ids = _term_ids(vocab, flat, marked=lengths is None)
                 if lengths is None:
                     marks = np.flatnonzero(term_ids < 0)
                     lengths = np.diff(marks, prepend=-1, append=len(term_ids)) - 1
@@ -199,11 +202,15 @@ class Index:
                     doc = document()
                     doc.add_unsigned(ROW_FIELD, row)
                     doc.add_text(TEXT_FIELD, index_text)
-                    writer.add_document(doc)
+                    add_document(doc)
                     row += 1
+                if progress is not None:
+                    progress.update(len(index_texts))
         finally:
             if gc_was_enabled:
                 gc.enable()
+            if progress is not None:
+                progress.close()
 
         writer.commit()
         writer.wait_merging_threads()
@@ -425,6 +432,25 @@ class Index:
         ]
 
 
+def _term_ids(vocab: dict[str, int], terms: list[str], marked: bool) -> np.ndarray:
+    """Ids of ``terms`` (every one in ``vocab``) in one C-level lookup; with ``marked`` the document
+    marks among them get -1 (a real term spelled like the mark, from an earlier chunk, keeps its id)."""
+    if not terms:
+        return np.zeros(0, dtype=np.int32)
+    real = vocab.get(DOCUMENT_MARK)
+    if marked:
+        vocab[DOCUMENT_MARK] = -1
+    try:
+        ids = operator.itemgetter(*terms)(vocab)
+    finally:
+        if marked:
+            if real is None:
+                del vocab[DOCUMENT_MARK]
+            else:
+                vocab[DOCUMENT_MARK] = real
+    return np.array(ids if len(terms) > 1 else [ids], dtype=np.int32)
+
+
 class _SizedIter:
     """An iterator with a length, so the progress bar knows the total."""
 
@@ -439,13 +465,13 @@ class _SizedIter:
 
 
 def _chunks(iterable: Iterable, size: int) -> Iterable[list]:
-    chunk = []
-    for item in iterable:
-        chunk.append(item)
-        if len(chunk) == size:
-            yield chunk
-            chunk = []
-    if chunk:
+    # islice / list slicing build each chunk in C, not one append per document
+    if isinstance(iterable, list):
+        for start in range(0, len(iterable), size):
+            yield iterable[start : start + size]
+        return
+    iterator = iter(iterable)
+    while chunk := list(itertools.islice(iterator, size)):
         yield chunk
 
 
