@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import torch
 
-from hf_querygen.nn.copy import extended_to_input_ids
+from hf_querygen.nn.copy import extended_target_index, extended_to_input_ids, live_copy_slots
 
 
 def _cell(rnn: torch.nn.RNNBase, cell: str, inputs, state):
@@ -118,7 +118,10 @@ def rnn_seq2seq_greedy(
     copynet = decoder.copynet
     if copynet is not None:
         copy_keys = torch.tanh(copynet.copy_projection(keys))
-        targets, dead = copynet.copy_targets(input_ids, encoded.first_positions, mask)
+        first = encoded.first_positions
+        targets = extended_target_index(input_ids, first, vocab, config.unk_token_id)
+        live = live_copy_slots(input_ids, first, mask, vocab, config.unk_token_id)
+        dead = torch.cat([torch.zeros(batch, vocab, dtype=torch.bool), ~live], dim=-1)
         copy_probs = keys.new_zeros(batch, length)
     never = [config.pad_token_id, config.decoder_start_token_id, config.eos_token_id]
     token = torch.full((batch,), config.decoder_start_token_id)
