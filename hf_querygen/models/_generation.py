@@ -280,7 +280,7 @@ class RecurrentGenerationMixin(GenerationMixin):
                 attention_mask,
                 cache,
             )
-            logits = step_logits[:, -1, :].to(copy=True, dtype=torch.float32)
+            logits = step_logits[:, -1, :].float()  # the processors below work out of place
             scores = logits.index_fill(-1, never, float("-inf")) if len(never) else logits
             if length < min_length:
                 scores = scores.index_fill(-1, eos, float("-inf"))
@@ -360,7 +360,7 @@ class RecurrentGenerationMixin(GenerationMixin):
             return
         embeddings = self.get_input_embeddings()
         vocab_size = getattr(embeddings, "num_embeddings", None) or self.config.vocab_size
-        low, high = int(input_ids.min()), int(input_ids.max())
+        low, high = (int(value) for value in torch.aminmax(input_ids))
         if low < 0 or high >= vocab_size:
             bad = low if low < 0 else high
             raise InvalidInputError(
@@ -381,7 +381,10 @@ class RecurrentGenerationMixin(GenerationMixin):
                 f"{tuple(input_ids.shape)}; pass both from the same tokenizer call"
             )
         if input_ids.shape[0] and input_ids.shape[1]:
-            empty_rows = (~attention_mask.bool().any(dim=1)).nonzero().flatten().tolist()
+            has_token = attention_mask.bool().any(dim=1)
+            if bool(has_token.all()):
+                return
+            empty_rows = (~has_token).nonzero().flatten().tolist()
             if empty_rows:
                 raise InvalidInputError(
                     f"generate(): attention_mask rows {empty_rows[:5]} are all padding (no source token to "
