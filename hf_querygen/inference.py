@@ -88,7 +88,8 @@ def generate_batches(
     from transformers import LogitsProcessorList
 
     generate_kwargs = as_max_length(generate_kwargs)
-    model.eval()
+    if model.training:  # eval() walks every module: a measurable share of a batch-1 call
+        model.eval()
     for indices, batch, source_words in encoded_batches(
         model, tokenizer, texts, batch_size, max_source_length
     ):

@@ -420,3 +420,39 @@ def test_read_only_index_folder_opens_for_search(tmp_path):
         else:
             for path in [view, *view.rglob("*")]:
                 path.chmod(0o755 if path.is_dir() else 0o644)
+
+
+def test_documents_holding_the_chunk_document_mark_keep_their_terms_and_lengths():
+    # analyze_chunk separates documents with "\x00"; a text holding that character (it is a term
+    # character, not whitespace) makes the chunk count lengths per document instead
+    from hf_querygen.retrieval import Index
+    from hf_querygen.retrieval.analysis import DOCUMENT_MARK, analyze, analyze_chunk
+
+    texts = ["red fox", f"a {DOCUMENT_MARK} b", "", "Fox, red; FOX!", f"x{DOCUMENT_MARK}y"]
+    flat, index_texts, lengths = analyze_chunk(texts)
+    assert lengths == [len(analyze(t)) for t in texts]
+    assert flat == [term for t in texts for term in analyze(t)]
+    assert [t.split() for t in index_texts] == [analyze(t) for t in texts]
+    plain = ["red fox", "", "Fox, red; FOX!", "what's up"]
+    flat, _, lengths = analyze_chunk(plain)
+    assert lengths is None and flat.count(DOCUMENT_MARK) == len(plain) - 1
+    index = Index.from_texts(texts, show_progress=False)
+    assert list(index.stats.doc_lengths) == [len(analyze(t)) for t in texts]
+    assert index.stats.term_id(DOCUMENT_MARK) >= 0  # a real term here
+    assert [hit.row for hit in index.search("fox", k=5, ranker="ql")] == [3, 0]
+
+
+def test_a_real_mark_term_from_an_earlier_chunk_does_not_break_later_chunks(monkeypatch):
+    # chunk 1 holds the mark as a term (per-document lengths); chunk 2 separates its documents with
+    # the mark: its lengths must still come out right and the real term keep its id
+    from hf_querygen.retrieval import Index
+    from hf_querygen.retrieval import index as index_module
+    from hf_querygen.retrieval.analysis import DOCUMENT_MARK, analyze
+
+    monkeypatch.setattr(index_module, "CHUNK_SIZE", 2)
+    texts = [f"a {DOCUMENT_MARK}", "b", "c d", "e", f"{DOCUMENT_MARK} f"]
+    index = Index.from_texts(iter(texts), show_progress=True)
+    assert list(index.stats.doc_lengths) == [len(analyze(t)) for t in texts]
+    assert [hit.row for hit in index.search("f", k=5, ranker="ql")] == [4]
+    mark = index.stats.term_id(DOCUMENT_MARK)
+    assert mark >= 0 and index.stats.vocab[mark] == DOCUMENT_MARK

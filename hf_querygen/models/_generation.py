@@ -39,6 +39,7 @@ core ``generate()`` in 5.x: it now loads the Hub repository ``transformers-commu
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 
 import torch
@@ -91,6 +92,88 @@ class RestoreDeadRowsLogitsProcessor(LogitsProcessor):
         return torch.where(dead, original.to(scores.dtype), scores)
 
 
+class SignatureCachedLogitsProcessorList(LogitsProcessorList):
+    """A :class:`LogitsProcessorList` that inspects each processor's signature once, not at every step
+    (transformers' ``__call__`` runs ``inspect.signature`` per processor per token: a measurable share of a
+    batch-1 step of a small RNN decoder). Same calls, same checks."""
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.Tensor, **kwargs) -> torch.Tensor:
+        cache = self.__dict__.setdefault("_extra_arguments", {})
+        for processor in self:
+            key = id(processor)
+            extra = cache.get(key)
+            if extra is None or extra[0] is not processor:
+                names = list(inspect.signature(processor.__call__).parameters)[2:]
+                extra = cache[key] = (processor, names)
+            names = extra[1]
+            if names:
+                if not all(name in kwargs for name in names):
+                    raise ValueError(
+                        f"Make sure that all the required parameters: {['input_ids', 'scores', *names]} for "
+                        f"{processor.__class__} are passed to the logits processor."
+                    )
+                scores = processor(input_ids, scores, **kwargs)
+            else:
+                scores = processor(input_ids, scores)
+        return scores
+
+
+def _new_tokens_as_max_length(generation_config, kwargs: dict) -> None:
+    """``max_new_tokens=n`` without ``max_length`` -> ``max_length = prefix + n`` in ``kwargs`` (the same
+    limit; likewise ``min_new_tokens`` -> ``min_length``): transformers otherwise warns "Both
+    `max_new_tokens` and `max_length` seem to have been set" on every call of a model whose generation
+    config carries a ``max_length``."""
+    prefix = kwargs.get("decoder_input_ids")
+    prefix_length = prefix.shape[1] if isinstance(prefix, torch.Tensor) else 1
+    for new_name, total_name in (("max_new_tokens", "max_length"), ("min_new_tokens", "min_length")):
+        if kwargs.get(total_name) is not None:
+            continue
+        new_tokens = kwargs.get(new_name)
+        if new_tokens is None and new_name not in kwargs:
+            new_tokens = getattr(generation_config, new_name, None)
+        if new_tokens is not None:
+            kwargs[total_name] = new_tokens + prefix_length
+            kwargs[new_name] = None
+
+
+#: generation settings that select a logits processor, a warper or another search in transformers'
+#: generate(), with the value under which they do nothing
+_INACTIVE_SETTINGS = {
+    "do_sample": (False, None),
+    "num_beams": (1, None),
+    "num_return_sequences": (1, None),
+    "repetition_penalty": (1.0, None),
+    "encoder_repetition_penalty": (1.0, None),
+    "no_repeat_ngram_size": (0, None),
+    "encoder_no_repeat_ngram_size": (0, None),
+    "bad_words_ids": (None,),
+    "sequence_bias": (None,),
+    "suppress_tokens": (None,),
+    "begin_suppress_tokens": (None,),
+    "forced_bos_token_id": (None,),
+    "forced_eos_token_id": (None,),
+    "exponential_decay_length_penalty": (None,),
+    "guidance_scale": (None, 1.0),
+    "watermarking_config": (None,),
+    "remove_invalid_values": (False, None),
+    "renormalize_logits": (False, None),
+    "max_time": (None,),
+    "stop_strings": (None,),
+    "output_scores": (False, None),
+    "output_logits": (False, None),
+    "output_attentions": (False, None),
+    "output_hidden_states": (False, None),
+    "return_dict_in_generate": (False, None),
+    "is_assistant": (False, None),
+    "use_cache": (True, None),
+}
+#: the call arguments the plain greedy loop understands (anything else goes to transformers' generate())
+_PLAIN_GREEDY_ARGUMENTS = frozenset(
+    {"input_ids", "attention_mask", "source_word_ids", "max_length", "min_length", "max_new_tokens"}
+    | {"min_new_tokens", "do_sample", "num_beams", "num_return_sequences", "use_cache"}
+)
+
+
 class RecurrentGenerationMixin(GenerationMixin):
     """``generate()`` for the RNN encoder-decoders: state in a :class:`RecurrentStateCache` (no key/value
     cache), beam reordering, [PAD] / decoder start never generated, and the dead-row fallback around the
@@ -123,7 +206,118 @@ class RecurrentGenerationMixin(GenerationMixin):
 
                     return GenerateEncoderDecoderOutput(sequences=empty)
                 return empty
+        _new_tokens_as_max_length(generation_config, kwargs)
+        if inputs is None and self.plain_greedy_loop:
+            plain = self._plain_greedy_settings(generation_config, kwargs)
+            if plain is not None:
+                return self._plain_greedy(kwargs, *plain)
         return super().generate(inputs, generation_config, *args, **kwargs)
+
+    #: run plain greedy search (no processor but the length ones, no streamer, no scores returned) in a
+    #: short loop of our own instead of transformers' generate(): the same ids (checked against it in the
+    #: tests), without its per-call setup (config copy and validation, processor and stopping-criteria
+    #: lists, signature inspection), which at batch 1 costs as much as the small model's forward. A model
+    #: opts in when its encoder takes (input_ids, attention_mask, source_word_ids)
+    plain_greedy_loop: bool = False
+
+    def _plain_greedy_settings(
+        self, generation_config, kwargs: dict
+    ) -> tuple[int, int, list[int], int, int] | None:
+        """(max_length, min_length, eos ids, pad id, decoder start id) when this call is plain greedy search
+        that :meth:`_plain_greedy` reproduces exactly, else None."""
+        if generation_config is not None or not _PLAIN_GREEDY_ARGUMENTS.issuperset(kwargs):
+            return None
+        if not isinstance(kwargs.get("input_ids"), torch.Tensor) or kwargs.get("attention_mask") is None:
+            return None
+        config = self.generation_config
+        for name, inactive in _INACTIVE_SETTINGS.items():
+            value = (
+                kwargs[name] if name in kwargs and kwargs[name] is not None else getattr(config, name, None)
+            )
+            if value not in inactive:
+                return None
+        max_length = kwargs.get("max_length") or config.max_length
+        if max_length is None or kwargs.get("max_new_tokens") is not None:
+            return None  # transformers' default length rule (and its warning) applies
+        min_length = kwargs.get("min_length")
+        min_length = config.min_length if min_length is None else min_length
+        eos = config.eos_token_id
+        eos_ids = [] if eos is None else [eos] if isinstance(eos, int) else list(eos)
+        start = config.decoder_start_token_id
+        start = getattr(self.config, "decoder_start_token_id", None) if start is None else start
+        if config.pad_token_id is None or start is None or (min_length and not eos_ids):
+            return None
+        return int(max_length), int(min_length or 0), eos_ids, int(config.pad_token_id), int(start)
+
+    @torch.no_grad()
+    def _plain_greedy(
+        self, kwargs: dict, max_length: int, min_length: int, eos_ids: list[int], pad_id: int, start_id: int
+    ) -> torch.LongTensor:
+        """Greedy search as transformers' ``_sample`` runs it with the processors this model's generate()
+        would build for these settings: [PAD] / decoder start suppressed, [EOS] masked below
+        ``min_length``, a row the processors emptied restored (:class:`RestoreDeadRowsLogitsProcessor`),
+        finished rows padded, stop at [EOS] in every row or at ``max_length``. -> (B, length) ids."""
+        input_ids, attention_mask = kwargs["input_ids"], kwargs["attention_mask"]
+        encoder_kwargs = {"attention_mask": attention_mask}
+        if kwargs.get("source_word_ids") is not None:
+            encoder_kwargs["source_word_ids"] = kwargs["source_word_ids"]
+        encoder_outputs = self.get_encoder()(input_ids, **encoder_kwargs)
+        device = input_ids.device
+        batch_size = input_ids.shape[0]
+        # one buffer for the whole sequence instead of a cat per token
+        sequences = torch.full((batch_size, max_length), pad_id, dtype=torch.long, device=device)
+        sequences[:, 0] = start_id
+        never = torch.tensor(self.never_generated_ids(), dtype=torch.long, device=device)
+        eos = torch.tensor(eos_ids, dtype=torch.long, device=device)
+        unfinished = torch.ones(batch_size, dtype=torch.bool, device=device)
+        cache = None
+        length = 1
+        while length < max_length:
+            # the cache has consumed every id but the last one
+            step_logits, cache = self._generation_step(
+                sequences[:, :length] if cache is None else sequences[:, length - 1 : length],
+                encoder_outputs,
+                attention_mask,
+                cache,
+            )
+            logits = step_logits[:, -1, :].float()  # the processors below work out of place
+            scores = logits.index_fill(-1, never, float("-inf")) if len(never) else logits
+            if length < min_length:
+                scores = scores.index_fill(-1, eos, float("-inf"))
+            if len(never) or length < min_length:
+                dead = ~torch.isfinite(scores).any(dim=-1, keepdim=True)
+                if bool(dead.any()):
+                    scores = torch.where(dead, logits, scores)
+            next_tokens = scores.argmax(dim=-1)
+            next_tokens = torch.where(unfinished, next_tokens, pad_id)
+            sequences[:, length] = next_tokens
+            length += 1
+            if len(eos):
+                unfinished &= next_tokens != eos[0] if len(eos) == 1 else ~torch.isin(next_tokens, eos)
+                if not bool(unfinished.any()):
+                    break
+        return sequences[:, :length]
+
+    def _generation_step(
+        self,
+        decoder_input_ids: torch.LongTensor,
+        encoder_outputs,
+        attention_mask: torch.Tensor,
+        cache: RecurrentStateCache | None,
+    ) -> tuple[torch.Tensor, RecurrentStateCache]:
+        """One call of the plain greedy loop: ``forward(..., use_cache=True)`` -> (logits (B, T, C), cache).
+        A model may compute the same without building its output object."""
+        from ..nn.cache import CACHE_NAME
+
+        outputs = self(
+            decoder_input_ids=decoder_input_ids,
+            attention_mask=attention_mask,
+            encoder_outputs=encoder_outputs,
+            use_cache=True,
+            return_dict=True,
+            **{CACHE_NAME: cache},
+        )
+        return outputs.logits, getattr(outputs, CACHE_NAME)
 
     def _check_generation_arguments(self, generation_config, kwargs: dict) -> None:
         from ..errors import InvalidInputError
@@ -166,7 +360,7 @@ class RecurrentGenerationMixin(GenerationMixin):
             return
         embeddings = self.get_input_embeddings()
         vocab_size = getattr(embeddings, "num_embeddings", None) or self.config.vocab_size
-        low, high = int(input_ids.min()), int(input_ids.max())
+        low, high = (int(value) for value in torch.aminmax(input_ids))
         if low < 0 or high >= vocab_size:
             bad = low if low < 0 else high
             raise InvalidInputError(
@@ -187,7 +381,10 @@ class RecurrentGenerationMixin(GenerationMixin):
                 f"{tuple(input_ids.shape)}; pass both from the same tokenizer call"
             )
         if input_ids.shape[0] and input_ids.shape[1]:
-            empty_rows = (~attention_mask.bool().any(dim=1)).nonzero().flatten().tolist()
+            has_token = attention_mask.bool().any(dim=1)
+            if bool(has_token.all()):
+                return
+            empty_rows = (~has_token).nonzero().flatten().tolist()
             if empty_rows:
                 raise InvalidInputError(
                     f"generate(): attention_mask rows {empty_rows[:5]} are all padding (no source token to "
@@ -219,14 +416,18 @@ class RecurrentGenerationMixin(GenerationMixin):
         if never:
             processors.insert(0, SuppressTokensLogitsProcessor(never, device=self.device))
         if (generation_config.num_beams or 1) > 1:
-            return processors  # beam search prunes beams without a legal continuation by itself
+            # beam search prunes beams without a legal continuation by itself
+            return SignatureCachedLogitsProcessorList(processors)
         snapshot = SnapshotLogitsProcessor()
-        return LogitsProcessorList([snapshot, *processors, RestoreDeadRowsLogitsProcessor(snapshot)])
+        return SignatureCachedLogitsProcessorList(
+            [snapshot, *processors, RestoreDeadRowsLogitsProcessor(snapshot)]
+        )
 
 
 __all__ = [
     "ExtendedSpaceLMOutput",
     "RecurrentGenerationMixin",
     "RestoreDeadRowsLogitsProcessor",
+    "SignatureCachedLogitsProcessorList",
     "SnapshotLogitsProcessor",
 ]

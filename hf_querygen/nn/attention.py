@@ -99,6 +99,17 @@ class AdditiveAttention(nn.Module):
         weights, scores = masked_softmax(scores, mask)  # Eq. (2) / (7)
         return _finish(weights, scores, keys, squeeze)  # Eq. (6)
 
+    def step(
+        self, query: torch.Tensor, keys: torch.Tensor, mask: torch.Tensor, projected_keys: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """One decoding step without the shape checks and the step dim: query (B, Hq), keys (B, S, Hk),
+        mask (B, S) bool, ``project_keys(keys)`` (B, S, A) -> (context (B, Hk), weights (B, S)); the
+        same operations as :meth:`forward`, for step-by-step decoders that call it at every token."""
+        hidden = torch.tanh(projected_keys + self.query_projection(query).unsqueeze(1))  # (B, S, A)
+        scores = self.energy(hidden).squeeze(-1).masked_fill(~mask, float("-inf"))
+        weights = torch.softmax(scores, dim=-1).masked_fill(~mask, 0.0)
+        return torch.bmm(weights.unsqueeze(1), keys).squeeze(1), weights
+
 
 class LuongAttention(nn.Module):
     """Luong et al. (2015) global attention with score(h_t, h_s) one of (their Eq. 8):

@@ -35,6 +35,9 @@ class RecurrentStateCache:
     def __init__(self, states: dict[str, torch.Tensor] | None = None, seq_length: int = 0):
         self._states: dict[str, torch.Tensor] = {}
         self._seq_length = seq_length
+        # per-source tensors (projected attention keys, copy targets): beam reordering only permutes the
+        # rows of one source among themselves, so these never need it
+        self._static: set[str] = set()
         for name, tensor in (states or {}).items():
             self[name] = tensor
 
@@ -74,14 +77,34 @@ class RecurrentStateCache:
         return self._states.get(name, default)
 
     def update(self, **states: torch.Tensor) -> None:
-        # replace all at once: the batch check compares against states that are being replaced too
-        for name in states:
-            self._states.pop(name, None)
+        # replace all at once: the batch check compares against the states that are kept (or, when all are
+        # replaced, the first new one); one pass, as a decoder calls this at every generated token
+        kept = [tensor for name, tensor in self._states.items() if name not in states]
+        batch_size = kept[0].shape[0] if kept else None
         for name, tensor in states.items():
-            self[name] = tensor
+            if not isinstance(tensor, torch.Tensor) or tensor.dim() == 0:
+                raise TypeError(
+                    f"cache state {name!r} must be a batch-first tensor with dim >= 1; got {type(tensor)}"
+                )
+            if batch_size is None:
+                batch_size = tensor.shape[0]
+            elif tensor.shape[0] != batch_size:
+                raise ValueError(
+                    f"cache state {name!r} has batch dim {tensor.shape[0]}, the cache holds batch "
+                    f"{batch_size}"
+                )
+        self._states.update(states)
 
     def items(self):
         return self._states.items()
+
+    def mark_static(self, *names: str) -> None:
+        """Declare ``names`` per-source: equal across the beams of one source, so :meth:`reorder_cache`
+        (which only moves rows among the beams of a source) leaves them alone."""
+        for name in names:
+            if name not in self._states:
+                raise KeyError(f"RecurrentStateCache holds no state {name!r}; it has {sorted(self._states)}")
+        self._static.update(names)
 
     @property
     def batch_size(self) -> int:
@@ -97,9 +120,11 @@ class RecurrentStateCache:
         self._seq_length += num_tokens
 
     def reorder_cache(self, beam_idx: torch.LongTensor) -> None:
-        """In place: keep, for every row, the state of the beam it continues (``index_select`` on dim 0)."""
+        """In place: keep, for every row, the state of the beam it continues (``index_select`` on dim 0);
+        per-source states (:meth:`mark_static`) are the same in every beam of a source and stay."""
         for name, tensor in self._states.items():
-            self._states[name] = tensor.index_select(0, beam_idx.to(tensor.device))
+            if name not in self._static:
+                self._states[name] = tensor.index_select(0, beam_idx.to(tensor.device))
 
     def batch_repeat_interleave(self, repeats: int) -> None:
         """In place: repeat every row ``repeats`` times (expanding a batch for beams or samples)."""
@@ -107,8 +132,9 @@ class RecurrentStateCache:
             self._states[name] = tensor.repeat_interleave(repeats, dim=0)
 
     def batch_select_indices(self, indices: torch.Tensor) -> None:
-        """In place: keep only the rows in ``indices``."""
-        self.reorder_cache(indices)
+        """In place: keep only the rows in ``indices`` (every state, per-source ones included)."""
+        for name, tensor in self._states.items():
+            self._states[name] = tensor.index_select(0, indices.to(tensor.device))
 
     def __repr__(self) -> str:
         shapes = ", ".join(f"{name}={tuple(t.shape)}" for name, t in self._states.items())

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .attention import masked_softmax
 from .labels import PROBABILITY_FLOOR, floored_log
 
 
@@ -156,9 +155,29 @@ class CopyNet(nn.Module):
         self.unk_token_id = unk_token_id
         self.copy_projection = nn.Linear(key_size, state_size, bias=False)  # W_c
 
-    def copy_scores(self, state: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
-        """state (B, T, Hs), keys (B, S, Hk) -> psi_c (B, T, S), Gu Eq. (8)."""
-        return torch.bmm(state, torch.tanh(self.copy_projection(keys)).transpose(1, 2))
+    def project_keys(self, keys: torch.Tensor) -> torch.Tensor:
+        """keys (B, S, Hk) -> tanh(W_c h_j) (B, S, Hs): the source half of Gu Eq. (8), once per source."""
+        return torch.tanh(self.copy_projection(keys))
+
+    def copy_scores(
+        self, state: torch.Tensor, keys: torch.Tensor, projected_keys: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """state (B, T, Hs), keys (B, S, Hk), optional :meth:`project_keys` (B, S, Hs) -> psi_c (B, T, S),
+        Gu Eq. (8)."""
+        if projected_keys is None:
+            projected_keys = self.project_keys(keys)
+        return torch.bmm(state, projected_keys.transpose(1, 2))
+
+    def copy_targets(
+        self, source_input_ids: torch.Tensor, first_positions: torch.Tensor, mask: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per-source scatter plan: (extended id receiving each position's copy mass (B, S), dead extended
+        slots (B, V + S) bool); a step-by-step decoder computes it once per source."""
+        vocab_size = self.output_vocab_size
+        index = extended_target_index(source_input_ids, first_positions, vocab_size, self.unk_token_id)
+        live = live_copy_slots(source_input_ids, first_positions, mask, vocab_size, self.unk_token_id)
+        dead = torch.cat([live.new_zeros(live.shape[0], vocab_size), ~live], dim=-1)
+        return index, dead
 
     def forward(
         self,
@@ -168,9 +187,12 @@ class CopyNet(nn.Module):
         mask: torch.Tensor,
         source_input_ids: torch.Tensor,
         first_positions: torch.Tensor,
+        projected_keys: torch.Tensor | None = None,
+        targets: tuple[torch.Tensor, torch.Tensor] | None = None,
     ) -> CopyNetOutput:
         """generate_scores (B, [T,] V), state (B, [T,] Hs), keys (B, S, Hk), mask (B, S),
-        source_input_ids (B, S), first_positions (B, S) -> :class:`CopyNetOutput`."""
+        source_input_ids (B, S), first_positions (B, S) -> :class:`CopyNetOutput`; ``projected_keys``
+        (:meth:`project_keys`) and ``targets`` (:meth:`copy_targets`) may come precomputed."""
         squeeze = generate_scores.dim() == 2
         if squeeze:
             generate_scores, state = generate_scores.unsqueeze(1), state.unsqueeze(1)
@@ -179,22 +201,43 @@ class CopyNet(nn.Module):
             raise ValueError(
                 f"generate scores have {vocab_size} columns; CopyNet expects {self.output_vocab_size}"
             )
-        _, copy_scores = masked_softmax(self.copy_scores(state, keys), mask.bool())  # -inf at padding
+        mask = mask.bool()
+        copy_scores = self.copy_scores(state, keys, projected_keys).masked_fill(
+            ~mask.unsqueeze(1), float("-inf")
+        )  # -inf at padding
         # float32: the probability floor below must survive (it underflows in half precision)
         joint = torch.softmax(
             torch.cat([generate_scores, copy_scores], dim=-1).float(), dim=-1
         )  # Gu Eq. (4)-(6)
         generate_probs, copy_probs = joint.split([vocab_size, source_length], dim=-1)
-        extended = positions_to_extended(
-            copy_probs, source_input_ids, first_positions, vocab_size, self.unk_token_id
+        index, dead = (
+            targets if targets is not None else self.copy_targets(source_input_ids, first_positions, mask)
         )
+        extended = copy_probs.new_zeros(*copy_probs.shape[:-1], vocab_size + source_length)
+        extended.scatter_add_(-1, index.unsqueeze(1).expand_as(copy_probs), copy_probs)
         extended[..., :vocab_size] += generate_probs
-        live = live_copy_slots(source_input_ids, first_positions, mask, vocab_size, self.unk_token_id)
-        dead = torch.cat([live.new_zeros(live.shape[0], vocab_size), ~live], dim=-1)  # (B, V + S)
-        log_probs = floored_log(extended).masked_fill(dead.unsqueeze(1), float("-inf"))
+        log_probs = floored_log(extended).masked_fill_(dead.unsqueeze(1), float("-inf"))
         if squeeze:
             return CopyNetOutput(log_probs.squeeze(1), copy_probs.squeeze(1), generate_probs.squeeze(1))
         return CopyNetOutput(log_probs, copy_probs, generate_probs)
+
+    def selective_read_from_scores(
+        self,
+        ids: torch.Tensor,
+        previous_copy_scores: torch.Tensor,
+        keys: torch.Tensor,
+        mask: torch.Tensor,
+        targets: torch.Tensor,
+    ) -> torch.Tensor:
+        """Gu Eq. (9) from the previous step's copy scores psi_c (B, S) instead of its jointly normalised
+        copy probabilities: rho_j = p(x_j, copy) / K over the positions holding y_{t-1}, and the joint
+        normaliser cancels in that ratio, so rho is the softmax of psi_c over those positions (all zero
+        when y_{t-1} is not in the source). This lets teacher forcing run the output layer and the joint
+        softmax once after the step loop. ids (B,), targets (B, S) from :meth:`copy_targets` -> (B, Hk)."""
+        matching = (targets == ids.unsqueeze(1)) & mask
+        rho = torch.softmax(previous_copy_scores.masked_fill(~matching, float("-inf")), dim=-1)
+        rho = rho.masked_fill(~matching, 0.0)  # a row without a match is NaN before this
+        return torch.bmm(rho.unsqueeze(1).to(keys.dtype), keys).squeeze(1)
 
     def selective_read(
         self,

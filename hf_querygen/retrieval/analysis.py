@@ -54,17 +54,13 @@ _NOT_TANTIVY_WHITESPACE = ("\x0b", "\x1c", "\x1d", "\x1e", "\x1f")
 _SEPARATOR = "\x1e"
 
 
-def analyze_many(texts: list[str]) -> tuple[list[list[str]], list[str]]:
-    """``([analyze(t) for t in texts], index_texts)``, fast for ASCII: one ``bytes.translate`` over
-    all ASCII documents of the chunk instead of one per document (the others go one by one).
-
-    ``index_texts[i]`` is what tantivy indexes for document ``i``: text whose tantivy whitespace
-    tokens are exactly ``analyze(texts[i])`` (the normalised text itself when that holds, else the
-    terms joined by spaces). Raises ``TypeError`` naming the first non-string.
-    """
+def _index_texts(texts: list[str], caller: str) -> tuple[list[str], list[list[str] | None]]:
+    """(index_texts, terms) of a chunk: ``terms[i]`` is None where ``index_texts[i].split()`` gives
+    ``analyze(texts[i])`` (the ASCII fast path: one ``bytes.translate`` over all its documents), else the
+    analysed terms (the general path, their index text the terms joined by spaces)."""
     for i, text in enumerate(texts):
         if not isinstance(text, str):
-            raise TypeError(f"analyze_many: text {i} is {type(text).__name__}, not a string")
+            raise TypeError(f"{caller}: text {i} is {type(text).__name__}, not a string")
     terms: list = [None] * len(texts)
     index_texts: list = [None] * len(texts)
     fast = [i for i, text in enumerate(texts) if text.isascii() and len(text) < MAX_TERM_BYTES]
@@ -77,9 +73,42 @@ def analyze_many(texts: list[str]) -> tuple[list[list[str]], list[str]]:
         normalized = joined.encode("ascii").translate(_ASCII_TABLE, _ASCII_DELETE).lower().decode("ascii")
         for i, text in zip(fast, normalized.split(_SEPARATOR), strict=True):
             index_texts[i] = text
-            terms[i] = text.split()
     for i, text in enumerate(texts):
-        if terms[i] is None:
+        if index_texts[i] is None:
             terms[i] = analyze(text)
             index_texts[i] = " ".join(terms[i])
-    return terms, index_texts
+    return index_texts, terms
+
+
+def analyze_many(texts: list[str]) -> tuple[list[list[str]], list[str]]:
+    """``([analyze(t) for t in texts], index_texts)``, fast for ASCII: one ``bytes.translate`` over
+    all ASCII documents of the chunk instead of one per document (the others go one by one).
+
+    ``index_texts[i]`` is what tantivy indexes for document ``i``: text whose tantivy whitespace
+    tokens are exactly ``analyze(texts[i])`` (the normalised text itself when that holds, else the
+    terms joined by spaces). Raises ``TypeError`` naming the first non-string.
+    """
+    index_texts, terms = _index_texts(texts, "analyze_many")
+    return [text.split() if t is None else t for text, t in zip(index_texts, terms, strict=True)], index_texts
+
+
+#: separates documents in :func:`analyze_chunk`'s flat term list: not whitespace for ``str.split``, and
+#: a chunk whose texts contain it takes the per-document count instead
+DOCUMENT_MARK = "\x00"
+
+
+def analyze_chunk(texts: list[str]) -> tuple[list[str], list[str], list[int] | None]:
+    """A chunk's terms without a list per document: ``(flat, index_texts, lengths)``.
+
+    ``flat`` is every document's terms in order, documents separated by :data:`DOCUMENT_MARK` (one
+    ``str.split`` over the joined index texts, in C); ``lengths`` is None then (the marks give them).
+    If a text contains the mark itself, ``flat`` has no marks and ``lengths`` are the per-document term
+    counts. ``index_texts`` as :func:`analyze_many`. Raises ``TypeError`` naming the first non-string.
+    """
+    index_texts, _ = _index_texts(texts, "analyze_chunk")
+    separator = f" {DOCUMENT_MARK} "
+    joined = separator.join(index_texts)
+    if joined.count(DOCUMENT_MARK) == len(index_texts) - 1:
+        return joined.split(), index_texts, None
+    flat_terms = [text.split() for text in index_texts]
+    return [term for terms in flat_terms for term in terms], index_texts, [len(t) for t in flat_terms]

@@ -33,10 +33,11 @@ or corrupted folder raises :class:`~hf_querygen.errors.ModelFolderError` naming 
 
 from __future__ import annotations
 
-import array
 import gc
 import hashlib
+import itertools
 import json
+import operator
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -50,7 +51,7 @@ from hf_querygen._fs import atomic_output_dir
 from hf_querygen.errors import InvalidInputError, ModelFolderError
 
 from . import params as params_layer
-from .analysis import analyze, analyze_many
+from .analysis import DOCUMENT_MARK, analyze, analyze_chunk
 from .rankers import (
     BM25_DEFAULT_B,
     BM25_DEFAULT_K1,
@@ -76,6 +77,8 @@ RANKER_PARAMS = {
     for ranker, specs in params_layer.RANKER_PARAMS.items()
 }
 RANKERS = params_layer.RANKERS
+#: documents analysed and mapped to term ids together (one split, one lookup pass per chunk)
+CHUNK_SIZE = 8192
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,50 +185,65 @@ class Index:
         writer = tantivy_index.writer(heap_size=heap_size, num_threads=num_threads)
 
         total = len(texts) if hasattr(texts, "__len__") else None
+        progress = None
         if show_progress:
             from tqdm.auto import tqdm
 
-            texts = tqdm(texts, total=total, desc="indexing", unit="doc")
+            # advanced once per chunk: wrapping the texts would cost a Python call per document
+            progress = tqdm(total=total, desc="indexing", unit="doc")
         vocab: dict[str, int] = {}
-        tokens = array.array("i")
-        lengths = array.array("q")
-        document = tantivy.Document
+        token_chunks: list[np.ndarray] = []
+        length_chunks: list[np.ndarray] = []
+        document, add_document = tantivy.Document, writer.add_document
         row = 0
         # The build allocates millions of short-lived lists and no reference cycles: the cyclic
         # garbage collector only costs time here (measured: about 20% of the build CPU time).
         gc_was_enabled = gc.isenabled()
         gc.disable()
         try:
-            for chunk in _chunks(texts, 8192):
+            for chunk in _chunks(texts, CHUNK_SIZE):
                 try:
-                    chunk_terms, index_texts = analyze_many(chunk)
+                    flat, index_texts, lengths = analyze_chunk(chunk)
                 except TypeError as err:
                     raise InvalidInputError(
                         f"Index.from_texts: {err} (text {row} is the chunk's first)"
                     ) from err
-                # term ids in bulk: new terms first, then a C-level map over the chunk's tokens
-                flat = [term for terms in chunk_terms for term in terms]
-                for term in [t for t in dict.fromkeys(flat) if t not in vocab]:
-                    vocab[term] = len(vocab)
-                tokens.extend(map(vocab.__getitem__, flat))
-                lengths.extend(map(len, chunk_terms))
+                # term ids in bulk: the chunk's new terms, then a C-level map over its tokens; with
+                # document marks in ``flat`` (not terms: -1), the document lengths come from their positions
+                for term in dict.fromkeys(flat):
+                    if term not in vocab and (lengths is not None or term != DOCUMENT_MARK):
+                        vocab[term] = len(vocab)
+                term_ids = _term_ids(vocab, flat, marked=lengths is None)
+                if lengths is None:
+                    marks = np.flatnonzero(term_ids < 0)
+                    lengths = np.diff(marks, prepend=-1, append=len(term_ids)) - 1
+                    term_ids = np.delete(term_ids, marks)
+                token_chunks.append(term_ids)
+                length_chunks.append(np.asarray(lengths, dtype=np.int64))
                 for index_text in index_texts:
                     doc = document()
                     doc.add_unsigned(ROW_FIELD, row)
                     doc.add_text(TEXT_FIELD, index_text)
-                    writer.add_document(doc)
+                    add_document(doc)
                     row += 1
+                if progress is not None:
+                    progress.update(len(index_texts))
         finally:
             if gc_was_enabled:
                 gc.enable()
+            if progress is not None:
+                progress.close()
 
         writer.commit()
         writer.wait_merging_threads()
-        num_docs = len(lengths)
+        doc_lengths = np.concatenate(length_chunks) if length_chunks else np.zeros(0, dtype=np.int64)
+        num_docs = len(doc_lengths)
         ids = _check_ids(ids, num_docs)
 
         stats = CollectionStats.from_token_ids(
-            list(vocab), np.frombuffer(tokens, dtype=np.int32), np.frombuffer(lengths, dtype=np.int64)
+            list(vocab),
+            np.concatenate(token_chunks) if token_chunks else np.zeros(0, dtype=np.int32),
+            doc_lengths,
         )
         tantivy_index.reload()
         if folder is not None:
@@ -445,6 +463,25 @@ class Index:
         ]
 
 
+def _term_ids(vocab: dict[str, int], terms: list[str], marked: bool) -> np.ndarray:
+    """Ids of ``terms`` (every one in ``vocab``) in one C-level lookup; with ``marked`` the document
+    marks among them get -1 (a real term spelled like the mark, from an earlier chunk, keeps its id)."""
+    if not terms:
+        return np.zeros(0, dtype=np.int32)
+    real = vocab.get(DOCUMENT_MARK)
+    if marked:
+        vocab[DOCUMENT_MARK] = -1
+    try:
+        ids = operator.itemgetter(*terms)(vocab)
+    finally:
+        if marked:
+            if real is None:
+                del vocab[DOCUMENT_MARK]
+            else:
+                vocab[DOCUMENT_MARK] = real
+    return np.array(ids if len(terms) > 1 else [ids], dtype=np.int32)
+
+
 class _SizedIter:
     """An iterator with a length, so the progress bar knows the total."""
 
@@ -459,13 +496,13 @@ class _SizedIter:
 
 
 def _chunks(iterable: Iterable, size: int) -> Iterable[list]:
-    chunk = []
-    for item in iterable:
-        chunk.append(item)
-        if len(chunk) == size:
-            yield chunk
-            chunk = []
-    if chunk:
+    # islice / list slicing build each chunk in C, not one append per document
+    if isinstance(iterable, list):
+        for start in range(0, len(iterable), size):
+            yield iterable[start : start + size]
+        return
+    iterator = iter(iterable)
+    while chunk := list(itertools.islice(iterator, size)):
         yield chunk
 
 

@@ -241,7 +241,8 @@ class NL2KWTask(Task):
         # the default; explicit arguments win
         generation_kwargs = {**dict(getattr(model.config, "task_decoding", None) or {}), **generation_kwargs}
         family = self.family_of(model.config)
-        model.eval()
+        if model.training:  # eval() walks every module: a measurable share of a batch-1 call
+            model.eval()
         results: list[list[KeywordQuery]] = [[] for _ in inputs]
         if family == "tagging":
             from .nl2kw import KeywordQuery

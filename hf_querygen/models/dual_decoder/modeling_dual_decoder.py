@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 from transformers import PreTrainedModel
 
@@ -42,7 +43,6 @@ from hf_querygen.nn.encoder import (
 )
 from hf_querygen.nn.initialization import init_uniform_weights
 from hf_querygen.nn.labels import IGNORE_INDEX, floored_log, shift_labels_right
-from hf_querygen.nn.loss import token_nll
 
 from .._generation import ExtendedSpaceLMOutput, RecurrentGenerationMixin
 from .configuration_dual_decoder import DualDecoderConfig
@@ -70,7 +70,14 @@ class _DecoderState:
 
     pointer_hidden / pointer_cell, generator_hidden / generator_cell: (B, H);
     in_generator: (B,) bool, True once the pointer emitted its end sentinel;
-    pointer_states: (B, P, H) pointer hidden states s^p_j so far, pointer_states_mask (B, P) bool.
+    pointer_states: (B, P', H) step buffer whose first ``length`` slots hold the pointer hidden states
+    s^p_j so far (P' >= length is its capacity, grown by doubling), pointer_states_mask (B, P') bool.
+
+    Generation also keeps what is fixed per source, computed once instead of at every step:
+    pointer_keys / source_keys (B, S, A) the projected encoder states of Eq. (3) / (8);
+    pointer_state_keys (B, P', A) the projected pointer states of Eq. (10), one slot written per step;
+    pointer_dead (B, S) the source slots that never receive pointer mass (padding, repeats; Eq. 4);
+    sentinel_ids (B, 1) the extended id of each source's end sentinel.
     """
 
     pointer_hidden: torch.Tensor
@@ -80,6 +87,12 @@ class _DecoderState:
     in_generator: torch.Tensor
     pointer_states: torch.Tensor
     pointer_states_mask: torch.Tensor
+    pointer_keys: torch.Tensor | None = None
+    source_keys: torch.Tensor | None = None
+    pointer_state_keys: torch.Tensor | None = None
+    pointer_dead: torch.Tensor | None = None
+    sentinel_ids: torch.Tensor | None = None
+    length: int = 0
 
     FIELDS = (
         "pointer_hidden",
@@ -89,14 +102,37 @@ class _DecoderState:
         "in_generator",
         "pointer_states",
         "pointer_states_mask",
+        "pointer_state_keys",
     )
+    #: the same in every beam of a source: beam search need not reorder them
+    STATIC_FIELDS = ("pointer_keys", "source_keys", "pointer_dead", "sentinel_ids")
 
     @classmethod
     def from_cache(cls, cache: RecurrentStateCache) -> _DecoderState:
-        return cls(**{name: cache[name] for name in cls.FIELDS})
+        names = cls.FIELDS + cls.STATIC_FIELDS
+        return cls(**{name: cache.get(name) for name in names}, length=cache.get_seq_length())
 
     def to_cache(self, cache: RecurrentStateCache) -> None:
-        cache.update(**{name: getattr(self, name) for name in self.FIELDS})
+        states = {name: getattr(self, name) for name in self.FIELDS + self.STATIC_FIELDS}
+        cache.update(**{name: tensor for name, tensor in states.items() if tensor is not None})
+        cache.mark_static(*(name for name in self.STATIC_FIELDS if states[name] is not None))
+
+    def reserve(self, steps: int) -> None:
+        """Make room for ``steps`` more pointer states in the step buffers (capacity doubles, so the
+        buffers are copied O(log T) times over a generation instead of growing by ``cat`` every step)."""
+        capacity, needed = self.pointer_states.shape[1], self.length + steps
+        if needed <= capacity:
+            return
+        capacity = max(needed, 2 * capacity, 8)
+
+        def grown(buffer: torch.Tensor) -> torch.Tensor:
+            bigger = buffer.new_zeros(buffer.shape[0], capacity, *buffer.shape[2:])
+            bigger[:, : self.length] = buffer[:, : self.length]
+            return bigger
+
+        self.pointer_states = grown(self.pointer_states)
+        self.pointer_states_mask = grown(self.pointer_states_mask)
+        self.pointer_state_keys = grown(self.pointer_state_keys)
 
 
 class DualDecoderPreTrainedModel(PreTrainedModel):
@@ -115,6 +151,8 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, RecurrentGener
     Output space: logits (B, T, V + S) are log-probabilities (each step's row is normalised over its
     phase's part, the other part is -inf), V = ``config.output_vocab_size``.
     """
+
+    plain_greedy_loop = True  # RecurrentGenerationMixin: plain greedy search skips generate()'s setup
 
     def __init__(self, config: DualDecoderConfig):
         super().__init__(config)
@@ -251,7 +289,9 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, RecurrentGener
     ) -> torch.Tensor:
         """(B, T) extended ids -> (B, T, E): a pointed-at position is embedded as its source word."""
         config = self.config
-        return self.embeddings(
+        # outside training the embedding dropout is the identity: skip the two module calls
+        embed = self.embeddings if self.training else self.embeddings.embedding
+        return embed(
             extended_to_input_ids(
                 decoder_input_ids,
                 encoder_outputs.source_input_ids,
@@ -333,11 +373,33 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, RecurrentGener
     def _lstm_step(
         rnn: nn.LSTM, inputs: torch.Tensor, hidden: torch.Tensor, cell: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """One step of a single-layer batch-first LSTM: inputs (B, E), hidden/cell (B, H) -> (B, H) x 2."""
-        _, (hidden, cell) = rnn(
-            inputs.unsqueeze(1), (hidden.unsqueeze(0).contiguous(), cell.unsqueeze(0).contiguous())
+        """One step of a single-layer LSTM: inputs (B, E), hidden/cell (B, H) -> (B, H) x 2. The fused cell
+        kernel, not ``rnn(...)``: a third of the cost at batch 1 (same gates; float rounding may differ
+        from the sequence kernel in the last bit)."""
+        return torch._VF.lstm_cell(
+            inputs, (hidden, cell), rnn.weight_ih_l0, rnn.weight_hh_l0, rnn.bias_ih_l0, rnn.bias_hh_l0
         )
-        return hidden.squeeze(0), cell.squeeze(0)
+
+    def _step_state(
+        self, encoder_outputs: RecurrentEncoderOutput, source_mask: torch.Tensor
+    ) -> _DecoderState:
+        """The state before the first generation step: :meth:`_initial_state` plus the per-source
+        projections (computed once here, not at every step) and empty pointer-state buffers."""
+        state = self._initial_state(encoder_outputs)
+        encoder_states = encoder_outputs.last_hidden_state
+        state.pointer_keys = self.pointer_attention.project_keys(encoder_states)
+        own_index = torch.arange(source_mask.shape[1], device=source_mask.device)
+        state.pointer_dead = ~(source_mask & (encoder_outputs.first_positions == own_index))
+        state.sentinel_ids = self.config.output_vocab_size + source_mask.long().sum(dim=1, keepdim=True) - 1
+        if self.config.pointer_only:
+            state.pointer_state_keys = state.pointer_states[..., :0]
+        else:
+            state.source_keys = self.source_attention.project_keys(encoder_states)
+            state.pointer_state_keys = state.pointer_states.new_zeros(
+                state.pointer_states.shape[0], 0, self.config.attention_size
+            )
+        state.reserve(8)  # room for a typical keyword query before the first doubling
+        return state
 
     def _decode_steps(
         self,
@@ -349,42 +411,88 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, RecurrentGener
         """Incremental decoding from a cached ``state`` (generation): one step at a time, carrying both
         decoders' states, the phase flag and the pointer hidden states (Eq. 9-11 attend to them).
 
+        The same distribution as :meth:`_decode_parallel`, with the work a step needs only: keys projected
+        once per source (in the state), pointer states written into a pre-allocated buffer, and a decoder
+        whose phase no row is in skipped (its row part would be -inf anyway).
+
         Returns log-probs (B, T, V + S), the generator phase of each step (B, T) and the new state.
         """
+        config = self.config
+        vocab, eos_token_id = config.output_vocab_size, config.eos_token_id
+        has_generator = not config.pointer_only
         encoder_states = encoder_outputs.last_hidden_state
-        generator_phase = self._generator_phase(decoder_input_ids, source_mask, already=state.in_generator)
-        embedded = self._embed_decoder_inputs(decoder_input_ids, encoder_outputs)
-        rows = []
-        for t in range(decoder_input_ids.shape[1]):
-            keep = generator_phase[:, t].unsqueeze(1)  # (B, 1): the pointer has finished
-            pointer_hidden, pointer_cell = self._lstm_step(
-                self.pointer_rnn, embedded[:, t], state.pointer_hidden, state.pointer_cell
+        first_positions = encoder_outputs.first_positions
+        batch_size, n_steps = decoder_input_ids.shape
+        if n_steps == 1 and state.sentinel_ids is not None:  # one generated token: no cumsum needed
+            generator_phase = (decoder_input_ids == state.sentinel_ids) | state.in_generator.unsqueeze(1)
+        else:
+            generator_phase = self._generator_phase(
+                decoder_input_ids, source_mask, already=state.in_generator
             )
-            weights = self.pointer_attention(
-                pointer_hidden, encoder_states, source_mask
-            ).weights  # Eq. (2)-(3)
-            pointer_log_probs = self._pointer_log_probs(weights, encoder_outputs.first_positions, source_mask)
-            state.pointer_states = torch.cat([state.pointer_states, pointer_hidden.unsqueeze(1)], dim=1)
-            state.pointer_states_mask = torch.cat([state.pointer_states_mask, ~keep], dim=1)
-            state.pointer_hidden = torch.where(keep, state.pointer_hidden, pointer_hidden)
-            state.pointer_cell = torch.where(keep, state.pointer_cell, pointer_cell)
-            generator_log_probs = None
-            if not self.config.pointer_only:
+        embedded = self._embed_decoder_inputs(decoder_input_ids, encoder_outputs)
+        state.reserve(n_steps)
+        out = encoder_states.new_full((batch_size, n_steps, vocab + source_mask.shape[1]), float("-inf"))
+        if has_generator:
+            never = torch.tensor(
+                [config.pad_token_id, config.decoder_start_token_id], device=encoder_states.device
+            )
+        for t in range(n_steps):
+            phase = generator_phase[:, t]
+            keep = phase.unsqueeze(1)  # (B, 1): the pointer has finished
+            n_generating = int(phase.sum())
+            slot = state.length
+            if n_generating < batch_size:  # some row still points (Eq. 1-4)
+                pointer_hidden, pointer_cell = self._lstm_step(
+                    self.pointer_rnn, embedded[:, t], state.pointer_hidden, state.pointer_cell
+                )
+                _, weights = self.pointer_attention.step(
+                    pointer_hidden, encoder_states, source_mask, state.pointer_keys
+                )  # Eq. (2)-(3)
+                probs = torch.zeros_like(weights).scatter_add_(-1, first_positions, weights)  # Eq. (4)
+                pointer_log_probs = floored_log(probs).masked_fill_(state.pointer_dead, float("-inf"))
+                out[:, t, vocab:] = pointer_log_probs.masked_fill_(keep, float("-inf"))
+                state.pointer_states[:, slot] = pointer_hidden
+                state.pointer_states_mask[:, slot] = ~phase
+                if has_generator:
+                    projected = self.pointer_state_attention.project_keys(pointer_hidden)
+                    state.pointer_state_keys[:, slot] = projected
+                if n_generating:
+                    state.pointer_hidden = torch.where(keep, state.pointer_hidden, pointer_hidden)
+                    state.pointer_cell = torch.where(keep, state.pointer_cell, pointer_cell)
+                else:
+                    state.pointer_hidden, state.pointer_cell = pointer_hidden, pointer_cell
+            # else: every row generates; the pointer's slot stays masked (zero weight) and its state stays
+            state.length = slot + 1
+            if n_generating and has_generator:  # Eq. (5)-(12)
                 generator_hidden, generator_cell = self._lstm_step(
                     self.generator_rnn, embedded[:, t], state.generator_hidden, state.generator_cell
                 )
-                generator_log_probs = self._generator_log_probs(
+                source_context, _ = self.source_attention.step(
+                    generator_hidden, encoder_states, source_mask, state.source_keys
+                )  # Eq. (6)-(8)
+                pointer_context, _ = self.pointer_state_attention.step(
                     generator_hidden,
-                    encoder_states,
-                    source_mask,
-                    state.pointer_states,
-                    state.pointer_states_mask,
-                )
-                state.generator_hidden = torch.where(keep, generator_hidden, state.generator_hidden)
-                state.generator_cell = torch.where(keep, generator_cell, state.generator_cell)
-            state.in_generator = generator_phase[:, t]
-            rows.append(self._phase_rows(pointer_log_probs, generator_log_probs, generator_phase[:, t]))
-        return torch.stack(rows, dim=1), generator_phase, state
+                    state.pointer_states[:, : state.length],
+                    state.pointer_states_mask[:, : state.length],
+                    state.pointer_state_keys[:, : state.length],
+                )  # Eq. (9)-(11)
+                features = torch.cat([generator_hidden, source_context, pointer_context], dim=-1)
+                if self.training:
+                    features = self.output_dropout(features)
+                scores = F.linear(features, self.output_projection.weight, self.output_projection.bias)
+                scores.index_fill_(-1, never, float("-inf"))  # [PAD] / [BOS] are never targets
+                generator_log_probs = torch.log_softmax(scores, dim=-1)
+                if n_generating < batch_size:
+                    generator_log_probs.masked_fill_(~keep, float("-inf"))
+                    state.generator_hidden = torch.where(keep, generator_hidden, state.generator_hidden)
+                    state.generator_cell = torch.where(keep, generator_cell, state.generator_cell)
+                else:
+                    state.generator_hidden, state.generator_cell = generator_hidden, generator_cell
+                out[:, t, :vocab] = generator_log_probs
+            elif n_generating:  # pointer-only: after the sentinel only [EOS] (probability 1)
+                out[:, t, eos_token_id] = torch.where(phase, 0.0, float("-inf"))
+            state.in_generator = phase
+        return out, generator_phase, state
 
     # ------------------------------------------------------------------ loss, Eq. (13)-(14)
     def dual_loss(
@@ -405,16 +513,22 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, RecurrentGener
         """
         if num_items_in_batch is None:
             num_items_in_batch = (labels != IGNORE_INDEX).sum().clamp_min(1)
-        pointer_labels = labels.masked_fill(generator_phase, IGNORE_INDEX)
-        generator_labels = labels.masked_fill(~generator_phase, IGNORE_INDEX)
-        # token_nll applies log_softmax again: the identity on rows that are already log-probabilities
-        pointer_nll = token_nll(log_probs, pointer_labels, num_items_in_batch)
-        loss = self.config.loss_lambda * pointer_nll
-        if not self.config.pointer_only:
-            loss = loss + (1.0 - self.config.loss_lambda) * token_nll(
-                log_probs, generator_labels, num_items_in_batch
-            )
-        return loss
+        if labels.shape != log_probs.shape[:-1]:
+            raise ValueError(f"labels {tuple(labels.shape)} do not match the rows {tuple(log_probs.shape)}")
+        if labels.numel() and int(labels.max()) >= log_probs.shape[-1]:
+            raise ValueError(f"label id {int(labels.max())} is outside the {log_probs.shape[-1]} outputs")
+        # the rows are log-probabilities already: one gather over the (B, T, V + S) rows, each token weighted
+        # by its decoder's lambda, instead of two cross-entropies that each re-normalise every row
+        lambda_ = self.config.loss_lambda
+        counted = labels != IGNORE_INDEX
+        if self.config.pointer_only:
+            counted = counted & ~generator_phase
+        label_log_probs = log_probs.gather(-1, labels.clamp_min(0).unsqueeze(-1)).squeeze(-1).float()
+        weights = torch.where(generator_phase, 1.0 - lambda_, lambda_)
+        total = -torch.where(counted, label_log_probs * weights, 0.0).sum()
+        if isinstance(num_items_in_batch, torch.Tensor):
+            num_items_in_batch = num_items_in_batch.to(total.device)
+        return total / num_items_in_batch
 
     def forward(
         self,
@@ -469,17 +583,9 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, RecurrentGener
             else (labels is None and getattr(self.config, "use_cache", True))
         )
         if use_cache:  # generation: step by step, carrying the state in the cache
-            if past_key_values is not None and past_key_values.get_seq_length() > 0:
-                state = _DecoderState.from_cache(past_key_values)
-            else:
-                state = self._initial_state(encoder_outputs)
-            log_probs, generator_phase, state = self._decode_steps(
-                decoder_input_ids, encoder_outputs, source_mask, state
+            log_probs, generator_phase, past_key_values = self._cached_decode(
+                decoder_input_ids, encoder_outputs, source_mask, past_key_values
             )
-            if past_key_values is None:
-                past_key_values = RecurrentStateCache()
-            state.to_cache(past_key_values)
-            past_key_values.advance(decoder_input_ids.shape[1])
         else:  # teacher forcing (training) or generation without cache: all steps at once
             log_probs, generator_phase = self._decode_parallel(
                 decoder_input_ids, encoder_outputs, source_mask
@@ -493,6 +599,42 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, RecurrentGener
             **with_cache(past_key_values if use_cache else None),
             encoder_last_hidden_state=encoder_outputs.last_hidden_state,
         )
+
+    def _cached_decode(
+        self,
+        decoder_input_ids: torch.LongTensor,
+        encoder_outputs: RecurrentEncoderOutput,
+        source_mask: torch.Tensor,
+        cache: RecurrentStateCache | None,
+    ) -> tuple[torch.Tensor, torch.Tensor, RecurrentStateCache]:
+        """Decode ``decoder_input_ids`` (B, T) from the state in ``cache`` (None or empty: the start) ->
+        (log-probs (B, T, V + S), generator phase (B, T), the cache holding the new state)."""
+        if cache is not None and cache.get_seq_length() > 0:
+            state = _DecoderState.from_cache(cache)
+        else:
+            state = self._step_state(encoder_outputs, source_mask)
+        log_probs, generator_phase, state = self._decode_steps(
+            decoder_input_ids, encoder_outputs, source_mask, state
+        )
+        if cache is None:
+            cache = RecurrentStateCache()
+        state.to_cache(cache)
+        cache.advance(decoder_input_ids.shape[1])
+        return log_probs, generator_phase, cache
+
+    def _generation_step(
+        self,
+        decoder_input_ids: torch.LongTensor,
+        encoder_outputs: RecurrentEncoderOutput,
+        attention_mask: torch.Tensor,
+        cache: RecurrentStateCache | None,
+    ) -> tuple[torch.Tensor, RecurrentStateCache]:
+        """What ``forward(..., use_cache=True)`` computes for the plain greedy loop, without the output
+        object: (log-probs (B, T, V + S), cache)."""
+        log_probs, _, cache = self._cached_decode(
+            decoder_input_ids, encoder_outputs, attention_mask.bool(), cache
+        )
+        return log_probs, cache
 
     def prepare_decoder_input_ids_from_labels(self, labels: torch.LongTensor) -> torch.LongTensor:
         """labels (B, T) -> decoder inputs (B, T): [decoder_start, y_1 .. y_{T-1}], -100 -> [PAD]

@@ -16,7 +16,7 @@ from torch import nn
 from transformers import PreTrainedModel
 from transformers.modeling_outputs import Seq2SeqLMOutput
 
-from ...nn.attention import build_attention
+from ...nn.attention import AdditiveAttention, build_attention
 from ...nn.cache import RecurrentStateCache, pick_cache, with_cache
 from ...nn.copy import CopyNet, extended_to_input_ids
 from ...nn.encoder import (
@@ -155,24 +155,77 @@ class RNNSeq2SeqDecoder(nn.Module):
         outputs, hidden = self.rnn(rnn_input, hidden)
         return outputs, {"hidden": hidden.transpose(0, 1)}
 
+    def _rnn_step(self, rnn_input: torch.Tensor, state: dict[str, torch.Tensor]):
+        """One step: rnn_input (B, I) -> output (B, H) and the new batch-first hidden/cell. A single-layer
+        LSTM / GRU runs the fused cell kernel (a third of the module call's cost at batch 1; the same gates,
+        float rounding may differ in the last bit), deeper stacks the module."""
+        rnn = self.rnn
+        if rnn.num_layers != 1 or self.config.cell not in ("lstm", "gru"):
+            output, rnn_state = self._run_rnn(rnn_input.unsqueeze(1), state)
+            return output.squeeze(1), rnn_state
+        weights = (rnn.weight_ih_l0, rnn.weight_hh_l0, rnn.bias_ih_l0, rnn.bias_hh_l0)
+        if self.is_lstm:
+            hidden, cell = torch._VF.lstm_cell(
+                rnn_input, (state["hidden"][:, 0], state["cell"][:, 0]), *weights
+            )
+            return hidden, {"hidden": hidden.unsqueeze(1), "cell": cell.unsqueeze(1)}
+        hidden = torch._VF.gru_cell(rnn_input, state["hidden"][:, 0], *weights)
+        return hidden, {"hidden": hidden.unsqueeze(1)}
+
+    #: per-source tensors a step-by-step decoder computes once and keeps in the state (the cache does not
+    #: reorder them for beams: every beam of a source has the same)
+    STATIC_STATES = ("projected_keys", "copy_keys", "copy_targets", "copy_dead")
+
+    def _per_source(
+        self, encoder_outputs: RecurrentEncoderOutput, state: dict[str, torch.Tensor]
+    ) -> dict[str, torch.Tensor]:
+        """The projected attention keys (the key half of the score), CopyNet's tanh(W_c h_j) (Gu Eq. 8)
+        and scatter plan, from ``state`` when a cached step computed them already, else computed now."""
+        if all(name in state for name in self.STATIC_STATES if self._needs_static(name)):
+            return {name: state[name] for name in self.STATIC_STATES if name in state}
+        keys = encoder_outputs.last_hidden_state
+        statics = {}
+        if self.uses_attention:
+            statics["projected_keys"] = self.attention.project_keys(keys)
+        if self.copynet is not None:
+            statics["copy_keys"] = self.copynet.project_keys(keys)
+            statics["copy_targets"], statics["copy_dead"] = self.copynet.copy_targets(
+                encoder_outputs.source_input_ids,
+                encoder_outputs.first_positions,
+                encoder_outputs.attention_mask.bool(),
+            )
+        return statics
+
+    def _needs_static(self, name: str) -> bool:
+        return self.uses_attention if name == "projected_keys" else self.copynet is not None
+
     # -- scoring ----------------------------------------------------------------------------
     def _scores(
-        self, rnn_output: torch.Tensor, context: torch.Tensor | None, encoder_outputs: RecurrentEncoderOutput
+        self,
+        rnn_output: torch.Tensor,
+        context: torch.Tensor | None,
+        encoder_outputs: RecurrentEncoderOutput,
+        statics: dict[str, torch.Tensor] | None = None,
+        attentional: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
         """rnn_output (B, [T,] H), context (B, [T,] H_out) -> (scores (B, [T,] C), attentional vector h~
-        or None,
-        copy probabilities (B, [T,] S) or None)."""
-        attentional = None
+        or None, copy probabilities (B, [T,] S) or None); ``attentional`` when the step loop computed it
+        already (input feeding), ``statics`` from :meth:`_per_source`."""
+        statics = statics or {}
         if context is None:
             features = rnn_output
         elif self.attend_before_rnn:
             features = torch.cat([rnn_output, context], dim=-1)  # [s_t; c_t], Liu'18 Eq. (12)
         else:
-            attentional = torch.tanh(self.attentional_projection(torch.cat([context, rnn_output], dim=-1)))
+            if attentional is None:
+                attentional = torch.tanh(
+                    self.attentional_projection(torch.cat([context, rnn_output], dim=-1))
+                )
             features = attentional  # Luong Eq. (5)
         scores = self.output_projection(self.feature_dropout(features))
         if self.copynet is None:
             return scores, attentional, None
+        targets = statics.get("copy_targets")
         copied = self.copynet(
             scores,
             rnn_output,
@@ -180,6 +233,8 @@ class RNNSeq2SeqDecoder(nn.Module):
             encoder_outputs.attention_mask.bool(),
             encoder_outputs.source_input_ids,
             encoder_outputs.first_positions,
+            projected_keys=statics.get("copy_keys"),
+            targets=None if targets is None else (targets, statics["copy_dead"]),
         )
         return copied.log_probs, attentional, copied.copy_probs
 
@@ -194,7 +249,12 @@ class RNNSeq2SeqDecoder(nn.Module):
         state: dict[str, torch.Tensor],
     ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """decoder_input_ids (B, T) in the extended space (ids >= V copy a source position), state from
-        :meth:`initial_state` or the cache -> (scores (B, T, C), state after the last step)."""
+        :meth:`initial_state` or the cache -> (scores (B, T, C), state after the last step; it carries the
+        per-source tensors of :meth:`_per_source` too).
+
+        The step loop runs only what feeds the next step's RNN input (attention read with s_{t-1}, the
+        input-feeding vector, the selective read); the output layer, CopyNet's joint softmax and its
+        scatter into the extended space run once over all T steps after it."""
         keys = encoder_outputs.last_hidden_state
         mask = encoder_outputs.attention_mask.bool()
         token_ids = extended_to_input_ids(
@@ -203,28 +263,42 @@ class RNNSeq2SeqDecoder(nn.Module):
             self.config.output_vocab_size,
             self.config.unk_token_id,
         )
-        embedded = self.embed_tokens(token_ids)  # (B, T, E)
+        # outside training the embedding dropout is the identity and the mapped ids are valid: skip the
+        # module's checks (a host sync per generated token)
+        embedded = (self.embed_tokens if self.training else self.embed_tokens.embedding)(
+            token_ids
+        )  # (B, T, E)
+        statics = self._per_source(encoder_outputs, state)
+        projected_keys = statics.get("projected_keys")
 
         if self._can_run_in_parallel():
             outputs, new_state = self._run_rnn(embedded, state)
-            context = self.attention(outputs, keys, mask).context if self.uses_attention else None
-            scores, _, _ = self._scores(outputs, context, encoder_outputs)
-            return scores, new_state
+            context = (
+                self.attention(outputs, keys, mask, projected_keys).context if self.uses_attention else None
+            )
+            scores, _, _ = self._scores(outputs, context, encoder_outputs, statics)
+            return scores, dict(new_state, **statics)
 
-        # the key half of the attention score does not change across steps: project the keys once
-        projected_keys = self.attention.project_keys(keys) if self.uses_attention else None
-        step_scores = []
-        for t in range(embedded.shape[1]):
+        additive = isinstance(self.attention, AdditiveAttention)
+        state = dict(state)
+        n_steps = embedded.shape[1]
+        outputs, contexts, attentionals = [], [], []
+        copy_scores = None  # psi_c of the previous step of this call (the selective read of the next)
+        for t in range(n_steps):
             pieces, context = [embedded[:, t]], None
             if self.attend_before_rnn:
                 # Bahdanau / Liu'18 Eq. (6)-(8): attend with the previous top-layer state s_{t-1}
-                context = self.attention(state["hidden"][:, -1], keys, mask, projected_keys).context
+                query = state["hidden"][:, -1]
+                if additive:
+                    context, _ = self.attention.step(query, keys, mask, projected_keys)
+                else:
+                    context = self.attention(query, keys, mask, projected_keys).context
                 pieces.append(context)
             if self.input_feeding:
                 pieces.append(state["feed"])
             if self.selective_read:
-                pieces.append(
-                    self.copynet.selective_read(
+                if copy_scores is None:  # first step of the call: the cached copy probabilities
+                    zeta = self.copynet.selective_read(
                         decoder_input_ids[:, t],
                         state["copy_probs"],
                         keys,
@@ -232,19 +306,32 @@ class RNNSeq2SeqDecoder(nn.Module):
                         encoder_outputs.source_input_ids,
                         encoder_outputs.first_positions,
                     )
-                )
-            output, rnn_state = self._run_rnn(torch.cat(pieces, dim=-1).unsqueeze(1), state)
-            output = output.squeeze(1)
+                else:
+                    zeta = self.copynet.selective_read_from_scores(
+                        decoder_input_ids[:, t], copy_scores, keys, mask, statics["copy_targets"]
+                    )
+                pieces.append(zeta)
+            output, rnn_state = self._rnn_step(torch.cat(pieces, dim=-1), state)
+            state.update(rnn_state)
             if self.uses_attention and not self.attend_before_rnn:
                 context = self.attention(output, keys, mask, projected_keys).context  # Luong: attend with s_t
-            scores, attentional, copy_probs = self._scores(output, context, encoder_outputs)
-            state = dict(state, **rnn_state)
             if self.input_feeding:
-                state["feed"] = attentional
-            if self.selective_read:
-                state["copy_probs"] = copy_probs
-            step_scores.append(scores)
-        return torch.stack(step_scores, dim=1), state
+                state["feed"] = torch.tanh(self.attentional_projection(torch.cat([context, output], dim=-1)))
+                attentionals.append(state["feed"])
+            if self.selective_read and t + 1 < n_steps:
+                copy_scores = torch.bmm(output.unsqueeze(1), statics["copy_keys"].transpose(1, 2)).squeeze(1)
+            outputs.append(output)
+            contexts.append(context)
+
+        def stacked(steps: list) -> torch.Tensor | None:
+            return None if not steps or steps[0] is None else torch.stack(steps, dim=1)
+
+        scores, _, copy_probs = self._scores(
+            stacked(outputs), stacked(contexts), encoder_outputs, statics, stacked(attentionals)
+        )
+        if self.selective_read:
+            state["copy_probs"] = copy_probs[:, -1]
+        return scores, dict(state, **statics)
 
 
 class RNNSeq2SeqPreTrainedModel(PreTrainedModel):
@@ -265,6 +352,8 @@ class RNNSeq2SeqForConditionalGeneration(RNNSeq2SeqPreTrainedModel, RecurrentGen
     """
 
     _tied_weights_keys = {"decoder.embed_tokens.embedding.weight": "encoder.embed_tokens.embedding.weight"}
+
+    plain_greedy_loop = True  # RecurrentGenerationMixin: plain greedy search skips generate()'s setup
 
     def __init__(self, config: RNNSeq2SeqConfig):
         super().__init__(config)
@@ -309,6 +398,37 @@ class RNNSeq2SeqForConditionalGeneration(RNNSeq2SeqPreTrainedModel, RecurrentGen
         calls this too)."""
         return shift_labels_right(labels, self.config.decoder_start_token_id, self.config.pad_token_id)
 
+    def _cached_decode(
+        self,
+        decoder_input_ids: torch.LongTensor,
+        encoder_outputs: RecurrentEncoderOutput,
+        cache: RecurrentStateCache | None,
+        use_cache: bool = True,
+    ) -> tuple[torch.Tensor, RecurrentStateCache | None]:
+        """Decode ``decoder_input_ids`` (B, T) from the state in ``cache`` (None or empty: the start) ->
+        (scores (B, T, C), the cache holding the new state, or None without ``use_cache``)."""
+        resuming = cache is not None and cache.get_seq_length() > 0
+        state = dict(cache.items()) if resuming else self.decoder.initial_state(encoder_outputs)
+        scores, state = self.decoder(decoder_input_ids, encoder_outputs, state)
+        if not use_cache:
+            return scores, None
+        cache = cache if cache is not None else RecurrentStateCache()
+        cache.update(**state)
+        cache.mark_static(*(name for name in self.decoder.STATIC_STATES if name in state))
+        cache.advance(decoder_input_ids.shape[1])
+        return scores, cache
+
+    def _generation_step(
+        self,
+        decoder_input_ids: torch.LongTensor,
+        encoder_outputs: RecurrentEncoderOutput,
+        attention_mask: torch.Tensor,
+        cache: RecurrentStateCache | None,
+    ) -> tuple[torch.Tensor, RecurrentStateCache]:
+        """What ``forward(..., use_cache=True)`` computes for the plain greedy loop, without the output
+        object: (scores (B, T, C), cache)."""
+        return self._cached_decode(decoder_input_ids, encoder_outputs, cache)
+
     def compute_loss_from_scores(
         self,
         scores: torch.Tensor,
@@ -330,6 +450,10 @@ class RNNSeq2SeqForConditionalGeneration(RNNSeq2SeqPreTrainedModel, RecurrentGen
                 "and the model has no copy mechanism: map such words to [UNK]"
             )
         if self.config.copy == "copynet":
+            if labels.numel() and int(labels.max()) >= scores.shape[-1]:
+                raise ValueError(
+                    f"label id {int(labels.max())} is outside the {scores.shape[-1]} output classes"
+                )
             label_scores = scores.gather(-1, labels.clamp(0, scores.shape[-1] - 1).unsqueeze(-1)).squeeze(-1)
             dead = torch.isneginf(label_scores) & (labels != IGNORE_INDEX)
             if bool(dead.any()):
@@ -341,6 +465,14 @@ class RNNSeq2SeqForConditionalGeneration(RNNSeq2SeqPreTrainedModel, RecurrentGen
                     "the first "
                     "occurrence of an out-of-vocabulary word and the vocabulary id of an in-vocabulary one"
                 )
+            # the rows are log-probabilities already: the NLL is the gathered label score (a cross-entropy
+            # would re-normalise every (B, T, V + S) row for nothing)
+            if num_items_in_batch is None:
+                num_items_in_batch = (labels != IGNORE_INDEX).sum()
+            total = -torch.where(labels != IGNORE_INDEX, label_scores.float(), 0.0).sum()
+            if isinstance(num_items_in_batch, torch.Tensor):
+                num_items_in_batch = num_items_in_batch.to(total.device)
+            return total / num_items_in_batch
         return token_nll(scores, labels, num_items_in_batch)
 
     def forward(
@@ -401,15 +533,9 @@ class RNNSeq2SeqForConditionalGeneration(RNNSeq2SeqPreTrainedModel, RecurrentGen
             use_cache = labels is None
 
         past_key_values = pick_cache(past_key_values, cache)
-        resuming = past_key_values is not None and past_key_values.get_seq_length() > 0
-        state = dict(past_key_values.items()) if resuming else self.decoder.initial_state(encoder_outputs)
-        scores, state = self.decoder(decoder_input_ids, encoder_outputs, state)
-
-        new_cache = None
-        if use_cache:
-            new_cache = past_key_values if past_key_values is not None else RecurrentStateCache()
-            new_cache.update(**state)
-            new_cache.advance(decoder_input_ids.shape[1])
+        scores, new_cache = self._cached_decode(
+            decoder_input_ids, encoder_outputs, past_key_values, use_cache
+        )
 
         loss = None
         if labels is not None:

@@ -1,0 +1,214 @@
+"""Training-step time of CopyNet and the dual decoder against the computation they ran before; CPU, JSON.
+
+One step = forward with labels, backward, Adam update, at the reproduction sizes (batch 64):
+
+* CopyNet (Ding'18: embeddings 100, BiGRU 200, GRU decoder 400, Bahdanau attention, selective read;
+  vocabulary 14,062 / output vocabulary 4,000 as in ``results/ding2018``), sources of 3-8 words and
+  targets of 8-14 tokens, 15% of the target tokens copies. "before" is the step-by-step teacher-forcing
+  loop (:func:`lean_decoders.stepwise_rnn_scores`: attention, selective read, RNN, output layer, joint
+  softmax and scatter inside the loop) + the same loss; "library" is ``model(**batch, labels=labels)``.
+* dual decoder (Liu'18: embeddings 60, BiLSTM 128; nl2kw vocabulary sizes 4,847 / 3,713): "before" is the
+  library's forward + the loss as two cross-entropies over the extended rows (the old ``dual_loss``),
+  "library" the one-gather loss.
+
+Both paths run on the same batches, interleaved, medians; the losses of the two paths are compared with
+dropout off. Absolute times move with the machine's load (recorded); the ratios are the figures.
+
+    python benchmarks/bench_training.py [--steps 20] [--output benchmarks/training_cpu_results.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+def copynet_batch(config, batch_size: int, generator):
+    import torch
+
+    from hf_querygen.nn.labels import IGNORE_INDEX
+
+    lengths = torch.randint(3, 9, (batch_size,), generator=generator)
+    source_length = int(lengths.max())
+    input_ids = torch.randint(4, config.vocab_size, (batch_size, source_length), generator=generator)
+    mask = torch.arange(source_length)[None] < lengths[:, None]
+    input_ids[torch.arange(batch_size), lengths - 1] = config.eos_token_id
+    input_ids = input_ids.masked_fill(~mask, config.pad_token_id)
+    target_lengths = torch.randint(8, 15, (batch_size,), generator=generator)
+    labels = torch.randint(
+        4, config.output_vocab_size, (batch_size, int(target_lengths.max())), generator=generator
+    )
+    copies = torch.rand(labels.shape, generator=generator) < 0.15
+    # a copy label: the source word's vocabulary id if it is in the output vocabulary, else its position
+    position = torch.randint(0, 1_000_000, labels.shape, generator=generator) % (lengths[:, None] - 1)
+    word = input_ids.gather(1, position)
+    first = (input_ids.unsqueeze(2) == input_ids.unsqueeze(1)).long().argmax(dim=2).gather(1, position)
+    copy_label = torch.where(word < config.output_vocab_size, word, config.output_vocab_size + first)
+    labels = torch.where(copies, copy_label, labels)
+    labels[torch.arange(batch_size), target_lengths - 1] = config.eos_token_id
+    labels = labels.masked_fill(torch.arange(labels.shape[1])[None] >= target_lengths[:, None], IGNORE_INDEX)
+    return {"input_ids": input_ids, "attention_mask": mask.long()}, labels
+
+
+def dual_batch(config, batch_size: int, generator):
+    import torch
+
+    from hf_querygen.nn.labels import IGNORE_INDEX
+
+    lengths = torch.randint(5, 16, (batch_size,), generator=generator)
+    source_length = int(lengths.max())
+    input_ids = torch.randint(4, config.vocab_size, (batch_size, source_length), generator=generator)
+    mask = torch.arange(source_length)[None] < lengths[:, None]
+    input_ids[torch.arange(batch_size), lengths - 1] = config.eos_token_id
+    input_ids = input_ids.masked_fill(~mask, config.pad_token_id)
+    first = (input_ids.unsqueeze(2) == input_ids.unsqueeze(1)).long().argmax(dim=2)
+    vocab = config.output_vocab_size
+    rows = []
+    for b in range(batch_size):
+        n_points = int(torch.randint(1, 4, (1,), generator=generator))
+        points = torch.randint(0, int(lengths[b]) - 1, (n_points,), generator=generator)
+        extracted = [vocab + int(first[b, p]) for p in points]
+        generated = torch.randint(
+            4, vocab, (int(torch.randint(0, 3, (1,), generator=generator)),), generator=generator
+        )
+        rows.append(extracted + [vocab + int(lengths[b]) - 1] + generated.tolist() + [config.eos_token_id])
+    width = max(map(len, rows))
+    labels = torch.tensor([r + [IGNORE_INDEX] * (width - len(r)) for r in rows])
+    return {"input_ids": input_ids, "attention_mask": mask.long()}, labels
+
+
+def old_dual_loss(model, batch, labels):
+    """The dual decoder's loss as it was: two cross-entropies over the (B, T, V + S) rows."""
+    from hf_querygen.nn.labels import IGNORE_INDEX
+    from hf_querygen.nn.loss import token_nll
+
+    decoder_input_ids = model.prepare_decoder_input_ids_from_labels(labels)
+    encoded = model.encoder(batch["input_ids"], batch["attention_mask"])
+    log_probs, phase = model._decode_parallel(decoder_input_ids, encoded, batch["attention_mask"].bool())
+    count = (labels != IGNORE_INDEX).sum().clamp_min(1)
+    lam = model.config.loss_lambda
+    return lam * token_nll(log_probs, labels.masked_fill(phase, IGNORE_INDEX), count) + (1 - lam) * token_nll(
+        log_probs, labels.masked_fill(~phase, IGNORE_INDEX), count
+    )
+
+
+def step_timer(model, loss_fn, batches, optimizer):
+    def run():
+        for batch, labels in batches:
+            optimizer.zero_grad()
+            loss_fn(model, batch, labels).backward()
+            optimizer.step()
+
+    return run
+
+
+def measure(model, before, after, batches, steps_per_repetition: int, repetitions: int) -> dict:
+    import torch
+
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
+    model.eval()  # the loss comparison runs without dropout
+    with torch.no_grad():
+        gaps = [abs(float(before(model, b, y)) - float(after(model, b, y))) for b, y in batches[:4]]
+    model.train()
+    runs = {
+        "before": step_timer(model, before, batches[:steps_per_repetition], optimizer),
+        "library": step_timer(model, after, batches[:steps_per_repetition], optimizer),
+    }
+    runs["before"](), runs["library"]()  # warm-up
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(repetitions):
+        for name, run in runs.items():
+            started = time.perf_counter()
+            run()
+            times[name].append((time.perf_counter() - started) / steps_per_repetition)
+    medians = {name: statistics.median(values) for name, values in times.items()}
+    return {
+        "before_ms_per_step": round(1000 * medians["before"], 2),
+        "library_ms_per_step": round(1000 * medians["library"], 2),
+        "speedup": round(medians["before"] / medians["library"], 3),
+        "max_loss_difference_without_dropout": max(gaps),
+    }
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--steps", type=int, default=5, help="training steps per timed repetition")
+    parser.add_argument("--repetitions", type=int, default=5)
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--output", default=None)
+    args = parser.parse_args(argv)
+
+    import torch
+    from lean_decoders import stepwise_rnn_scores
+
+    from hf_querygen.models.dual_decoder import (
+        LIU2018_DUAL_DECODER,
+        DualDecoderConfig,
+        DualDecoderForKeywordGeneration,
+    )
+    from hf_querygen.models.rnn_seq2seq import RNNSeq2SeqForConditionalGeneration
+    from hf_querygen.presets import config_from_preset
+
+    torch.set_num_threads(args.threads)
+    load_before = os.getloadavg()
+    generator = torch.Generator().manual_seed(0)
+    torch.manual_seed(0)
+    copynet = RNNSeq2SeqForConditionalGeneration(
+        config_from_preset("ding2018-copynet", vocab_size=14062, output_vocab_size=4000)
+    )
+    copynet_batches = [copynet_batch(copynet.config, args.batch_size, generator) for _ in range(args.steps)]
+
+    def copynet_before(model, batch, labels):
+        scores = stepwise_rnn_scores(model, batch["input_ids"], batch["attention_mask"], labels)
+        return model.compute_loss_from_scores(scores, labels)
+
+    def library(model, batch, labels):
+        return model(**batch, labels=labels).loss
+
+    dual = DualDecoderForKeywordGeneration(
+        DualDecoderConfig(**LIU2018_DUAL_DECODER, vocab_size=4847, output_vocab_size=3713)
+    )
+    dual_batches = [dual_batch(dual.config, args.batch_size, generator) for _ in range(args.steps)]
+    results = {
+        "machine": {
+            "python": platform.python_version(),
+            "torch": torch.__version__,
+            "threads": args.threads,
+            "processor": platform.processor() or platform.machine(),
+        },
+        "batch_size": args.batch_size,
+        "steps_per_repetition": args.steps,
+        "repetitions": args.repetitions,
+        "copynet_ding2018": measure(
+            copynet, copynet_before, library, copynet_batches, args.steps, args.repetitions
+        ),
+        "dual_decoder_liu2018": measure(
+            dual, old_dual_loss, library, dual_batches, args.steps, args.repetitions
+        ),
+        "load_average_before_after": [list(load_before), list(os.getloadavg())],
+    }
+    print(json.dumps(results, indent=2))
+    print("\n| model | before ms/step | library ms/step | speed-up | loss difference (no dropout) |")
+    print("|---|---|---|---|---|")
+    for name in ("copynet_ding2018", "dual_decoder_liu2018"):
+        row = results[name]
+        print(
+            f"| {name} | {row['before_ms_per_step']} | {row['library_ms_per_step']} | {row['speedup']} | "
+            f"{row['max_loss_difference_without_dropout']:.2e} |"
+        )
+    if args.output:
+        Path(args.output).write_text(json.dumps(results, indent=2) + "\n")
+    return results
+
+
+if __name__ == "__main__":
+    main()
