@@ -32,7 +32,15 @@ import datasets
 from .base import TASKS
 from .text2text_task import Text2TextTask
 
-__all__ = ["K2QTask", "as_training_split", "k2q_scores", "k2q_test_sets", "nl2kw_reversed_test", "t0_test"]
+__all__ = [
+    "K2QTask",
+    "as_training_split",
+    "k2q_scores",
+    "k2q_test_sets",
+    "nl2kw_reversed_pairs",
+    "nl2kw_reversed_test",
+    "t0_test",
+]
 
 _FEATURES = datasets.Features(
     {
@@ -128,6 +136,26 @@ def as_training_split(
     )
 
 
+def nl2kw_reversed_pairs(
+    data_dir: str | os.PathLike | None = None, split: str = "train", language: str = "en"
+) -> datasets.Dataset:
+    """Human training pairs: every (keyword query, question) of the reversed ``nl2kw`` ``split``
+    (:func:`nl2kw_reversed_test`), one pair per reference question, as a :func:`as_training_split`
+    split (each pair's ``references`` = all of its topic's questions)."""
+    ds = nl2kw_reversed_test(data_dir, split, language)
+    keywords, references = [], []
+    for keyword_query, refs in zip(ds["keywords"], ds["references"], strict=True):
+        for i in range(len(refs)):
+            keywords.append(keyword_query)
+            references.append([refs[i], *refs[:i], *refs[i + 1 :]])  # this pair's target first
+    return as_training_split(keywords, references)
+
+
+#: splits a k2q fold may carry besides train / validation / tests: the human pairs that the prepare
+#: option ``human_pairs`` adds to train and validation (:meth:`K2QTask.prepare`)
+HUMAN_SPLITS = {"train": "nl2kw_train", "validation": "nl2kw_validation"}
+
+
 def k2q_scores(predictions: Sequence[str], references: Sequence[Sequence[str]]) -> dict[str, float]:
     """Table 2's metrics of generated questions against their references (Sec. 5.2, Eq. 9-10).
 
@@ -190,16 +218,30 @@ class K2QTask(Text2TextTask):
         output_vocab_size: int | None = None,
         min_frequency: int = 1,
         max_output_vocab_size: int | None = None,
+        human_pairs: bool = False,
         **options: Any,
     ):
         """Word tokenizer on TRAIN: every word seen ``min_frequency`` times (targets first: the decoder's
         output vocabulary: all target words, or ``output_vocab_size``, or at most ``max_output_vocab_size``
-        when the data has more; the softmax over it is the decoder's main cost)."""
+        when the data has more; the softmax over it is the decoder's main cost).
+
+        ``human_pairs``: append the splits ``nl2kw_train`` / ``nl2kw_validation`` (:data:`HUMAN_SPLITS`,
+        :func:`nl2kw_reversed_pairs`) to train / validation; without it they are dropped (never trained
+        on, never encoded)."""
+        from ..errors import InvalidInputError
         from ..tokenization import output_vocab_size_of, train_word_tokenizer
         from .base import TaskData
 
         if options:
             raise TypeError(f"K2QTask.prepare: unknown options {sorted(options)}")
+        original = splits
+        splits = datasets.DatasetDict({k: v for k, v in splits.items() if k not in HUMAN_SPLITS.values()})
+        if human_pairs:
+            missing = [name for name in HUMAN_SPLITS.values() if name not in original]
+            if missing:
+                raise InvalidInputError(f"K2QTask.prepare(human_pairs=True): the splits lack {missing}")
+            for split, name in HUMAN_SPLITS.items():
+                splits[split] = datasets.concatenate_datasets([splits[split], original[name]])
         train = splits["train"]
 
         def build(size: int | None):
