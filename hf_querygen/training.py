@@ -590,6 +590,32 @@ def save_model_folder(
     return directory
 
 
+def choose_decoding(
+    model: PreTrainedModel, data: TaskData, base: Mapping[str, Any] | None = None
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The decoding of ``task.decoding_grid`` (each entry on top of ``base``) with the best
+    ``task.primary_metric`` on the VALIDATION split (ties: the earlier, simpler entry), and one row per
+    entry (decoding, score). ``(base, [])`` for a task without a grid or data without validation."""
+    task = data.task
+    grid = tuple(getattr(task, "decoding_grid", ()) or ())
+    if not grid or "validation" not in data.splits:
+        return dict(base or {}), []
+    sources = data.sources("validation")
+    references = data.references("validation")
+    rows = []
+    for candidate in grid:
+        decoding = {**dict(base or {}), **candidate}
+        outputs = task.predict(model, data.tokenizer, sources, **decoding)
+        rows.append(
+            {
+                "decoding": decoding,
+                task.primary_metric: task.score(outputs, references, sources)[task.primary_metric],
+            }
+        )
+    best = max(rows, key=lambda row: row[task.primary_metric])  # max keeps the first of equal scores
+    return dict(best["decoding"]), rows
+
+
 def data_fingerprint(data: TaskData) -> str:
     """sha1 over the prepared train and validation pairs (source, target) and the tokenizer's
     vocabulary: equal exactly when two trainings saw the same data (``train --system`` and
@@ -724,6 +750,9 @@ def train_model(
     )
     model = trainer.model
     model.generation_config.num_beams = num_beams
+    # a task with a decoding grid (k2q: no-repeat / repetition-penalty settings) picks its default
+    # decoding on VALIDATION; it is saved with the model as config.task_decoding
+    decoding, decoding_rows = choose_decoding(model, data, decoding)
     if decoding:
         model.config.task_decoding = dict(decoding)
     metadata: dict[str, Any] = {
@@ -748,6 +777,8 @@ def train_model(
         **dict(extra_metadata or {}),
         **_training_summary(trainer),
         "time_limit_s": time_limit,
+        "decoding": dict(decoding or {}),
+        "decoding_selection": decoding_rows,
         "torch_threads": torch.get_num_threads(),
     }
     if evaluate_split is not None and evaluate_split in data.splits:

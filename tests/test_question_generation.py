@@ -131,3 +131,69 @@ def test_batched_equals_unbatched_and_bad_strategy_fails(generate_questions):
     ]
     with pytest.raises(InvalidInputError):
         generate_questions("capital france", strategy="group-beam")
+
+
+QUERIES = ["capital france", "hobbit author", "berlin wall fall"]
+
+
+@pytest.mark.parametrize("strategy", ["beam", "distinct-beam", "sample"])
+def test_every_strategy_beam_width_and_return_count_on_a_batch(generate_questions, strategy):
+    for num_beams in (1, 2, 5):
+        for wanted in (1, 3):
+            torch.manual_seed(0)
+            out = generate_questions(
+                QUERIES, strategy=strategy, num_beams=num_beams, num_return_sequences=wanted
+            )
+            assert len(out) == len(QUERIES)  # one list per keyword query, in input order
+            for questions in out:
+                assert 1 <= len(questions) <= wanted
+                texts = [q["generated_text"] for q in questions]
+                assert all(isinstance(t, str) for t in texts) and len(set(texts)) == len(texts)
+                scores = [q["score"] for q in questions]
+                assert all(isinstance(s, float) and s <= 0 for s in scores)
+                assert scores == sorted(scores, reverse=True)
+            if strategy == "distinct-beam":
+                assert all(len(questions) == wanted for questions in out)
+
+
+def test_default_call_is_greedy_and_matches_the_task_predict(generate_questions):
+    """No arguments: one greedy question per query, the text that K2QTask.predict (the runner's decoding)
+    gives; the score is the mean per-token log-probability."""
+    from hf_querygen.tasks.k2q import K2Q
+
+    single = generate_questions("capital france")
+    assert len(single) == 1 and set(single[0]) == {"generated_text", "score"}
+    predicted = K2Q.predict(generate_questions.model, generate_questions.tokenizer, QUERIES)
+    assert [o[0]["generated_text"] for o in generate_questions(QUERIES)] == predicted
+    assert predicted[0] == single[0]["generated_text"]
+    assert generate_questions([]) == [] and generate_questions("   ") == []
+
+
+def test_saved_task_decoding_is_the_default_and_call_arguments_override_it(model_dir, tmp_path):
+    """config.task_decoding (chosen on validation by train_model) is what the pipeline decodes with."""
+    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+    from hf_querygen.tasks.k2q import K2Q
+
+    model = AutoModelForSeq2SeqLM.from_pretrained(model_dir)
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    guarded = {"no_repeat_ngram_size": 1, "num_beams": 1}
+    expected = K2Q.predict(model, tokenizer, QUERIES, **guarded)
+    for text in expected:  # no word twice: the guard is applied
+        assert len(text.split()) == len(set(text.split()))
+    model.config.task_decoding = guarded
+    model.save_pretrained(tmp_path / "guarded")
+    tokenizer.save_pretrained(tmp_path / "guarded")
+    generate = pipeline("question-generation", model=str(tmp_path / "guarded"))
+    assert [o[0]["generated_text"] for o in generate(QUERIES)] == expected
+    unguarded = K2Q.predict(model, tokenizer, QUERIES, no_repeat_ngram_size=0)
+    assert [o[0]["generated_text"] for o in generate(QUERIES, no_repeat_ngram_size=0)] == unguarded
+
+
+def test_bad_arguments_are_named(generate_questions):
+    with pytest.raises(InvalidInputError, match="num_return_sequences"):
+        generate_questions("capital france", num_return_sequences=0)
+    with pytest.raises(InvalidInputError, match="overgenerate"):
+        generate_questions("capital france", overgenerate=0)
+    with pytest.raises(TypeError, match="unknown arguments"):
+        generate_questions("capital france", beams=3)

@@ -231,9 +231,9 @@ FRAME_SLOT = "X"
 
 
 def question_frame(keyword_query: str, question: str) -> str | None:
-    """The question with the maximal runs of keyword-query words replaced by one :data:`FRAME_SLOT`
-    ("what is the capital of france ?" for "capital france" -> "what is the X of X ?"); ``None`` when
-    no keyword word occurs in the question."""
+    """The normalised question (no punctuation) with the maximal runs of keyword-query words replaced
+    by one :data:`FRAME_SLOT` ("What is the capital of France?" for "capital france" -> "what is the X
+    of X"); ``None`` when no keyword word occurs in the question."""
     keywords = set(_words(keyword_query))
     tokens = normalize_for_matching(question).split()
     frame: list[str] = []
@@ -249,7 +249,7 @@ def question_frame(keyword_query: str, question: str) -> str | None:
 @dataclass
 class FrameBaseline:
     """The keyword query inside the most frequent one-slot question frame of training pairs
-    (:func:`question_frame`; typically "what is X ?"): a trivial row that tells whether a model learnt
+    (:func:`question_frame`; typically "what is X"): a trivial row that tells whether a model learnt
     more than wrapping the query in the commonest question words."""
 
     frame: str

@@ -241,19 +241,24 @@ def recipe_metadata(
 
 
 def training_recipe(
-    system: System | str, budget: str | None = None, data_dir: str | Path | None = None
+    system: System | str,
+    budget: str | None = None,
+    data_dir: str | Path | None = None,
+    reproduction: Reproduction | None = None,
 ) -> TrainingRecipe:
     """The recipe of table row ``system`` under ``budget`` (default: its reproduction's
     ``train_budget``): the same fold, prepared data options, sizes, steps and checkpoint selection as
-    ``hf-querygen reproduce <paper>`` (one seed; the seed is the caller's)."""
+    ``hf-querygen reproduce <paper>`` (one seed; the seed is the caller's). ``reproduction``: a
+    modified copy of the paper's (default: the registered one)."""
     from ..errors import InvalidInputError
     from ..systems import get_system
 
     system = get_system(system)
     paper = system.name.split("/", 1)[0]
-    if paper not in REPRODUCTIONS:
-        raise InvalidInputError(f"system {system.name!r}: no reproduction {paper!r} defines its recipe")
-    reproduction = get_reproduction(paper)
+    if reproduction is None:
+        if paper not in REPRODUCTIONS:
+            raise InvalidInputError(f"system {system.name!r}: no reproduction {paper!r} defines its recipe")
+        reproduction = get_reproduction(paper)
     name = budget or reproduction.train_budget
     if name is None:
         raise InvalidInputError(f"reproduction {paper!r} defines no training recipe (train_budget)")
@@ -393,7 +398,7 @@ def train_and_score(
 ) -> list[dict[str, Any]]:
     """Train ``job.system`` on ``data`` (resuming from ``out/checkpoints/...`` if there is one), then decode
     and score every variant on its ``evaluate_on`` splits; persist each record in ``out/runs/``."""
-    from ..training import LogFileCallback, data_fingerprint, save_model_folder, train_preset
+    from ..training import LogFileCallback, choose_decoding, data_fingerprint, save_model_folder, train_preset
 
     system, task = job.system, data.task
     name = run_name(system.key, job.seed, job.fold_id)
@@ -417,9 +422,19 @@ def train_and_score(
     model = trainer.model
     train_seconds = time.time() - started
     summary = {"epochs": trainer.state.epoch, "global_steps": trainer.state.global_step}
+    # the row's decoding: a task with a decoding grid chooses it on validation (k2q's guards against
+    # repeats), and the table reports the decoding saved with the model, as the pipeline uses it
+    chosen, decoding_rows = (
+        choose_decoding(model, data, system.decoding) if system.in_table else (dict(system.decoding), [])
+    )
+    if chosen:
+        model.config.task_decoding = dict(chosen)
     records = []
     for variant in job.variants:
-        record = _decode_and_score(variant, job, model, data)
+        record = _decode_and_score(variant, job, model, data, chosen if variant is system else None)
+        if variant is system and decoding_rows:
+            record["decoding"] = chosen
+            record["decoding_selection"] = decoding_rows
         record.update(train_seconds=round(train_seconds, 1), training=summary)
         _save_record(out, record)
         records.append(record)
@@ -448,15 +463,16 @@ def train_and_score(
             **recipe_metadata(reproduction, system, budget, fold),
             "data_fingerprint": data_fingerprint(data),  # as train_model writes it
         }
-        if system.decoding:
-            model.config.task_decoding = dict(system.decoding)
         save_model_folder(model, data.tokenizer, save_models / name, metadata, overwrite=True)
     shutil.rmtree(checkpoints, ignore_errors=True)  # the run is persisted: checkpoints are not results
     return records
 
 
-def _decode_and_score(system: System, job: Job, model: Any, data: TaskData) -> dict[str, Any]:
+def _decode_and_score(
+    system: System, job: Job, model: Any, data: TaskData, decoding: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     task = data.task
+    decoding = system.decoding if decoding is None else decoding
     record: dict[str, Any] = {
         "system": system.key,
         "seed": job.seed,
@@ -466,7 +482,7 @@ def _decode_and_score(system: System, job: Job, model: Any, data: TaskData) -> d
     }
     for split in system.evaluate_on:
         started = time.perf_counter()
-        outputs = task.predict(model, data.tokenizer, data.sources(split), **system.decoding)
+        outputs = task.predict(model, data.tokenizer, data.sources(split), **decoding)
         record["outputs"][split] = [task.as_text(o) for o in outputs]
         record["scores"][split] = task.score(outputs, data.references(split), data.sources(split))
         record.setdefault("decode_seconds", {})[split] = round(time.perf_counter() - started, 2)

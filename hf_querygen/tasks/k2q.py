@@ -194,6 +194,20 @@ class K2QTask(Text2TextTask):
     """
 
     primary_metric = "ROUGE-L"
+    pipeline_task = "question-generation"
+    #: decoding strategies of :meth:`generate_questions` (and of ``pipeline("question-generation")``)
+    strategies = ("beam", "distinct-beam", "sample")
+    #: the decodings tried on VALIDATION after training (:func:`hf_querygen.training.choose_decoding`):
+    #: greedy with and without the usual guards against degenerate repeats ("capital capital capital",
+    #: "the the"); the best by validation ROUGE-L is saved with the model as ``config.task_decoding``
+    decoding_grid: tuple[dict[str, Any], ...] = (
+        {},
+        {"no_repeat_ngram_size": 2},
+        {"no_repeat_ngram_size": 3},
+        {"repetition_penalty": 1.3},
+        {"no_repeat_ngram_size": 2, "repetition_penalty": 1.3},
+        {"no_repeat_ngram_size": 2, "num_beams": 4},
+    )
 
     def __init__(self) -> None:
         super().__init__(
@@ -256,6 +270,124 @@ class K2QTask(Text2TextTask):
         if max_output_vocab_size is not None and output_vocab_size_of(tokenizer) > max_output_vocab_size:
             tokenizer = build(max_output_vocab_size)
         return TaskData(self, splits, tokenizer, {"output_vocab_size": output_vocab_size_of(tokenizer)})
+
+    def predict(
+        self,
+        model: Any,
+        tokenizer: Any,
+        inputs: Sequence[str],
+        batch_size: int = 64,
+        max_source_length: int | None = None,
+        return_scores: bool = False,
+        **generation_kwargs: Any,
+    ) -> list[Any]:
+        """One question per keyword query (a list of ``num_return_sequences`` distinct ones when that is
+        > 1); with ``return_scores`` the scored lists of :meth:`generate_questions` (what
+        ``pipeline("question-generation")`` returns). Every decoding goes through
+        :meth:`generate_questions`: the runner, ``evaluate`` and the pipeline share it."""
+        scored = self.generate_questions(
+            model, tokenizer, inputs, batch_size, max_source_length, **generation_kwargs
+        )
+        if return_scores:
+            return scored
+        if int(generation_kwargs.get("num_return_sequences") or 1) == 1:
+            return [items[0]["generated_text"] if items else "" for items in scored]
+        return [[item["generated_text"] for item in items] for items in scored]
+
+    def generate_questions(
+        self,
+        model: Any,
+        tokenizer: Any,
+        inputs: Sequence[str],
+        batch_size: int = 64,
+        max_source_length: int | None = None,
+        strategy: str = "beam",
+        overgenerate: int = 3,
+        return_token_ids: bool = False,
+        **generation_kwargs: Any,
+    ) -> list[list[dict[str, Any]]]:
+        """Per keyword query, up to ``num_return_sequences`` DISTINCT questions (after copy decoding),
+        best first: ``[{"generated_text": q, "score": s}, ...]``.
+
+        The model's saved decoding (``config.task_decoding``) is the default; ``generation_kwargs``
+        override it. ``strategy``:
+
+        * ``"beam"``: greedy when ``num_beams`` is 1 and one question is wanted, else beam search with
+          ``max(num_beams, num_return_sequences)`` beams; every finished beam is decoded and the best
+          distinct ones kept. ``score``: the length-normalised log-probability of beam search
+          (``sequences_scores``), or for greedy the mean per-token log-probability;
+        * ``"distinct-beam"``: the same with ``num_return_sequences * overgenerate`` beams, so that the
+          list fills with distinct questions (diverse group beam search left transformers 5 core);
+        * ``"sample"``: ``num_return_sequences * overgenerate`` ancestral samples (``top_p``,
+          ``temperature``, ... pass through), duplicates dropped; ``score``: the mean per-token
+          log-probability under the (processed) sampling distribution.
+        """
+        import torch
+
+        from ..errors import InvalidInputError
+        from ..inference import as_max_length, encoded_batches, output_vocab_size_of_model
+        from .seq2seq import decode_extended_batch
+
+        if strategy not in self.strategies:
+            raise InvalidInputError(f"k2q: strategy {strategy!r} is not one of {self.strategies}")
+        if not isinstance(overgenerate, int) or overgenerate < 1:
+            raise InvalidInputError(f"k2q: overgenerate must be an integer >= 1, got {overgenerate!r}")
+        kwargs = as_max_length(
+            {**dict(getattr(model.config, "task_decoding", None) or {}), **generation_kwargs}
+        )
+        wanted = kwargs.pop("num_return_sequences", None)
+        wanted = 1 if wanted is None else wanted
+        if not isinstance(wanted, int) or wanted < 1:
+            raise InvalidInputError(f"k2q: num_return_sequences must be an integer >= 1, got {wanted!r}")
+        if strategy == "sample":
+            kwargs.update(do_sample=True, num_beams=1, num_return_sequences=wanted * overgenerate)
+        else:
+            beams = kwargs.get("num_beams") or getattr(model.generation_config, "num_beams", 1) or 1
+            if not isinstance(beams, int) or beams < 1:
+                raise InvalidInputError(f"k2q: num_beams must be an integer >= 1, got {beams!r}")
+            beams = max(beams, wanted * (overgenerate if strategy == "distinct-beam" else 1))
+            kwargs.update(do_sample=False, num_beams=beams, num_return_sequences=beams)
+        kwargs.update(return_dict_in_generate=True, output_scores=True)
+        output_vocab_size = output_vocab_size_of_model(model)
+        pad = model.config.pad_token_id
+        results: list[list[dict[str, Any]]] = [[] for _ in inputs]
+        model.eval()
+        for indices, batch, source_words in encoded_batches(
+            model, tokenizer, list(inputs), batch_size, max_source_length or self.max_source_length
+        ):
+            with torch.no_grad():
+                out = model.generate(**batch, **kwargs)
+            sequences = out.sequences  # (B * n, T)
+            n = sequences.shape[0] // len(indices)
+            if getattr(out, "sequences_scores", None) is not None:
+                scores = out.sequences_scores  # (B * n,) length-normalised log-probability
+            else:
+                # per-token log-probabilities of the emitted tokens, (B*n, T'): the processed scores
+                # (T', B*n, V') -> log-softmax -> gather (copy models emit the wider extended space,
+                # so compute_transition_scores, which assumes config.vocab_size, does not apply)
+                log_probs = torch.log_softmax(torch.stack(out.scores).float(), dim=-1)
+                generated = sequences[:, -len(out.scores) :]
+                steps = log_probs.gather(-1, generated.T.unsqueeze(-1)).squeeze(-1).T
+                keep = (generated != pad) & torch.isfinite(steps)  # padding after EOS does not count
+                scores = torch.where(keep, steps, 0.0).sum(-1) / keep.sum(-1).clamp(min=1)
+            texts = decode_extended_batch(sequences, source_words, tokenizer, output_vocab_size, n)
+            for k, i in enumerate(indices):
+                own = range(k * n, (k + 1) * n)
+                order = sorted(own, key=lambda j: -float(scores[j]))  # stable: beam order on ties
+                if any(texts[j] for j in order):  # an empty question only when nothing else came out
+                    order = [j for j in order if texts[j]]
+                seen: set[str] = set()
+                for j in order:
+                    if texts[j] in seen:
+                        continue  # distinct questions only
+                    seen.add(texts[j])
+                    item = {"generated_text": texts[j], "score": float(scores[j])}
+                    if return_token_ids:
+                        item["generated_token_ids"] = sequences[j]
+                    results[i].append(item)
+                    if len(results[i]) == wanted:
+                        break
+        return results
 
     def split_references(self, split: datasets.Dataset) -> list[list[str]]:
         if "references" in split.column_names:
