@@ -218,3 +218,34 @@ def test_quick_reproduction_end_to_end(tmp_path, data_dir):
     human = json.loads((tmp_path / "trained-copynet_human" / "hf_querygen_training.json").read_text())
     assert human["train_examples"] == 200 + 20  # the synthetic pairs plus the (capped) human pairs
     assert human["metric_for_best_model"] == "eval_ROUGE-L" and human["decoding_selection"]
+
+
+def test_train_system_options_and_recipe_errors(tmp_path, data_dir, capsys):
+    from hf_querygen.cli import main as cli_main
+    from hf_querygen.errors import InvalidInputError
+    from hf_querygen.experiments.runner import training_recipe
+
+    preset = [
+        "train",
+        "--preset",
+        "ding2018-copynet",
+        "--budget",
+        "quick",
+        "--output-dir",
+        str(tmp_path / "a"),
+    ]
+    assert cli_main(preset) != 0 and "go with --system" in capsys.readouterr().err
+    assert cli_main(["train", "--system", "ding2018/echo", "--output-dir", str(tmp_path / "b")]) != 0
+    assert "baseline" in capsys.readouterr().err
+    with pytest.raises(InvalidInputError, match="no budget 'huge'"):
+        training_recipe("ding2018/copynet", "huge", data_dir)
+    with pytest.raises(InvalidInputError, match="not trained"):
+        training_recipe("ding2018/tbm", "quick", data_dir)
+    # the seed pairs alone stay one explicit option away (no synthetic set is built or read)
+    tiny = "--set embedding_size=8 --set hidden_size=8 --set decoder_hidden_size=8".split()
+    out = tmp_path / "seed-pairs"
+    arguments = ["train", "--system", "ding2018/copynet", "--task-corpus-only", "--output-dir", str(out)]
+    assert cli_main([*arguments, "--max-steps", "2", "--data-dir", str(data_dir), *tiny]) == 0
+    saved = json.loads((out / "hf_querygen_training.json").read_text())
+    assert saved["corpus"] == "k2q" and "synthetic_set" not in saved and "recipe" not in saved
+    assert saved["train_examples"] == len(K2QTask().load(data_dir=data_dir)["train"])

@@ -650,9 +650,11 @@ def render_markdown(document: dict) -> str:
         f"Q = {config['question_corpus'].get('used', 0):,} questions; "
         f"{config['synthetic_pairs']:,} synthetic pairs (Par+Ph+KQF, m = 20, N = 100); "
         f"{config['seeds']} seed(s); vocabulary {config['vocab_size']:,}, "
-        f"decoder output vocabulary {config['output_vocab_size']:,}. Networks SHRUNK from the paper's "
-        f"(emb 100 / BiGRU 200 / GRU 400, dropout 0.5): {json.dumps(models.get('sizes'))}, "
-        f"{models.get('training')}. Greedy decoding. Splits: {json.dumps(config['split_sizes'])}.",
+        f"decoder output vocabulary {config['output_vocab_size']:,}. Networks (the paper's: "
+        f"emb 100 / BiGRU 200 / GRU 400, dropout 0.5): {json.dumps(models.get('sizes'))}, "
+        f"{models.get('training')}. Splits: {json.dumps(config['split_sizes'])}.",
+        "",
+        *[f"- **{LABELS.get(k, k)}**: {text}" for k, text in config.get("row_provenance", {}).items()],
         "",
         "ROUGE: rouge-score F1, max over references (Eq. 10; T_0 has one reference so avg = max); BLEU: "
         f"sacrebleu `{json.dumps(config.get('bleu_signatures', config['bleu_signature']))}` (0-1). "
@@ -681,7 +683,7 @@ def render_markdown(document: dict) -> str:
     ]
     for key, check in config.get("orderings", {}).items():
         held = ", ".join(f"{p} {'yes' if v else 'NO'}" for p, v in check["pairs"].items())
-        ranking = " > ".join(LABELS[k] for k in check["ours"])
+        ranking = " > ".join(LABELS.get(k, k) for k in check["ours"])
         lines.append(f"| {key} | {ranking} | {held} | {'yes' if check['holds'] else 'NO'} |")
     lines += ["", *render_figures(config)]
     lines += ["", f"Timings (s): {json.dumps(config.get('timings_s', {}))}", ""]
