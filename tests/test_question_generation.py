@@ -197,3 +197,29 @@ def test_bad_arguments_are_named(generate_questions):
         generate_questions("capital france", overgenerate=0)
     with pytest.raises(TypeError, match="unknown arguments"):
         generate_questions("capital france", beams=3)
+
+
+def test_no_repeat_source_words_bans_a_copied_word_under_every_id():
+    from hf_querygen.tasks.k2q import NoRepeatSourceWordsProcessor
+
+    # V = 10; source: word 7, an OOV word (input [UNK]=1, source id 20), word 7 again, [EOS]=3
+    processor = NoRepeatSourceWordsProcessor(
+        torch.tensor([[7, 1, 7, 3]]), torch.tensor([[7, 20, 7, 3]]), 10, special_ids=[0, 1, 2, 3]
+    )
+    scores = torch.zeros(3, 14)  # 3 beams of the one example, width V + S
+    generated = torch.tensor([[2, 7], [2, 11], [2, 4]])  # word 7 from the vocabulary; OOV copied; other
+    banned = processor(generated, scores).isinf()
+    assert banned[0].nonzero().flatten().tolist() == [7, 10, 12]  # its id and both positions holding it
+    assert banned[1].nonzero().flatten().tolist() == [11]  # the OOV word's position only
+    assert not banned[2].any()  # a question word may repeat
+    copied = processor(torch.tensor([[2, 12]]), torch.zeros(1, 14)).isinf()  # word 7 copied from pos 2
+    assert copied[0].nonzero().flatten().tolist() == [7, 10, 12]
+
+
+def test_no_repeat_source_words_in_decoding(generate_questions):
+    for strategy in ("beam", "sample"):
+        out = generate_questions(QUERIES, strategy=strategy, num_beams=2, no_repeat_source_words=True)
+        for query, questions in zip(QUERIES, out, strict=True):
+            words = questions[0]["generated_text"].split()
+            source_words = [w for w in words if w in query.split()]
+            assert len(source_words) == len(set(source_words)), (query, words)

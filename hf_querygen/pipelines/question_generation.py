@@ -44,6 +44,7 @@ _ARGUMENTS = (
     "max_length",
     "min_new_tokens",
     "no_repeat_ngram_size",
+    "no_repeat_source_words",
     "repetition_penalty",
     "length_penalty",
     "top_p",

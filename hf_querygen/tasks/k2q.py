@@ -184,6 +184,55 @@ def k2q_scores(predictions: Sequence[str], references: Sequence[Sequence[str]]) 
 BLEU_SIGNATURE: list[str] = [""]
 
 
+class NoRepeatSourceWordsProcessor:
+    """A ``LogitsProcessor`` for copy models: a keyword-query word already in the output cannot come
+    again, whichever way it was produced (its vocabulary id or a copy of any source position holding
+    it). The stock ``no_repeat_ngram_size`` compares ids, and a copy model writes the same word under
+    several ids ("capital" from the vocabulary and "capital" copied), so it misses the repeats a
+    half-trained CopyNet makes ("which the capital capital capital"). Words not in the source (the
+    question words) may repeat.
+
+    ``input_ids`` (B, S) / ``source_word_ids`` (B, S) are the batch's encoder inputs; a generated id
+    ``>= output_vocab_size`` copies source position ``id - output_vocab_size``."""
+
+    def __init__(
+        self, input_ids: Any, source_word_ids: Any, output_vocab_size: int, special_ids: Sequence[int]
+    ) -> None:
+        self.vocab_ids = input_ids
+        self.source = source_word_ids if source_word_ids is not None else input_ids
+        self.output_vocab_size = int(output_vocab_size)
+        self.special_ids = list(special_ids)
+
+    def __call__(self, generated: Any, scores: Any) -> Any:
+        """generated (N, t) ids so far, N = B x beams (or returns); scores (N, V') -> scores with the
+        emitted source words banned."""
+        import torch
+
+        rows, batch = generated.shape[0], self.source.shape[0]
+        expand = rows // batch  # beams / returns of one example are adjacent (repeat_interleave)
+        source = self.source.to(generated.device).repeat_interleave(expand, dim=0)  # (N, S)
+        vocab_ids = self.vocab_ids.to(generated.device).repeat_interleave(expand, dim=0)  # (N, S)
+        size, length = self.output_vocab_size, source.shape[1]
+        copied = generated - size  # (N, t): the source position where the id is a copy
+        is_copy = (copied >= 0) & (copied < length)
+        # each generated token as a source-word key: the copied position's word id, or the id itself
+        keys = torch.where(is_copy, source.gather(1, copied.clamp(0, length - 1)), generated)
+        special = torch.tensor(self.special_ids, device=generated.device)
+        keys = torch.where(torch.isin(keys, special), torch.full_like(keys, -1), keys)
+        # source word q counts as emitted when some generated key equals it: (N, S)
+        emitted = (keys.unsqueeze(-1) == source.unsqueeze(1)).any(1) & ~torch.isin(source, special)
+        if not bool(emitted.any()):
+            return scores
+        banned = torch.zeros_like(scores, dtype=torch.bool)
+        columns = size + torch.arange(length, device=scores.device)
+        fits = columns < scores.shape[-1]
+        banned[:, columns[fits]] = emitted[:, fits]  # every copy position holding an emitted word
+        in_vocab = emitted & (vocab_ids < size) & ~torch.isin(vocab_ids, special)
+        rows_index, positions = in_vocab.nonzero(as_tuple=True)
+        banned[rows_index, vocab_ids[rows_index, positions]] = True  # and the word's vocabulary id
+        return scores.masked_fill(banned, float("-inf"))
+
+
 class K2QTask(Text2TextTask):
     """Keyword query -> question (Ding & Balog ICTIR'18): the :class:`Text2TextTask` encoding and
     copy-aware decoding, several references per example, ROUGE / BLEU scores (:func:`k2q_scores`).
@@ -198,15 +247,16 @@ class K2QTask(Text2TextTask):
     #: decoding strategies of :meth:`generate_questions` (and of ``pipeline("question-generation")``)
     strategies = ("beam", "distinct-beam", "sample")
     #: the decodings tried on VALIDATION after training (:func:`hf_querygen.training.choose_decoding`):
-    #: greedy with and without the usual guards against degenerate repeats ("capital capital capital",
-    #: "the the"); the best by validation ROUGE-L is saved with the model as ``config.task_decoding``
+    #: greedy with and without guards against degenerate repeats ("capital capital capital", "the the":
+    #: :class:`NoRepeatSourceWordsProcessor`, ``no_repeat_ngram_size``, ``repetition_penalty``), and a
+    #: 4-beam search; the best by validation ROUGE-L is saved with the model as ``config.task_decoding``
     decoding_grid: tuple[dict[str, Any], ...] = (
         {},
+        {"no_repeat_source_words": True},
         {"no_repeat_ngram_size": 2},
-        {"no_repeat_ngram_size": 3},
+        {"no_repeat_source_words": True, "no_repeat_ngram_size": 2},
         {"repetition_penalty": 1.3},
-        {"no_repeat_ngram_size": 2, "repetition_penalty": 1.3},
-        {"no_repeat_ngram_size": 2, "num_beams": 4},
+        {"no_repeat_source_words": True, "no_repeat_ngram_size": 2, "num_beams": 4},
     )
 
     def __init__(self) -> None:
@@ -335,6 +385,7 @@ class K2QTask(Text2TextTask):
         kwargs = as_max_length(
             {**dict(getattr(model.config, "task_decoding", None) or {}), **generation_kwargs}
         )
+        no_repeat_source_words = bool(kwargs.pop("no_repeat_source_words", False))
         wanted = kwargs.pop("num_return_sequences", None)
         wanted = 1 if wanted is None else wanted
         if not isinstance(wanted, int) or wanted < 1:
@@ -355,8 +406,21 @@ class K2QTask(Text2TextTask):
         for indices, batch, source_words in encoded_batches(
             model, tokenizer, list(inputs), batch_size, max_source_length or self.max_source_length
         ):
+            call = kwargs
+            if no_repeat_source_words:
+                from transformers import LogitsProcessorList
+
+                processors = LogitsProcessorList(kwargs.get("logits_processor") or [])
+                source_word_ids = batch.get("source_word_ids")
+                special = tokenizer.all_special_ids
+                processors.append(
+                    NoRepeatSourceWordsProcessor(
+                        batch["input_ids"], source_word_ids, output_vocab_size, special
+                    )
+                )
+                call = {**kwargs, "logits_processor": processors}
             with torch.no_grad():
-                out = model.generate(**batch, **kwargs)
+                out = model.generate(**batch, **call)
             sequences = out.sequences  # (B * n, T)
             n = sequences.shape[0] // len(indices)
             if getattr(out, "sequences_scores", None) is not None:

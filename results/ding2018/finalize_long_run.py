@@ -50,7 +50,6 @@ def main(model_dir: str, out_json: str, budget: str | None = None) -> None:
     frame = FrameBaseline.from_pairs(splits["train"]["keyword_query"], splits["train"]["question"])
     evaluation["frame"] = frame.frame
     named = {
-        "validation": validation,
         "validation_t0": splits["validation"],
         "validation_nl2kw": splits["nl2kw_validation"],
         "t0": splits["t0"],
@@ -60,15 +59,16 @@ def main(model_dir: str, out_json: str, budget: str | None = None) -> None:
         sources, references = split["keyword_query"], [list(r) for r in split["references"]]
         outputs = {
             "copynet_human": K2Q.predict(model, tokenizer, sources, **chosen),
-            "copynet_human_greedy": K2Q.predict(model, tokenizer, sources, **GREEDY),
             "echo": echo_keyword_queries(sources),
             "frame": frame.generate(sources),
         }
+        if not name.startswith("validation"):  # greedy on validation: the grid's first row
+            outputs["copynet_human_greedy"] = K2Q.predict(model, tokenizer, sources, **GREEDY)
         for row, predicted in outputs.items():
             evaluation["rows"].setdefault(row, {})[name] = k2q_scores(predicted, references)
         evaluation.setdefault("examples", {})[name] = [
             {"keyword_query": s, "question": q, "references": r}
-            for s, q, r in list(zip(sources, outputs["copynet_human"], references, strict=True))[:10]
+            for s, q, r in list(zip(sources, outputs["copynet_human"], references, strict=True))[:12]
         ]
     evaluation["queries"] = {
         q: K2Q.predict(model, tokenizer, [q], return_scores=True, **chosen)[0] for q in QUERIES
