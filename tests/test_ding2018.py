@@ -249,3 +249,14 @@ def test_train_system_options_and_recipe_errors(tmp_path, data_dir, capsys):
     saved = json.loads((out / "hf_querygen_training.json").read_text())
     assert saved["corpus"] == "k2q" and "synthetic_set" not in saved and "recipe" not in saved
     assert saved["train_examples"] == len(K2QTask().load(data_dir=data_dir)["train"])
+
+
+def test_k2q_evaluate_scores_against_every_reference(monkeypatch):
+    """K2QTask.evaluate (what `hf-querygen evaluate` calls) takes the max over all references."""
+    from hf_querygen.tasks.k2q import K2Q
+
+    split = as_training_split(["capital france"], [["who is it", "capital france"]])
+    # an echoing predict: evaluate's scoring is what is under test
+    monkeypatch.setattr(K2Q, "predict", lambda model, tokenizer, sources, **kwargs: list(sources))
+    scores, outputs = K2Q.evaluate(None, None, split)
+    assert outputs == ["capital france"] and scores["ROUGE-L"] == pytest.approx(1.0)

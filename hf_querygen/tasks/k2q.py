@@ -453,6 +453,20 @@ class K2QTask(Text2TextTask):
                         break
         return results
 
+    def evaluate(
+        self,
+        model: Any,
+        tokenizer: Any,
+        dataset: datasets.Dataset,
+        batch_size: int = 64,
+        **generation_kwargs: Any,
+    ) -> tuple[dict[str, float], list[Any]]:
+        """Predict every keyword query of ``dataset`` and score against ALL its references (Eq. 10),
+        not only the first (the base class scores one reference per example)."""
+        sources = [str(s) for s in dataset[self.source_column]]
+        outputs = self.predict(model, tokenizer, sources, batch_size=batch_size, **generation_kwargs)
+        return self.score(outputs, self.split_references(dataset), sources), outputs
+
     def split_references(self, split: datasets.Dataset) -> list[list[str]]:
         if "references" in split.column_names:
             return [list(r) for r in split["references"]]
