@@ -223,3 +223,25 @@ def test_no_repeat_source_words_in_decoding(generate_questions):
             words = questions[0]["generated_text"].split()
             source_words = [w for w in words if w in query.split()]
             assert len(source_words) == len(set(source_words)), (query, words)
+
+
+def test_copy_all_source_words_holds_back_the_end_until_every_keyword_is_out():
+    from hf_querygen.tasks.k2q import NoRepeatSourceWordsProcessor
+
+    processor = NoRepeatSourceWordsProcessor(
+        torch.tensor([[7, 8, 3]]), None, 10, special_ids=[0, 1, 2, 3], eos_token_id=3, copy_all=True
+    )
+    waiting = processor(torch.tensor([[2, 7]]), torch.zeros(1, 13))  # word 8 still missing
+    assert waiting[0, 3].isinf() and waiting[0, [7, 10]].isinf().all() and not waiting[0, 8].isinf()
+    done = processor(torch.tensor([[2, 7, 11]]), torch.zeros(1, 13))  # 8 copied from position 1
+    assert not done[0, 3].isinf()
+
+
+def test_copy_all_source_words_in_decoding(generate_questions):
+    out = generate_questions(
+        QUERIES, copy_all_source_words=True, no_repeat_source_words=True, max_new_tokens=12
+    )
+    for query, questions in zip(QUERIES, out, strict=True):
+        words = questions[0]["generated_text"].split()
+        # every keyword word unless the length limit ended the question first
+        assert set(query.split()) <= set(words) or len(words) >= 11, (query, words)

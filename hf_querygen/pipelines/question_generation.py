@@ -45,6 +45,7 @@ _ARGUMENTS = (
     "min_new_tokens",
     "no_repeat_ngram_size",
     "no_repeat_source_words",
+    "copy_all_source_words",
     "repetition_penalty",
     "length_penalty",
     "top_p",

@@ -190,18 +190,31 @@ class NoRepeatSourceWordsProcessor:
     it). The stock ``no_repeat_ngram_size`` compares ids, and a copy model writes the same word under
     several ids ("capital" from the vocabulary and "capital" copied), so it misses the repeats a
     half-trained CopyNet makes ("which the capital capital capital"). Words not in the source (the
-    question words) may repeat.
+    question words) may repeat. ``copy_all``: besides, the question cannot end ([EOS] is held back)
+    while a keyword word is missing from it (``generate``'s length limit still ends it).
 
     ``input_ids`` (B, S) / ``source_word_ids`` (B, S) are the batch's encoder inputs; a generated id
     ``>= output_vocab_size`` copies source position ``id - output_vocab_size``."""
 
     def __init__(
-        self, input_ids: Any, source_word_ids: Any, output_vocab_size: int, special_ids: Sequence[int]
+        self,
+        input_ids: Any,
+        source_word_ids: Any,
+        output_vocab_size: int,
+        special_ids: Sequence[int],
+        eos_token_id: int | None = None,
+        copy_all: bool = False,
+        no_repeat: bool = True,
     ) -> None:
+        if copy_all and eos_token_id is None:
+            raise ValueError("copy_all needs the eos_token_id it holds back")
         self.vocab_ids = input_ids
         self.source = source_word_ids if source_word_ids is not None else input_ids
         self.output_vocab_size = int(output_vocab_size)
         self.special_ids = list(special_ids)
+        self.eos_token_id = eos_token_id
+        self.copy_all = copy_all
+        self.no_repeat = no_repeat
 
     def __call__(self, generated: Any, scores: Any) -> Any:
         """generated (N, t) ids so far, N = B x beams (or returns); scores (N, V') -> scores with the
@@ -220,8 +233,13 @@ class NoRepeatSourceWordsProcessor:
         special = torch.tensor(self.special_ids, device=generated.device)
         keys = torch.where(torch.isin(keys, special), torch.full_like(keys, -1), keys)
         # source word q counts as emitted when some generated key equals it: (N, S)
-        emitted = (keys.unsqueeze(-1) == source.unsqueeze(1)).any(1) & ~torch.isin(source, special)
-        if not bool(emitted.any()):
+        words = ~torch.isin(source, special)
+        emitted = (keys.unsqueeze(-1) == source.unsqueeze(1)).any(1) & words
+        if self.copy_all:  # no end of the question while a keyword word is missing
+            pending = (words & ~emitted).any(1)  # (N,)
+            scores = scores.clone()
+            scores[pending, self.eos_token_id] = float("-inf")
+        if not self.no_repeat or not bool(emitted.any()):
             return scores
         banned = torch.zeros_like(scores, dtype=torch.bool)
         columns = size + torch.arange(length, device=scores.device)
@@ -248,14 +266,16 @@ class K2QTask(Text2TextTask):
     strategies = ("beam", "distinct-beam", "sample")
     #: the decodings tried on VALIDATION after training (:func:`hf_querygen.training.choose_decoding`):
     #: greedy with and without guards against degenerate repeats ("capital capital capital", "the the":
-    #: :class:`NoRepeatSourceWordsProcessor`, ``no_repeat_ngram_size``, ``repetition_penalty``), and a
-    #: 4-beam search; the best by validation ROUGE-L is saved with the model as ``config.task_decoding``
+    #: :class:`NoRepeatSourceWordsProcessor`, ``no_repeat_ngram_size``, ``repetition_penalty``), with
+    #: every keyword word required (``copy_all_source_words``), and 4-beam searches; the best by
+    #: validation ROUGE-L is saved with the model as ``config.task_decoding``
     decoding_grid: tuple[dict[str, Any], ...] = (
         {},
         {"no_repeat_source_words": True},
-        {"no_repeat_ngram_size": 2},
         {"no_repeat_source_words": True, "no_repeat_ngram_size": 2},
         {"repetition_penalty": 1.3},
+        {"no_repeat_source_words": True, "copy_all_source_words": True},
+        {"no_repeat_source_words": True, "copy_all_source_words": True, "num_beams": 4},
         {"no_repeat_source_words": True, "no_repeat_ngram_size": 2, "num_beams": 4},
     )
 
@@ -386,6 +406,7 @@ class K2QTask(Text2TextTask):
             {**dict(getattr(model.config, "task_decoding", None) or {}), **generation_kwargs}
         )
         no_repeat_source_words = bool(kwargs.pop("no_repeat_source_words", False))
+        copy_all_source_words = bool(kwargs.pop("copy_all_source_words", False))
         wanted = kwargs.pop("num_return_sequences", None)
         wanted = 1 if wanted is None else wanted
         if not isinstance(wanted, int) or wanted < 1:
@@ -407,15 +428,19 @@ class K2QTask(Text2TextTask):
             model, tokenizer, list(inputs), batch_size, max_source_length or self.max_source_length
         ):
             call = kwargs
-            if no_repeat_source_words:
+            if no_repeat_source_words or copy_all_source_words:
                 from transformers import LogitsProcessorList
 
                 processors = LogitsProcessorList(kwargs.get("logits_processor") or [])
-                source_word_ids = batch.get("source_word_ids")
-                special = tokenizer.all_special_ids
                 processors.append(
                     NoRepeatSourceWordsProcessor(
-                        batch["input_ids"], source_word_ids, output_vocab_size, special
+                        batch["input_ids"],
+                        batch.get("source_word_ids"),
+                        output_vocab_size,
+                        tokenizer.all_special_ids,
+                        eos_token_id=tokenizer.eos_token_id,
+                        copy_all=copy_all_source_words,
+                        no_repeat=no_repeat_source_words,
                     )
                 )
                 call = {**kwargs, "logits_processor": processors}
