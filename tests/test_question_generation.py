@@ -231,8 +231,11 @@ def test_copy_all_source_words_holds_back_the_end_until_every_keyword_is_out():
     processor = NoRepeatSourceWordsProcessor(
         torch.tensor([[7, 8, 3]]), None, 10, special_ids=[0, 1, 2, 3], eos_token_id=3, copy_all=True
     )
-    waiting = processor(torch.tensor([[2, 7]]), torch.zeros(1, 13))  # word 8 still missing
+    scores = torch.zeros(1, 13)
+    scores[0, 3] = 5.0  # the model wants to end
+    waiting = processor(torch.tensor([[2, 7]]), scores)  # word 8 still missing
     assert waiting[0, 3].isinf() and waiting[0, [7, 10]].isinf().all() and not waiting[0, 8].isinf()
+    assert waiting[0].argmax() == 11 and waiting[0, 11] == 5.0  # copying word 8 takes the end's score
     done = processor(torch.tensor([[2, 7, 11]]), torch.zeros(1, 13))  # 8 copied from position 1
     assert not done[0, 3].isinf()
 

@@ -190,8 +190,9 @@ class NoRepeatSourceWordsProcessor:
     it). The stock ``no_repeat_ngram_size`` compares ids, and a copy model writes the same word under
     several ids ("capital" from the vocabulary and "capital" copied), so it misses the repeats a
     half-trained CopyNet makes ("which the capital capital capital"). Words not in the source (the
-    question words) may repeat. ``copy_all``: besides, the question cannot end ([EOS] is held back)
-    while a keyword word is missing from it (``generate``'s length limit still ends it).
+    question words) may repeat. ``copy_all``: besides, the question cannot end while a keyword word
+    is missing from it: [EOS] is held back and each missing word's copy gets at least [EOS]'s score, so
+    where the model would end it writes a missing keyword instead.
 
     ``input_ids`` (B, S) / ``source_word_ids`` (B, S) are the batch's encoder inputs; a generated id
     ``>= output_vocab_size`` copies source position ``id - output_vocab_size``."""
@@ -235,9 +236,17 @@ class NoRepeatSourceWordsProcessor:
         # source word q counts as emitted when some generated key equals it: (N, S)
         words = ~torch.isin(source, special)
         emitted = (keys.unsqueeze(-1) == source.unsqueeze(1)).any(1) & words
-        if self.copy_all:  # no end of the question while a keyword word is missing
-            pending = (words & ~emitted).any(1)  # (N,)
+        if self.copy_all:  # no end of the question while a keyword word is missing: where the model
+            # would end, a missing word takes [EOS]'s score instead (copying it is as likely as ending)
+            missing = words & ~emitted  # (N, S)
+            pending = missing.any(1)  # (N,)
             scores = scores.clone()
+            end = scores[:, self.eos_token_id].clone()  # (N,)
+            columns = self.output_vocab_size + torch.arange(length, device=scores.device)
+            fits = columns < scores.shape[-1]
+            copy_scores = scores[:, columns[fits]]  # (N, S')
+            raised = torch.where(missing[:, fits], torch.maximum(copy_scores, end.unsqueeze(1)), copy_scores)
+            scores[:, columns[fits]] = raised
             scores[pending, self.eos_token_id] = float("-inf")
         if not self.no_repeat or not bool(emitted.any()):
             return scores
