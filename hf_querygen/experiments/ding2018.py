@@ -26,7 +26,8 @@ ding2018/<row>`` trains a row's recipe of the ``full`` budget (``--budget paper`
 for a GPU). What differs from
 the paper, by necessity (2 shared CPU cores, 60 minutes): 51,657 questions instead of 3.17M, smaller
 networks and a step budget instead of training to convergence (see ``config["models"]``), Adam at
-2e-3 instead of 1e-4, greedy decoding.
+2e-3 instead of 1e-4; each network's decoding (greedy, guards against repeated keyword words, every
+keyword required, 4 beams) is chosen on validation (``K2QTask.decoding_grid``) and saved with the model.
 """
 
 from __future__ import annotations
