@@ -29,12 +29,31 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     which.add_argument(
         "--system", help="a paper system (hf_querygen.systems.SYSTEMS), e.g. liu2018/dual_decoder"
     )
+    train.add_argument(
+        "--budget",
+        default=None,
+        help="--system of a paper with a training recipe (ding2018): train the row as this budget of "
+        "`reproduce` does (default: the paper's train budget, `full`; ding2018 also has `paper`, `quick`)",
+    )
+    train.add_argument(
+        "--task-corpus-only",
+        action="store_true",
+        help="--system: train on the task's own corpus (k2q: the QALD seed pairs) instead of the table's "
+        "training data (ding2018: the synthetic pairs)",
+    )
     train.add_argument("--output-dir", type=Path, required=True)
     train.add_argument("--overwrite", action="store_true", help="replace an existing --output-dir")
     train.add_argument("--resume", action="store_true", help="continue from the last checkpoint")
     train.add_argument("--quick", action="store_true", help="smoke run: 150 steps, 256 validation examples")
     train.add_argument(
         "--max-steps", type=positive_int, default=None, help="stop after this many optimiser steps"
+    )
+    train.add_argument(
+        "--time-limit",
+        type=positive_float,
+        default=None,
+        metavar="MINUTES",
+        help="stop training after this many minutes (evaluated and saved; the best checkpoint is kept)",
     )
     train.add_argument("--epochs", type=positive_float, default=None, help="override the preset's epochs")
     train.add_argument(
@@ -121,13 +140,24 @@ def _train_command(args: argparse.Namespace) -> int:
         if system.preset is None:
             raise SystemExit(f"system {system.name!r} is a baseline: there is nothing to train")
         preset, task = system.preset, task or system.task
-        preset_overrides.update(system.preset_overrides)
-        kwargs.update(
-            training_preset=system.training_preset,
-            training_overrides=system.training_overrides,
-            prepare_options=system.prepare_options,
-            train_options=system.train_options,
-        )
+        recipe = None if args.task_corpus_only else _recipe(system, args)
+        if recipe is not None:  # the table's data, sizes, steps and checkpoint selection
+            recipe_kwargs = recipe.train_model_kwargs()
+            preset_overrides.update(recipe_kwargs.pop("preset_overrides"))
+            recipe_kwargs["decoding"] = {**recipe_kwargs["decoding"], **kwargs.get("decoding", {})}
+            kwargs.update(recipe_kwargs)
+        else:
+            if args.budget:
+                raise SystemExit(f"--budget: {system.name!r} has no training recipe to take a budget from")
+            preset_overrides.update(system.preset_overrides)
+            kwargs.update(
+                training_preset=system.training_preset,
+                training_overrides=system.training_overrides,
+                prepare_options=system.prepare_options,
+                train_options=system.train_options,
+            )
+    elif args.budget or args.task_corpus_only:
+        raise SystemExit("--budget and --task-corpus-only go with --system")
     preset_overrides.update(parse_assignments(args.set))
     # Trainer prints to stdout; keep stdout for the JSON result so that it can be piped
     with contextlib.redirect_stdout(sys.stderr):
@@ -146,13 +176,27 @@ def _train_command(args: argparse.Namespace) -> int:
             max_validation_examples=args.max_validation_examples,
             preset_overrides=preset_overrides,
             num_beams=args.num_beams,
-            group_by_length=args.group_by_length,
+            # --no-group-by-length wins over a recipe's bucketing
+            group_by_length=args.group_by_length and kwargs.pop("group_by_length", True),
             overwrite=args.overwrite,
             resume=args.resume,
+            time_limit=args.time_limit * 60 if args.time_limit else None,
             **kwargs,
         )
     print(json.dumps(metadata, indent=2))
     return 0
+
+
+def _recipe(system: Any, args: argparse.Namespace) -> Any:
+    """The row's training recipe when its paper defines one (ding2018), else None (the task's corpus)."""
+    from .experiments.runner import REPRODUCTIONS, get_reproduction, training_recipe
+
+    paper = system.name.split("/", 1)[0]
+    if paper not in REPRODUCTIONS:
+        return None
+    if get_reproduction(paper).train_budget is None and not args.budget:
+        return None
+    return training_recipe(system, args.budget, args.data_dir)
 
 
 def parse_assignments(assignments: list[str]) -> dict[str, Any]:

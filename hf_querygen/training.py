@@ -31,6 +31,8 @@ if TYPE_CHECKING:  # torch/transformers/datasets cost seconds at import
 
 #: the .hf_querygen marker kind of a model folder written by save_model_folder (see hf_querygen._fs)
 MODEL_FOLDER_KIND = "model"
+#: file written beside a trained model: the Trainer's log history (training loss, every evaluation)
+LOG_HISTORY_FILE = "log_history.json"
 
 
 # ---------------------------------------------------------------- training arguments
@@ -204,6 +206,33 @@ class LogFileCallback:
         with self.path.open("a", encoding="utf-8") as handle:
             entry = {"run": self.run, "step": state.global_step, **(logs or {})}
             handle.write(json.dumps(entry, default=str) + "\n")
+
+
+class TimeLimitCallback:
+    """A ``TrainerCallback`` that ends training once ``seconds`` of wall-clock time have passed since
+    ``on_train_begin``: the last stretch is evaluated and saved, so ``load_best_model_at_end`` still
+    restores the best checkpoint by the validation metric (training for the time one has)."""
+
+    def __init__(self, seconds: float):
+        if seconds <= 0:
+            raise ValueError(f"time limit must be > 0 seconds, got {seconds}")
+        self.seconds = seconds
+        self.deadline: float | None = None
+
+    def __getattr__(self, name: str):
+        if name.startswith("on_"):
+            return lambda *args, **kwargs: None
+        raise AttributeError(name)
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.deadline = time.monotonic() + self.seconds
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            control.should_training_stop = True
+            control.should_evaluate = args.eval_strategy != "no"
+            control.should_save = True
+        return control
 
 
 def _bucketed_trainer_class():
@@ -404,6 +433,7 @@ def train_preset(
     pretrain_steps: int = 400,
     word_vectors: str | None = None,
     freeze_embeddings: bool = False,
+    select_on: str | None = None,
 ) -> Seq2SeqTrainer:
     """Train model ``preset`` on ``data`` (a :class:`~hf_querygen.tasks.base.TaskData`) with the stock
     ``Seq2SeqTrainer``; checkpoints and the best model go to ``output_dir``.
@@ -413,6 +443,9 @@ def train_preset(
     the model first trains ``pretrain_steps`` steps on those pairs (same trainer, same training
     arguments, no evaluation; the result is kept in ``output_dir/pretrained`` so a resumed run skips it),
     then trains on ``data``'s TRAIN split as usual (early stopping on validation).
+    ``select_on``: a metric of ``task.score`` (e.g. ``"ROUGE-L"``): every evaluation also decodes the
+    validation split greedily and the best checkpoint / early stopping follow that metric instead of the
+    validation loss (:func:`task_compute_metrics`).
 
     The model config is ``data.task.model_config(preset, data, **preset_overrides)``; the training
     arguments are :data:`DEFAULT_TRAINING_ARGUMENTS` < the training preset (``training_preset``, else
@@ -442,7 +475,12 @@ def train_preset(
     encoded = data.encoded(family)
     training_name = training_preset or (preset if preset in TRAINING_PRESETS else None)
     arguments = dict(TRAINING_PRESETS.get(training_name)) if training_name else {}
-    overrides = {"seed": seed, "save_total_limit": 1, **dict(training_overrides or {})}
+    compute_metrics = None
+    selection: dict[str, Any] = {}
+    if select_on is not None:
+        compute_metrics = task_compute_metrics(data, select_on)
+        selection = {"metric_for_best_model": f"eval_{select_on}", "greater_is_better": True}
+    overrides = {"seed": seed, "save_total_limit": 1, **selection, **dict(training_overrides or {})}
     if pretrain_on is not None:
         _pretrain(
             model, data, family, pretrain_on, pretrain_steps, Path(output_dir) / "pretrained", arguments, seed
@@ -454,6 +492,7 @@ def train_preset(
         encoded["validation"] if "validation" in encoded else None,
         output_dir,
         training_preset=arguments,
+        compute_metrics=compute_metrics,
         max_new_tokens=task.max_new_tokens(data),
         early_stopping_patience=early_stopping_patience,
         callbacks=callbacks,
@@ -465,6 +504,42 @@ def train_preset(
     )
     trainer.model.eval()
     return trainer
+
+
+def task_compute_metrics(data: TaskData, metric: str) -> Callable:
+    """A ``compute_metrics`` (``Seq2SeqTrainer(predict_with_generate=True)``) that scores the generated
+    validation outputs with the task's own ``score`` against every reference of an example (k2q: ROUGE
+    max over references), so that checkpoint selection optimises what the table reports.
+
+    Only for tasks whose outputs are texts decoded by :func:`decode_extended` (``Text2TextTask`` and its
+    subclasses); ``metric`` must be a key of their scores (checked on the first evaluation)."""
+    from .errors import InvalidInputError
+    from .tasks.seq2seq import decode_extended_batch, encode_sources
+    from .tasks.text2text_task import Text2TextTask
+
+    task = data.task
+    if not isinstance(task, Text2TextTask):
+        raise InvalidInputError(
+            f"select_on={metric!r}: task {task.name!r} does not decode to text; select on the validation loss"
+        )
+    if "validation" not in data.splits:
+        raise InvalidInputError(f"select_on={metric!r}: the task data has no validation split")
+    sources = data.sources("validation")
+    references = data.references("validation")
+    source_words = encode_sources(sources, data.tokenizer, task.max_source_length)["source_words"]
+    output_vocab_size = int(data.state["output_vocab_size"])
+
+    def compute_metrics(eval_prediction) -> dict[str, float]:
+        generated = eval_prediction.predictions
+        if isinstance(generated, tuple):
+            generated = generated[0]
+        predictions = decode_extended_batch(generated, source_words, data.tokenizer, output_vocab_size)
+        scores = task.score(predictions, references, sources)
+        if metric not in scores:
+            raise InvalidInputError(f"select_on={metric!r}: task {task.name!r} scores only {sorted(scores)}")
+        return scores
+
+    return compute_metrics
 
 
 def _pretrain(
@@ -553,6 +628,51 @@ def save_model_folder(
     return directory
 
 
+def choose_decoding(
+    model: PreTrainedModel, data: TaskData, base: Mapping[str, Any] | None = None
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The decoding of ``task.decoding_grid`` (each entry on top of ``base``) with the best
+    ``task.primary_metric`` on the VALIDATION split (ties: the earlier, simpler entry), and one row per
+    entry (decoding, score). ``(base, [])`` for a task without a grid or data without validation."""
+    task = data.task
+    grid = tuple(getattr(task, "decoding_grid", ()) or ())
+    if not grid or "validation" not in data.splits:
+        return dict(base or {}), []
+    sources = data.sources("validation")
+    references = data.references("validation")
+    rows = []
+    for candidate in grid:
+        decoding = {**dict(base or {}), **candidate}
+        outputs = task.predict(model, data.tokenizer, sources, **decoding)
+        rows.append(
+            {
+                "decoding": decoding,
+                task.primary_metric: task.score(outputs, references, sources)[task.primary_metric],
+            }
+        )
+    best = max(rows, key=lambda row: row[task.primary_metric])  # max keeps the first of equal scores
+    return dict(best["decoding"]), rows
+
+
+def data_fingerprint(data: TaskData) -> str:
+    """sha1 over the prepared train and validation pairs (source, target) and the tokenizer's
+    vocabulary: equal exactly when two trainings saw the same data (``train --system`` and
+    ``reproduce --save-models`` both save it)."""
+    import hashlib
+
+    digest = hashlib.sha1()
+    task = data.task
+    for split in ("train", "validation"):
+        if split not in data.splits:
+            continue
+        digest.update(f"[{split}]".encode())
+        columns = data.splits[split][task.source_column], data.splits[split][task.reference_column]
+        for source, target in zip(*columns, strict=True):
+            digest.update(f"{source}\t{target}\n".encode())
+    digest.update(json.dumps(sorted(data.tokenizer.get_vocab().items())).encode())
+    return digest.hexdigest()
+
+
 def _training_summary(trainer: Seq2SeqTrainer) -> dict[str, Any]:
     history = trainer.state.log_history
     evaluations = [log for log in history if "eval_loss" in log]
@@ -562,6 +682,9 @@ def _training_summary(trainer: Seq2SeqTrainer) -> dict[str, Any]:
         "global_steps": trainer.state.global_step,
         "epochs": trainer.state.epoch,
         "best_eval_loss": best.get("eval_loss"),
+        "metric_for_best_model": trainer.args.metric_for_best_model,
+        "best_metric": trainer.state.best_metric,
+        "best_global_step": getattr(trainer.state, "best_global_step", None),
         "first_logged_train_loss": losses[0] if losses else None,
         "last_logged_train_loss": losses[-1] if losses else None,
     }
@@ -596,6 +719,10 @@ def train_model(
     prepare_options: Mapping[str, Any] | None = None,
     train_options: Mapping[str, Any] | None = None,
     decoding: Mapping[str, Any] | None = None,
+    splits: datasets.DatasetDict | None = None,
+    early_stopping_patience: int | None = 3,
+    extra_metadata: Mapping[str, Any] | None = None,
+    time_limit: float | None = None,
 ) -> dict[str, Any]:
     """Corpus -> task data (tokenizer on TRAIN) -> :func:`train_preset` -> :func:`save_model_folder`.
 
@@ -604,9 +731,13 @@ def train_model(
     is written). ``prepare_options`` go to ``Task.prepare``, ``train_options`` to :func:`train_preset`
     (a paper system's own, ``System.prepare_options`` / ``train_options``); ``decoding`` (a system's
     ``Task.predict`` keyword arguments) is saved as ``config.task_decoding``, the model's default
-    decoding. Returns the metadata saved
-    with the model, including the task's scores on
-    ``evaluate_split`` (decoded by ``Task.predict``, as the pipeline does).
+    decoding. ``splits``: the train / validation (and other) splits to train on instead of
+    ``task.load(corpus)`` (a paper system's own data: :func:`hf_querygen.experiments.runner.training_recipe`);
+    ``extra_metadata`` goes into the saved training JSON (e.g. the synthetic set's name, size and
+    fingerprint). ``time_limit`` (seconds): stop training then (:class:`TimeLimitCallback`; the best
+    checkpoint so far is kept as usual). Returns the metadata saved with the model, including the
+    task's scores on ``evaluate_split`` (decoded by ``Task.predict``, as the pipeline does); the
+    training curves (every logged loss and evaluation) are saved as ``log_history.json``.
     """
     import shutil
 
@@ -623,7 +754,7 @@ def train_model(
     task_object = get_task(task) if task is not None else task_for_corpus(corpus)
     corpus, config_name = task_object.resolve_corpus(corpus, config_name)
     started = time.perf_counter()
-    splits = task_object.load(corpus, config_name, data_dir)
+    splits = task_object.load(corpus, config_name, data_dir) if splits is None else splits.copy()
     for split in ("train", "validation"):
         if split not in splits:
             raise ValueError(f"corpus {corpus!r} config {config_name!r} has no {split!r} split")
@@ -654,10 +785,15 @@ def train_model(
         training_overrides=overrides,
         group_by_length=group_by_length,
         resume=resume,
+        early_stopping_patience=early_stopping_patience,
+        callbacks=[TimeLimitCallback(time_limit)] if time_limit else None,
         **dict(train_options or {}),
     )
     model = trainer.model
     model.generation_config.num_beams = num_beams
+    # a task with a decoding grid (k2q: no-repeat / repetition-penalty settings) picks its default
+    # decoding on VALIDATION; it is saved with the model as config.task_decoding
+    decoding, decoding_rows = choose_decoding(model, data, decoding)
     if decoding:
         model.config.task_decoding = dict(decoding)
     metadata: dict[str, Any] = {
@@ -673,16 +809,24 @@ def train_model(
         "target_column": task_object.reference_column,
         "vocab_size": len(data.tokenizer),
         "output_vocab_size": getattr(model.config, "output_vocab_size", None),
-        "train_examples": len(splits["train"]),
-        "validation_examples": len(splits["validation"]),
+        "train_examples": len(data.splits["train"]),
+        "validation_examples": len(data.splits["validation"]),
+        "data_fingerprint": data_fingerprint(data),
         "group_by_length": group_by_length,
         "prepare_options": dict(prepare_options or {}),
         "train_options": dict(train_options or {}),
+        **dict(extra_metadata or {}),
         **_training_summary(trainer),
+        "time_limit_s": time_limit,
+        "decoding": dict(decoding or {}),
+        "decoding_selection": decoding_rows,
         "torch_threads": torch.get_num_threads(),
     }
-    if evaluate_split is not None and evaluate_split in splits:
-        scores, _ = task_object.evaluate(model, data.tokenizer, splits[evaluate_split])
+    if evaluate_split is not None and evaluate_split in data.splits:
+        # the prepared split (a recipe may add examples) against every reference of an example
+        sources = data.sources(evaluate_split)
+        outputs = task_object.predict(model, data.tokenizer, sources)
+        scores = task_object.score(outputs, data.references(evaluate_split), sources)
         metadata["validation" if evaluate_split == "validation" else evaluate_split] = {
             f"eval_{k}": v for k, v in scores.items()
         }
@@ -695,6 +839,10 @@ def train_model(
         data.tokenizer.model_max_length = source_limit
     metadata[TOKENIZER_FINGERPRINT_KEY] = tokenizer_fingerprint(data.tokenizer)
     save_model_folder(model, data.tokenizer, output_dir, metadata, overwrite=overwrite)
+    # the curves (loss, validation metrics per evaluation): what a plot of convergence needs
+    (output_dir / LOG_HISTORY_FILE).write_text(
+        json.dumps(trainer.state.log_history, indent=1, default=str) + "\n", encoding="utf-8"
+    )
     shutil.rmtree(checkpoints, ignore_errors=True)
     return metadata
 

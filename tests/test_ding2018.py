@@ -44,6 +44,44 @@ def test_k2q_task_keeps_several_references_and_caps_the_output_vocabulary():
         as_training_split(["a"], [[]])
 
 
+def test_question_frames_and_the_most_frequent_frame_row():
+    from hf_querygen.baselines.k2q import FrameBaseline, echo_keyword_queries, question_frame
+    from hf_querygen.errors import InvalidInputError
+
+    assert question_frame("capital france", "What is the capital of France?") == "what is the X of X"
+    assert question_frame("tokyo", "who wrote hamlet") is None
+    frames = FrameBaseline.from_pairs(
+        ["new york", "paris", "hamlet", "rome"],
+        ["What is New York?", "what is paris ?", "who wrote hamlet", "rome: the capital of X?"],
+    )
+    assert frames.frame == "what is X" and frames.counts["what is X"] == 2  # punctuation is not a word
+    assert frames.generate(["Side Effects", "b"]) == ["what is side effects", "what is b"]
+    assert echo_keyword_queries(["Capital France"]) == ["Capital France"]
+    with pytest.raises(InvalidInputError, match="one-slot"):
+        FrameBaseline.from_pairs(["a"], ["who is b"])
+    with pytest.raises(InvalidInputError, match="not one string"):
+        frames.generate("paris")
+
+
+def test_human_pairs_join_train_and_validation_only_when_asked():
+    task = get_task("k2q")
+    splits = datasets.DatasetDict(
+        train=as_training_split(["a b"], [["what a b"]]),
+        validation=as_training_split(["c"], [["what c"]]),
+        nl2kw_train=as_training_split(["d", "d"], [["who d", "why d"], ["why d", "who d"]]),
+        nl2kw_validation=as_training_split(["e"], [["what e", "who e"]]),
+    )
+    plain = task.prepare(splits)
+    assert set(plain.splits) == {"train", "validation"} and len(plain.splits["train"]) == 1
+    human = task.prepare(splits, human_pairs=True)
+    assert human.splits["train"]["question"] == ["what a b", "who d", "why d"]
+    assert human.references("validation") == [["what c"], ["what e", "who e"]]
+    with pytest.raises(Exception, match="nl2kw_train"):
+        task.prepare(
+            datasets.DatasetDict(train=splits["train"], validation=splits["validation"]), human_pairs=True
+        )
+
+
 def test_table_scores_prefix_each_test_split():
     record = {"scores": {"t0": {"BLEU": 0.1}, "nl2kw": {"BLEU": 0.2}, "validation": {"BLEU": 0.9}}}
     assert table_scores(record, ("t0", "nl2kw")) == {"t0/BLEU": 0.1, "nl2kw/BLEU": 0.2}
@@ -101,8 +139,11 @@ def test_quick_reproduction_end_to_end(tmp_path, data_dir):
         max_validation=10,
         max_test=12,
         patience=None,
+        max_train=20,  # human pairs of copynet_human
         training_overrides=tiny,
-        preset_overrides={k: ding2018.TINY_MODEL for k in ("ednet", "attnet", "copynet", "fig5_copynet")},
+        preset_overrides={
+            k: ding2018.TINY_MODEL for k in ("ednet", "attnet", "copynet", "copynet_human", "fig5_copynet")
+        },
         settings={
             "questions": 200,
             "cache_dir": str(tmp_path / "cache"),
@@ -118,7 +159,7 @@ def test_quick_reproduction_end_to_end(tmp_path, data_dir):
     document = run_reproduction(
         reproduction, tmp_path / "out", quick=True, data_dir=data_dir, progress=False, save_models=models
     )
-    assert set(document["systems"]) == {"sdm", "tbm", "ednet", "attnet", "copynet"}
+    assert set(document["systems"]) == set(ding2018.TABLE_ORDER)
     for system in document["systems"].values():
         assert {"t0/ROUGE-L", "nl2kw/ROUGE-L", "t0/BLEU", "nl2kw/ROUGE-L recall"} <= set(system)
     config = document["config"]
@@ -142,3 +183,80 @@ def test_quick_reproduction_end_to_end(tmp_path, data_dir):
     texts = [o["generated_text"] for o in out]
     assert 2 <= len(out) <= 3 and len(set(texts)) == len(texts)
     assert [o["score"] for o in out] == sorted((o["score"] for o in out), reverse=True)
+
+    # trivial rows are computed, not copied: echo scores the keyword query itself
+    t0 = ding2018.folds(get_task("k2q"), budget, data_dir)[0].splits["t0"]
+    echo = json.loads(next((tmp_path / "out" / "runs").glob("echo-*.json")).read_text())
+    assert echo["outputs"]["t0"] == t0["keyword_query"]
+    expected = k2q_scores(t0["keyword_query"], t0["references"])["ROUGE-L"]
+    assert document["systems"]["echo"]["t0/ROUGE-L"]["mean"] == pytest.approx(expected)
+    frame = json.loads(next((tmp_path / "out" / "runs").glob("frame-*.json")).read_text())
+    assert frame["info"]["frame"].split().count("X") == 1
+    # `train --system` trains exactly the recipe the run saved: same data, same config, same weights
+    from safetensors.torch import load_file
+
+    from hf_querygen.experiments.runner import training_recipe
+    from hf_querygen.training import train_model
+
+    for key in ("copynet", "copynet_human"):
+        recipe = training_recipe(f"ding2018/{key}", "quick", data_dir, reproduction=reproduction)
+        trained = tmp_path / f"trained-{key}"
+        metadata = train_model("ding2018-copynet", trained, task="k2q", seed=0, **recipe.train_model_kwargs())
+        saved = json.loads((models / f"{key}-seed0" / "hf_querygen_training.json").read_text())
+        for field in ("data_fingerprint", "synthetic_set", "recipe", "system", "budget"):
+            assert metadata[field] == saved[field], field
+        assert (
+            metadata["synthetic_set"]["pairs"] == 200 and len(metadata["synthetic_set"]["fingerprint"]) == 40
+        )
+        ours = json.loads((trained / "config.json").read_text())
+        theirs = json.loads((models / f"{key}-seed0" / "config.json").read_text())
+        assert ours == theirs  # sizes, vocabularies, and the decoding chosen on validation
+        weights = load_file(str(trained / "model.safetensors"))
+        reference = load_file(str(models / f"{key}-seed0" / "model.safetensors"))
+        assert weights.keys() == reference.keys()
+        assert all(weights[k].equal(reference[k]) for k in weights)
+    human = json.loads((tmp_path / "trained-copynet_human" / "hf_querygen_training.json").read_text())
+    assert human["train_examples"] == 200 + 20  # the synthetic pairs plus the (capped) human pairs
+    assert human["metric_for_best_model"] == "eval_ROUGE-L" and human["decoding_selection"]
+
+
+def test_train_system_options_and_recipe_errors(tmp_path, data_dir, capsys):
+    from hf_querygen.cli import main as cli_main
+    from hf_querygen.errors import InvalidInputError
+    from hf_querygen.experiments.runner import training_recipe
+
+    preset = [
+        "train",
+        "--preset",
+        "ding2018-copynet",
+        "--budget",
+        "quick",
+        "--output-dir",
+        str(tmp_path / "a"),
+    ]
+    assert cli_main(preset) != 0 and "go with --system" in capsys.readouterr().err
+    assert cli_main(["train", "--system", "ding2018/echo", "--output-dir", str(tmp_path / "b")]) != 0
+    assert "baseline" in capsys.readouterr().err
+    with pytest.raises(InvalidInputError, match="no budget 'huge'"):
+        training_recipe("ding2018/copynet", "huge", data_dir)
+    with pytest.raises(InvalidInputError, match="not trained"):
+        training_recipe("ding2018/tbm", "quick", data_dir)
+    # the seed pairs alone stay one explicit option away (no synthetic set is built or read)
+    tiny = "--set embedding_size=8 --set hidden_size=8 --set decoder_hidden_size=8".split()
+    out = tmp_path / "seed-pairs"
+    arguments = ["train", "--system", "ding2018/copynet", "--task-corpus-only", "--output-dir", str(out)]
+    assert cli_main([*arguments, "--max-steps", "2", "--data-dir", str(data_dir), *tiny]) == 0
+    saved = json.loads((out / "hf_querygen_training.json").read_text())
+    assert saved["corpus"] == "k2q" and "synthetic_set" not in saved and "recipe" not in saved
+    assert saved["train_examples"] == len(K2QTask().load(data_dir=data_dir)["train"])
+
+
+def test_k2q_evaluate_scores_against_every_reference(monkeypatch):
+    """K2QTask.evaluate (what `hf-querygen evaluate` calls) takes the max over all references."""
+    from hf_querygen.tasks.k2q import K2Q
+
+    split = as_training_split(["capital france"], [["who is it", "capital france"]])
+    # an echoing predict: evaluate's scoring is what is under test
+    monkeypatch.setattr(K2Q, "predict", lambda model, tokenizer, sources, **kwargs: list(sources))
+    scores, outputs = K2Q.evaluate(None, None, split)
+    assert outputs == ["capital france"] and scores["ROUGE-L"] == pytest.approx(1.0)

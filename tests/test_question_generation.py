@@ -131,3 +131,120 @@ def test_batched_equals_unbatched_and_bad_strategy_fails(generate_questions):
     ]
     with pytest.raises(InvalidInputError):
         generate_questions("capital france", strategy="group-beam")
+
+
+QUERIES = ["capital france", "hobbit author", "berlin wall fall"]
+
+
+@pytest.mark.parametrize("strategy", ["beam", "distinct-beam", "sample"])
+def test_every_strategy_beam_width_and_return_count_on_a_batch(generate_questions, strategy):
+    for num_beams in (1, 2, 5):
+        for wanted in (1, 3):
+            torch.manual_seed(0)
+            out = generate_questions(
+                QUERIES, strategy=strategy, num_beams=num_beams, num_return_sequences=wanted
+            )
+            assert len(out) == len(QUERIES)  # one list per keyword query, in input order
+            for questions in out:
+                assert 1 <= len(questions) <= wanted
+                texts = [q["generated_text"] for q in questions]
+                assert all(isinstance(t, str) for t in texts) and len(set(texts)) == len(texts)
+                scores = [q["score"] for q in questions]
+                assert all(isinstance(s, float) and s <= 0 for s in scores)
+                assert scores == sorted(scores, reverse=True)
+            if strategy == "distinct-beam":
+                assert all(len(questions) == wanted for questions in out)
+
+
+def test_default_call_is_greedy_and_matches_the_task_predict(generate_questions):
+    """No arguments: one greedy question per query, the text that K2QTask.predict (the runner's decoding)
+    gives; the score is the mean per-token log-probability."""
+    from hf_querygen.tasks.k2q import K2Q
+
+    single = generate_questions("capital france")
+    assert len(single) == 1 and set(single[0]) == {"generated_text", "score"}
+    predicted = K2Q.predict(generate_questions.model, generate_questions.tokenizer, QUERIES)
+    assert [o[0]["generated_text"] for o in generate_questions(QUERIES)] == predicted
+    assert predicted[0] == single[0]["generated_text"]
+    assert generate_questions([]) == [] and generate_questions("   ") == []
+
+
+def test_saved_task_decoding_is_the_default_and_call_arguments_override_it(model_dir, tmp_path):
+    """config.task_decoding (chosen on validation by train_model) is what the pipeline decodes with."""
+    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+    from hf_querygen.tasks.k2q import K2Q
+
+    model = AutoModelForSeq2SeqLM.from_pretrained(model_dir)
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    guarded = {"no_repeat_ngram_size": 1, "num_beams": 1}
+    expected = K2Q.predict(model, tokenizer, QUERIES, **guarded)
+    for text in expected:  # no word twice: the guard is applied
+        assert len(text.split()) == len(set(text.split()))
+    model.config.task_decoding = guarded
+    model.save_pretrained(tmp_path / "guarded")
+    tokenizer.save_pretrained(tmp_path / "guarded")
+    generate = pipeline("question-generation", model=str(tmp_path / "guarded"))
+    assert [o[0]["generated_text"] for o in generate(QUERIES)] == expected
+    unguarded = K2Q.predict(model, tokenizer, QUERIES, no_repeat_ngram_size=0)
+    assert [o[0]["generated_text"] for o in generate(QUERIES, no_repeat_ngram_size=0)] == unguarded
+
+
+def test_bad_arguments_are_named(generate_questions):
+    with pytest.raises(InvalidInputError, match="num_return_sequences"):
+        generate_questions("capital france", num_return_sequences=0)
+    with pytest.raises(InvalidInputError, match="overgenerate"):
+        generate_questions("capital france", overgenerate=0)
+    with pytest.raises(TypeError, match="unknown arguments"):
+        generate_questions("capital france", beams=3)
+
+
+def test_no_repeat_source_words_bans_a_copied_word_under_every_id():
+    from hf_querygen.tasks.k2q import NoRepeatSourceWordsProcessor
+
+    # V = 10; source: word 7, an OOV word (input [UNK]=1, source id 20), word 7 again, [EOS]=3
+    processor = NoRepeatSourceWordsProcessor(
+        torch.tensor([[7, 1, 7, 3]]), torch.tensor([[7, 20, 7, 3]]), 10, special_ids=[0, 1, 2, 3]
+    )
+    scores = torch.zeros(3, 14)  # 3 beams of the one example, width V + S
+    generated = torch.tensor([[2, 7], [2, 11], [2, 4]])  # word 7 from the vocabulary; OOV copied; other
+    banned = processor(generated, scores).isinf()
+    assert banned[0].nonzero().flatten().tolist() == [7, 10, 12]  # its id and both positions holding it
+    assert banned[1].nonzero().flatten().tolist() == [11]  # the OOV word's position only
+    assert not banned[2].any()  # a question word may repeat
+    copied = processor(torch.tensor([[2, 12]]), torch.zeros(1, 14)).isinf()  # word 7 copied from pos 2
+    assert copied[0].nonzero().flatten().tolist() == [7, 10, 12]
+
+
+def test_no_repeat_source_words_in_decoding(generate_questions):
+    for strategy in ("beam", "sample"):
+        out = generate_questions(QUERIES, strategy=strategy, num_beams=2, no_repeat_source_words=True)
+        for query, questions in zip(QUERIES, out, strict=True):
+            words = questions[0]["generated_text"].split()
+            source_words = [w for w in words if w in query.split()]
+            assert len(source_words) == len(set(source_words)), (query, words)
+
+
+def test_copy_all_source_words_holds_back_the_end_until_every_keyword_is_out():
+    from hf_querygen.tasks.k2q import NoRepeatSourceWordsProcessor
+
+    processor = NoRepeatSourceWordsProcessor(
+        torch.tensor([[7, 8, 3]]), None, 10, special_ids=[0, 1, 2, 3], eos_token_id=3, copy_all=True
+    )
+    scores = torch.zeros(1, 13)
+    scores[0, 3] = 5.0  # the model wants to end
+    waiting = processor(torch.tensor([[2, 7]]), scores)  # word 8 still missing
+    assert waiting[0, 3].isinf() and waiting[0, [7, 10]].isinf().all() and not waiting[0, 8].isinf()
+    assert waiting[0].argmax() == 11 and waiting[0, 11] == 5.0  # copying word 8 takes the end's score
+    done = processor(torch.tensor([[2, 7, 11]]), torch.zeros(1, 13))  # 8 copied from position 1
+    assert not done[0, 3].isinf()
+
+
+def test_copy_all_source_words_in_decoding(generate_questions):
+    out = generate_questions(
+        QUERIES, copy_all_source_words=True, no_repeat_source_words=True, max_new_tokens=12
+    )
+    for query, questions in zip(QUERIES, out, strict=True):
+        words = questions[0]["generated_text"].split()
+        # every keyword word unless the length limit ended the question first
+        assert set(query.split()) <= set(words) or len(words) >= 11, (query, words)

@@ -3,8 +3,9 @@
 The bash blocks run in order through the CLI's ``main`` (in this process, in a temporary working
 directory), the python blocks with ``exec`` in the same directory, so the python example finds the
 ``runs/...`` models that the README's own ``train`` commands wrote. Tiny size: every ``train`` gets a
-few steps on a data slice with 8-unit layers appended (later flags win), ``reproduce`` runs
-``--quick`` and ``synthesize`` takes 20 questions. Not run: the Quickstart
+few steps on a data slice with 8-unit layers appended (later flags win; a ding2018 system's recipe
+takes ``--budget quick``: its synthetic set from 1,500 questions), ``reproduce`` runs ``--quick``
+and ``synthesize`` takes 20 questions. Not run: the Quickstart
 block (it installs the package and runs the whole suite, i.e. this test).
 """
 
@@ -74,6 +75,7 @@ def test_readme_has_the_examples_this_test_runs():
 def test_every_readme_example_runs(data_dir, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HF_QUERYGEN_DATA_DIR", str(data_dir))
+    monkeypatch.setenv("HF_QUERYGEN_DING2018_CACHE", str(tmp_path / "ding2018-cache"))
     ran = 0
     for language, code in code_blocks(README.read_text(encoding="utf-8")):
         if any(marker in code for marker in SKIPPED_BECAUSE):
@@ -87,6 +89,8 @@ def test_every_readme_example_runs(data_dir, tmp_path, monkeypatch):
             arguments = command[1:]
             if arguments[0] == "train":
                 arguments += TINY_TRAIN + tiny_decoder(arguments)
+                if any(a.startswith("ding2018/") for a in arguments):
+                    arguments += ["--budget", "quick"]  # the recipe's synthetic set from 1,500 questions
             elif arguments[0] == "reproduce" and "--quick" not in arguments:
                 arguments.append("--quick")
             elif arguments[0] == "synthesize":

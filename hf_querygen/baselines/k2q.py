@@ -19,7 +19,9 @@
   3. Fallback: where no template of arity n exists, the SDM baseline's question.
 
 Both return one question per keyword query, as the paper ("we retrieve the best matching question
-for each keyword query").
+for each keyword query"). Two trivial rows that are not in the paper give the floor a model must beat:
+:func:`echo_keyword_queries` (the keyword query unchanged) and :class:`FrameBaseline` (the keyword
+query in the most frequent question frame of the training pairs, e.g. "what is X ?").
 """
 
 from __future__ import annotations
@@ -33,7 +35,16 @@ from ..corpora._base import normalize_for_matching
 from ..errors import InvalidInputError
 from ..word_vectors import train_word2vec  # noqa: F401  (its home before; tasks read it too)
 
-__all__ = ["SDMBaseline", "Template", "TemplateBaseline", "mine_template", "train_word2vec"]
+__all__ = [
+    "FrameBaseline",
+    "SDMBaseline",
+    "Template",
+    "TemplateBaseline",
+    "echo_keyword_queries",
+    "mine_template",
+    "question_frame",
+    "train_word2vec",
+]
 
 SLOT = "\x00{}"  # a slot marker no normalised word can contain
 
@@ -194,3 +205,66 @@ class TemplateBaseline:
                 outputs[i] = text
         self.last_fallbacks = len(missing)
         return [o or "" for o in outputs]
+
+
+# ---------------------------------------------------------------- trivial rows
+#: the slot of a :class:`FrameBaseline` frame: the whole keyword query goes there
+FRAME_SLOT = "X"
+
+
+def question_frame(keyword_query: str, question: str) -> str | None:
+    """The normalised question (no punctuation) with the maximal runs of keyword-query words replaced
+    by one :data:`FRAME_SLOT` ("What is the capital of France?" for "capital france" -> "what is the X
+    of X"); ``None`` when no keyword word occurs in the question."""
+    keywords = set(_words(keyword_query))
+    tokens = normalize_for_matching(question).split()
+    frame: list[str] = []
+    for token in tokens:
+        if token in keywords:
+            if not frame or frame[-1] != FRAME_SLOT:
+                frame.append(FRAME_SLOT)
+        else:
+            frame.append(token)
+    return " ".join(frame) if FRAME_SLOT in frame else None
+
+
+@dataclass
+class FrameBaseline:
+    """The keyword query inside the most frequent one-slot question frame of training pairs
+    (:func:`question_frame`; typically "what is X"): a trivial row that tells whether a model learnt
+    more than wrapping the query in the commonest question words."""
+
+    frame: str
+    counts: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def from_pairs(cls, keyword_queries: Sequence[str], questions: Sequence[str]) -> FrameBaseline:
+        if len(keyword_queries) != len(questions):
+            raise InvalidInputError(
+                f"FrameBaseline.from_pairs: {len(keyword_queries)} queries, {len(questions)} questions"
+            )
+        counts: dict[str, int] = {}
+        for keyword_query, question in zip(keyword_queries, questions, strict=True):
+            frame = question_frame(keyword_query, question)
+            if frame is not None and frame.split().count(FRAME_SLOT) == 1:
+                counts[frame] = counts.get(frame, 0) + 1
+        if not counts:
+            raise InvalidInputError("FrameBaseline.from_pairs: no pair has a one-slot question frame")
+        # most frequent first, ties by the frame text (deterministic)
+        frame = min(counts, key=lambda f: (-counts[f], f))
+        return cls(frame, counts)
+
+    def generate(self, keyword_queries: Sequence[str]) -> list[str]:
+        if isinstance(keyword_queries, str):
+            raise InvalidInputError("FrameBaseline.generate: pass a list of keyword queries, not one string")
+        return [
+            " ".join(normalize_for_matching(k) if t == FRAME_SLOT else t for t in self.frame.split())
+            for k in keyword_queries
+        ]
+
+
+def echo_keyword_queries(keyword_queries: Sequence[str]) -> list[str]:
+    """The keyword query unchanged: the floor any keyword-to-question model must beat."""
+    if isinstance(keyword_queries, str):
+        raise InvalidInputError("echo_keyword_queries: pass a list of keyword queries, not one string")
+    return [str(k) for k in keyword_queries]

@@ -45,6 +45,12 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--quick", action="store_true", help="minutes-long run (small data and models, 1 seed)"
     )
+    parser.add_argument(
+        "--budget",
+        default=None,
+        help="a named budget of the reproduction instead of full / --quick (ding2018: paper = the paper's "
+        "network sizes and optimiser, 3 seeds, for a CUDA machine)",
+    )
     parser.add_argument("--seeds", type=positive_int, default=None, help="number of seeds / repetitions")
     parser.add_argument("--out-dir", type=Path, default=None, help="default: results/<name>[-quick]")
     parser.add_argument("--data-dir", type=Path, default=None, help="raw corpora (default ../shared/data)")
@@ -76,7 +82,8 @@ def _reproduce(args: argparse.Namespace) -> int:
         raise SystemExit(f"--models-dir {args.models_dir} is not a folder")
     for name in names:
         out_dir = args.out_dir / name if (args.out_dir and args.name == "all") else args.out_dir
-        out_dir = out_dir or Path("results") / (name + ("-quick" if args.quick else ""))
+        suffix = f"-{args.budget}" if args.budget not in (None, "full") else ("-quick" if args.quick else "")
+        out_dir = out_dir or Path("results") / (name + suffix)
         save_models = (
             args.save_models / name if (args.save_models and args.name == "all") else args.save_models
         )
@@ -95,5 +102,6 @@ def _reproduce(args: argparse.Namespace) -> int:
             resume=args.resume,
             overwrite=args.overwrite,
             models_dir=models_dir,
+            budget=args.budget,
         )
     return 0

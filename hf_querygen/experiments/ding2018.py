@@ -17,11 +17,17 @@
    for several L, scored on T_0 test; Fig. 6: the share of the synthetic vocabulary in T_L under TDF
    selection and under random selection.
 
-Model selection is on validation only: the best checkpoint by validation loss, the validation split
-being T_0 train + validation (hand-written keyword queries, never the test split). What differs from
+Model selection is on validation only: the best checkpoint by validation ROUGE-L, the validation split
+being T_0 train + validation (hand-written keyword queries, never the test split), plus the reversed
+nl2kw validation split for the row trained with human pairs (``copynet_human``: synthetic pairs + the
+reversed nl2kw TRAIN split). Two trivial rows give the floor: the keyword query echoed, and the keyword
+query in the most frequent question frame of the training pairs. ``hf-querygen train --system
+ding2018/<row>`` trains a row's recipe of the ``full`` budget (``--budget paper``: the paper's sizes,
+for a GPU). What differs from
 the paper, by necessity (2 shared CPU cores, 60 minutes): 51,657 questions instead of 3.17M, smaller
 networks and a step budget instead of training to convergence (see ``config["models"]``), Adam at
-2e-3 instead of 1e-4, greedy decoding.
+2e-3 instead of 1e-4; each network's decoding (greedy, guards against repeated keyword words, every
+keyword required, 4 beams) is chosen on validation (``K2QTask.decoding_grid``) and saved with the model.
 """
 
 from __future__ import annotations
@@ -53,7 +59,18 @@ PAPER_NUMBERS: dict[str, dict[str, float]] = {
 PAPER_ORDER = ("copynet", "attnet", "ednet", "tbm", "sdm")
 TEST_SPLITS = ("t0", "nl2kw")
 HEADLINE = ("ROUGE-L", "ROUGE-1", "ROUGE-2", "BLEU")
-LABELS = {"sdm": "SDM", "tbm": "TBM", "ednet": "EDNet", "attnet": "AttNet", "copynet": "CopyNet"}
+LABELS = {
+    "echo": "keyword query echoed",
+    "frame": "most frequent question frame",
+    "sdm": "SDM",
+    "tbm": "TBM",
+    "ednet": "EDNet",
+    "attnet": "AttNet",
+    "copynet": "CopyNet",
+    "copynet_human": "CopyNet + nl2kw train pairs",
+}
+#: the rows of our table, in print order (the paper's five, two trivial rows, one with human pairs)
+TABLE_ORDER = ("echo", "frame", "sdm", "tbm", "ednet", "attnet", "copynet", "copynet_human")
 #: Fig. 5's data configurations (Sec. 6.1), in the paper's order
 VARIANTS = ("baseline", "par", "par_ph", "par_ph_kqf", "par_ph_kqf_tdf")
 VARIANT_LABELS = {
@@ -191,7 +208,13 @@ def folds(task: Any, budget: Budget, data_dir: Any) -> list[Fold]:
     T_0 train + validation, and the test splits ``t0`` and ``nl2kw`` (capped by the budget)."""
     import datasets
 
-    from hf_querygen.tasks.k2q import as_training_split, k2q_test_sets, t0_test
+    from hf_querygen.tasks.k2q import (
+        as_training_split,
+        k2q_test_sets,
+        nl2kw_reversed_pairs,
+        nl2kw_reversed_test,
+        t0_test,
+    )
 
     settings = budget.settings
     synthetic = _synthetic(data_dir, settings)
@@ -205,11 +228,55 @@ def folds(task: Any, budget: Budget, data_dir: Any) -> list[Fold]:
     }
     for name, ds in k2q_test_sets(data_dir).items():
         splits[name] = as_training_split(ds["keywords"], ds["references"])
-    caps = {"validation": budget.max_validation, "t0": budget.max_test, "nl2kw": budget.max_test}
+    # the human pairs (reversed nl2kw TRAIN, one pair per question; its VALIDATION for selection): only
+    # the rows with the prepare option human_pairs use them (K2QTask.prepare drops them otherwise)
+    splits["nl2kw_train"] = nl2kw_reversed_pairs(data_dir, "train")
+    human_validation = nl2kw_reversed_test(data_dir, "validation")
+    splits["nl2kw_validation"] = as_training_split(
+        human_validation["keywords"], human_validation["references"]
+    )
+    caps = {
+        "validation": budget.max_validation,
+        "nl2kw_validation": budget.max_validation,
+        "t0": budget.max_test,
+        "nl2kw": budget.max_test,
+        "nl2kw_train": budget.max_train,
+    }
     for split, cap in caps.items():
         if cap is not None and len(splits[split]) > cap:
             splits[split] = splits[split].shuffle(seed=0).select(range(cap))
-    return [Fold(None, datasets.DatasetDict(splits), {"synthetic": synthetic})]
+    return [
+        Fold(
+            None,
+            datasets.DatasetDict(splits),
+            {"synthetic": synthetic, "training_metadata": synthetic_set_metadata(synthetic, pairs, settings)},
+        )
+    ]
+
+
+def synthetic_set_metadata(synthetic: SyntheticData, pairs, settings: Mapping[str, Any]) -> dict[str, Any]:
+    """What a trained model's training JSON says about its synthetic training set: the folder (its
+    dataset card is README.md there), the number of pairs, the pipeline settings and a fingerprint of
+    the pairs themselves (sha1 over keyword query / question), so two trainings can be compared."""
+    import hashlib
+
+    folder = synthetic.cache / f"synthetic-par_ph_kqf{synthetic.tag}"
+    digest = hashlib.sha1()
+    for keyword_query, question in zip(pairs["keyword_query"], pairs["question"], strict=True):
+        digest.update(f"{keyword_query}\t{question}\n".encode())
+    manifest = folder / "synthesis.json"
+    return {
+        "synthetic_set": {
+            "name": "ding2018 Par+Ph+KQF"
+            + (f" top {settings['train_pairs']} by TDF" if settings.get("train_pairs") else ""),
+            "path": str(folder),
+            "card": str(folder / "README.md"),
+            "pairs": len(pairs),
+            "questions": len(synthetic.questions),
+            "fingerprint": digest.hexdigest(),
+            "synthesis": json.loads(manifest.read_text()) if manifest.is_file() else None,
+        }
+    }
 
 
 # ---------------------------------------------------------------- baselines (Sec. 5.2.1)
@@ -255,15 +322,55 @@ def tbm_baseline(context: BaselineContext) -> tuple[list[str], dict[str, Any]]:
     return outputs, info
 
 
+def echo_baseline(context: BaselineContext) -> list[str]:
+    """The keyword query unchanged (not in the paper: the floor every row must beat)."""
+    from hf_querygen.baselines.k2q import echo_keyword_queries
+
+    return echo_keyword_queries(context.sources())
+
+
+def frame_baseline(context: BaselineContext) -> tuple[list[str], dict[str, Any]]:
+    """The keyword query in the most frequent one-slot question frame of the training pairs (not in
+    the paper; "what is X ?" on the synthetic pairs)."""
+    from hf_querygen.baselines.k2q import FrameBaseline
+
+    train = context.data.splits["train"]
+    key = ("frame", len(train), train._fingerprint)
+    if key not in _BASELINES:
+        _BASELINES[key] = FrameBaseline.from_pairs(train["keyword_query"], train["question"])
+    frame = _BASELINES[key]
+    top = sorted(frame.counts.items(), key=lambda kv: (-kv[1], kv[0]))[:5]
+    return frame.generate(context.sources()), {"frame": frame.frame, "top_frames": dict(top)}
+
+
 # ---------------------------------------------------------------- the table
-_NEURAL = {"task": "k2q", "decoding": GREEDY, "evaluate_on": TEST_SPLITS}
+#: every network: the best checkpoint by validation ROUGE-L (greedy decoding of the validation split at
+#: each evaluation), what the table reports, rather than by validation loss
+_NEURAL = {
+    "task": "k2q",
+    "decoding": GREEDY,
+    "evaluate_on": TEST_SPLITS,
+    "train_options": {"select_on": "ROUGE-L"},
+}
 SYSTEMS = register_systems(
     [
+        System("ding2018/echo", "k2q", LABELS["echo"], baseline=echo_baseline, evaluate_on=TEST_SPLITS),
+        System("ding2018/frame", "k2q", LABELS["frame"], baseline=frame_baseline, evaluate_on=TEST_SPLITS),
         System("ding2018/sdm", "k2q", LABELS["sdm"], baseline=sdm_baseline, evaluate_on=TEST_SPLITS),
         System("ding2018/tbm", "k2q", LABELS["tbm"], baseline=tbm_baseline, evaluate_on=TEST_SPLITS),
         System("ding2018/ednet", label=LABELS["ednet"], preset="ding2018-ednet", **_NEURAL),
         System("ding2018/attnet", label=LABELS["attnet"], preset="ding2018-attnet", cost=1.5, **_NEURAL),
         System("ding2018/copynet", label=LABELS["copynet"], preset="ding2018-copynet", cost=2, **_NEURAL),
+        # not in the paper: CopyNet on the synthetic pairs plus the human pairs of the reversed nl2kw
+        # TRAIN split (its validation split joins T_0's for checkpoint selection; its test is never used)
+        System(
+            "ding2018/copynet_human",
+            label=LABELS["copynet_human"],
+            preset="ding2018-copynet",
+            cost=2.2,
+            prepare_options={"human_pairs": True},
+            **_NEURAL,
+        ),
     ]
 )
 #: the Fig. 5 runs: CopyNet on each T_L, scored on T_0 test (trained by the fig5 analysis, not a row)
@@ -277,32 +384,63 @@ FIG5_SYSTEM = System(
     in_table=False,
 )
 
-#: the networks we can train on 2 CPU cores in the time budget (the paper: embeddings 100, BiGRU 200,
-#: GRU 400, dropout 0.5); one size for the three so that they differ only in attention / copying
-FULL_MODEL = {"embedding_size": 64, "hidden_size": 64, "decoder_hidden_size": 128, "dropout": 0.1}
+#: the networks' sizes on a CPU (the paper: embeddings 100, BiGRU 200, GRU 400, dropout 0.5): one step of
+#: batch 64 costs 0.25 s at 64/64/128, 0.52 s at these and 0.80 s at the paper's on one idle core of
+#: the dev machine (measured on the nl2kw pairs, output vocabulary 3,906), so these sizes get ~5 epochs
+#: of the ~58k pairs in about 45 minutes where the paper's get ~3; one size for the three networks so
+#: that they differ only in attention / copying
+FULL_MODEL = {"embedding_size": 100, "hidden_size": 128, "decoder_hidden_size": 256, "dropout": 0.2}
+#: Fig. 5's runs keep the earlier, smaller networks (150 steps each: a comparison of data sets)
+FIG5_MODEL = {"embedding_size": 64, "hidden_size": 64, "decoder_hidden_size": 128, "dropout": 0.1}
 TINY_MODEL = {"embedding_size": 16, "hidden_size": 16, "decoder_hidden_size": 32, "dropout": 0.0}
-#: Adam at 2e-3 (the paper: 1e-4 to convergence), clipping 0.1 and batch 64 as the preset; the best
-#: checkpoint by T_0-validation loss, evaluated every ``eval_steps``
+#: Adam at 2e-3 (the paper: 1e-4 on 3.17M pairs), clipping 0.1 and batch 64 as the preset; 5,000 steps
+#: (~5.5 epochs of the synthetic + human pairs, ~6 of the synthetic ones); every 500 steps the
+#: validation split is decoded and the best checkpoint by validation ROUGE-L is kept; training stops
+#: after 4 evaluations without improvement
 FULL_TRAINING = {
-    "max_steps": 400,
+    "max_steps": 5000,
     "learning_rate": 2e-3,
     "eval_strategy": "steps",
-    "eval_steps": 100,
+    "eval_steps": 500,
     "save_strategy": "steps",
-    "save_steps": 100,
+    "save_steps": 500,
 }
+FIG5_TRAINING = {**FULL_TRAINING, "max_steps": 150, "eval_steps": 50, "save_steps": 50}
 FULL_BUDGET = Budget(
     "full",
     seeds=3,
-    patience=None,
+    patience=4,
     training_overrides=FULL_TRAINING,
-    preset_overrides={key: FULL_MODEL for key in ("ednet", "attnet", "copynet", "fig5_copynet")},
+    preset_overrides={
+        **{key: FULL_MODEL for key in ("ednet", "attnet", "copynet", "copynet_human")},
+        "fig5_copynet": FIG5_MODEL,
+    },
     settings={
         "train_pairs": None,
         "fig5": True,
         "fig5_sizes": (5000, 45000),
         "fig5_runs": 2,
-        "fig5_training": {**FULL_TRAINING, "max_steps": 150, "eval_steps": 50, "save_steps": 50},
+        "fig5_training": FIG5_TRAINING,
+        "fig6_fractions": (0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0),
+        "num_proc": None,
+    },
+)
+#: the paper's networks and optimiser (the ding2018-* presets as they are: 100 / 200 / 400, dropout 0.5,
+#: Adam 1e-4, clipping 0.1), trained by epochs until validation ROUGE-L stops improving (3 epochs
+#: without improvement, at most 30), 3 seeds. Meant for a CUDA machine: the stock Trainer puts the model
+#: on the GPU when torch sees one (on one CPU core a seed takes hours).
+PAPER_BUDGET = Budget(
+    "paper",
+    seeds=3,
+    patience=3,
+    training_overrides={"num_train_epochs": 30, "eval_strategy": "epoch", "save_strategy": "epoch"},
+    preset_overrides={"fig5_copynet": FIG5_MODEL},
+    settings={
+        "train_pairs": None,
+        "fig5": True,
+        "fig5_sizes": (5000, 45000),
+        "fig5_runs": 3,
+        "fig5_training": FIG5_TRAINING,
         "fig6_fractions": (0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0),
         "num_proc": None,
     },
@@ -321,9 +459,12 @@ QUICK_BUDGET = Budget(
     seeds=1,
     max_validation=100,
     max_test=100,
+    max_train=500,  # caps the human pairs (nl2kw_train); the synthetic set is capped by "questions"
     patience=None,
     training_overrides=QUICK_TRAINING,
-    preset_overrides={key: TINY_MODEL for key in ("ednet", "attnet", "copynet", "fig5_copynet")},
+    preset_overrides={
+        key: TINY_MODEL for key in ("ednet", "attnet", "copynet", "copynet_human", "fig5_copynet")
+    },
     settings={
         "questions": 1500,
         "train_pairs": None,
@@ -501,7 +642,7 @@ def render_markdown(document: dict) -> str:
     from hf_querygen.experiments._report import markdown_table
 
     config = document["config"]
-    systems = [k for k in PAPER_ORDER[::-1] if k in document["systems"]]
+    systems = [k for k in TABLE_ORDER if k in document["systems"]]
     models = config.get("models", {})
     lines = [
         "# Ding & Balog (ICTIR'18) on our data: Table 2, Figs. 5-6",
@@ -510,9 +651,11 @@ def render_markdown(document: dict) -> str:
         f"Q = {config['question_corpus'].get('used', 0):,} questions; "
         f"{config['synthetic_pairs']:,} synthetic pairs (Par+Ph+KQF, m = 20, N = 100); "
         f"{config['seeds']} seed(s); vocabulary {config['vocab_size']:,}, "
-        f"decoder output vocabulary {config['output_vocab_size']:,}. Networks SHRUNK from the paper's "
-        f"(emb 100 / BiGRU 200 / GRU 400, dropout 0.5): {json.dumps(models.get('sizes'))}, "
-        f"{models.get('training')}. Greedy decoding. Splits: {json.dumps(config['split_sizes'])}.",
+        f"decoder output vocabulary {config['output_vocab_size']:,}. Networks (the paper's: "
+        f"emb 100 / BiGRU 200 / GRU 400, dropout 0.5): {json.dumps(models.get('sizes'))}, "
+        f"{models.get('training')}. Splits: {json.dumps(config['split_sizes'])}.",
+        "",
+        *[f"- **{LABELS.get(k, k)}**: {text}" for k, text in config.get("row_provenance", {}).items()],
         "",
         "ROUGE: rouge-score F1, max over references (Eq. 10; T_0 has one reference so avg = max); BLEU: "
         f"sacrebleu `{json.dumps(config.get('bleu_signatures', config['bleu_signature']))}` (0-1). "
@@ -541,7 +684,7 @@ def render_markdown(document: dict) -> str:
     ]
     for key, check in config.get("orderings", {}).items():
         held = ", ".join(f"{p} {'yes' if v else 'NO'}" for p, v in check["pairs"].items())
-        ranking = " > ".join(LABELS[k] for k in check["ours"])
+        ranking = " > ".join(LABELS.get(k, k) for k in check["ours"])
         lines.append(f"| {key} | {ranking} | {held} | {'yes' if check['holds'] else 'NO'} |")
     lines += ["", *render_figures(config)]
     lines += ["", f"Timings (s): {json.dumps(config.get('timings_s', {}))}", ""]
@@ -656,13 +799,26 @@ def _plots(document: dict, out: Path) -> None:
         plot_fig6(config["fig6"], out / "fig6.png")
 
 
+def _training_text(budget: Budget) -> str:
+    overrides = budget.training_overrides
+    length = (
+        f"{overrides['max_steps']} steps"
+        if overrides.get("max_steps")
+        else f"{overrides.get('num_train_epochs')} epochs"
+    )
+    return (
+        f"Adam lr {overrides.get('learning_rate', 'of the preset')}, batch 64, clip 0.1, {length} at most, "
+        f"best checkpoint by validation ROUGE-L (early stopping after {budget.patience} evaluations without "
+        "improvement)"
+    )
+
+
 def _models(context: RunContext) -> dict[str, Any]:
     budget = context.budget
     return {
         "models": {
             "sizes": dict(budget.preset_overrides.get("copynet", {})),
-            "training": f"Adam lr {budget.training_overrides.get('learning_rate')}, batch 64, clip 0.1, "
-            f"{budget.training_overrides.get('max_steps')} steps, best checkpoint by T_0-validation loss",
+            "training": _training_text(budget),
             "paper": "emb 100, BiGRU 200, GRU 400, dropout 0.5, Adam 1e-4, clip 0.1",
         }
     }
@@ -682,7 +838,8 @@ REPRODUCTION = Reproduction(
     systems=SYSTEMS,
     paper_numbers=PAPER_NUMBERS,
     table_metrics=tuple(f"t0/{m}" for m in HEADLINE),
-    budgets={"full": FULL_BUDGET, "quick": QUICK_BUDGET},
+    budgets={"full": FULL_BUDGET, "quick": QUICK_BUDGET, "paper": PAPER_BUDGET},
+    train_budget="full",
     folds=folds,
     analyses=(describe, _models, orderings, fig6, _with_fig5_steps),
     render_markdown=render_markdown,
@@ -692,7 +849,8 @@ REPRODUCTION = Reproduction(
     prepare_options={"min_frequency": 2, "max_output_vocab_size": 4000},
     config={
         "decoding": "greedy",
-        "validation": "T_0 train + validation (seed_pairs): the best checkpoint by validation loss",
+        "validation": "T_0 train + validation (seed_pairs; + reversed nl2kw validation for copynet_human): "
+        "the best checkpoint by validation ROUGE-L",
         "synthetic": "KQGM paraphrase + phrases + combination (lambda 0.1, alpha 0.1, beta 0.9), KQF m = 20 "
         "with SDM over Q, TDF N = 100",
     },

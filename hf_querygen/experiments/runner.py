@@ -152,6 +152,10 @@ class Reproduction:
     prepare_options: Mapping[str, Any] = field(default_factory=dict)
     threads_per_worker: int = 1
     table_splits: tuple[str, ...] = ()
+    #: the budget whose recipe ``hf-querygen train --system <paper>/<row>`` trains (the table's data,
+    #: sizes, steps and checkpoint selection: :func:`training_recipe`); None: ``train --system`` trains
+    #: on the task's own corpus with the system's settings
+    train_budget: str | None = None
 
     #: a table that reads another paper's saved models names it (None: it trains its own)
     models_of: ClassVar[str | None] = None
@@ -200,6 +204,117 @@ class Evaluation:
         document = self.run(out_dir, quick=quick, seeds=seeds, data_dir=data_dir, models_dir=models_dir)
         print(self.summary(document), flush=True)
         return document
+
+
+# ---------------------------------------------------------------- one row's recipe, outside the runner
+@dataclass
+class TrainingRecipe:
+    """Everything :func:`hf_querygen.training.train_model` needs to train one table row exactly as the
+    runner does (:func:`train_and_score`): the fold's splits, the prepare options, the preset with the
+    budget's overrides, the training arguments, early stopping, the row's decoding, and the metadata
+    that names the data (:func:`recipe_metadata`)."""
+
+    system: System
+    budget: Budget
+    splits: datasets.DatasetDict
+    prepare_options: dict[str, Any]
+    preset_overrides: dict[str, Any]
+    training_overrides: dict[str, Any]
+    early_stopping_patience: int | None
+    group_by_length: bool
+    decoding: dict[str, Any]
+    metadata: dict[str, Any]
+
+    def train_model_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments of :func:`~hf_querygen.training.train_model` (besides the preset, the task
+        and the output folder)."""
+        return {
+            "splits": self.splits,
+            "prepare_options": self.prepare_options,
+            "preset_overrides": self.preset_overrides,
+            "training_preset": self.system.training_preset,
+            "training_overrides": self.training_overrides,
+            "train_options": dict(self.system.train_options),
+            "early_stopping_patience": self.early_stopping_patience,
+            "group_by_length": self.group_by_length,
+            "decoding": self.decoding,
+            "extra_metadata": self.metadata,
+        }
+
+
+def row_settings(reproduction: Reproduction, system: System, budget: Budget) -> dict[str, Any]:
+    """The resolved training settings of ``system`` under ``budget`` (what :func:`train_and_score`
+    passes to ``train_preset``): the one definition that ``train --system`` and the runner share."""
+    return {
+        "preset": system.preset,
+        "preset_overrides": {**system.preset_overrides, **budget.preset_overrides.get(system.key, {})},
+        "training_preset": system.training_preset,
+        # the mode's budget wins over the system's own settings (quick mode: more steps, a higher rate)
+        "training_overrides": {**system.training_overrides, **budget.training_overrides},
+        "prepare_options": {**reproduction.prepare_options, **dict(system.prepare_options)},
+        "train_options": dict(system.train_options),
+        "early_stopping_patience": budget.patience,
+        "group_by_length": budget.group_by_length,
+    }
+
+
+def recipe_metadata(
+    reproduction: Reproduction, system: System, budget: Budget, fold: Fold | None
+) -> dict[str, Any]:
+    """The training JSON entries that name a row's recipe: reproduction, budget, system, resolved
+    settings, and what the fold says about its data (e.g. the synthetic set)."""
+    return {
+        "reproduction": reproduction.name,
+        "budget": budget.name,
+        "system": system.name,
+        "recipe": _jsonable(row_settings(reproduction, system, budget)),
+        **dict((fold.extras.get("training_metadata") or {}) if fold is not None else {}),
+    }
+
+
+def training_recipe(
+    system: System | str,
+    budget: str | None = None,
+    data_dir: str | Path | None = None,
+    reproduction: Reproduction | None = None,
+) -> TrainingRecipe:
+    """The recipe of table row ``system`` under ``budget`` (default: its reproduction's
+    ``train_budget``): the same fold, prepared data options, sizes, steps and checkpoint selection as
+    ``hf-querygen reproduce <paper>`` (one seed; the seed is the caller's). ``reproduction``: a
+    modified copy of the paper's (default: the registered one)."""
+    from ..errors import InvalidInputError
+    from ..systems import get_system
+
+    system = get_system(system)
+    paper = system.name.split("/", 1)[0]
+    if reproduction is None:
+        if paper not in REPRODUCTIONS:
+            raise InvalidInputError(f"system {system.name!r}: no reproduction {paper!r} defines its recipe")
+        reproduction = get_reproduction(paper)
+    name = budget or reproduction.train_budget
+    if name is None:
+        raise InvalidInputError(f"reproduction {paper!r} defines no training recipe (train_budget)")
+    if name not in reproduction.budgets:
+        raise InvalidInputError(
+            f"reproduction {paper!r} has no budget {name!r}; budgets: {sorted(reproduction.budgets)}"
+        )
+    if not system.trainable:
+        raise InvalidInputError(f"system {system.name!r} is not trained (a baseline or a decoding variant)")
+    chosen = reproduction.budgets[name]
+    fold = _folds(reproduction, chosen, data_dir)[0]
+    settings = row_settings(reproduction, system, chosen)
+    return TrainingRecipe(
+        system=system,
+        budget=chosen,
+        splits=fold.splits,
+        prepare_options=settings["prepare_options"],
+        preset_overrides=settings["preset_overrides"],
+        training_overrides=settings["training_overrides"],
+        early_stopping_patience=settings["early_stopping_patience"],
+        group_by_length=settings["group_by_length"],
+        decoding=dict(system.decoding),
+        metadata=recipe_metadata(reproduction, system, chosen, fold),
+    )
 
 
 # ---------------------------------------------------------------- data
@@ -303,7 +418,8 @@ def _run_job(job: Job) -> list[dict[str, Any]]:
     data = _fold_data(
         reproduction, _WORKER["folds"][job.fold_id], _WORKER["data"], job.system.prepare_options
     )
-    return train_and_score(job, reproduction, budget, data, _WORKER["out"], _WORKER["save_models"])
+    fold = _WORKER["folds"][job.fold_id]
+    return train_and_score(job, reproduction, budget, data, _WORKER["out"], _WORKER["save_models"], fold)
 
 
 def train_and_score(
@@ -313,36 +429,47 @@ def train_and_score(
     data: TaskData,
     out: Path,
     save_models: Path | None = None,
+    fold: Fold | None = None,
 ) -> list[dict[str, Any]]:
     """Train ``job.system`` on ``data`` (resuming from ``out/checkpoints/...`` if there is one), then decode
     and score every variant on its ``evaluate_on`` splits; persist each record in ``out/runs/``."""
-    from ..training import LogFileCallback, save_model_folder, train_preset
+    from ..training import LogFileCallback, choose_decoding, data_fingerprint, save_model_folder, train_preset
 
     system, task = job.system, data.task
     name = run_name(system.key, job.seed, job.fold_id)
     checkpoints = out / "checkpoints" / name
     started = time.time()
+    settings = row_settings(reproduction, system, budget)
     trainer = train_preset(
         data,
         system.preset,
         checkpoints,
         seed=job.seed,
-        preset_overrides={**system.preset_overrides, **budget.preset_overrides.get(system.key, {})},
-        training_preset=system.training_preset,
-        # the mode's budget wins over the system's own settings (quick mode: more epochs, a higher rate)
-        training_overrides={**system.training_overrides, **budget.training_overrides},
-        early_stopping_patience=budget.patience,
-        group_by_length=budget.group_by_length,
+        preset_overrides=settings["preset_overrides"],
+        training_preset=settings["training_preset"],
+        training_overrides=settings["training_overrides"],
+        early_stopping_patience=settings["early_stopping_patience"],
+        group_by_length=settings["group_by_length"],
         resume=True,
         callbacks=[LogFileCallback(out / "train.log", name)],
-        **dict(system.train_options),
+        **settings["train_options"],
     )
     model = trainer.model
     train_seconds = time.time() - started
     summary = {"epochs": trainer.state.epoch, "global_steps": trainer.state.global_step}
+    # the row's decoding: a task with a decoding grid chooses it on validation (k2q's guards against
+    # repeats), and the table reports the decoding saved with the model, as the pipeline uses it
+    chosen, decoding_rows = (
+        choose_decoding(model, data, system.decoding) if system.in_table else (dict(system.decoding), [])
+    )
+    if chosen:
+        model.config.task_decoding = dict(chosen)
     records = []
     for variant in job.variants:
-        record = _decode_and_score(variant, job, model, data)
+        record = _decode_and_score(variant, job, model, data, chosen if variant is system else None)
+        if variant is system and decoding_rows:
+            record["decoding"] = chosen
+            record["decoding_selection"] = decoding_rows
         record.update(train_seconds=round(train_seconds, 1), training=summary)
         _save_record(out, record)
         records.append(record)
@@ -367,14 +494,20 @@ def train_and_score(
             "output_vocab_size": getattr(model.config, "output_vocab_size", None),
             **summary,
             "validation": {f"eval_{k}": v for k, v in records[0]["scores"].get("validation", {}).items()},
+            # the same entries as `train --system` writes (training_recipe): one recipe, comparable
+            **recipe_metadata(reproduction, system, budget, fold),
+            "data_fingerprint": data_fingerprint(data),  # as train_model writes it
         }
         save_model_folder(model, data.tokenizer, save_models / name, metadata, overwrite=True)
     shutil.rmtree(checkpoints, ignore_errors=True)  # the run is persisted: checkpoints are not results
     return records
 
 
-def _decode_and_score(system: System, job: Job, model: Any, data: TaskData) -> dict[str, Any]:
+def _decode_and_score(
+    system: System, job: Job, model: Any, data: TaskData, decoding: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     task = data.task
+    decoding = system.decoding if decoding is None else decoding
     record: dict[str, Any] = {
         "system": system.key,
         "seed": job.seed,
@@ -384,7 +517,7 @@ def _decode_and_score(system: System, job: Job, model: Any, data: TaskData) -> d
     }
     for split in system.evaluate_on:
         started = time.perf_counter()
-        outputs = task.predict(model, data.tokenizer, data.sources(split), **system.decoding)
+        outputs = task.predict(model, data.tokenizer, data.sources(split), **decoding)
         record["outputs"][split] = [task.as_text(o) for o in outputs]
         record["scores"][split] = task.score(outputs, data.references(split), data.sources(split))
         record.setdefault("decode_seconds", {})[split] = round(time.perf_counter() - started, 2)
@@ -503,6 +636,7 @@ def run_reproduction(
     resume: bool = False,
     overwrite: bool = False,
     progress: bool = True,
+    budget: str | None = None,
 ) -> dict:
     """Run every system of ``reproduction`` x seeds (x folds) and write the report to ``out_dir``.
 
@@ -518,6 +652,7 @@ def run_reproduction(
             :data:`REPRODUCTION_OUTPUTS` are deleted, other files kept; a folder without the
             library's marker is refused).
         progress: one tqdm bar per stage on stderr.
+        budget: a budget by name (e.g. ``"paper"``: the paper's sizes); overrides ``quick``.
 
     Returns:
         the results document (also in ``out_dir/results.json``).
@@ -530,7 +665,13 @@ def run_reproduction(
 
     if isinstance(reproduction, str):
         reproduction = get_reproduction(reproduction)
-    mode = "quick" if quick else "full"
+    mode = budget or ("quick" if quick else "full")
+    if mode not in reproduction.budgets:
+        from ..errors import InvalidInputError
+
+        raise InvalidInputError(
+            f"{reproduction.name}: no budget {mode!r}; budgets: {sorted(reproduction.budgets)}"
+        )
     budget = reproduction.budgets[mode]
     n_seeds = seeds or budget.seeds
     out = Path(out_dir)
@@ -628,7 +769,8 @@ def run_reproduction(
             with _quiet_console(out / "train.log"):
                 for job in jobs:
                     data = _fold_data(reproduction, fold_of[job.fold_id], cache, job.system.prepare_options)
-                    for record in train_and_score(job, reproduction, budget, data, out, save_dir):
+                    fold = fold_of[job.fold_id]
+                    for record in train_and_score(job, reproduction, budget, data, out, save_dir, fold):
                         by_name[run_name(record["system"], record["seed"], record["fold"])] = record
                     bar.update()
     timings["training_s"] = time.time() - t0
@@ -665,7 +807,7 @@ def run_reproduction(
     timings["total_s"] = time.time() - started
     config: dict[str, Any] = {
         **dict(reproduction.config),
-        "quick": quick,
+        "quick": mode == "quick",
         "seeds": n_seeds,
         "budget": _jsonable(dataclasses.asdict(budget)),
         "folds": [fold.id for fold in folds] if folds[0].id is not None else None,
@@ -712,7 +854,9 @@ def summary_table(reproduction: Reproduction, document: dict) -> str:
 
     systems = [s.key for s in reproduction.systems if s.in_table and s.key in document["systems"]]
     labels = {key: reproduction.label(key) for key in systems}
-    mode = "quick" if document["config"].get("quick") else "full"
+    mode = document["config"].get("budget", {}).get("name") or (
+        "quick" if document["config"].get("quick") else "full"
+    )
     seconds = document["config"].get("timings_s", {}).get("total_s")
     head = f"\n{reproduction.name} ({mode} run, {document['config'].get('seeds')} seed(s), {seconds} s)\n"
     return head + markdown_table(document, list(reproduction.table_metrics), systems, labels)

@@ -32,7 +32,15 @@ import datasets
 from .base import TASKS
 from .text2text_task import Text2TextTask
 
-__all__ = ["K2QTask", "as_training_split", "k2q_scores", "k2q_test_sets", "nl2kw_reversed_test", "t0_test"]
+__all__ = [
+    "K2QTask",
+    "as_training_split",
+    "k2q_scores",
+    "k2q_test_sets",
+    "nl2kw_reversed_pairs",
+    "nl2kw_reversed_test",
+    "t0_test",
+]
 
 _FEATURES = datasets.Features(
     {
@@ -128,6 +136,26 @@ def as_training_split(
     )
 
 
+def nl2kw_reversed_pairs(
+    data_dir: str | os.PathLike | None = None, split: str = "train", language: str = "en"
+) -> datasets.Dataset:
+    """Human training pairs: every (keyword query, question) of the reversed ``nl2kw`` ``split``
+    (:func:`nl2kw_reversed_test`), one pair per reference question, as a :func:`as_training_split`
+    split (each pair's ``references`` = all of its topic's questions)."""
+    ds = nl2kw_reversed_test(data_dir, split, language)
+    keywords, references = [], []
+    for keyword_query, refs in zip(ds["keywords"], ds["references"], strict=True):
+        for i in range(len(refs)):
+            keywords.append(keyword_query)
+            references.append([refs[i], *refs[:i], *refs[i + 1 :]])  # this pair's target first
+    return as_training_split(keywords, references)
+
+
+#: splits a k2q fold may carry besides train / validation / tests: the human pairs that the prepare
+#: option ``human_pairs`` adds to train and validation (:meth:`K2QTask.prepare`)
+HUMAN_SPLITS = {"train": "nl2kw_train", "validation": "nl2kw_validation"}
+
+
 def k2q_scores(predictions: Sequence[str], references: Sequence[Sequence[str]]) -> dict[str, float]:
     """Table 2's metrics of generated questions against their references (Sec. 5.2, Eq. 9-10).
 
@@ -156,6 +184,82 @@ def k2q_scores(predictions: Sequence[str], references: Sequence[Sequence[str]]) 
 BLEU_SIGNATURE: list[str] = [""]
 
 
+class NoRepeatSourceWordsProcessor:
+    """A ``LogitsProcessor`` for copy models: a keyword-query word already in the output cannot come
+    again, whichever way it was produced (its vocabulary id or a copy of any source position holding
+    it). The stock ``no_repeat_ngram_size`` compares ids, and a copy model writes the same word under
+    several ids ("capital" from the vocabulary and "capital" copied), so it misses the repeats a
+    half-trained CopyNet makes ("which the capital capital capital"). Words not in the source (the
+    question words) may repeat. ``copy_all``: besides, the question cannot end while a keyword word
+    is missing from it: [EOS] is held back and each missing word's copy gets at least [EOS]'s score, so
+    where the model would end it writes a missing keyword instead.
+
+    ``input_ids`` (B, S) / ``source_word_ids`` (B, S) are the batch's encoder inputs; a generated id
+    ``>= output_vocab_size`` copies source position ``id - output_vocab_size``."""
+
+    def __init__(
+        self,
+        input_ids: Any,
+        source_word_ids: Any,
+        output_vocab_size: int,
+        special_ids: Sequence[int],
+        eos_token_id: int | None = None,
+        copy_all: bool = False,
+        no_repeat: bool = True,
+    ) -> None:
+        if copy_all and eos_token_id is None:
+            raise ValueError("copy_all needs the eos_token_id it holds back")
+        self.vocab_ids = input_ids
+        self.source = source_word_ids if source_word_ids is not None else input_ids
+        self.output_vocab_size = int(output_vocab_size)
+        self.special_ids = list(special_ids)
+        self.eos_token_id = eos_token_id
+        self.copy_all = copy_all
+        self.no_repeat = no_repeat
+
+    def __call__(self, generated: Any, scores: Any) -> Any:
+        """generated (N, t) ids so far, N = B x beams (or returns); scores (N, V') -> scores with the
+        emitted source words banned."""
+        import torch
+
+        rows, batch = generated.shape[0], self.source.shape[0]
+        expand = rows // batch  # beams / returns of one example are adjacent (repeat_interleave)
+        source = self.source.to(generated.device).repeat_interleave(expand, dim=0)  # (N, S)
+        vocab_ids = self.vocab_ids.to(generated.device).repeat_interleave(expand, dim=0)  # (N, S)
+        size, length = self.output_vocab_size, source.shape[1]
+        copied = generated - size  # (N, t): the source position where the id is a copy
+        is_copy = (copied >= 0) & (copied < length)
+        # each generated token as a source-word key: the copied position's word id, or the id itself
+        keys = torch.where(is_copy, source.gather(1, copied.clamp(0, length - 1)), generated)
+        special = torch.tensor(self.special_ids, device=generated.device)
+        keys = torch.where(torch.isin(keys, special), torch.full_like(keys, -1), keys)
+        # source word q counts as emitted when some generated key equals it: (N, S)
+        words = ~torch.isin(source, special)
+        emitted = (keys.unsqueeze(-1) == source.unsqueeze(1)).any(1) & words
+        if self.copy_all:  # no end of the question while a keyword word is missing: where the model
+            # would end, a missing word takes [EOS]'s score instead (copying it is as likely as ending)
+            missing = words & ~emitted  # (N, S)
+            pending = missing.any(1)  # (N,)
+            scores = scores.clone()
+            end = scores[:, self.eos_token_id].clone()  # (N,)
+            columns = self.output_vocab_size + torch.arange(length, device=scores.device)
+            fits = columns < scores.shape[-1]
+            copy_scores = scores[:, columns[fits]]  # (N, S')
+            raised = torch.where(missing[:, fits], torch.maximum(copy_scores, end.unsqueeze(1)), copy_scores)
+            scores[:, columns[fits]] = raised
+            scores[pending, self.eos_token_id] = float("-inf")
+        if not self.no_repeat or not bool(emitted.any()):
+            return scores
+        banned = torch.zeros_like(scores, dtype=torch.bool)
+        columns = size + torch.arange(length, device=scores.device)
+        fits = columns < scores.shape[-1]
+        banned[:, columns[fits]] = emitted[:, fits]  # every copy position holding an emitted word
+        in_vocab = emitted & (vocab_ids < size) & ~torch.isin(vocab_ids, special)
+        rows_index, positions = in_vocab.nonzero(as_tuple=True)
+        banned[rows_index, vocab_ids[rows_index, positions]] = True  # and the word's vocabulary id
+        return scores.masked_fill(banned, float("-inf"))
+
+
 class K2QTask(Text2TextTask):
     """Keyword query -> question (Ding & Balog ICTIR'18): the :class:`Text2TextTask` encoding and
     copy-aware decoding, several references per example, ROUGE / BLEU scores (:func:`k2q_scores`).
@@ -166,6 +270,23 @@ class K2QTask(Text2TextTask):
     """
 
     primary_metric = "ROUGE-L"
+    pipeline_task = "question-generation"
+    #: decoding strategies of :meth:`generate_questions` (and of ``pipeline("question-generation")``)
+    strategies = ("beam", "distinct-beam", "sample")
+    #: the decodings tried on VALIDATION after training (:func:`hf_querygen.training.choose_decoding`):
+    #: greedy with and without guards against degenerate repeats ("capital capital capital", "the the":
+    #: :class:`NoRepeatSourceWordsProcessor`, ``no_repeat_ngram_size``, ``repetition_penalty``), with
+    #: every keyword word required (``copy_all_source_words``), and 4-beam searches; the best by
+    #: validation ROUGE-L is saved with the model as ``config.task_decoding``
+    decoding_grid: tuple[dict[str, Any], ...] = (
+        {},
+        {"no_repeat_source_words": True},
+        {"no_repeat_source_words": True, "no_repeat_ngram_size": 2},
+        {"repetition_penalty": 1.3},
+        {"no_repeat_source_words": True, "copy_all_source_words": True},
+        {"no_repeat_source_words": True, "copy_all_source_words": True, "num_beams": 4},
+        {"no_repeat_source_words": True, "no_repeat_ngram_size": 2, "num_beams": 4},
+    )
 
     def __init__(self) -> None:
         super().__init__(
@@ -190,16 +311,30 @@ class K2QTask(Text2TextTask):
         output_vocab_size: int | None = None,
         min_frequency: int = 1,
         max_output_vocab_size: int | None = None,
+        human_pairs: bool = False,
         **options: Any,
     ):
         """Word tokenizer on TRAIN: every word seen ``min_frequency`` times (targets first: the decoder's
         output vocabulary: all target words, or ``output_vocab_size``, or at most ``max_output_vocab_size``
-        when the data has more; the softmax over it is the decoder's main cost)."""
+        when the data has more; the softmax over it is the decoder's main cost).
+
+        ``human_pairs``: append the splits ``nl2kw_train`` / ``nl2kw_validation`` (:data:`HUMAN_SPLITS`,
+        :func:`nl2kw_reversed_pairs`) to train / validation; without it they are dropped (never trained
+        on, never encoded)."""
+        from ..errors import InvalidInputError
         from ..tokenization import output_vocab_size_of, train_word_tokenizer
         from .base import TaskData
 
         if options:
             raise TypeError(f"K2QTask.prepare: unknown options {sorted(options)}")
+        original = splits
+        splits = datasets.DatasetDict({k: v for k, v in splits.items() if k not in HUMAN_SPLITS.values()})
+        if human_pairs:
+            missing = [name for name in HUMAN_SPLITS.values() if name not in original]
+            if missing:
+                raise InvalidInputError(f"K2QTask.prepare(human_pairs=True): the splits lack {missing}")
+            for split, name in HUMAN_SPLITS.items():
+                splits[split] = datasets.concatenate_datasets([splits[split], original[name]])
         train = splits["train"]
 
         def build(size: int | None):
@@ -214,6 +349,157 @@ class K2QTask(Text2TextTask):
         if max_output_vocab_size is not None and output_vocab_size_of(tokenizer) > max_output_vocab_size:
             tokenizer = build(max_output_vocab_size)
         return TaskData(self, splits, tokenizer, {"output_vocab_size": output_vocab_size_of(tokenizer)})
+
+    def predict(
+        self,
+        model: Any,
+        tokenizer: Any,
+        inputs: Sequence[str],
+        batch_size: int = 64,
+        max_source_length: int | None = None,
+        return_scores: bool = False,
+        **generation_kwargs: Any,
+    ) -> list[Any]:
+        """One question per keyword query (a list of ``num_return_sequences`` distinct ones when that is
+        > 1); with ``return_scores`` the scored lists of :meth:`generate_questions` (what
+        ``pipeline("question-generation")`` returns). Every decoding goes through
+        :meth:`generate_questions`: the runner, ``evaluate`` and the pipeline share it."""
+        scored = self.generate_questions(
+            model, tokenizer, inputs, batch_size, max_source_length, **generation_kwargs
+        )
+        if return_scores:
+            return scored
+        if int(generation_kwargs.get("num_return_sequences") or 1) == 1:
+            return [items[0]["generated_text"] if items else "" for items in scored]
+        return [[item["generated_text"] for item in items] for items in scored]
+
+    def generate_questions(
+        self,
+        model: Any,
+        tokenizer: Any,
+        inputs: Sequence[str],
+        batch_size: int = 64,
+        max_source_length: int | None = None,
+        strategy: str = "beam",
+        overgenerate: int = 3,
+        return_token_ids: bool = False,
+        **generation_kwargs: Any,
+    ) -> list[list[dict[str, Any]]]:
+        """Per keyword query, up to ``num_return_sequences`` DISTINCT questions (after copy decoding),
+        best first: ``[{"generated_text": q, "score": s}, ...]``.
+
+        The model's saved decoding (``config.task_decoding``) is the default; ``generation_kwargs``
+        override it. ``strategy``:
+
+        * ``"beam"``: greedy when ``num_beams`` is 1 and one question is wanted, else beam search with
+          ``max(num_beams, num_return_sequences)`` beams; every finished beam is decoded and the best
+          distinct ones kept. ``score``: the length-normalised log-probability of beam search
+          (``sequences_scores``), or for greedy the mean per-token log-probability;
+        * ``"distinct-beam"``: the same with ``num_return_sequences * overgenerate`` beams, so that the
+          list fills with distinct questions (diverse group beam search left transformers 5 core);
+        * ``"sample"``: ``num_return_sequences * overgenerate`` ancestral samples (``top_p``,
+          ``temperature``, ... pass through), duplicates dropped; ``score``: the mean per-token
+          log-probability under the (processed) sampling distribution.
+        """
+        import torch
+
+        from ..errors import InvalidInputError
+        from ..inference import as_max_length, encoded_batches, output_vocab_size_of_model
+        from .seq2seq import decode_extended_batch
+
+        if strategy not in self.strategies:
+            raise InvalidInputError(f"k2q: strategy {strategy!r} is not one of {self.strategies}")
+        if not isinstance(overgenerate, int) or overgenerate < 1:
+            raise InvalidInputError(f"k2q: overgenerate must be an integer >= 1, got {overgenerate!r}")
+        kwargs = as_max_length(
+            {**dict(getattr(model.config, "task_decoding", None) or {}), **generation_kwargs}
+        )
+        no_repeat_source_words = bool(kwargs.pop("no_repeat_source_words", False))
+        copy_all_source_words = bool(kwargs.pop("copy_all_source_words", False))
+        wanted = kwargs.pop("num_return_sequences", None)
+        wanted = 1 if wanted is None else wanted
+        if not isinstance(wanted, int) or wanted < 1:
+            raise InvalidInputError(f"k2q: num_return_sequences must be an integer >= 1, got {wanted!r}")
+        if strategy == "sample":
+            kwargs.update(do_sample=True, num_beams=1, num_return_sequences=wanted * overgenerate)
+        else:
+            beams = kwargs.get("num_beams") or getattr(model.generation_config, "num_beams", 1) or 1
+            if not isinstance(beams, int) or beams < 1:
+                raise InvalidInputError(f"k2q: num_beams must be an integer >= 1, got {beams!r}")
+            beams = max(beams, wanted * (overgenerate if strategy == "distinct-beam" else 1))
+            kwargs.update(do_sample=False, num_beams=beams, num_return_sequences=beams)
+        kwargs.update(return_dict_in_generate=True, output_scores=True)
+        output_vocab_size = output_vocab_size_of_model(model)
+        pad = model.config.pad_token_id
+        results: list[list[dict[str, Any]]] = [[] for _ in inputs]
+        model.eval()
+        for indices, batch, source_words in encoded_batches(
+            model, tokenizer, list(inputs), batch_size, max_source_length or self.max_source_length
+        ):
+            call = kwargs
+            if no_repeat_source_words or copy_all_source_words:
+                from transformers import LogitsProcessorList
+
+                processors = LogitsProcessorList(kwargs.get("logits_processor") or [])
+                processors.append(
+                    NoRepeatSourceWordsProcessor(
+                        batch["input_ids"],
+                        batch.get("source_word_ids"),
+                        output_vocab_size,
+                        tokenizer.all_special_ids,
+                        eos_token_id=tokenizer.eos_token_id,
+                        copy_all=copy_all_source_words,
+                        no_repeat=no_repeat_source_words,
+                    )
+                )
+                call = {**kwargs, "logits_processor": processors}
+            with torch.no_grad():
+                out = model.generate(**batch, **call)
+            sequences = out.sequences  # (B * n, T)
+            n = sequences.shape[0] // len(indices)
+            if getattr(out, "sequences_scores", None) is not None:
+                scores = out.sequences_scores  # (B * n,) length-normalised log-probability
+            else:
+                # per-token log-probabilities of the emitted tokens, (B*n, T'): the processed scores
+                # (T', B*n, V') -> log-softmax -> gather (copy models emit the wider extended space,
+                # so compute_transition_scores, which assumes config.vocab_size, does not apply)
+                log_probs = torch.log_softmax(torch.stack(out.scores).float(), dim=-1)
+                generated = sequences[:, -len(out.scores) :]
+                steps = log_probs.gather(-1, generated.T.unsqueeze(-1)).squeeze(-1).T
+                keep = (generated != pad) & torch.isfinite(steps)  # padding after EOS does not count
+                scores = torch.where(keep, steps, 0.0).sum(-1) / keep.sum(-1).clamp(min=1)
+            texts = decode_extended_batch(sequences, source_words, tokenizer, output_vocab_size, n)
+            for k, i in enumerate(indices):
+                own = range(k * n, (k + 1) * n)
+                order = sorted(own, key=lambda j: -float(scores[j]))  # stable: beam order on ties
+                if any(texts[j] for j in order):  # an empty question only when nothing else came out
+                    order = [j for j in order if texts[j]]
+                seen: set[str] = set()
+                for j in order:
+                    if texts[j] in seen:
+                        continue  # distinct questions only
+                    seen.add(texts[j])
+                    item = {"generated_text": texts[j], "score": float(scores[j])}
+                    if return_token_ids:
+                        item["generated_token_ids"] = sequences[j]
+                    results[i].append(item)
+                    if len(results[i]) == wanted:
+                        break
+        return results
+
+    def evaluate(
+        self,
+        model: Any,
+        tokenizer: Any,
+        dataset: datasets.Dataset,
+        batch_size: int = 64,
+        **generation_kwargs: Any,
+    ) -> tuple[dict[str, float], list[Any]]:
+        """Predict every keyword query of ``dataset`` and score against ALL its references (Eq. 10),
+        not only the first (the base class scores one reference per example)."""
+        sources = [str(s) for s in dataset[self.source_column]]
+        outputs = self.predict(model, tokenizer, sources, batch_size=batch_size, **generation_kwargs)
+        return self.score(outputs, self.split_references(dataset), sources), outputs
 
     def split_references(self, split: datasets.Dataset) -> list[list[str]]:
         if "references" in split.column_names:

@@ -107,9 +107,12 @@ class Text2TextTask(Task):
         max_source_length: int | None = None,
         **generation_kwargs: Any,
     ) -> list[str] | list[list[str]]:
-        """Generated text per input (a list of ``n`` with ``num_return_sequences=n``)."""
+        """Generated text per input (a list of ``n`` with ``num_return_sequences=n``). The decoding saved
+        with the model (``config.task_decoding``: e.g. k2q's no-repeat and length settings chosen on
+        validation) is the default; ``generation_kwargs`` override it."""
         from ..inference import generate_texts
 
+        generation_kwargs = {**dict(getattr(model.config, "task_decoding", None) or {}), **generation_kwargs}
         texts = generate_texts(
             model,
             tokenizer,
