@@ -603,9 +603,11 @@ def save_model_folder(
     directory: str | Path,
     metadata: Mapping[str, Any],
     overwrite: bool = False,
+    log_history: Sequence[Mapping[str, Any]] | None = None,
 ) -> Path:
     """Write a self-contained model folder: weights, config, generation config, tokenizer,
-    ``hf_querygen_training.json`` (``metadata``) and a model card (README.md, :mod:`hf_querygen.hub`).
+    ``hf_querygen_training.json`` (``metadata``), ``log_history.json`` (the Trainer's curves: training
+    loss and every evaluation, when given) and a model card (README.md, :mod:`hf_querygen.hub`).
 
     Atomic: everything is written to a temporary sibling folder that is renamed at the end, so an
     interrupted run never leaves a half-written model. An existing folder is an error
@@ -624,6 +626,10 @@ def save_model_folder(
         (staging / TRAINING_METADATA_FILE).write_text(
             json.dumps(recorded, indent=2, default=str) + "\n", encoding="utf-8"
         )
+        if log_history is not None:  # what a plot of convergence needs
+            (staging / LOG_HISTORY_FILE).write_text(
+                json.dumps(list(log_history), indent=1, default=str) + "\n", encoding="utf-8"
+            )
         render_model_card(model, **card_kwargs_from_training(staging)).save(staging / "README.md")
     return directory
 
@@ -838,10 +844,13 @@ def train_model(
     if isinstance(source_limit, int) and not (isinstance(current, int) and 0 < current < 10**9):
         data.tokenizer.model_max_length = source_limit
     metadata[TOKENIZER_FINGERPRINT_KEY] = tokenizer_fingerprint(data.tokenizer)
-    save_model_folder(model, data.tokenizer, output_dir, metadata, overwrite=overwrite)
-    # the curves (loss, validation metrics per evaluation): what a plot of convergence needs
-    (output_dir / LOG_HISTORY_FILE).write_text(
-        json.dumps(trainer.state.log_history, indent=1, default=str) + "\n", encoding="utf-8"
+    save_model_folder(
+        model,
+        data.tokenizer,
+        output_dir,
+        metadata,
+        overwrite=overwrite,
+        log_history=trainer.state.log_history,
     )
     shutil.rmtree(checkpoints, ignore_errors=True)
     return metadata
