@@ -100,4 +100,21 @@ class PointerGeneratorMixture(nn.Module):
         return floored_log(probs), p_gen
 
 
-__all__ = ["CoverageAttention", "PointerGeneratorMixture", "coverage_loss"]
+def copyable_labels(
+    labels: torch.Tensor,
+    source_ids: torch.Tensor,
+    source_mask: torch.Tensor,
+    output_vocab_size: int,
+    unk_token_id: int,
+) -> torch.Tensor:
+    """labels (B, T) token ids (IGNORE_INDEX allowed), source_ids / source_mask (B, S) -> labels where a
+    token id >= ``output_vocab_size`` that no real source position of its example holds becomes
+    ``unk_token_id``: under :class:`PointerGeneratorMixture` only copying can produce such an id."""
+    outside = labels >= output_vocab_size
+    if not bool(outside.any()):
+        return labels
+    in_source = ((labels.unsqueeze(-1) == source_ids.unsqueeze(1)) & source_mask.bool().unsqueeze(1)).any(-1)
+    return torch.where(outside & ~in_source, torch.full_like(labels, unk_token_id), labels)
+
+
+__all__ = ["CoverageAttention", "PointerGeneratorMixture", "copyable_labels", "coverage_loss"]

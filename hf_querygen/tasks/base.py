@@ -174,6 +174,8 @@ class Task:
 
     def family_of(self, config: PretrainedConfig) -> str:
         """The model family of a model config (which encoding trains it, which decoding reads it)."""
+        if config.model_type == "ctrsgen" and getattr(config, "copy", False):
+            return "hierarchical-copy"  # labels keep every token id: the pointer can copy them
         if config.model_type in MODEL_FAMILIES:
             return MODEL_FAMILIES[config.model_type]
         if config.model_type == "dual_decoder":

@@ -55,6 +55,8 @@ def _register_spec() -> None:
                 "-Q-I": dict(use_query=False, use_irrelevant=False),
                 "IrCon": dict(irrelevant_encoding="concatenated"),
                 "ReIrCon": dict(irrelevant_as_relevant=True),
+                "copy": dict(copy=True),
+                "copy-Q-word-context": dict(copy=True, use_query=False, document_context="word"),
             },
             source_keys=Q2ID_SOURCE_KEYS,
             row_inputs=q2id_row,
