@@ -119,6 +119,8 @@ def _train_command(args: argparse.Namespace) -> int:
             raise SystemExit(f"system {system.name!r} is a baseline: there is nothing to train")
         preset, task = system.preset, task or system.task
         preset_overrides.update(system.preset_overrides)
+        # the row's decoding is saved with the model (config.task_decoding): what the table measured
+        kwargs.setdefault("decoding", dict(system.decoding))
         kwargs.update(
             training_preset=system.training_preset,
             training_overrides=system.training_overrides,

@@ -99,6 +99,27 @@ class PointerGeneratorMixture(nn.Module):
         probs = probs.scatter_add(1, source_ids, attention.float() * (1.0 - p_gen).unsqueeze(-1))
         return floored_log(probs), p_gen
 
+    def label_log_probs(
+        self,
+        vocab_logits: torch.Tensor,
+        attention: torch.Tensor,
+        source_ids: torch.Tensor,
+        features: torch.Tensor,
+        labels: torch.Tensor,
+    ) -> torch.Tensor:
+        """log P(labels) of :meth:`forward` without the (B, total_size) distribution: vocab_logits (N, V),
+        attention (N, S), source_ids (N, S), features (N, F), labels (N,) token ids (negative = ignored,
+        scored as id 0) -> (N,). For training, where only the target's probability is needed and the
+        full distribution over every token id would cost most of the step."""
+        p_gen = torch.sigmoid(self.gate(features)).squeeze(-1)
+        labels = labels.clamp_min(0)
+        vocab_size = vocab_logits.shape[-1]
+        in_vocab = labels < vocab_size
+        vocab_probs = torch.softmax(vocab_logits.float(), dim=-1)
+        generated = vocab_probs.gather(1, labels.clamp_max(vocab_size - 1).unsqueeze(1)).squeeze(1) * in_vocab
+        copied = (attention.float() * (source_ids == labels.unsqueeze(1))).sum(dim=-1)
+        return floored_log(p_gen * generated + (1.0 - p_gen) * copied)
+
 
 def copyable_labels(
     labels: torch.Tensor,

@@ -48,7 +48,7 @@ from ...nn.coverage import PointerGeneratorMixture, copyable_labels
 from ...nn.encoder import RNNEncoder, WordEmbeddings, build_rnn
 from ...nn.hierarchical import HierarchicalEncoder, compact_rows
 from ...nn.initialization import init_uniform_weights
-from ...nn.labels import mask_labels, shift_labels_right
+from ...nn.labels import IGNORE_INDEX, mask_labels, shift_labels_right
 from ...nn.loss import token_nll
 from .._generation import RecurrentGenerationMixin
 from .configuration_ctrsgen import CtrsGenConfig
@@ -354,7 +354,9 @@ class CtrsGenDecoder(nn.Module):
         )
         if config.copy:
             # See et al. (2017) Eq. (1) (attention over the copy sources from h^s_z) and Eq. (8) (p_gen)
-            self.copy_attention = AdditiveAttention(hidden, states, attention)
+            # bilinear (Luong "general") scores: the additive form's tanh over (B, Z, S, A) cost ~25% of a
+            # training step on CPU
+            self.copy_attention = LuongAttention(hidden, states, score="general")
             self.copy_mixture = PointerGeneratorMixture(states + hidden + config.embedding_size)
 
     def _contexts(
@@ -438,10 +440,12 @@ class CtrsGenDecoder(nn.Module):
         encoder_outputs: CtrsGenEncoderOutput,
         hidden: torch.Tensor,
         return_weights: bool = False,
-    ) -> tuple[torch.Tensor, torch.Tensor, DecoderStepWeights | None]:
+        copy_distribution: bool = True,
+    ) -> tuple[torch.Tensor | None, torch.Tensor, DecoderStepWeights | None, CopyInputs | None]:
         """embedded (B, Z, E) decoder inputs e(y_{z-1}), hidden (B, H_d) h^s before the first of them ->
-        (scores (B, Z, W), hidden after the last step (B, H_d), optional per-step weights). With ``copy``
-        the scores are log P over all ``vocab_size`` token ids (See Eq. 9)."""
+        (scores (B, Z, W), hidden after the last step (B, H_d), optional per-step weights, the copy
+        mixture's inputs or None). With ``copy`` the scores are log P over all ``vocab_size`` token ids
+        (See Eq. 9), or None with ``copy_distribution=False`` (training needs only P(label))."""
         cached = self.precompute(encoder_outputs)
         step_features, recorded, states = [], [], []
         for z in range(embedded.shape[1]):
@@ -457,36 +461,52 @@ class CtrsGenDecoder(nn.Module):
         # one (B * Z, F) x (F, W) product is much cheaper on CPU than Z small ones
         features = torch.stack(step_features, dim=1)
         scores = self.output_projection(self.feature_dropout(features))
+        copy_inputs = None
         if self.config.copy:
-            scores = self._copy_log_probs(scores, torch.stack(states, dim=1), embedded, encoder_outputs)
+            copy_inputs = self.copy_inputs(scores, torch.stack(states, dim=1), embedded, encoder_outputs)
+        if self.config.copy and not copy_distribution:
+            scores = None
+        elif self.config.copy:
+            log_probs, _ = self.copy_mixture(
+                copy_inputs.vocab_scores,
+                copy_inputs.attention,
+                copy_inputs.source_ids,
+                copy_inputs.features,
+                self.config.vocab_size,
+            )
+            scores = log_probs.view(*scores.shape[:2], -1)
         step_weights = None
         if recorded:
             step_weights = DecoderStepWeights(*(torch.stack(w, dim=1) for w in zip(*recorded, strict=True)))
-        return scores, hidden, step_weights
+        return scores, hidden, step_weights, copy_inputs
 
-
-    def _copy_log_probs(
-        self,
-        scores: torch.Tensor,
-        states: torch.Tensor,
-        embedded: torch.Tensor,
-        encoder_outputs: CtrsGenEncoderOutput,
-    ) -> torch.Tensor:
-        """scores (B, Z, W_out), decoder states h^s_z (B, Z, H_d), inputs e(y_{z-1}) (B, Z, E) -> log P over
-        the ``vocab_size`` token ids (B, Z, vocab_size). The copy attention reads h^s_z and feeds nothing
-        back into the recurrence, so every step is computed at once after the loop."""
+    def copy_inputs(
+        self, scores: torch.Tensor, states: torch.Tensor, embedded: torch.Tensor, encoder_outputs
+    ) -> CopyInputs:
+        """scores (B, Z, W_out), decoder states h^s_z (B, Z, H_d), inputs e(y_{z-1}) (B, Z, E) -> what the
+        pointer-generator mixture reads, flattened to N = B * Z rows. The copy attention reads h^s_z and
+        feeds nothing back into the recurrence, so every step is computed at once after the loop."""
         keys, mask = encoder_outputs.copy_states, encoder_outputs.copy_mask.bool()
         attended = self.copy_attention(states, keys, mask)  # weights (B, Z, S), context (B, Z, H_e)
         batch, steps, source = attended.weights.shape
         features = torch.cat([attended.context, states, embedded], dim=-1)
-        log_probs, _ = self.copy_mixture(
+        return CopyInputs(
             scores.reshape(batch * steps, -1),
             attended.weights.reshape(batch * steps, source),
             encoder_outputs.copy_ids.unsqueeze(1).expand(batch, steps, source).reshape(batch * steps, source),
             features.reshape(batch * steps, -1),
-            self.config.vocab_size,
         )
-        return log_probs.view(batch, steps, -1)
+
+
+@dataclass
+class CopyInputs:
+    """The pointer-generator mixture's inputs, N = B * Z rows: vocab_scores (N, W_out), attention (N, S),
+    source_ids (N, S), features (N, F) = [c^copy; h^s_z; e(y_{z-1})]."""
+
+    vocab_scores: torch.Tensor
+    attention: torch.Tensor
+    source_ids: torch.Tensor
+    features: torch.Tensor
 
 
 class CtrsGenPreTrainedModel(PreTrainedModel):
@@ -600,7 +620,9 @@ class CtrsGenForIntentDescription(CtrsGenPreTrainedModel, RecurrentGenerationMix
             num_items_in_batch: label tokens of the whole accumulated batch (Trainer passes it).
 
         Returns:
-            :class:`CtrsGenOutput` with ``logits`` (B, Z, W) and ``loss`` when labels are given.
+            :class:`CtrsGenOutput` with ``logits`` (B, Z, W) and ``loss`` when labels are given. With
+            ``copy``, ``logits`` are log P over all ``vocab_size`` token ids, and None for a model in
+            training mode given labels (the loss reads the mixture at the labels only).
         """
         return_dict = self.config.return_dict if return_dict is None else return_dict
         if encoder_outputs is None:
@@ -627,7 +649,12 @@ class CtrsGenForIntentDescription(CtrsGenPreTrainedModel, RecurrentGenerationMix
         resuming = past_key_values is not None and past_key_values.get_seq_length() > 0
         hidden = past_key_values["hidden"] if resuming else encoder_outputs.initial_state
         embedded = self._decoder_embeddings()(decoder_input_ids)
-        scores, hidden, weights = self.decoder(embedded, encoder_outputs, hidden, bool(output_attentions))
+        # a copy model in training needs only log P(label): the distribution over every token id (most of
+        # the step's time on CPU) is computed in eval mode and for generation, where logits are read
+        full = not (self.config.copy and self.training and labels is not None)
+        scores, hidden, weights, copy_inputs = self.decoder(
+            embedded, encoder_outputs, hidden, bool(output_attentions), copy_distribution=full
+        )
 
         cache = None
         if use_cache:
@@ -638,6 +665,7 @@ class CtrsGenForIntentDescription(CtrsGenPreTrainedModel, RecurrentGenerationMix
         if labels is not None:
             labels = mask_labels(labels, self.config.pad_token_id)
             if self.config.copy:
+                # only log P(label) is needed: the mixture at the label ids, not over all token ids
                 labels = copyable_labels(
                     labels,
                     encoder_outputs.copy_ids,
@@ -645,7 +673,9 @@ class CtrsGenForIntentDescription(CtrsGenPreTrainedModel, RecurrentGenerationMix
                     self.config.output_vocab_size,
                     self.config.unk_token_id,
                 )
-            loss = token_nll(scores, labels, num_items_in_batch)
+                loss = _copy_nll(self.decoder.copy_mixture, copy_inputs, labels, num_items_in_batch)
+            else:
+                loss = token_nll(scores, labels, num_items_in_batch)
         if not return_dict:
             return tuple(value for value in (loss, scores, cache) if value is not None)
         return CtrsGenOutput(
@@ -656,6 +686,27 @@ class CtrsGenForIntentDescription(CtrsGenPreTrainedModel, RecurrentGenerationMix
             contrast_attention=weights.contrast if weights is not None else None,
             document_attention=weights.combined if weights is not None else None,
         )
+
+
+def _copy_nll(
+    mixture: PointerGeneratorMixture,
+    inputs: CopyInputs,
+    labels: torch.LongTensor,
+    num_items_in_batch: int | torch.Tensor | None,
+) -> torch.Tensor:
+    """Token NLL of ``labels`` (B, Z) under the pointer-generator mixture, normalised like
+    :func:`~hf_querygen.nn.loss.token_nll` (by the label tokens, or ``num_items_in_batch``)."""
+    flat = labels.reshape(-1)
+    log_probs = mixture.label_log_probs(
+        inputs.vocab_scores, inputs.attention, inputs.source_ids, inputs.features, flat
+    )
+    kept = flat != IGNORE_INDEX
+    total = -(log_probs * kept).sum()
+    if num_items_in_batch is None:
+        num_items_in_batch = kept.sum()
+    if isinstance(num_items_in_batch, torch.Tensor):
+        num_items_in_batch = num_items_in_batch.to(total.device)
+    return total / num_items_in_batch
 
 
 __all__ = [
