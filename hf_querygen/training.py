@@ -594,6 +594,9 @@ def _training_summary(trainer: Seq2SeqTrainer) -> dict[str, Any]:
             {k: v for k, v in log.items() if k.startswith("eval_") or k in ("step", "epoch")}
             for log in evaluations
         ],
+        "train_loss_curve": [
+            [log["step"], log["loss"]] for log in history if "loss" in log and "step" in log
+        ],
         "first_logged_train_loss": losses[0] if losses else None,
         "last_logged_train_loss": losses[-1] if losses else None,
     }
