@@ -130,3 +130,49 @@ def test_tiny_reproduction_and_pipeline_equals_table(tiny_zhang2020, data_dir, t
     # the oracle reads the reference: it can only be at least as good as any single relevant sentence
     oracle = json.loads((out / "runs" / "oracle-seed0.json").read_text())
     assert len(oracle["outputs"]["test"]) == len(test)
+
+
+def test_train_system_ctrsgen_copy_selects_on_validation_rouge_and_saves_its_decoding(data_dir, tmp_path):
+    """`train --system zhang2020/ctrsgen_copy` (tiny sizes) trains the row's recipe: the copy family, the
+    run's caps and output vocabulary, the best checkpoint by validation ROUGE (not the loss), and the row's
+    decoding saved as the model's task decoding."""
+    from hf_querygen.cli import main
+    from hf_querygen.systems import get_system
+
+    folder = tmp_path / "copy"
+    argv = ["train", "--system", "zhang2020/ctrsgen_copy", "--output-dir", str(folder), "--data-dir"]
+    argv += [
+        str(data_dir),
+        "--max-steps",
+        "3",
+        "--max-train-examples",
+        "40",
+        "--max-validation-examples",
+        "6",
+    ]
+    for field, size in TINY.items():
+        argv += ["--set", f"{field}={size}"]
+    assert main(argv) == 0
+    metadata = json.loads((folder / "hf_querygen_training.json").read_text())
+    config = json.loads((folder / "config.json").read_text())
+    system = get_system("zhang2020/ctrsgen_copy")
+    assert metadata["family"] == "hierarchical-copy" and config["copy"] is True
+    assert metadata["output_vocab_size"] == zhang2020.OUTPUT_VOCAB_SIZE
+    assert metadata["prepare_options"]["caps"] == zhang2020.CAPS
+    assert config["task_decoding"] == dict(system.decoding)
+    assert metadata["selected_on"] == "eval_rouge_goal"
+    curve = metadata["evaluations"]
+    assert len(curve) == 3 and all({"eval_loss", "eval_rouge_goal", "eval_rougeL_f"} <= set(e) for e in curve)
+    best = max(curve, key=lambda e: e["eval_rouge_goal"])
+    assert metadata["best_metric"] == pytest.approx(best["eval_rouge_goal"])
+    assert metadata["best_checkpoint_step"] == best["step"]
+    goal = [e["eval_rouge1_recall"] + e["eval_rougeL_recall"] + e["eval_rougeL_f"] for e in curve]
+    assert [e["eval_rouge_goal"] for e in curve] == pytest.approx([g / 3 for g in goal])
+
+
+def test_paper_budget_uses_the_paper_sizes_for_every_neural_row():
+    budget = zhang2020.REPRODUCTION.budgets["paper"]
+    assert budget.seeds == 3 and budget.training_overrides["learning_rate"] == 5e-4
+    # no size override but the copy row's: every preset is already the paper's size
+    assert set(budget.preset_overrides) == {"ctrsgen_copy"}
+    assert budget.preset_overrides["ctrsgen_copy"]["hidden_size"] == 256

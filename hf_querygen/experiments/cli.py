@@ -18,6 +18,12 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--quick", action="store_true", help="minutes-long run (small data and models, 1 seed)"
     )
+    parser.add_argument(
+        "--budget",
+        default=None,
+        help="a named budget of the reproduction instead of full/quick (zhang2020: paper = the paper's "
+        "model sizes, 3 seeds; uses a CUDA device through the stock Trainer when one is present)",
+    )
     parser.add_argument("--seeds", type=positive_int, default=None, help="number of seeds / repetitions")
     parser.add_argument("--out-dir", type=Path, default=None, help="default: results/<name>[-quick]")
     parser.add_argument("--data-dir", type=Path, default=None, help="raw corpora (default ../shared/data)")
@@ -42,7 +48,8 @@ def _reproduce(args: argparse.Namespace) -> int:
     names = list(NAMES) if args.name == "all" else [args.name]
     for name in names:
         out_dir = args.out_dir / name if (args.out_dir and args.name == "all") else args.out_dir
-        out_dir = out_dir or Path("results") / (name + ("-quick" if args.quick else ""))
+        suffix = f"-{args.budget}" if args.budget else ("-quick" if args.quick else "")
+        out_dir = out_dir or Path("results") / (name + suffix)
         save_models = (
             args.save_models / name if (args.save_models and args.name == "all") else args.save_models
         )
@@ -66,5 +73,6 @@ def _reproduce(args: argparse.Namespace) -> int:
             save_models=save_models,
             resume=args.resume,
             overwrite=args.overwrite,
+            **({"budget": args.budget} if args.budget else {}),
         )
     return 0

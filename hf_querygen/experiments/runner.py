@@ -89,6 +89,9 @@ class Budget:
     #: system keys this mode does not run (e.g. rows whose resources take longer to build than a quick run)
     skip: tuple[str, ...] = ()
     seeds_per_system: Mapping[str, int] = field(default_factory=dict)
+    #: system keys trained with their own recipe: their ``training_overrides`` win over the budget's (so the
+    #: row is what ``train --system`` trains)
+    own_recipe: tuple[str, ...] = ()
 
 
 @dataclass
@@ -295,7 +298,11 @@ def train_and_score(
         preset_overrides={**system.preset_overrides, **budget.preset_overrides.get(system.key, {})},
         training_preset=system.training_preset,
         # the mode's budget wins over the system's own settings (quick mode: more epochs, a higher rate)
-        training_overrides={**system.training_overrides, **budget.training_overrides},
+        training_overrides=(
+            {**budget.training_overrides, **system.training_overrides}
+            if system.key in budget.own_recipe
+            else {**system.training_overrides, **budget.training_overrides}
+        ),
         early_stopping_patience=budget.patience,
         group_by_length=budget.group_by_length,
         resume=True,
@@ -435,11 +442,14 @@ def run_reproduction(
     resume: bool = False,
     overwrite: bool = False,
     progress: bool = True,
+    budget: str | None = None,
 ) -> dict:
     """Run every system of ``reproduction`` x seeds (x folds) and write the report to ``out_dir``.
 
     Args:
         quick: the ``"quick"`` budget (minutes on 2 cores) instead of ``"full"``.
+        budget: the name of any budget of the reproduction (e.g. zhang2020's ``"paper"``: paper sizes,
+            for a CUDA machine); overrides ``quick``.
         seeds: number of seeds (default: the budget's).
         workers: training processes (spawned; each prepares the deterministic data itself). 1 = in
             this process (always so for a reproduction that is not the registered one, e.g. a modified
@@ -460,7 +470,13 @@ def run_reproduction(
 
     if isinstance(reproduction, str):
         reproduction = get_reproduction(reproduction)
-    mode = "quick" if quick else "full"
+    mode = budget or ("quick" if quick else "full")
+    if mode not in reproduction.budgets:
+        from ..errors import InvalidInputError
+
+        raise InvalidInputError(
+            f"{reproduction.name} has no budget {mode!r}; budgets: {sorted(reproduction.budgets)}"
+        )
     budget = reproduction.budgets[mode]
     n_seeds = seeds or budget.seeds
     out = Path(out_dir)
@@ -640,7 +656,9 @@ def summary_table(reproduction: Reproduction, document: dict) -> str:
 
     systems = [s.key for s in reproduction.systems if s.in_table and s.key in document["systems"]]
     labels = {key: reproduction.label(key) for key in systems}
-    mode = "quick" if document["config"].get("quick") else "full"
+    mode = document["config"].get("budget", {}).get("name") or (
+        "quick" if document["config"].get("quick") else "full"
+    )
     seconds = document["config"].get("timings_s", {}).get("total_s")
     head = f"\n{reproduction.name} ({mode} run, {document['config'].get('seeds')} seed(s), {seconds} s)\n"
     return head + markdown_table(document, list(reproduction.table_metrics), systems, labels)

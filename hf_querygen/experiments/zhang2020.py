@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from hf_querygen.experiments.runner import Budget, Reproduction, RunContext, run_reproduction
+from hf_querygen.presets import PRESETS
 from hf_querygen.systems import BaselineContext, System, register_systems
 
 PAPER = "zhang2020"
@@ -93,6 +94,10 @@ OUTPUT_VOCAB_SIZE = 2_000
 #: undertrained decoders loop on "." and "?" until the length limit
 DECODING = {"no_repeat_ngram_size": 2}
 
+#: the paper's model sizes (Sec. 5.1), as the zhang2020 preset holds them
+_ZHANG2020_SIZES = {
+    key: PRESETS["zhang2020"][key] for key in ("embedding_size", "hidden_size", "decoder_hidden_size")
+}
 #: CtrsGen + copy (beyond the paper): sizes and schedule chosen from step times measured on one loaded core
 #: (64 units: 0.65 s per step of 16 queries, 128: 1.25 s, 256: 3.5 s; without copy 64: 0.47 s), so that it
 #: converges in about an hour on one core; the best checkpoint is chosen on VALIDATION ROUGE
@@ -263,10 +268,12 @@ def _swept(budget: Budget, setting: Mapping[str, str]) -> bool:
 
 
 # ---------------------------------------------------------------- budgets
-def _sized(sizes: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """The same model size for every trained row (the sweep included)."""
-    # the copy row keeps its own sizes (its recipe is what `train --system` trains)
-    keys = [s.key for s in SYSTEMS if s.trainable and s.key != "ctrsgen_copy"] + [sweep_key(s) for s in SWEEP]
+def _sized(sizes: Mapping[str, Any], include_copy: bool = False) -> dict[str, dict[str, Any]]:
+    """The same model size for every trained row (the sweep included); the copy row keeps its own sizes
+    (its recipe is what `train --system` trains) unless ``include_copy``."""
+    keys = [s.key for s in SYSTEMS if s.trainable and (include_copy or s.key != "ctrsgen_copy")] + [
+        sweep_key(s) for s in SWEEP
+    ]
     pointer = {"embedding_size": sizes["embedding_size"], "hidden_size": sizes["hidden_size"]}
     return {key: dict(pointer if key in ABSTRACTIVE_BASELINES else sizes) for key in keys}
 
@@ -298,7 +305,36 @@ FULL_BUDGET = Budget(
     patience=None,
     training_overrides=_steps(FULL_STEPS, 50, 16),
     preset_overrides=_sized({"embedding_size": 64, "hidden_size": 64, "decoder_hidden_size": 64}),
-    seeds_per_system={key: 1 for key in ABSTRACTIVE_BASELINES},
+    seeds_per_system={**{key: 1 for key in ABSTRACTIVE_BASELINES}, "ctrsgen_copy": 1},
+    settings={"sweep": ("sweep_relevant_product", "sweep_irrelevant_renormalized")},
+    # CtrsGen+copy trains its own recipe (128 units, up to 2,000 steps, selection on validation ROUGE)
+    own_recipe=("ctrsgen_copy",),
+)
+#: ``--budget paper``: the paper's sizes (embeddings 300, GRUs 256: the presets themselves, the copy row
+#: included), Adam 5e-4, batch 16, up to 30 epochs with early stopping (patience 3, per epoch), 3 seeds of
+#: every neural row. Meant for a CUDA machine: the stock Trainer puts the model on the GPU when one is
+#: present (``describe`` records the device); on one CPU core a paper-size step costs 1.2-2.6 s, i.e. days.
+#: The caps and the 2K output vocabulary stay the run's (``prepare_options``).
+PAPER_BUDGET = Budget(
+    "paper",
+    seeds=3,
+    patience=3,
+    training_overrides={
+        "max_steps": -1,
+        "num_train_epochs": 30,
+        "eval_strategy": "epoch",
+        "save_strategy": "epoch",
+        "per_device_train_batch_size": 16,
+        "per_device_eval_batch_size": 16,
+        "learning_rate": 5e-4,
+    },
+    preset_overrides={
+        "ctrsgen_copy": {
+            "embedding_size": _ZHANG2020_SIZES["embedding_size"],
+            "hidden_size": _ZHANG2020_SIZES["hidden_size"],
+            "decoder_hidden_size": _ZHANG2020_SIZES["decoder_hidden_size"],
+        }
+    },
     settings={"sweep": ("sweep_relevant_product", "sweep_irrelevant_renormalized")},
 )
 #: a smoke run of minutes: 200 training queries, tiny models, 12 steps, 40 test queries
@@ -310,7 +346,9 @@ QUICK_BUDGET = Budget(
     max_test=40,
     patience=None,
     training_overrides=_steps(12, 12, 16),
-    preset_overrides=_sized({"embedding_size": 16, "hidden_size": 16, "decoder_hidden_size": 16}),
+    preset_overrides=_sized(
+        {"embedding_size": 16, "hidden_size": 16, "decoder_hidden_size": 16}, include_copy=True
+    ),
 )
 
 
@@ -389,8 +427,17 @@ def _caps_of(context: RunContext) -> dict[str, Any]:
     return {**dataclasses.asdict(caps), "train_words_kept_fraction": kept}
 
 
+def _device() -> str:
+    import torch
+
+    if torch.cuda.is_available():
+        return f"cuda ({torch.cuda.get_device_name(0)})"
+    return "cpu (no CUDA device)"
+
+
 def describe(context: RunContext) -> dict[str, Any]:
     return {
+        "device": _device(),
         "paper_sizes": "embeddings 300, BiGRU/GRU 256, vocabulary 120K, 5,000 training queries",
         "model_sizes": dict(context.budget.preset_overrides.get("ctrsgen", {})),
         "pointer_generator_sizes": dict(context.budget.preset_overrides.get("pg", {})),
@@ -785,7 +832,7 @@ REPRODUCTION = Reproduction(
     systems=SYSTEMS,
     paper_numbers=PAPER_NUMBERS,
     table_metrics=TABLE_METRICS,
-    budgets={"full": FULL_BUDGET, "quick": QUICK_BUDGET},
+    budgets={"full": FULL_BUDGET, "quick": QUICK_BUDGET, "paper": PAPER_BUDGET},
     extra_systems=sweep_systems,
     prepare_options={"output_vocab_size": OUTPUT_VOCAB_SIZE, "caps": CAPS},
     analyses=(describe, sweep_choice, significance, beta_analysis, retrieval_sourced),
