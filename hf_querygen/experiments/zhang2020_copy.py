@@ -149,6 +149,108 @@ def report(
     return document
 
 
+def training_curves(log_history: Sequence[Mapping[str, Any]]) -> dict[str, list]:
+    """Trainer ``log_history`` -> {"train": [[step, loss]], "validation": [{step, eval_*}]}."""
+    train = [[log["step"], log["loss"]] for log in log_history if "loss" in log and "step" in log]
+    validation = [
+        {k: v for k, v in log.items() if k.startswith("eval_") or k == "step"}
+        for log in log_history
+        if "eval_loss" in log
+    ]
+    return {"train": train, "validation": validation}
+
+
+def plot_curves(curves: Mapping[str, Any], path: str | Path, selected_step: int | None = None) -> None:
+    """Loss (training, validation) and validation ROUGE-1 / ROUGE-L recall and ROUGE-L F1 against steps."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    if curves["train"]:
+        steps, losses = zip(*curves["train"], strict=True)
+        left.plot(steps, losses, label="training loss", alpha=0.6)
+    validation = curves["validation"]
+    steps = [row["step"] for row in validation]
+    left.plot(steps, [row["eval_loss"] for row in validation], "o-", label="validation loss")
+    left.set_xlabel("step (16 queries)")
+    left.set_ylabel("NLL per target word")
+    left.legend()
+    for metric, label in (
+        ("eval_rouge1_recall", "ROUGE-1 recall"),
+        ("eval_rougeL_recall", "ROUGE-L recall"),
+        ("eval_rougeL_f", "ROUGE-L F1"),
+    ):
+        if validation and metric in validation[0]:
+            right.plot(steps, [100 * row[metric] for row in validation], "o-", label=label)
+    if selected_step is not None:
+        for axis in (left, right):
+            axis.axvline(selected_step, color="grey", linestyle="--", linewidth=1)
+    right.set_xlabel("step (16 queries)")
+    right.set_ylabel("validation score (%)")
+    right.legend()
+    figure.suptitle("CtrsGen + copy on q2id: validation curves (dashed: the checkpoint kept)")
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+#: bare queries shown through the retriever option (typed for the README, not taken from any split)
+BARE_QUERIES = ("driving licence in qatar", "turmeric and heart disease")
+
+
+def examples(
+    model_dir: str | Path,
+    data_dir: str | Path | None = None,
+    queries: int = 3,
+    bare_queries: Sequence[str] = BARE_QUERIES,
+) -> dict[str, Any]:
+    """What the model writes (its saved decoding, through ``pipeline("intent-description")``) for the first
+    ``queries`` TEST queries with their judged documents, and for ``bare_queries`` with BM25-retrieved
+    documents (5 relevant, 5 irrelevant) from every judged q2id document."""
+    from transformers import pipeline
+
+    from hf_querygen.experiments.zhang2020 import collection_documents
+    from hf_querygen.tasks.base import get_task
+    from hf_querygen.tasks.q2id_task import DocumentRetriever
+
+    task = get_task("q2id")
+    splits = task.load("q2id", None, data_dir)
+    describe = pipeline("intent-description", model=str(model_dir))
+    judged = []
+    for example in splits["test"].select(range(queries)):
+        source = {
+            "query": example["query"],
+            "relevant_documents": example["relevant_documents"],
+            "irrelevant_documents": example["irrelevant_documents"],
+        }
+        judged.append(
+            {
+                "query": example["query"],
+                "relevant_documents": len(example["relevant_documents"]),
+                "irrelevant_documents": len(example["irrelevant_documents"]),
+                "first_relevant_sentence": example["relevant_documents"][0]["sentences"][0],
+                "reference": example["description"],
+                "description": describe(source)[0]["description"],
+            }
+        )
+    ids, documents = collection_documents(splits)
+    retriever = DocumentRetriever.from_documents(documents, ids=ids, relevant=5, irrelevant=5)
+    retrieved = []
+    for query in bare_queries:
+        relevant_ids, _ = retriever.retrieved_ids(query)
+        first = documents[ids.index(relevant_ids[0])]["sentences"][0] if relevant_ids else None
+        retrieved.append(
+            {
+                "query": query,
+                "top_document": first,
+                "description": describe(query, retriever=retriever)[0]["description"],
+            }
+        )
+    return {"judged_documents": judged, "retrieved_documents": retrieved}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("model_dir", type=Path)
@@ -156,8 +258,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data-dir", type=Path, default=None)
     parser.add_argument("--no-save-decoding", action="store_true", help="leave config.json as it is")
     parser.add_argument("--limit", type=int, default=None, help="first N queries per split (smoke run)")
+    parser.add_argument("--examples-only", action="store_true", help="only the README examples")
     args = parser.parse_args(argv)
+    if args.examples_only:
+        print(json.dumps(examples(args.model_dir, args.data_dir), indent=1))
+        return 0
     document = report(args.model_dir, args.data_dir, not args.no_save_decoding, args.limit)
+    document["examples"] = examples(args.model_dir, args.data_dir)
     text = json.dumps(document, indent=1)
     if args.out:
         args.out.write_text(text + "\n", encoding="utf-8")
