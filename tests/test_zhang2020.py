@@ -15,7 +15,7 @@ from hf_querygen.tasks.q2id_task import Q2IDTaskData
 
 TINY = {"embedding_size": 8, "hidden_size": 8, "decoder_hidden_size": 8}
 TINY_PG = {"embedding_size": 8, "hidden_size": 8}
-KEEP = ("ctrsgen", "ctrsgen_i", "pg", "textrank", "copy_query", "oracle")
+KEEP = ("ctrsgen", "ctrsgen_i", "ctrsgen_copy", "pg", "textrank", "copy_query", "oracle")
 
 
 @pytest.fixture(scope="module")
@@ -35,6 +35,7 @@ def tiny_zhang2020():
         preset_overrides={
             "ctrsgen": TINY,
             "ctrsgen_i": TINY,
+            "ctrsgen_copy": TINY,
             "pg": TINY_PG,
             **{zhang2020.sweep_key(s): TINY for s in zhang2020.SWEEP},
         },
@@ -109,7 +110,14 @@ def test_tiny_reproduction_and_pipeline_equals_table(tiny_zhang2020, data_dir, t
     judged_r1 = document["systems"]["ctrsgen"]["rouge1_recall"]["mean"]
     assert retrieved["summary"]["rouge1_recall"]["judged"] == pytest.approx(judged_r1)
     assert 0.0 <= retrieved["retrieved_relevant_precision"] <= 1.0
+    # beyond the paper: the default model (CtrsGen + copy) against copying the query and TextRank
+    tests = config["default_model"]["significance"]["test"]
+    assert set(tests) == {"copy_query", "textrank"}
+    for by_metric in tests.values():
+        assert set(by_metric) == set(zhang2020.DEFAULT_MODEL_METRICS)
+        assert all(0.0 <= m["permutation"]["p_value"] <= 1.0 for m in by_metric.values())
     markdown = (out / "results.md").read_text()
+    assert "the default model (CtrsGen + copy)" in markdown
     assert "Table 3" in markdown and "Table 4" in markdown and "24.76" in markdown  # the paper's CtrsGen
     assert "documents from the retrieval engine" in markdown
     assert document["paper_numbers"]["ctrsgen"]["rouge1_recall"] == pytest.approx(0.2476)

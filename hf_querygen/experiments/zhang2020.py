@@ -72,7 +72,11 @@ TABLE3 = (
     "ctrsgen_reircon",
     "ctrsgen",
 )
-TABLE4 = ("lexrank", "lsa", "textrank", "pg", "rsa", "sd2", "ctrsgen", "copy_query", "oracle")
+TABLE4 = ("lexrank", "lsa", "textrank", "pg", "rsa", "sd2", "ctrsgen", "ctrsgen_copy", "copy_query", "oracle")
+#: beyond the paper: the intent-description model the library recommends, and what it must beat
+DEFAULT_MODEL = "ctrsgen_copy"
+DEFAULT_MODEL_BASELINES = ("copy_query", "textrank")
+DEFAULT_MODEL_METRICS = ("rouge1_recall", "rougeL_recall", "rougeL_f")
 EXTRACTIVE = ("lexrank", "lsa", "textrank")
 ABSTRACTIVE_BASELINES = ("pg", "rsa", "sd2")
 
@@ -389,6 +393,36 @@ def significance(context: RunContext) -> dict[str, Any]:
             p_value = 1.0 if same else float(ttest_rel(ours, theirs).pvalue)
             result[system.key][metric] = {"ctrsgen_minus_system": difference, "p_value": p_value}
     return {"significance_vs_ctrsgen": result, "significance_test": "paired two-tailed t-test, per query"}
+
+
+def paired_tests(
+    ours: Sequence[Mapping[str, float]], theirs: Sequence[Mapping[str, float]]
+) -> dict[str, dict[str, dict[str, float]]]:
+    """Per-query score rows of two systems -> {metric: {"permutation" | "ttest": {mean_difference, p_value}}}
+    for :data:`DEFAULT_MODEL_METRICS` (paired, two-sided; ours minus theirs)."""
+    from hf_querygen.metrics.retrieval import paired_test
+
+    return {
+        metric: {
+            method: paired_test([r[metric] for r in ours], [r[metric] for r in theirs], method=method)
+            for method in ("permutation", "ttest")
+        }
+        for metric in DEFAULT_MODEL_METRICS
+    }
+
+
+def default_model_tests(context: RunContext) -> dict[str, Any]:
+    """Beyond the paper: the default model against copying the query and TextRank on TEST (per query,
+    seeds averaged; paired randomization test and t-test)."""
+    ours = _per_query(context, DEFAULT_MODEL)
+    if ours is None:
+        return {}
+    tests = {}
+    for baseline in DEFAULT_MODEL_BASELINES:
+        theirs = _per_query(context, baseline)
+        if theirs is not None:
+            tests[baseline] = paired_tests(ours, theirs)
+    return {"default_model": {"system": DEFAULT_MODEL, "significance": {"test": tests}}}
 
 
 def sweep_choice(context: RunContext) -> dict[str, Any]:
@@ -790,11 +824,43 @@ def render_markdown(document: dict) -> str:
             for claim, ok in claims(document)
         ],
         "",
+        *_default_model_section(document),
         *_retrieval_section(config.get("retrieval_sourced")),
         f"Beta plot: {config.get('beta_plot')}. Runtime {config.get('timings_s', {}).get('total_s')} s.",
         "",
     ]
     return "\n".join(lines)
+
+
+def _default_model_section(document: dict) -> list[str]:
+    """Markdown of the default model (CtrsGen + copy) against copying the query and TextRank on TEST."""
+    result = document["config"].get("default_model")
+    if not isinstance(result, Mapping) or DEFAULT_MODEL not in document["systems"]:
+        return []
+    rows = (DEFAULT_MODEL, *DEFAULT_MODEL_BASELINES)
+    lines = [
+        "## Beyond the paper: the default model (CtrsGen + copy) vs copying the query and TextRank",
+        "",
+        str(result.get("note", "")),
+        "",
+        "| system | " + " | ".join(f"{m} (test)" for m in DEFAULT_MODEL_METRICS) + " | words |",
+        "|---|" + "---|" * (len(DEFAULT_MODEL_METRICS) + 1),
+    ]
+    for key in rows:
+        if key in document["systems"]:
+            cells = [_cell(document, key, m) for m in (*DEFAULT_MODEL_METRICS, "output_words")]
+            lines.append(f"| {_label(key)} | " + " | ".join(cells) + " |")
+    tests = result.get("significance", {}).get("test", {})
+    lines += ["", "| CtrsGen + copy minus | metric | difference (points) | p (randomization) | p (t-test) |"]
+    lines.append("|---|---|---|---|---|")
+    for baseline, by_metric in tests.items():
+        for metric, by_method in by_metric.items():
+            permutation, ttest = by_method["permutation"], by_method["ttest"]
+            lines.append(
+                f"| {_label(baseline)} | {metric} | {permutation['mean_difference'] * 100:+.2f} | "
+                f"{permutation['p_value']:.3g} | {ttest['p_value']:.3g} |"
+            )
+    return [*lines, ""]
 
 
 def _retrieval_section(result: Any) -> list[str]:
@@ -835,7 +901,7 @@ REPRODUCTION = Reproduction(
     budgets={"full": FULL_BUDGET, "quick": QUICK_BUDGET, "paper": PAPER_BUDGET},
     extra_systems=sweep_systems,
     prepare_options={"output_vocab_size": OUTPUT_VOCAB_SIZE, "caps": CAPS},
-    analyses=(describe, sweep_choice, significance, beta_analysis, retrieval_sourced),
+    analyses=(describe, sweep_choice, significance, default_model_tests, beta_analysis, retrieval_sourced),
     render_markdown=lambda document: render_markdown(document),
     config={
         "contrast_setting": dict(CONTRAST_SETTING),
