@@ -177,6 +177,18 @@ def test_train_system_ctrsgen_copy_selects_on_validation_rouge_and_saves_its_dec
     goal = [e["eval_rouge1_recall"] + e["eval_rougeL_recall"] + e["eval_rougeL_f"] for e in curve]
     assert [e["eval_rouge_goal"] for e in curve] == pytest.approx([g / 3 for g in goal])
 
+    # the decoding is chosen on validation (never test) and saved; test is decoded once with it
+    from hf_querygen.experiments import zhang2020_copy
+
+    grid = [{"num_beams": 1, "no_repeat_ngram_size": 2}, {"num_beams": 2, "no_repeat_ngram_size": 3}]
+    report = zhang2020_copy.report(folder, data_dir, limit=4, grid=grid)
+    scores = [row["scores"]["rouge_goal"] for row in report["decoding_grid_validation"]]
+    assert report["decoding"] == grid[scores.index(max(scores))]
+    assert json.loads((folder / "config.json").read_text())["task_decoding"] == report["decoding"]
+    assert set(report["scores"]["test"]) == {"ctrsgen_copy", *zhang2020.DEFAULT_MODEL_BASELINES}
+    for baseline in zhang2020.DEFAULT_MODEL_BASELINES:
+        assert set(report["significance"]["test"][baseline]) == set(zhang2020.DEFAULT_MODEL_METRICS)
+
 
 def test_paper_budget_uses_the_paper_sizes_for_every_neural_row():
     budget = zhang2020.REPRODUCTION.budgets["paper"]
