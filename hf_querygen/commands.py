@@ -150,6 +150,8 @@ def _train_command(args: argparse.Namespace) -> int:
             if args.budget:
                 raise SystemExit(f"--budget: {system.name!r} has no training recipe to take a budget from")
             preset_overrides.update(system.preset_overrides)
+            # the row's decoding is saved with the model (config.task_decoding): what the table measured
+            kwargs.setdefault("decoding", dict(system.decoding))
             kwargs.update(
                 training_preset=system.training_preset,
                 training_overrides=system.training_overrides,

@@ -70,6 +70,8 @@ ZHANG2020_ABLATIONS: dict[str, dict[str, Any]] = {
 _PRESETS: dict[str, dict[str, Any]] = {
     "zhang2020": dict(_ZHANG2020),
     **{name: {**_ZHANG2020, **switches} for name, switches in ZHANG2020_ABLATIONS.items()},
+    # beyond the paper: CtrsGen with a pointer-generator switch over the query and relevant-document words
+    "zhang2020-ctrsgen-copy": {**_ZHANG2020, "copy": True},
     # Table 4's query-dependent abstractive baselines: PG (Hasselqvist et al. 2017 = See et al. 2017's
     # pointer-generator with coverage + a query encoder) and RSA-style relevance-scaled attention (Baumel
     # et al. 2018) on the same model; sizes are not stated, See et al.'s (embeddings 128, GRU 256) are used
@@ -179,7 +181,14 @@ _TRAINING_PRESETS: dict[str, dict[str, Any]] = {
     # the baselines' optimiser settings are not stated: CtrsGen's, for a like-for-like comparison
     **{
         name: dict(_ZHANG2020_TRAINING)
-        for name in ("zhang2020", *ZHANG2020_ABLATIONS, "zhang2020-pg", "zhang2020-rsa", "zhang2020-sd2")
+        for name in (
+            "zhang2020",
+            *ZHANG2020_ABLATIONS,
+            "zhang2020-ctrsgen-copy",
+            "zhang2020-pg",
+            "zhang2020-rsa",
+            "zhang2020-sd2",
+        )
     },
     "liu2018-seq2seq": dict(_LIU2018_TRAINING),
     "liu2018-attn-seq2seq": dict(_LIU2018_TRAINING),

@@ -250,6 +250,26 @@ def _bucketed_trainer_class():
     return BucketedSeq2SeqTrainer
 
 
+def _with_generation_scores(trainer_class: type, score_model: Callable[[PreTrainedModel], dict[str, float]]):
+    """``trainer_class`` whose evaluation also decodes: ``score_model(model)`` (e.g. the task's ROUGE on
+    the validation split, decoded as ``Task.predict`` decodes) is added to the ``eval_*`` metrics before
+    the Trainer logs them, picks the best checkpoint and runs early stopping, so both can follow a
+    generation metric instead of the validation loss."""
+
+    class GenerationScoredTrainer(trainer_class):
+        def evaluation_loop(self, *args, **kwargs):
+            output = super().evaluation_loop(*args, **kwargs)
+            prefix = kwargs.get("metric_key_prefix", args[4] if len(args) > 4 else "eval")
+            if prefix == "eval":
+                was_training = self.model.training
+                scores = score_model(self.model)
+                self.model.train(was_training)
+                output.metrics.update({f"eval_{key}": float(value) for key, value in scores.items()})
+            return output
+
+    return GenerationScoredTrainer
+
+
 def train_seq2seq(
     model: PreTrainedModel,
     tokenizer: PreTrainedTokenizerFast,
@@ -265,6 +285,7 @@ def train_seq2seq(
     group_by_length: bool = False,
     resume_from_checkpoint: bool | str | None = None,
     data_collator: Any | None = None,
+    score_model: Callable[[PreTrainedModel], dict[str, float]] | None = None,
     **training_args: Any,
 ) -> Seq2SeqTrainer:
     """Train a seq2seq model with the stock ``Seq2SeqTrainer`` and save the best one to ``output_dir``.
@@ -285,6 +306,8 @@ def train_seq2seq(
             fresh start when there is none) or from the given checkpoint folder.
         data_collator: batches the encoded examples (default: the flat :class:`Seq2SeqCollator`; a
             task with nested inputs passes its own, ``Task.collator``).
+        score_model: model -> scores, run at every evaluation and logged as ``eval_<name>`` (so
+            ``metric_for_best_model`` may name one of them: selection and early stopping on it).
         **training_args: any ``Seq2SeqTrainingArguments`` field; overrides the preset and defaults.
 
     Returns:
@@ -330,6 +353,8 @@ def train_seq2seq(
     if early_stopping_patience:
         all_callbacks.append(EarlyStoppingCallback(early_stopping_patience=early_stopping_patience))
     trainer_class = _bucketed_trainer_class() if group_by_length else Seq2SeqTrainer
+    if score_model is not None:
+        trainer_class = _with_generation_scores(trainer_class, score_model)
     trainer = trainer_class(
         model=model,
         args=args,
@@ -434,6 +459,7 @@ def train_preset(
     word_vectors: str | None = None,
     freeze_embeddings: bool = False,
     select_on: str | None = None,
+    selection_decoding: Mapping[str, Any] | None = None,
 ) -> Seq2SeqTrainer:
     """Train model ``preset`` on ``data`` (a :class:`~hf_querygen.tasks.base.TaskData`) with the stock
     ``Seq2SeqTrainer``; checkpoints and the best model go to ``output_dir``.
@@ -443,16 +469,17 @@ def train_preset(
     the model first trains ``pretrain_steps`` steps on those pairs (same trainer, same training
     arguments, no evaluation; the result is kept in ``output_dir/pretrained`` so a resumed run skips it),
     then trains on ``data``'s TRAIN split as usual (early stopping on validation).
-    ``select_on``: a metric of ``task.score`` (e.g. ``"ROUGE-L"``): every evaluation also decodes the
-    validation split greedily and the best checkpoint / early stopping follow that metric instead of the
-    validation loss (:func:`task_compute_metrics`).
 
     The model config is ``data.task.model_config(preset, data, **preset_overrides)``; the training
     arguments are :data:`DEFAULT_TRAINING_ARGUMENTS` < the training preset (``training_preset``, else
     the preset's own name when it has one) < ``training_overrides`` (any ``Seq2SeqTrainingArguments``
     field). The train / validation splits are the task's encoding for the config's model family.
-    ``resume`` continues from the last checkpoint in ``output_dir``. Returns the trainer (its model is
-    the best one, in eval mode).
+    ``resume`` continues from the last checkpoint in ``output_dir``. ``select_on``: a score of
+    ``task.score`` (e.g. ``"ROUGE-L"`` for k2q, ``"rougeL_recall"`` for q2id) or ``"rouge_goal"`` (the
+    mean of ROUGE-1 recall, ROUGE-L recall and ROUGE-L F1): every evaluation then also decodes the
+    VALIDATION split with ``task.predict`` (keyword arguments ``selection_decoding``), and the best
+    checkpoint and early stopping follow that score instead of the validation loss.
+    Returns the trainer (its model is the best one, in eval mode).
     """
     from transformers import set_seed
 
@@ -475,12 +502,13 @@ def train_preset(
     encoded = data.encoded(family)
     training_name = training_preset or (preset if preset in TRAINING_PRESETS else None)
     arguments = dict(TRAINING_PRESETS.get(training_name)) if training_name else {}
-    compute_metrics = None
-    selection: dict[str, Any] = {}
+    overrides = {"seed": seed, "save_total_limit": 1, **dict(training_overrides or {})}
+    score_model = None
     if select_on is not None:
-        compute_metrics = task_compute_metrics(data, select_on)
-        selection = {"metric_for_best_model": f"eval_{select_on}", "greater_is_better": True}
-    overrides = {"seed": seed, "save_total_limit": 1, **selection, **dict(training_overrides or {})}
+        if "validation" not in data.splits:
+            raise ValueError(f"select_on={select_on!r} needs a validation split")
+        score_model = _validation_scorer(data, select_on, selection_decoding or {})
+        overrides.update(metric_for_best_model=select_on, greater_is_better=True)
     if pretrain_on is not None:
         _pretrain(
             model, data, family, pretrain_on, pretrain_steps, Path(output_dir) / "pretrained", arguments, seed
@@ -492,7 +520,6 @@ def train_preset(
         encoded["validation"] if "validation" in encoded else None,
         output_dir,
         training_preset=arguments,
-        compute_metrics=compute_metrics,
         max_new_tokens=task.max_new_tokens(data),
         early_stopping_patience=early_stopping_patience,
         callbacks=callbacks,
@@ -500,46 +527,34 @@ def train_preset(
         resume_from_checkpoint=resume,
         data_collator=task.collator(data.tokenizer),
         label_names=["labels"],  # the joint model's optional tag_labels must not hide the eval loss
+        score_model=score_model,
         **overrides,
     )
     trainer.model.eval()
     return trainer
 
 
-def task_compute_metrics(data: TaskData, metric: str) -> Callable:
-    """A ``compute_metrics`` (``Seq2SeqTrainer(predict_with_generate=True)``) that scores the generated
-    validation outputs with the task's own ``score`` against every reference of an example (k2q: ROUGE
-    max over references), so that checkpoint selection optimises what the table reports.
+#: ``select_on="rouge_goal"``: the mean of the three scores an intent description model is judged on
+ROUGE_GOAL_METRICS = ("rouge1_recall", "rougeL_recall", "rougeL_f")
 
-    Only for tasks whose outputs are texts decoded by :func:`decode_extended` (``Text2TextTask`` and its
-    subclasses); ``metric`` must be a key of their scores (checked on the first evaluation)."""
-    from .errors import InvalidInputError
-    from .tasks.seq2seq import decode_extended_batch, encode_sources
-    from .tasks.text2text_task import Text2TextTask
 
-    task = data.task
-    if not isinstance(task, Text2TextTask):
-        raise InvalidInputError(
-            f"select_on={metric!r}: task {task.name!r} does not decode to text; select on the validation loss"
-        )
-    if "validation" not in data.splits:
-        raise InvalidInputError(f"select_on={metric!r}: the task data has no validation split")
-    sources = data.sources("validation")
-    references = data.references("validation")
-    source_words = encode_sources(sources, data.tokenizer, task.max_source_length)["source_words"]
-    output_vocab_size = int(data.state["output_vocab_size"])
+def _validation_scorer(
+    data: TaskData, select_on: str, decoding: Mapping[str, Any]
+) -> Callable[[PreTrainedModel], dict[str, float]]:
+    """model -> the task's scores on the VALIDATION split (decoded by ``task.predict`` with ``decoding``),
+    plus ``rouge_goal`` when the scores have ROUGE."""
+    task, sources, references = data.task, data.sources("validation"), data.references("validation")
 
-    def compute_metrics(eval_prediction) -> dict[str, float]:
-        generated = eval_prediction.predictions
-        if isinstance(generated, tuple):
-            generated = generated[0]
-        predictions = decode_extended_batch(generated, source_words, data.tokenizer, output_vocab_size)
-        scores = task.score(predictions, references, sources)
-        if metric not in scores:
-            raise InvalidInputError(f"select_on={metric!r}: task {task.name!r} scores only {sorted(scores)}")
+    def score(model: PreTrainedModel) -> dict[str, float]:
+        outputs = task.predict(model, data.tokenizer, sources, **dict(decoding))
+        scores = task.score(outputs, references, sources)
+        if all(metric in scores for metric in ROUGE_GOAL_METRICS):
+            scores["rouge_goal"] = sum(scores[m] for m in ROUGE_GOAL_METRICS) / len(ROUGE_GOAL_METRICS)
+        if select_on not in scores:
+            raise ValueError(f"select_on={select_on!r} is not one of the task's scores {sorted(scores)}")
         return scores
 
-    return compute_metrics
+    return score
 
 
 def _pretrain(
@@ -684,16 +699,34 @@ def _training_summary(trainer: Seq2SeqTrainer) -> dict[str, Any]:
     evaluations = [log for log in history if "eval_loss" in log]
     losses = [log["loss"] for log in history if "loss" in log]
     best = min(evaluations, key=lambda log: log["eval_loss"]) if evaluations else {}
+    selected_on = trainer.args.metric_for_best_model or "eval_loss"
+    selected_on = selected_on if selected_on.startswith("eval_") else f"eval_{selected_on}"
     return {
         "global_steps": trainer.state.global_step,
         "epochs": trainer.state.epoch,
         "best_eval_loss": best.get("eval_loss"),
-        "metric_for_best_model": trainer.args.metric_for_best_model,
+        # the checkpoint kept (load_best_model_at_end) is the best by this metric
+        "selected_on": selected_on,
         "best_metric": trainer.state.best_metric,
-        "best_global_step": getattr(trainer.state, "best_global_step", None),
+        "best_checkpoint_step": _checkpoint_step(trainer.state.best_model_checkpoint),
+        "evaluations": [
+            {k: v for k, v in log.items() if k.startswith("eval_") or k in ("step", "epoch")}
+            for log in evaluations
+        ],
+        "train_loss_curve": [
+            [log["step"], log["loss"]] for log in history if "loss" in log and "step" in log
+        ],
         "first_logged_train_loss": losses[0] if losses else None,
         "last_logged_train_loss": losses[-1] if losses else None,
     }
+
+
+def _checkpoint_step(path: str | None) -> int | None:
+    """``.../checkpoint-1200`` -> 1200."""
+    if not path:
+        return None
+    tail = Path(path).name.rsplit("-", 1)[-1]
+    return int(tail) if tail.isdigit() else None
 
 
 #: --quick for ``train``: a step budget and a validation subset (a smoke run, minutes on a CPU)
@@ -772,7 +805,8 @@ def train_model(
     data = task_object.prepare_data(splits, data_dir=data_dir, **dict(prepare_options or {}))
     data.corpus, data.config_name = corpus, config_name
 
-    overrides: dict[str, Any] = {"data_seed": seed, **dict(training_overrides or {})}
+    # a user at a terminal sees a progress bar with its ETA (the experiment runner logs to a file instead)
+    overrides: dict[str, Any] = {"data_seed": seed, "disable_tqdm": False, **dict(training_overrides or {})}
     steps = max_steps if max_steps is not None else (QUICK_SETTINGS["max_steps"] if quick else None)
     if steps is not None:
         every = min(QUICK_SETTINGS["eval_steps"] if quick else max(steps // 5, 1), steps)
@@ -831,7 +865,7 @@ def train_model(
     if evaluate_split is not None and evaluate_split in data.splits:
         # the prepared split (a recipe may add examples) against every reference of an example
         sources = data.sources(evaluate_split)
-        outputs = task_object.predict(model, data.tokenizer, sources)
+        outputs = task_object.predict(model, data.tokenizer, sources, **dict(decoding or {}))
         scores = task_object.score(outputs, data.references(evaluate_split), sources)
         metadata["validation" if evaluate_split == "validation" else evaluate_split] = {
             f"eval_{k}": v for k, v in scores.items()

@@ -305,3 +305,84 @@ def test_ircon_changes_the_outputs_only_where_irrelevant_documents_can_interact(
         m_ours = ctrsgen.get_encoder()(**model_inputs(batch)).contrast_penalty
         m_theirs = ircon.get_encoder()(**model_inputs(batch)).contrast_penalty
     assert not torch.allclose(m_ours[0], m_theirs[0]) and torch.allclose(m_ours[1:], m_theirs[1:])
+
+
+# ----------------------------------------------------------------------------- copy (beyond the paper)
+def _copy_batch():
+    """The toy batch with one label per example set to a token id outside the output vocabulary that occurs in
+    that example's relevant documents (copyable), and one to an id that occurs nowhere in its sources."""
+    features = toy_features()
+    for feature in features:
+        words = [w for document in feature["relevant_input_ids"] for s in document for w in s]
+        sources = set(words) | set(feature["input_ids"])
+        outside = [w for w in words if w >= OUTPUT_VOCAB]
+        nowhere = [w for w in range(OUTPUT_VOCAB, VOCAB) if w not in sources]
+        feature["labels"] = [outside[0] if outside else 5, nowhere[0], *feature["labels"]]
+    return Q2IDCollator()(features)
+
+
+def test_copy_config_is_checked():
+    with pytest.raises(ValueError, match="copy must be True or False"):
+        CtrsGenConfig(vocab_size=VOCAB, copy="yes")
+    assert CtrsGenConfig(vocab_size=VOCAB, copy=True).copy is True
+
+
+def test_copy_puts_probability_only_on_source_words_outside_the_output_vocabulary():
+    model = tiny_model(copy=True)
+    batch = _copy_batch()
+    with torch.no_grad():
+        log_probs = model(**batch).logits  # (B, Z, vocab_size): log P over every token id
+    assert model.logits_are_log_probs and log_probs.shape[-1] == VOCAB
+    assert torch.allclose(log_probs.exp().sum(-1), torch.ones(log_probs.shape[:2]), atol=1e-4)
+    for row in range(batch["labels"].shape[0]):
+        sources = set(batch["input_ids"][row].tolist()) | set(
+            batch["relevant_input_ids"][row][batch["relevant_attention_mask"][row].bool()].tolist()
+        )
+        for token in range(OUTPUT_VOCAB, VOCAB):
+            probability = log_probs[row, 0, token].exp().item()
+            if token in sources:
+                assert probability > 1e-6, (row, token)  # copyable: some attention mass
+            else:
+                assert probability < 1e-6, (row, token)  # neither generated nor copyable
+
+
+def test_copy_training_loss_is_the_nll_of_the_full_distribution():
+    """In training mode the loss reads the mixture at the labels only; it must equal the NLL of the logits
+    the model gives in eval mode (labels no source supplies are trained as [UNK])."""
+    from hf_querygen.nn.coverage import copyable_labels
+    from hf_querygen.nn.loss import token_nll
+
+    model = tiny_model(copy=True)
+    batch = _copy_batch()
+    model.train()
+    train = model(**batch)
+    assert train.logits is None  # no distribution over every token id in training
+    model.eval()
+    with torch.no_grad():
+        evaluated = model(**batch)
+        encoded = model.encoder(**{k: v for k, v in batch.items() if k != "labels"})
+    labels = copyable_labels(batch["labels"], encoded.copy_ids, encoded.copy_mask, OUTPUT_VOCAB, 1)
+    assert (labels[:, 1] == 1).all() and (labels[:, 0] >= OUTPUT_VOCAB).sum() >= 2  # [UNK] / copyable kept
+    assert torch.allclose(train.loss, token_nll(evaluated.logits, labels), atol=1e-4)
+    assert torch.allclose(train.loss, evaluated.loss, atol=1e-4)
+    train.loss.backward()
+    assert model.decoder.copy_mixture.gate.weight.grad.abs().sum() > 0
+
+
+def test_copy_generates_token_ids_the_tokenizer_decodes():
+    model = tiny_model(copy=True)
+    batch = _copy_batch()
+    inputs = {k: v for k, v in batch.items() if k != "labels"}
+    for beams in (1, 3):
+        generated = model.generate(**inputs, num_beams=beams, max_new_tokens=6)
+        assert generated.max() < VOCAB and generated.shape[0] == batch["input_ids"].shape[0]
+
+
+def test_copy_model_family_keeps_label_ids_past_the_output_vocabulary():
+    from hf_querygen.tasks.base import get_task
+
+    task = get_task("q2id")
+    assert task.family_of(CtrsGenConfig(vocab_size=VOCAB, copy=True)) == "hierarchical-copy"
+    assert task.family_of(CtrsGenConfig(vocab_size=VOCAB)) == "hierarchical"
+    config = config_from_preset("zhang2020-ctrsgen-copy", vocab_size=VOCAB, output_vocab_size=OUTPUT_VOCAB)
+    assert config.copy and config.hidden_size == PRESETS["zhang2020"]["hidden_size"]

@@ -217,7 +217,7 @@ def test_quick_reproduction_end_to_end(tmp_path, data_dir):
         assert all(weights[k].equal(reference[k]) for k in weights)
     human = json.loads((tmp_path / "trained-copynet_human" / "hf_querygen_training.json").read_text())
     assert human["train_examples"] == 200 + 20  # the synthetic pairs plus the (capped) human pairs
-    assert human["metric_for_best_model"] == "eval_ROUGE-L" and human["decoding_selection"]
+    assert human["selected_on"] == "eval_ROUGE-L" and human["decoding_selection"]
 
 
 def test_train_system_options_and_recipe_errors(tmp_path, data_dir, capsys):

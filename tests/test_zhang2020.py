@@ -15,7 +15,7 @@ from hf_querygen.tasks.q2id_task import Q2IDTaskData
 
 TINY = {"embedding_size": 8, "hidden_size": 8, "decoder_hidden_size": 8}
 TINY_PG = {"embedding_size": 8, "hidden_size": 8}
-KEEP = ("ctrsgen", "ctrsgen_i", "pg", "textrank", "copy_query", "oracle")
+KEEP = ("ctrsgen", "ctrsgen_i", "ctrsgen_copy", "pg", "textrank", "copy_query", "oracle")
 
 
 @pytest.fixture(scope="module")
@@ -35,6 +35,7 @@ def tiny_zhang2020():
         preset_overrides={
             "ctrsgen": TINY,
             "ctrsgen_i": TINY,
+            "ctrsgen_copy": TINY,
             "pg": TINY_PG,
             **{zhang2020.sweep_key(s): TINY for s in zhang2020.SWEEP},
         },
@@ -109,7 +110,14 @@ def test_tiny_reproduction_and_pipeline_equals_table(tiny_zhang2020, data_dir, t
     judged_r1 = document["systems"]["ctrsgen"]["rouge1_recall"]["mean"]
     assert retrieved["summary"]["rouge1_recall"]["judged"] == pytest.approx(judged_r1)
     assert 0.0 <= retrieved["retrieved_relevant_precision"] <= 1.0
+    # beyond the paper: the default model (CtrsGen + copy) against copying the query and TextRank
+    tests = config["default_model"]["significance"]["test"]
+    assert set(tests) == {"copy_query", "textrank"}
+    for by_metric in tests.values():
+        assert set(by_metric) == set(zhang2020.DEFAULT_MODEL_METRICS)
+        assert all(0.0 <= m["permutation"]["p_value"] <= 1.0 for m in by_metric.values())
     markdown = (out / "results.md").read_text()
+    assert "the default model (CtrsGen + copy)" in markdown
     assert "Table 3" in markdown and "Table 4" in markdown and "24.76" in markdown  # the paper's CtrsGen
     assert "documents from the retrieval engine" in markdown
     assert document["paper_numbers"]["ctrsgen"]["rouge1_recall"] == pytest.approx(0.2476)
@@ -130,3 +138,61 @@ def test_tiny_reproduction_and_pipeline_equals_table(tiny_zhang2020, data_dir, t
     # the oracle reads the reference: it can only be at least as good as any single relevant sentence
     oracle = json.loads((out / "runs" / "oracle-seed0.json").read_text())
     assert len(oracle["outputs"]["test"]) == len(test)
+
+
+def test_train_system_ctrsgen_copy_selects_on_validation_rouge_and_saves_its_decoding(data_dir, tmp_path):
+    """`train --system zhang2020/ctrsgen_copy` (tiny sizes) trains the row's recipe: the copy family, the
+    run's caps and output vocabulary, the best checkpoint by validation ROUGE (not the loss), and the row's
+    decoding saved as the model's task decoding."""
+    from hf_querygen.cli import main
+    from hf_querygen.systems import get_system
+
+    folder = tmp_path / "copy"
+    argv = ["train", "--system", "zhang2020/ctrsgen_copy", "--output-dir", str(folder), "--data-dir"]
+    argv += [
+        str(data_dir),
+        "--max-steps",
+        "3",
+        "--max-train-examples",
+        "40",
+        "--max-validation-examples",
+        "6",
+    ]
+    for field, size in TINY.items():
+        argv += ["--set", f"{field}={size}"]
+    assert main(argv) == 0
+    metadata = json.loads((folder / "hf_querygen_training.json").read_text())
+    config = json.loads((folder / "config.json").read_text())
+    system = get_system("zhang2020/ctrsgen_copy")
+    assert metadata["family"] == "hierarchical-copy" and config["copy"] is True
+    assert metadata["output_vocab_size"] == zhang2020.OUTPUT_VOCAB_SIZE
+    assert metadata["prepare_options"]["caps"] == zhang2020.CAPS
+    assert config["task_decoding"] == dict(system.decoding)
+    assert metadata["selected_on"] == "eval_rouge_goal"
+    curve = metadata["evaluations"]
+    assert len(curve) == 3 and all({"eval_loss", "eval_rouge_goal", "eval_rougeL_f"} <= set(e) for e in curve)
+    best = max(curve, key=lambda e: e["eval_rouge_goal"])
+    assert metadata["best_metric"] == pytest.approx(best["eval_rouge_goal"])
+    assert metadata["best_checkpoint_step"] == best["step"]
+    goal = [e["eval_rouge1_recall"] + e["eval_rougeL_recall"] + e["eval_rougeL_f"] for e in curve]
+    assert [e["eval_rouge_goal"] for e in curve] == pytest.approx([g / 3 for g in goal])
+
+    # the decoding is chosen on validation (never test) and saved; test is decoded once with it
+    from hf_querygen.experiments import zhang2020_copy
+
+    grid = [{"num_beams": 1, "no_repeat_ngram_size": 2}, {"num_beams": 2, "no_repeat_ngram_size": 3}]
+    report = zhang2020_copy.report(folder, data_dir, limit=4, grid=grid)
+    scores = [row["scores"]["rouge_goal"] for row in report["decoding_grid_validation"]]
+    assert report["decoding"] == grid[scores.index(max(scores))]
+    assert json.loads((folder / "config.json").read_text())["task_decoding"] == report["decoding"]
+    assert set(report["scores"]["test"]) == {"ctrsgen_copy", *zhang2020.DEFAULT_MODEL_BASELINES}
+    for baseline in zhang2020.DEFAULT_MODEL_BASELINES:
+        assert set(report["significance"]["test"][baseline]) == set(zhang2020.DEFAULT_MODEL_METRICS)
+
+
+def test_paper_budget_uses_the_paper_sizes_for_every_neural_row():
+    budget = zhang2020.REPRODUCTION.budgets["paper"]
+    assert budget.seeds == 3 and budget.training_overrides["learning_rate"] == 5e-4
+    # no size override but the copy row's: every preset is already the paper's size
+    assert set(budget.preset_overrides) == {"ctrsgen_copy"}
+    assert budget.preset_overrides["ctrsgen_copy"]["hidden_size"] == 256

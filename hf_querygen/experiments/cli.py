@@ -48,8 +48,9 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--budget",
         default=None,
-        help="a named budget of the reproduction instead of full / --quick (ding2018: paper = the paper's "
-        "network sizes and optimiser, 3 seeds, for a CUDA machine)",
+        help="a named budget of the reproduction instead of full / --quick (ding2018, zhang2020: paper = "
+        "the paper's network sizes and optimiser, 3 seeds; uses a CUDA device through the stock Trainer "
+        "when one is present)",
     )
     parser.add_argument("--seeds", type=positive_int, default=None, help="number of seeds / repetitions")
     parser.add_argument("--out-dir", type=Path, default=None, help="default: results/<name>[-quick]")

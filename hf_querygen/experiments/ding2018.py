@@ -350,7 +350,7 @@ _NEURAL = {
     "task": "k2q",
     "decoding": GREEDY,
     "evaluate_on": TEST_SPLITS,
-    "train_options": {"select_on": "ROUGE-L"},
+    "train_options": {"select_on": "ROUGE-L", "selection_decoding": dict(GREEDY)},
 }
 SYSTEMS = register_systems(
     [

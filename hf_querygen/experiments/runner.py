@@ -83,6 +83,9 @@ class Budget:
     #: system keys this mode does not run (e.g. rows whose resources take longer to build than a quick run)
     skip: tuple[str, ...] = ()
     seeds_per_system: Mapping[str, int] = field(default_factory=dict)
+    #: system keys trained with their own recipe: their ``training_overrides`` win over the budget's (so the
+    #: row is what ``train --system`` trains)
+    own_recipe: tuple[str, ...] = ()
 
 
 @dataclass
@@ -249,8 +252,13 @@ def row_settings(reproduction: Reproduction, system: System, budget: Budget) -> 
         "preset": system.preset,
         "preset_overrides": {**system.preset_overrides, **budget.preset_overrides.get(system.key, {})},
         "training_preset": system.training_preset,
-        # the mode's budget wins over the system's own settings (quick mode: more steps, a higher rate)
-        "training_overrides": {**system.training_overrides, **budget.training_overrides},
+        # the mode's budget wins over the system's own settings (quick mode: more steps, a higher rate),
+        # except for a row with its own recipe under that budget (Budget.own_recipe)
+        "training_overrides": (
+            {**budget.training_overrides, **system.training_overrides}
+            if system.key in budget.own_recipe
+            else {**system.training_overrides, **budget.training_overrides}
+        ),
         "prepare_options": {**reproduction.prepare_options, **dict(system.prepare_options)},
         "train_options": dict(system.train_options),
         "early_stopping_patience": budget.patience,
@@ -642,6 +650,8 @@ def run_reproduction(
 
     Args:
         quick: the ``"quick"`` budget (minutes on 2 cores) instead of ``"full"``.
+        budget: the name of any budget of the reproduction (e.g. zhang2020's ``"paper"``: paper sizes,
+            for a CUDA machine); overrides ``quick``.
         seeds: number of seeds (default: the budget's).
         workers: training processes (spawned; each prepares the deterministic data itself). 1 = in
             this process (always so for a reproduction that is not the registered one, e.g. a modified

@@ -99,5 +99,43 @@ class PointerGeneratorMixture(nn.Module):
         probs = probs.scatter_add(1, source_ids, attention.float() * (1.0 - p_gen).unsqueeze(-1))
         return floored_log(probs), p_gen
 
+    def label_log_probs(
+        self,
+        vocab_logits: torch.Tensor,
+        attention: torch.Tensor,
+        source_ids: torch.Tensor,
+        features: torch.Tensor,
+        labels: torch.Tensor,
+    ) -> torch.Tensor:
+        """log P(labels) of :meth:`forward` without the (B, total_size) distribution: vocab_logits (N, V),
+        attention (N, S), source_ids (N, S), features (N, F), labels (N,) token ids (negative = ignored,
+        scored as id 0) -> (N,). For training, where only the target's probability is needed and the
+        full distribution over every token id would cost most of the step."""
+        p_gen = torch.sigmoid(self.gate(features)).squeeze(-1)
+        labels = labels.clamp_min(0)
+        vocab_size = vocab_logits.shape[-1]
+        in_vocab = labels < vocab_size
+        vocab_probs = torch.softmax(vocab_logits.float(), dim=-1)
+        generated = vocab_probs.gather(1, labels.clamp_max(vocab_size - 1).unsqueeze(1)).squeeze(1) * in_vocab
+        copied = (attention.float() * (source_ids == labels.unsqueeze(1))).sum(dim=-1)
+        return floored_log(p_gen * generated + (1.0 - p_gen) * copied)
 
-__all__ = ["CoverageAttention", "PointerGeneratorMixture", "coverage_loss"]
+
+def copyable_labels(
+    labels: torch.Tensor,
+    source_ids: torch.Tensor,
+    source_mask: torch.Tensor,
+    output_vocab_size: int,
+    unk_token_id: int,
+) -> torch.Tensor:
+    """labels (B, T) token ids (IGNORE_INDEX allowed), source_ids / source_mask (B, S) -> labels where a
+    token id >= ``output_vocab_size`` that no real source position of its example holds becomes
+    ``unk_token_id``: under :class:`PointerGeneratorMixture` only copying can produce such an id."""
+    outside = labels >= output_vocab_size
+    if not bool(outside.any()):
+        return labels
+    in_source = ((labels.unsqueeze(-1) == source_ids.unsqueeze(1)) & source_mask.bool().unsqueeze(1)).any(-1)
+    return torch.where(outside & ~in_source, torch.full_like(labels, unk_token_id), labels)
+
+
+__all__ = ["CoverageAttention", "PointerGeneratorMixture", "copyable_labels", "coverage_loss"]

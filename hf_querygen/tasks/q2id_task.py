@@ -304,8 +304,9 @@ class Q2IDTask(Task):
 
         Every input is encoded with :func:`~hf_querygen.tasks.q2id.encode_q2id` under ``caps`` (default:
         the tokenizer's, see :meth:`caps_for`), batched by :class:`~hf_querygen.tasks.q2id.Q2IDCollator`
-        into (B, D, S, L) tensors, decoded by ``generate()`` (greedy unless ``generation_kwargs`` say
-        otherwise) and read back by :func:`~hf_querygen.tasks.q2id.decode_description`."""
+        into (B, D, S, L) tensors, decoded by ``generate()`` (greedy unless ``generation_kwargs`` or the
+        model's saved ``config.task_decoding`` say otherwise) and read back by
+        :func:`~hf_querygen.tasks.q2id.decode_description`."""
         import torch
 
         from ..inference import as_max_length
@@ -316,6 +317,9 @@ class Q2IDTask(Task):
         sources = [as_source(example) for example in inputs]
         caps = caps or self.caps_for(tokenizer)
         collate = Q2IDCollator(tokenizer.pad_token_id)
+        # the decoding saved with the model (``hf-querygen train --system``: config.task_decoding) is the
+        # default; the caller's keyword arguments win
+        generation_kwargs = {**dict(getattr(model.config, "task_decoding", None) or {}), **generation_kwargs}
         n_returns = int(generation_kwargs.get("num_return_sequences", 1))
         generation_kwargs = as_max_length(dict(generation_kwargs))
         model.eval()

@@ -21,6 +21,11 @@ def _tiny_config(**overrides) -> CtrsGenConfig:
     return CtrsGenConfig(**{**settings, **overrides})
 
 
+def _family(config: CtrsGenConfig) -> str:
+    """With the copy switch the labels keep every token id (the pointer can copy them)."""
+    return "hierarchical-copy" if config.copy else "hierarchical"
+
+
 def _register_spec() -> ModelSpec:
     from .._tiny import Q2ID_SOURCE_KEYS, q2id_row, tiny_q2id_model_inputs
 
@@ -48,10 +53,12 @@ def _register_spec() -> ModelSpec:
                 "-Q-I": dict(use_query=False, use_irrelevant=False),
                 "IrCon": dict(irrelevant_encoding="concatenated"),
                 "ReIrCon": dict(irrelevant_as_relevant=True),
+                "copy": dict(copy=True),
+                "copy-Q-word-context": dict(copy=True, use_query=False, document_context="word"),
             },
             source_keys=Q2ID_SOURCE_KEYS,
             row_inputs=q2id_row,
-            family="hierarchical",
+            family=_family,
             paper=ZHANG2020,
         ),
     )

@@ -53,6 +53,12 @@ class CtrsGenConfig(PretrainedConfig):
         document_context: what Eq. (12) sums: "sentence" the sentence states h_u^r as printed, or "word":
             a per-step word attention inside every relevant sentence, c^d = sum_u (beta alpha)_u sum_l
             alpha_{u,l} h_{u,l} (hierarchical attention over words).
+        copy: beyond the paper: a pointer-generator switch (See et al. 2017, Eq. 8-9, the layer of the
+            query pointer-generator, :class:`hf_querygen.nn.coverage.PointerGeneratorMixture`) over the query
+            words and the relevant documents' words, so that a topic word outside the output vocabulary can
+            be written. The output space is then every token id (``vocab_size``); ``logits`` are
+            log-probabilities and labels may be any token id (one no source word supplies trains as
+            ``[UNK]``).
         dropout: on embeddings and on the output features.
         tie_word_embeddings: the decoder input embedding is the encoders' table.
         init_range: parameters start uniform in [-init_range, init_range] (paper: 0.1).
@@ -81,6 +87,7 @@ class CtrsGenConfig(PretrainedConfig):
         contrast_softmax: str = "relevant",
         contrast_combination: str = "product",
         document_context: str = "sentence",
+        copy: bool = False,
         dropout: float = 0.0,
         tie_word_embeddings: bool = True,
         init_range: float = 0.1,
@@ -147,6 +154,9 @@ class CtrsGenConfig(PretrainedConfig):
         self.contrast_softmax = contrast_softmax
         self.contrast_combination = contrast_combination
         self.document_context = document_context
+        if not isinstance(copy, bool):
+            raise ValueError(f"CtrsGenConfig: copy must be True or False; got {copy!r}")
+        self.copy = copy
         self.dropout = dropout
         self.tie_word_embeddings = tie_word_embeddings
         self.init_range = init_range

@@ -25,6 +25,10 @@ Decoder step z (attention reads the previous state h^s_{z-1}):
   h^s_z = GRU([e(y_{z-1}); c^q; c^d], h^s_{z-1})                                                  Eq. (2)
   p(y_z) = softmax(W_o [e(y_{z-1}); h^s_z; c^q; c^d] + b_o)                                      Eq. (4)
 The ablations of Table 3 are config switches (see :class:`CtrsGenConfig`).
+Beyond the paper, ``copy=True`` (See et al. 2017, Eq. 8-9, over the S = C + U*L query and relevant words):
+  a^copy_z = softmax_j(v^T tanh(W_h h_j + W_s h^s_z)), c^copy_z = sum_j a^copy_{z,j} h_j   (h_j: word states)
+  p_gen = sigmoid(w^T [c^copy_z; h^s_z; e(y_{z-1})] + b)
+  P(w) = p_gen p(y_z = w) + (1 - p_gen) sum_{j: x_j = w} a^copy_{z,j}     over all vocab_size token ids
 """
 
 from __future__ import annotations
@@ -40,10 +44,11 @@ from transformers.utils import ModelOutput
 from ...errors import InvalidInputError
 from ...nn.attention import AdditiveAttention, LuongAttention, masked_softmax
 from ...nn.cache import RecurrentStateCache, pick_cache, with_cache
+from ...nn.coverage import PointerGeneratorMixture, copyable_labels
 from ...nn.encoder import RNNEncoder, WordEmbeddings, build_rnn
 from ...nn.hierarchical import HierarchicalEncoder, compact_rows
 from ...nn.initialization import init_uniform_weights
-from ...nn.labels import mask_labels, shift_labels_right
+from ...nn.labels import IGNORE_INDEX, mask_labels, shift_labels_right
 from ...nn.loss import token_nll
 from .._generation import RecurrentGenerationMixin
 from .configuration_ctrsgen import CtrsGenConfig
@@ -63,6 +68,8 @@ class CtrsGenEncoderOutput(ModelOutput):
     contrast_penalty: (B, U) m_u = max_{n,t} Sim(s^r_u, s^i_{n,t}) (Eq. 8, 11); 0 without irrelevant docs.
     initial_state: (B, H_d) h^s_0 (Eq. 3).
     sentence_salience: (B, U) gamma_u of the query-aware encoder attention.
+    copy_states: (B, S, H_e) word states of the copy sources (query words, then the relevant words), only
+        with ``copy``; copy_mask (B, S) and copy_ids (B, S) their mask and token ids.
     """
 
     last_hidden_state: torch.FloatTensor | None = None
@@ -74,6 +81,9 @@ class CtrsGenEncoderOutput(ModelOutput):
     contrast_penalty: torch.FloatTensor | None = None
     initial_state: torch.FloatTensor | None = None
     sentence_salience: torch.FloatTensor | None = None
+    copy_states: torch.FloatTensor | None = None
+    copy_mask: torch.LongTensor | None = None
+    copy_ids: torch.LongTensor | None = None
 
 
 def _check_nested(name: str, ids: torch.Tensor | None, mask: torch.Tensor | None) -> None:
@@ -135,23 +145,26 @@ class CtrsGenEncoder(nn.Module):
     def _relevant_sentences(
         self, relevant_input_ids, relevant_attention_mask, irrelevant_input_ids, irrelevant_attention_mask
     ):
-        """-> word states (B, U, L, H_e), word mask (B, U, L), sentence embeddings (B, U, H_e), mask (B, U):
-        the relevant mega-document (Sec. 4.3), with the irrelevant documents appended for ReIrCon."""
+        """-> word states (B, U, L, H_e), word mask (B, U, L), word ids (B, U, L), sentence embeddings
+        (B, U, H_e), mask (B, U): the relevant mega-document (Sec. 4.3), with the irrelevant documents
+        appended for ReIrCon."""
         sets = [(relevant_input_ids, relevant_attention_mask)]
         if self.config.irrelevant_as_relevant and irrelevant_input_ids is not None:
             sets.append((irrelevant_input_ids, irrelevant_attention_mask))
-        words, word_masks, sentences, sentence_masks = [], [], [], []
+        words, word_masks, word_ids, sentences, sentence_masks = [], [], [], [], []
         for ids, mask in sets:
             if ids.numel() == 0:
                 continue
             level = self.relevant_encoder.encode_words(self._embed_nested(ids), mask.bool())
             words.append(level.word_states.flatten(1, 2))
             word_masks.append(mask.bool().flatten(1, 2))
+            word_ids.append(ids.flatten(1, 2))
             sentences.append(level.sentence_embeddings.flatten(1, 2))
             sentence_masks.append(level.sentence_mask.flatten(1, 2))
         length = max(w.shape[2] for w in words)
         words = torch.cat([_pad_words(w, length) for w in words], dim=1)
         word_masks = torch.cat([_pad_words(m, length) for m in word_masks], dim=1)
+        word_ids = torch.cat([_pad_words(i, length) for i in word_ids], dim=1)
         sentences, sentence_masks = torch.cat(sentences, dim=1), torch.cat(sentence_masks, dim=1)
         empty = (~sentence_masks.any(dim=1)).nonzero().flatten().tolist()
         if empty:
@@ -161,8 +174,9 @@ class CtrsGenEncoder(nn.Module):
             )
         compact_words, _ = compact_rows(words, sentence_masks)
         compact_word_mask, _ = compact_rows(word_masks, sentence_masks)
+        compact_word_ids, _ = compact_rows(word_ids, sentence_masks)
         compact_sentences, compact_mask = compact_rows(sentences, sentence_masks)
-        return compact_words, compact_word_mask, compact_sentences, compact_mask
+        return compact_words, compact_word_mask, compact_word_ids, compact_sentences, compact_mask
 
     def _irrelevant_states(self, ids: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """ids/mask (B, N, K, L) -> irrelevant sentence states h^i (B, V, H_e) and mask (B, V) (Sec. 4.4)."""
@@ -236,7 +250,7 @@ class CtrsGenEncoder(nn.Module):
                 f"relevant_input_ids {relevant_input_ids.shape[0]}"
             )
 
-        words, word_mask, sentences, relevant_mask = self._relevant_sentences(
+        words, word_mask, word_ids, sentences, relevant_mask = self._relevant_sentences(
             relevant_input_ids, relevant_attention_mask, irrelevant_input_ids, irrelevant_attention_mask
         )
         relevant = self.relevant_encoder.encode_sentences(sentences, relevant_mask)  # h^r_u (B, U, H_e)
@@ -268,6 +282,16 @@ class CtrsGenEncoder(nn.Module):
             penalty = relevant.new_zeros(relevant_mask.shape)
 
         keep_words = config.document_context == "word" and config.decoder_attention == "contrast"
+        copy_states = copy_mask = copy_ids = None
+        if config.copy:
+            # the copy sources: query words (with their [EOS]) then the relevant words, in reading order;
+            # padding is masked (zero attention), so the batch does not change a row's distribution
+            copy_states = words.flatten(1, 2)
+            copy_mask, copy_ids = word_mask.flatten(1, 2), word_ids.flatten(1, 2)
+            if config.use_query:
+                copy_states = torch.cat([query_states, copy_states], dim=1)
+                copy_mask = torch.cat([query_mask.bool(), copy_mask], dim=1)
+                copy_ids = torch.cat([input_ids, copy_ids], dim=1)
         return CtrsGenEncoderOutput(
             last_hidden_state=relevant,
             relevant_mask=relevant_mask.long(),
@@ -278,6 +302,9 @@ class CtrsGenEncoder(nn.Module):
             contrast_penalty=penalty,
             initial_state=initial_state,
             sentence_salience=gamma.squeeze(1),
+            copy_states=copy_states,
+            copy_mask=copy_mask.long() if copy_mask is not None else None,
+            copy_ids=copy_ids,
         )
 
 
@@ -325,6 +352,12 @@ class CtrsGenDecoder(nn.Module):
         self.output_projection = nn.Linear(
             config.embedding_size + hidden + context_size, config.output_vocab_size
         )
+        if config.copy:
+            # See et al. (2017) Eq. (1) (attention over the copy sources from h^s_z) and Eq. (8) (p_gen)
+            # bilinear (Luong "general") scores: the additive form's tanh over (B, Z, S, A) cost ~25% of a
+            # training step on CPU
+            self.copy_attention = LuongAttention(hidden, states, score="general")
+            self.copy_mixture = PointerGeneratorMixture(states + hidden + config.embedding_size)
 
     def _contexts(
         self, previous: torch.Tensor, encoder_outputs: CtrsGenEncoderOutput, cached: dict
@@ -407,26 +440,73 @@ class CtrsGenDecoder(nn.Module):
         encoder_outputs: CtrsGenEncoderOutput,
         hidden: torch.Tensor,
         return_weights: bool = False,
-    ) -> tuple[torch.Tensor, torch.Tensor, DecoderStepWeights | None]:
+        copy_distribution: bool = True,
+    ) -> tuple[torch.Tensor | None, torch.Tensor, DecoderStepWeights | None, CopyInputs | None]:
         """embedded (B, Z, E) decoder inputs e(y_{z-1}), hidden (B, H_d) h^s before the first of them ->
-        (scores (B, Z, W), hidden after the last step (B, H_d), optional per-step weights)."""
+        (scores (B, Z, W), hidden after the last step (B, H_d), optional per-step weights, the copy
+        mixture's inputs or None). With ``copy`` the scores are log P over all ``vocab_size`` token ids
+        (See Eq. 9), or None with ``copy_distribution=False`` (training needs only P(label))."""
         cached = self.precompute(encoder_outputs)
-        step_features, recorded = [], []
+        step_features, recorded, states = [], [], []
         for z in range(embedded.shape[1]):
             context, weights = self._contexts(hidden, encoder_outputs, cached)
             rnn_input = torch.cat([embedded[:, z], context], dim=-1).unsqueeze(1)
             output, state = self.rnn(rnn_input, hidden.unsqueeze(0).contiguous())  # Eq. (2)
             hidden = state.squeeze(0)
+            states.append(hidden)
             step_features.append(torch.cat([embedded[:, z], hidden, context], dim=-1))
             if return_weights and weights is not None:
                 recorded.append(weights)
         # Eq. (4) for all steps in one matrix product: nothing recurrent depends on the output layer, and
         # one (B * Z, F) x (F, W) product is much cheaper on CPU than Z small ones
-        scores = self.output_projection(self.feature_dropout(torch.stack(step_features, dim=1)))
+        features = torch.stack(step_features, dim=1)
+        scores = self.output_projection(self.feature_dropout(features))
+        copy_inputs = None
+        if self.config.copy:
+            copy_inputs = self.copy_inputs(scores, torch.stack(states, dim=1), embedded, encoder_outputs)
+        if self.config.copy and not copy_distribution:
+            scores = None
+        elif self.config.copy:
+            log_probs, _ = self.copy_mixture(
+                copy_inputs.vocab_scores,
+                copy_inputs.attention,
+                copy_inputs.source_ids,
+                copy_inputs.features,
+                self.config.vocab_size,
+            )
+            scores = log_probs.view(*scores.shape[:2], -1)
         step_weights = None
         if recorded:
             step_weights = DecoderStepWeights(*(torch.stack(w, dim=1) for w in zip(*recorded, strict=True)))
-        return scores, hidden, step_weights
+        return scores, hidden, step_weights, copy_inputs
+
+    def copy_inputs(
+        self, scores: torch.Tensor, states: torch.Tensor, embedded: torch.Tensor, encoder_outputs
+    ) -> CopyInputs:
+        """scores (B, Z, W_out), decoder states h^s_z (B, Z, H_d), inputs e(y_{z-1}) (B, Z, E) -> what the
+        pointer-generator mixture reads, flattened to N = B * Z rows. The copy attention reads h^s_z and
+        feeds nothing back into the recurrence, so every step is computed at once after the loop."""
+        keys, mask = encoder_outputs.copy_states, encoder_outputs.copy_mask.bool()
+        attended = self.copy_attention(states, keys, mask)  # weights (B, Z, S), context (B, Z, H_e)
+        batch, steps, source = attended.weights.shape
+        features = torch.cat([attended.context, states, embedded], dim=-1)
+        return CopyInputs(
+            scores.reshape(batch * steps, -1),
+            attended.weights.reshape(batch * steps, source),
+            encoder_outputs.copy_ids.unsqueeze(1).expand(batch, steps, source).reshape(batch * steps, source),
+            features.reshape(batch * steps, -1),
+        )
+
+
+@dataclass
+class CopyInputs:
+    """The pointer-generator mixture's inputs, N = B * Z rows: vocab_scores (N, W_out), attention (N, S),
+    source_ids (N, S), features (N, F) = [c^copy; h^s_z; e(y_{z-1})]."""
+
+    vocab_scores: torch.Tensor
+    attention: torch.Tensor
+    source_ids: torch.Tensor
+    features: torch.Tensor
 
 
 class CtrsGenPreTrainedModel(PreTrainedModel):
@@ -466,6 +546,11 @@ class CtrsGenForIntentDescription(CtrsGenPreTrainedModel, RecurrentGenerationMix
     @classmethod
     def _supports_default_dynamic_cache(cls) -> bool:
         return False  # the decoder state lives in a RecurrentStateCache
+
+    @property
+    def logits_are_log_probs(self) -> bool:
+        """With ``copy``, ``logits`` are log P of the pointer-generator mixture (See Eq. 9)."""
+        return bool(self.config.copy)
 
     def get_encoder(self) -> CtrsGenEncoder:
         return self.encoder
@@ -535,7 +620,9 @@ class CtrsGenForIntentDescription(CtrsGenPreTrainedModel, RecurrentGenerationMix
             num_items_in_batch: label tokens of the whole accumulated batch (Trainer passes it).
 
         Returns:
-            :class:`CtrsGenOutput` with ``logits`` (B, Z, W) and ``loss`` when labels are given.
+            :class:`CtrsGenOutput` with ``logits`` (B, Z, W) and ``loss`` when labels are given. With
+            ``copy``, ``logits`` are log P over all ``vocab_size`` token ids, and None for a model in
+            training mode given labels (the loss reads the mixture at the labels only).
         """
         return_dict = self.config.return_dict if return_dict is None else return_dict
         if encoder_outputs is None:
@@ -562,7 +649,12 @@ class CtrsGenForIntentDescription(CtrsGenPreTrainedModel, RecurrentGenerationMix
         resuming = past_key_values is not None and past_key_values.get_seq_length() > 0
         hidden = past_key_values["hidden"] if resuming else encoder_outputs.initial_state
         embedded = self._decoder_embeddings()(decoder_input_ids)
-        scores, hidden, weights = self.decoder(embedded, encoder_outputs, hidden, bool(output_attentions))
+        # a copy model in training needs only log P(label): the distribution over every token id (most of
+        # the step's time on CPU) is computed in eval mode and for generation, where logits are read
+        full = not (self.config.copy and self.training and labels is not None)
+        scores, hidden, weights, copy_inputs = self.decoder(
+            embedded, encoder_outputs, hidden, bool(output_attentions), copy_distribution=full
+        )
 
         cache = None
         if use_cache:
@@ -571,7 +663,19 @@ class CtrsGenForIntentDescription(CtrsGenPreTrainedModel, RecurrentGenerationMix
             cache.advance(decoder_input_ids.shape[1])
         loss = None
         if labels is not None:
-            loss = token_nll(scores, mask_labels(labels, self.config.pad_token_id), num_items_in_batch)
+            labels = mask_labels(labels, self.config.pad_token_id)
+            if self.config.copy:
+                # only log P(label) is needed: the mixture at the label ids, not over all token ids
+                labels = copyable_labels(
+                    labels,
+                    encoder_outputs.copy_ids,
+                    encoder_outputs.copy_mask,
+                    self.config.output_vocab_size,
+                    self.config.unk_token_id,
+                )
+                loss = _copy_nll(self.decoder.copy_mixture, copy_inputs, labels, num_items_in_batch)
+            else:
+                loss = token_nll(scores, labels, num_items_in_batch)
         if not return_dict:
             return tuple(value for value in (loss, scores, cache) if value is not None)
         return CtrsGenOutput(
@@ -582,6 +686,27 @@ class CtrsGenForIntentDescription(CtrsGenPreTrainedModel, RecurrentGenerationMix
             contrast_attention=weights.contrast if weights is not None else None,
             document_attention=weights.combined if weights is not None else None,
         )
+
+
+def _copy_nll(
+    mixture: PointerGeneratorMixture,
+    inputs: CopyInputs,
+    labels: torch.LongTensor,
+    num_items_in_batch: int | torch.Tensor | None,
+) -> torch.Tensor:
+    """Token NLL of ``labels`` (B, Z) under the pointer-generator mixture, normalised like
+    :func:`~hf_querygen.nn.loss.token_nll` (by the label tokens, or ``num_items_in_batch``)."""
+    flat = labels.reshape(-1)
+    log_probs = mixture.label_log_probs(
+        inputs.vocab_scores, inputs.attention, inputs.source_ids, inputs.features, flat
+    )
+    kept = flat != IGNORE_INDEX
+    total = -(log_probs * kept).sum()
+    if num_items_in_batch is None:
+        num_items_in_batch = kept.sum()
+    if isinstance(num_items_in_batch, torch.Tensor):
+        num_items_in_batch = num_items_in_batch.to(total.device)
+    return total / num_items_in_batch
 
 
 __all__ = [
