@@ -54,4 +54,6 @@ def _register_all() -> None:
     importlib.import_module("hf_querygen.tokenization").register_tokenizers()
     for _task, module in PIPELINES.items():
         importlib.import_module(f"hf_querygen.pipelines.{module}").register_pipeline()
+    # saved folders carry their own code (auto_map, custom_pipelines): hf_querygen.hub_code
+    importlib.import_module("hf_querygen.hub_code").install()
     _done = True
