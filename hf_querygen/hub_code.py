@@ -42,7 +42,9 @@ from typing import Any
 PACKAGE = "hf_querygen"
 
 #: third-party packages a plain ``transformers`` installation brings (besides the standard library)
-ALLOWED_EXTERNAL = frozenset({"torch", "transformers", "tokenizers", "numpy", "huggingface_hub", "safetensors"})
+ALLOWED_EXTERNAL = frozenset(
+    {"torch", "transformers", "tokenizers", "numpy", "huggingface_hub", "safetensors"}
+)
 
 #: library parts that a loaded model never needs: a function-level import from them is cut (it raises
 #: an ImportError naming the library) instead of bundling training, corpus and evaluation code
@@ -222,7 +224,8 @@ def _annotation_nodes(tree: ast.AST) -> set[int]:
 
 
 def _names_used(tree: ast.AST, skip_functions_bodies: bool = False) -> list[ast.Name]:
-    """Name nodes of ``tree`` outside annotations (and, for load-time dependencies, outside function bodies)."""
+    """Name nodes of ``tree`` outside annotations (and, for load-time dependencies, outside function
+    bodies)."""
     skipped = _annotation_nodes(tree)
     found: list[ast.Name] = []
 
@@ -246,7 +249,9 @@ def _names_used(tree: ast.AST, skip_functions_bodies: bool = False) -> list[ast.
 
 
 def _nested_imports(node: ast.stmt) -> list[ast.Import | ast.ImportFrom]:
-    return [sub for sub in ast.walk(node) if isinstance(sub, (ast.Import, ast.ImportFrom)) and sub is not node]
+    return [
+        sub for sub in ast.walk(node) if isinstance(sub, (ast.Import, ast.ImportFrom)) and sub is not node
+    ]
 
 
 def _external_allowed(key: tuple) -> bool:
@@ -292,6 +297,13 @@ class _Bundler:
         for name in _names_used(unit.node):
             if name.id in module.bindings and name.id not in unit.names:
                 deps.append(self.source.resolve(unit.module, name.id))
+        # third-party names in annotations too: dataclasses read ``ClassVar`` / ``InitVar`` from the module
+        annotation_ids = _annotation_nodes(unit.node)
+        for node in ast.walk(unit.node):
+            if isinstance(node, ast.Name) and id(node) in annotation_ids and node.id in module.bindings:
+                symbol = self.source.resolve(unit.module, node.id)
+                if symbol[0] == "external" and _external_allowed(symbol[1]):
+                    deps.append(symbol)
         return deps
 
     def _soft_imports(self, unit: _Unit) -> list[tuple[ast.stmt, list[tuple[str, tuple | None]]]]:
@@ -301,19 +313,37 @@ class _Bundler:
         for node in _nested_imports(unit.node):
             if isinstance(node, ast.ImportFrom):
                 target = self.source.absolute(module, node.level, node.module)
-                if _is_internal(target) and any(target == p or target.startswith(p + ".") for p in TRAINING_ONLY):
+                if _is_internal(target) and any(
+                    target == p or target.startswith(p + ".") for p in TRAINING_ONLY
+                ):
                     found.append((node, [(a.asname or a.name, None) for a in node.names]))
                 elif _is_internal(target):
-                    found.append((node, [(a.asname or a.name, self._soft_resolve(target, a.name)) for a in node.names]))
+                    found.append(
+                        (node, [(a.asname or a.name, self._soft_resolve(target, a.name)) for a in node.names])
+                    )
                 else:
-                    found.append((node, [(a.asname or a.name, ("external", ("from", target, a.name, None)))
-                                         for a in node.names]))
+                    found.append(
+                        (
+                            node,
+                            [
+                                (a.asname or a.name, ("external", ("from", target, a.name, None)))
+                                for a in node.names
+                            ],
+                        )
+                    )
             else:
                 for alias in node.names:
                     if _is_internal(alias.name):
                         raise BundleError(f"'import {alias.name}' inside {unit.module}")
-                found.append((node, [(a.asname or a.name, ("external", ("import", a.name, None, None)))
-                                     for a in node.names]))
+                found.append(
+                    (
+                        node,
+                        [
+                            (a.asname or a.name, ("external", ("import", a.name, None, None)))
+                            for a in node.names
+                        ],
+                    )
+                )
         return found
 
     def _soft_resolve(self, module_name: str, name: str) -> tuple | None:
@@ -353,7 +383,9 @@ class _Bundler:
             return
         unit = self._unit(symbol)
         if not self.usable(symbol):
-            raise BundleError(f"{unit.module}.{unit.names} (needed by {why}) needs a package beyond transformers")
+            raise BundleError(
+                f"{unit.module}.{unit.names} (needed by {why}) needs a package beyond transformers"
+            )
         plan.unit_file[key] = file
         for dep in self._hard_deps(unit):
             self.include(dep, file, f"{unit.module}.{'/'.join(unit.names)}")
@@ -454,11 +486,15 @@ class _Bundler:
                 if isinstance(base, ast.Name) and base.id in module.bindings:
                     symbol = self.source.resolve(key[0], base.id)
                     if symbol[0] == "unit" and (symbol[1], symbol[3]) in LIBRARY_ONLY_BASES:
-                        edits = [e for e in edits if not (e[0] == at(base.lineno) and e[1] == base.col_offset)]
+                        edits = [
+                            e for e in edits if not (e[0] == at(base.lineno) and e[1] == base.col_offset)
+                        ]
                         line = lines[at(base.lineno)].encode()
                         end = base.end_col_offset
                         tail = re.match(rb",\s*", line[end:])
-                        edits.append((at(base.lineno), base.col_offset, end + (tail.end() if tail else 0), ""))
+                        edits.append(
+                            (at(base.lineno), base.col_offset, end + (tail.end() if tail else 0), "")
+                        )
         replaced_lines: dict[int, list[str]] = {}
         for sub, aliases in self._soft_imports(unit):
             indent = " " * sub.col_offset
@@ -466,8 +502,8 @@ class _Bundler:
                 what = ", ".join(local for local, _ in aliases)
                 text = [
                     f"{indent}raise ImportError(",
-                    f'{indent}    "{what} needs the hf-querygen library (pip install hf-querygen): this bundled '
-                    f'file holds the inference code only"',
+                    f'{indent}    "{what} needs the hf-querygen library (pip install hf-querygen): '
+                    f'this bundled file holds the inference code only"',
                     f"{indent})",
                 ]
             elif any(t is not None and t[0] == "external" for _, t in aliases):
@@ -499,10 +535,11 @@ class _Bundler:
         return "\n".join(out)
 
 
-
 def _root_symbol(bundler: _Bundler, obj: Any) -> tuple:
     """The symbol of a class, function or module-level instance of the library."""
-    module_name = getattr(obj, "__module__", None) if inspect.isclass(obj) or inspect.isfunction(obj) else None
+    module_name = (
+        getattr(obj, "__module__", None) if inspect.isclass(obj) or inspect.isfunction(obj) else None
+    )
     name = getattr(obj, "__name__", None)
     if module_name is None:
         raise BundleError(f"cannot locate {obj!r} in the source")
@@ -561,7 +598,11 @@ def bundle(files: Sequence[BundleFile], *, header: str = "") -> dict[str, str]:
             parts += ["", bundler.render(key)]
         tails = [name for key, name in registry_names if plan.unit_file[key] == number]
         if tails:
-            parts += ["", "", "# the registries' entries are defined above: nothing to import on the first lookup"]
+            parts += [
+                "",
+                "",
+                "# the registries' entries are defined above: nothing to import on the first lookup",
+            ]
             parts += [f"{name}._modules, {name}._loaded = (), True" for name in tails]
         text = "\n".join(parts).strip() + "\n"
         compile(text, spec.filename, "exec")  # a bundler bug fails here, not in a user's process
@@ -710,7 +751,6 @@ def write_remote_code(model: Any, save_directory: str | Path) -> list[str]:
     return sorted(sources)
 
 
-
 # ------------------------------------------------------------------------------------- library hooks
 class _LocallyServedPipelines:
     """``config.custom_pipelines`` without the tasks this process already serves with the library's own
@@ -733,9 +773,9 @@ class _LocallyServedPipelines:
         local = {
             task
             for task in stored
-            if getattr(PIPELINE_REGISTRY.supported_tasks.get(task, {}).get("impl"), "__module__", "").startswith(
-                PACKAGE + "."
-            )
+            if getattr(
+                PIPELINE_REGISTRY.supported_tasks.get(task, {}).get("impl"), "__module__", ""
+            ).startswith(PACKAGE + ".")
         }
         return {task: info for task, info in stored.items() if task not in local}
 
