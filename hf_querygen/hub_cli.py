@@ -26,6 +26,37 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     export.add_argument("--data-dir", type=Path, default=None, help="raw corpora (for a corpus name)")
     export.set_defaults(func=_export_command)
 
+    demo = subparsers.add_parser(
+        "demo",
+        help="a Gradio app: type a question, see its reformulations and their BM25 / SDM top 5 (extra: demo)",
+        description="Runs offline on 127.0.0.1. Model folders not given are taken from --models-dir, where a "
+        "quick-trained set (train --quick of each preset) is built on first start.",
+    )
+    from .demo import DEMO_MODELS
+
+    for role, (preset, _task, pipeline_task, _what) in DEMO_MODELS.items():
+        demo.add_argument(
+            f"--{role}",
+            type=Path,
+            default=None,
+            metavar="DIR",
+            help=f"{pipeline_task} model (default: {preset})",
+        )
+    demo.add_argument(
+        "--models-dir", type=Path, default=Path("demo_models"), help="quick-trained models (built if missing)"
+    )
+    demo.add_argument(
+        "--data-dir", type=Path, default=None, help="raw corpora (training, NFCorpus documents)"
+    )
+    demo.add_argument("--documents", type=Path, default=None, help="collection: one document per line")
+    demo.add_argument(
+        "--host", default="127.0.0.1", help="interface to serve on (default: this machine only)"
+    )
+    demo.add_argument("--port", type=int, default=None, help="default: the first free port from 7860")
+    demo.add_argument("--max-seconds", type=float, default=None, help="stop serving after this long")
+    demo.add_argument("--build-only", action="store_true", help="build the quick-trained set, do not serve")
+    demo.set_defaults(func=_demo_command)
+
 
 def _export_command(args: argparse.Namespace) -> int:
     import json
@@ -58,4 +89,28 @@ def _export_command(args: argparse.Namespace) -> int:
             out, args.push, repo_type=kind, private=args.private or None, token=args.token
         )
     print(json.dumps(report, indent=2))
+    return 0
+
+
+def _demo_command(args: argparse.Namespace) -> int:
+    from .demo import DEMO_MODELS, QueryDemo, build_quick_models, launch, load_documents
+    from .utils import require_extra
+
+    require_extra("gradio", "demo", "hf-querygen demo")
+    given = {role: getattr(args, role) for role in DEMO_MODELS if getattr(args, role) is not None}
+    missing = [role for role in DEMO_MODELS if role not in given]
+    folders = dict(given)
+    if missing:
+        folders |= build_quick_models(args.models_dir, args.data_dir, roles=missing)
+    if args.build_only:
+        print("\n".join(f"{role}: {folder}" for role, folder in folders.items()))
+        return 0
+    demo = QueryDemo(folders, load_documents(args.data_dir, args.documents))
+    launch(
+        demo,
+        host=args.host,
+        port=args.port,
+        max_seconds=args.max_seconds,
+        on_start=lambda url: print(f"hf-querygen demo on {url}", flush=True),
+    )
     return 0
