@@ -34,6 +34,7 @@ import inspect
 import json
 import re
 import sys
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,9 +61,6 @@ TRAINING_ONLY = (
     "hf_querygen.tasks.nl2kw_resources",
     "hf_querygen.training",
 )
-
-#: (module, class) bases that exist only for the library's own saving and are dropped in bundles
-LIBRARY_ONLY_BASES: set[tuple[str, str]] = set()
 
 #: file names in a saved folder
 CONFIG_FILE = "configuration_{model_type}.py"
@@ -481,20 +479,6 @@ class _Bundler:
                     line = lines[at(sub.lineno)].encode()
                     match = re.search(rb"\b(?:def|class)\s+(" + sub.name.encode() + rb")\b", line)
                     edits.append((at(sub.lineno), match.start(1), match.end(1), flat))
-        if isinstance(node, ast.ClassDef):
-            for base in node.bases:
-                if isinstance(base, ast.Name) and base.id in module.bindings:
-                    symbol = self.source.resolve(key[0], base.id)
-                    if symbol[0] == "unit" and (symbol[1], symbol[3]) in LIBRARY_ONLY_BASES:
-                        edits = [
-                            e for e in edits if not (e[0] == at(base.lineno) and e[1] == base.col_offset)
-                        ]
-                        line = lines[at(base.lineno)].encode()
-                        end = base.end_col_offset
-                        tail = re.match(rb",\s*", line[end:])
-                        edits.append(
-                            (at(base.lineno), base.col_offset, end + (tail.end() if tail else 0), "")
-                        )
         replaced_lines: dict[int, list[str]] = {}
         for sub, aliases in self._soft_imports(unit):
             indent = " " * sub.col_offset
@@ -702,6 +686,11 @@ def _remote_code_files(model: Any) -> tuple[dict[str, str], dict[str, Any]]:
 
     config = model.config
     model_type = config.model_type
+    for cls in (type(model), type(config)):
+        if not cls.__module__.startswith(PACKAGE + "."):
+            raise BundleError(
+                f"{cls.__module__}.{cls.__qualname__} is not a class of {PACKAGE}: nothing to bundle"
+            )
     spec = next((s for _, s in MODELS.items() if s.config_class is type(config)), None)
     if spec is None:
         raise BundleError(f"model type {model_type!r} is not registered in hf_querygen.models.MODELS")
@@ -787,7 +776,15 @@ def _save_pretrained_with_code(original: Any) -> Any:
     def save_pretrained(self: Any, save_directory: Any, *args: Any, **kwargs: Any) -> Any:
         result = original(self, save_directory, *args, **kwargs)
         if kwargs.get("is_main_process", True) and Path(save_directory, "config.json").is_file():
-            write_remote_code(self, save_directory)
+            try:
+                write_remote_code(self, save_directory)
+            except BundleError as err:  # e.g. a user's subclass that is not registered: the weights are saved
+                warnings.warn(
+                    f"{save_directory}: saved without its remote code (loads only where hf_querygen is "
+                    f"installed): {err}",
+                    UserWarning,
+                    stacklevel=2,
+                )
         return result
 
     save_pretrained.__doc__ = original.__doc__

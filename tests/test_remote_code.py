@@ -297,3 +297,16 @@ def test_trainer_checkpoints_carry_the_code_too(tmp_path):
     # the library still loads its own classes (local code wins without trust_remote_code)
     loaded = getattr(transformers, spec.auto_class).from_pretrained(tmp_path)
     assert type(loaded) is spec.model_class
+
+
+def test_a_subclass_outside_the_library_is_saved_with_a_warning(tmp_path):
+    """Saving never fails for want of bundled code: the weights are written, the folder has no auto_map."""
+    spec = MODELS.get("rnn_tagger")
+
+    class MyTagger(spec.model_class):
+        pass
+
+    with pytest.warns(UserWarning, match="saved without its remote code"):
+        MyTagger(spec.tiny_config()).save_pretrained(tmp_path)
+    assert (tmp_path / "model.safetensors").is_file()
+    assert "auto_map" not in json.loads((tmp_path / "config.json").read_text())
