@@ -310,3 +310,46 @@ def test_a_subclass_outside_the_library_is_saved_with_a_warning(tmp_path):
         MyTagger(spec.tiny_config()).save_pretrained(tmp_path)
     assert (tmp_path / "model.safetensors").is_file()
     assert "auto_map" not in json.loads((tmp_path / "config.json").read_text())
+
+
+def test_a_custom_tokenizer_loads_with_plain_transformers(tmp_path):
+    """The jieba-segmenting tokenizer (Chinese models) is our class: its folder carries its code and an
+    auto_map, and AutoTokenizer in a process without the library encodes exactly as the library does."""
+    pytest.importorskip("jieba")
+    texts = ["我想去北京旅游", "北京的天气怎么样", "上海 travel guide"]
+    tokenizer = train_word_tokenizer(texts, chinese_segmentation=True)
+    tokenizer.save_pretrained(tmp_path)
+    saved = json.loads((tmp_path / "tokenizer_config.json").read_text())
+    assert saved["auto_map"] == {"AutoTokenizer": [None, "tokenization_hf_querygen.JiebaWordTokenizer"]}
+    expected = [tokenizer(text)["input_ids"] for text in texts]
+    script = textwrap.dedent(
+        """
+        import json, sys
+
+        class BlockLibrary:
+            def find_spec(self, name, path=None, target=None):
+                if name.split(".")[0] == "hf_querygen":
+                    raise ModuleNotFoundError(name)
+
+        sys.meta_path.insert(0, BlockLibrary())
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(sys.argv[1], trust_remote_code=True)
+        print(type(tokenizer).__module__)
+        print(json.dumps([tokenizer(text)["input_ids"] for text in json.loads(sys.argv[2])]))
+        """
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(HF_HUB_OFFLINE="1", HF_MODULES_CACHE=str(tmp_path / "modules"))
+    run = subprocess.run(
+        [sys.executable, "-I", "-c", script, str(tmp_path), json.dumps(texts)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    module, ids = run.stdout.strip().splitlines()[-2:]
+    assert module.startswith("transformers_modules.")
+    assert json.loads(ids) == expected
