@@ -266,6 +266,72 @@ def build_app(demo: QueryDemo, example: str = EXAMPLE_QUESTION) -> Any:
     return app
 
 
+#: the panels' elem_ids holding a text field
+TEXT_PANELS = ("keywords-dual", "keywords-yake", "segmentation", "k2q-used", "k2q", "intent")
+
+
+def find_chromium() -> tuple[str, str] | None:
+    """(browser, driver) paths of Debian's ``chromium`` and ``chromium-driver`` packages, or None."""
+    import shutil
+
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    driver = shutil.which("chromedriver")
+    return (browser, driver) if browser and driver else None
+
+
+def browse(
+    url: str,
+    question: str,
+    keyword_query: str = "",
+    screenshot: str | Path | None = None,
+    timeout: float = 120.0,
+) -> dict[str, str]:
+    """Drive the running app in headless Chromium: type ``question`` (and ``keyword_query``), press the
+    button, wait for the retrieval tables; return what each panel shows (elem_id -> text) and save a
+    screenshot of the page. Needs selenium and Debian's chromium + chromium-driver (no browser download)."""
+    from .errors import InvalidInputError
+
+    found = find_chromium()
+    if found is None:
+        raise InvalidInputError(
+            "headless Chromium is not installed: apt-get install chromium chromium-driver"
+        )
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = found[0]
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1500,1900"):
+        options.add_argument(argument)
+    driver = webdriver.Chrome(service=Service(found[1]), options=options)
+    try:
+        driver.set_page_load_timeout(timeout)
+        driver.get(url)
+        wait = WebDriverWait(driver, timeout)
+
+        def field(elem_id: str) -> Any:
+            return driver.find_element(By.CSS_SELECTOR, f"#{elem_id} textarea, #{elem_id} input")
+
+        wait.until(lambda d: field("question"))
+        field("question").clear()
+        field("question").send_keys(question)
+        field("k2q-input").clear()
+        if keyword_query:
+            field("k2q-input").send_keys(keyword_query)
+        driver.find_element(By.CSS_SELECTOR, "#run").click()
+        wait.until(lambda d: "SDM top 5" in d.find_element(By.CSS_SELECTOR, "#sdm").text)
+        shown = {name: field(name).get_property("value") for name in TEXT_PANELS}
+        shown |= {name: driver.find_element(By.CSS_SELECTOR, f"#{name}").text for name in RANKERS}
+        if screenshot is not None:
+            Path(screenshot).parent.mkdir(parents=True, exist_ok=True)
+            driver.save_screenshot(str(screenshot))
+        return shown
+    finally:
+        driver.quit()
+
+
 def launch(
     demo: QueryDemo,
     *,
@@ -273,19 +339,21 @@ def launch(
     port: int | None = None,
     max_seconds: float | None = None,
     on_start: Callable[[str], None] | None = None,
+    block: bool = True,
 ) -> Any:
     """Serve the app on ``host:port`` (local only by default); with ``max_seconds``, close it after that
-    long (a bounded run for scripts and CI). Returns the app (still running when ``max_seconds`` is None
-    and the caller passed ``on_start``)."""
+    long (a bounded run for scripts and CI); ``block=False`` returns the running app at once (the caller
+    closes it). ``on_start`` gets the URL."""
     import time
 
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # offline: no usage reporting
     app = build_app(demo)
     app.queue()
     app.launch(server_name=host, server_port=port, prevent_thread_lock=True, share=False, quiet=True)
-    url = app.local_url
     if on_start is not None:
-        on_start(url)
+        on_start(app.local_url)
+    if not block:
+        return app
     if max_seconds is not None:
         time.sleep(max_seconds)
         app.close()

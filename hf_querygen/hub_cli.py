@@ -55,6 +55,15 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     demo.add_argument("--port", type=int, default=None, help="default: the first free port from 7860")
     demo.add_argument("--max-seconds", type=float, default=None, help="stop serving after this long")
     demo.add_argument("--build-only", action="store_true", help="build the quick-trained set, do not serve")
+    demo.add_argument(
+        "--screenshot",
+        type=Path,
+        default=None,
+        metavar="PNG",
+        help="type --question into the app in headless Chromium, save a screenshot, print the panels, stop",
+    )
+    demo.add_argument("--question", default=None, help="the question for --screenshot (default: an example)")
+    demo.add_argument("--keyword-query", default="", help="the K2Q keyword query for --screenshot")
     demo.set_defaults(func=_demo_command)
 
 
@@ -106,6 +115,20 @@ def _demo_command(args: argparse.Namespace) -> int:
         print("\n".join(f"{role}: {folder}" for role, folder in folders.items()))
         return 0
     demo = QueryDemo(folders, load_documents(args.data_dir, args.documents))
+    if args.screenshot is not None:
+        import json
+
+        from .demo import EXAMPLE_QUESTION, browse
+
+        app = launch(demo, host=args.host, port=args.port, block=False)
+        try:
+            shown = browse(
+                app.local_url, args.question or EXAMPLE_QUESTION, args.keyword_query, args.screenshot
+            )
+        finally:
+            app.close()
+        print(json.dumps(shown, indent=2, ensure_ascii=False))
+        return 0
     launch(
         demo,
         host=args.host,

@@ -6,9 +6,11 @@ the typed question, not that the reformulations are good."""
 
 from __future__ import annotations
 
+import json
 import os
-import shutil
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,7 +18,16 @@ import pytest
 gradio = pytest.importorskip("gradio", reason="the demo needs the extra: pip install 'hf-querygen[demo]'")
 
 from hf_querygen.cli import main as cli_main  # noqa: E402
-from hf_querygen.demo import DEMO_MODELS, QueryDemo, build_app, build_quick_models, load_documents  # noqa: E402
+from hf_querygen.demo import (  # noqa: E402
+    DEMO_MODELS,
+    TEXT_PANELS,
+    QueryDemo,
+    browse,
+    build_quick_models,
+    find_chromium,
+    launch,
+    load_documents,
+)
 
 TINY = {"embedding_size": 8, "hidden_size": 8}
 TINY_DECODER = {**TINY, "decoder_hidden_size": 8}
@@ -73,74 +84,37 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _chromium() -> tuple[str, str]:
-    browser = shutil.which("chromium") or shutil.which("chromium-browser")
-    driver = shutil.which("chromedriver")
-    if not browser or not driver:
+def _chromium() -> None:
+    if find_chromium() is None:
         pytest.skip(
             "headless Chromium is not installed (Debian: apt-get install chromium chromium-driver; "
             ".ci/setup installs it when run as root)"
         )
     pytest.importorskip("selenium", reason="selenium drives the browser (the `dev` extra)")
-    return browser, driver
 
 
 def test_demo_in_headless_chromium(demo, tmp_path):
-    browser, driver_path = _chromium()
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
-    app = build_app(demo, example=QUESTION)
-    app.queue()
-    port = _free_port()
-    app.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
-    options = webdriver.ChromeOptions()
-    options.binary_location = browser
-    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1500,1900"):
-        options.add_argument(argument)
-    driver = webdriver.Chrome(service=Service(driver_path), options=options)
+    _chromium()
+    app = launch(demo, port=_free_port(), block=False)
     try:
-        driver.set_page_load_timeout(60)
-        driver.get(f"http://127.0.0.1:{port}/")
-        wait = WebDriverWait(driver, 120)
-
-        def field(elem_id: str):
-            return driver.find_element(By.CSS_SELECTOR, f"#{elem_id} textarea, #{elem_id} input")
-
-        wait.until(lambda d: field("question"))
-        field("k2q-input").send_keys(KEYWORDS)
-        driver.find_element(By.CSS_SELECTOR, "#run").click()
-        wait.until(lambda d: "SDM top 5" in d.find_element(By.CSS_SELECTOR, "#sdm").text)
-        wait.until(lambda d: field("intent").get_property("value"))
-
-        expected = demo.run(QUESTION, KEYWORDS)
-        shown = {
-            name: field(name).get_property("value")
-            for name in ("keywords-dual", "keywords-yake", "segmentation", "k2q-used", "k2q", "intent")
-        }
-        assert shown == {
-            "keywords-dual": expected.keywords_dual,
-            "keywords-yake": expected.keywords_yake,
-            "segmentation": expected.segmentation,
-            "k2q-used": KEYWORDS,
-            "k2q": expected.k2q_questions,
-            "intent": expected.intent,
-        }
-        for ranker, elem_id in (("bm25", "bm25"), ("sdm", "sdm")):
-            text = driver.find_element(By.CSS_SELECTOR, f"#{elem_id}").text
-            for hit in demo.index.search(QUESTION, k=5, ranker=ranker):
-                assert str(hit.id) in text, (ranker, hit.id)
-            assert "YAKE" in text and "K2Q question" in text and "intent description" in text
         screenshot = Path(os.environ.get(SCREENSHOT_ENV) or tmp_path / "screenshot.png")
-        screenshot.parent.mkdir(parents=True, exist_ok=True)
-        driver.find_element(By.TAG_NAME, "body")  # the page is there
-        assert driver.save_screenshot(str(screenshot)) and screenshot.stat().st_size > 10_000
+        shown = browse(app.local_url, QUESTION, KEYWORDS, screenshot=screenshot)
     finally:
-        driver.quit()
         app.close()
+    expected = demo.run(QUESTION, KEYWORDS)
+    assert {name: shown[name] for name in TEXT_PANELS} == {
+        "keywords-dual": expected.keywords_dual,
+        "keywords-yake": expected.keywords_yake,
+        "segmentation": expected.segmentation,
+        "k2q-used": KEYWORDS,
+        "k2q": expected.k2q_questions,
+        "intent": expected.intent,
+    }
+    for ranker in ("bm25", "sdm"):
+        for hit in demo.index.search(QUESTION, k=5, ranker=ranker):
+            assert str(hit.id) in shown[ranker], (ranker, hit.id)
+        assert all(label in shown[ranker] for label in ("YAKE", "K2Q question", "intent description"))
+    assert screenshot.stat().st_size > 10_000
 
 
 def test_cli_demo_serves_locally_for_a_bounded_time(folders, tmp_path, capsys):
@@ -155,3 +129,23 @@ def test_cli_demo_serves_locally_for_a_bounded_time(folders, tmp_path, capsys):
     empty.write_text("\n\n")
     assert cli_main([*arguments[:1], "--documents", str(empty), *arguments[3:]]) == 2
     assert "no documents" in capsys.readouterr().err
+
+
+def test_cli_demo_screenshot(folders, tmp_path):
+    """``demo --screenshot`` in its own process (the server's threads write to the console): the panels
+    come back as JSON and the PNG is written."""
+    _chromium()
+    documents = tmp_path / "documents.txt"
+    documents.write_text("broccoli is a healthy vegetable\nvitamin c in citrus\nhealth benefits of tea\n")
+    arguments = ["demo", "--documents", str(documents), "--screenshot", str(tmp_path / "shot.png")]
+    for role, folder in folders.items():
+        arguments += [f"--{role}", str(folder)]
+    arguments += ["--question", QUESTION, "--keyword-query", KEYWORDS]
+    code = "import sys; from hf_querygen.cli import main; sys.exit(main(sys.argv[1:]))"
+    run = subprocess.run(
+        [sys.executable, "-c", code, *arguments], capture_output=True, text=True, timeout=600, cwd=tmp_path
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    shown = json.loads(run.stdout[run.stdout.index("{") :])
+    assert shown["k2q-used"] == KEYWORDS and shown["keywords-yake"] and "BM25 top 5" in shown["bm25"]
+    assert (tmp_path / "shot.png").stat().st_size > 10_000
