@@ -168,11 +168,11 @@ class QueryDemo:
     def table(self, forms: Mapping[str, str], ranker: str) -> str:
         """Markdown: one column per query form, one row per rank (document id and its first words)."""
         columns = {label: self.search(query, ranker) for label, query in forms.items()}
-        header = (
-            "| rank | "
-            + " | ".join(f"{label}: *{_cell(query, 60)}*" for label, query in forms.items())
-            + " |"
-        )
+        titles = [
+            f"{label}: *{_cell(query, 60)}*" if query else f"{label}: (none)"
+            for label, query in forms.items()
+        ]
+        header = "| rank | " + " | ".join(titles) + " |"
         rows = [header, "|---|" + "---|" * len(forms)]
         for rank in range(self.top_k):
             cells = []
