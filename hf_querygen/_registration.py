@@ -48,6 +48,8 @@ def _register_all() -> None:
     # before a pipeline loads a saved model)
     for _task, module in PIPELINES.items():
         importlib.import_module(f"hf_querygen.pipelines.{module}").register_pipeline()
+    # saved folders carry their own code (auto_map, custom_pipelines): hf_querygen.hub_code
+    importlib.import_module("hf_querygen.hub_code").install()
     _done = True
 
 

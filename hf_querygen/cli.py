@@ -20,6 +20,7 @@ COMMAND_MODULES = (
     "hf_querygen.commands",
     "hf_querygen.corpora.cli",
     "hf_querygen.experiments.cli",
+    "hf_querygen.hub_cli",
     "hf_querygen.retrieval.cli",
     "hf_querygen.synthetic.cli",
 )

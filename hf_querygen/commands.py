@@ -93,6 +93,13 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     evaluate.add_argument("--batch-size", type=positive_int, default=64)
     evaluate.add_argument("--limit", type=positive_int, default=None, help="score only the first N examples")
     evaluate.add_argument("--predictions", type=Path, default=None, help="also write outputs (JSON lines)")
+    evaluate.add_argument(
+        "--no-record",
+        dest="record",
+        action="store_false",
+        help="do not add the scores to the model folder's hf_querygen_evaluations.json (which `export` "
+        "puts on the model card)",
+    )
     evaluate.add_argument("--threads", type=non_negative_int, default=1, help=THREADS_HELP)
     evaluate.set_defaults(func=_evaluate_command)
 
@@ -256,6 +263,10 @@ def _evaluate_command(args: argparse.Namespace) -> int:
         "seconds": round(time.perf_counter() - started, 1),
         "metrics": scores,
     }
+    if args.record:
+        from .hub import record_evaluation
+
+        record_evaluation(args.model, {**result, "limit": args.limit})
     if args.predictions is not None:
         with open(args.predictions, "w", encoding="utf-8") as handle:
             for source, output in zip(dataset[task.source_column], outputs, strict=True):
