@@ -560,7 +560,7 @@ def model_cases(work: Path) -> list[Case]:
     from transformers import AutoModelForSeq2SeqLM, AutoModelForTokenClassification, AutoTokenizer, pipeline
 
     import hf_querygen  # noqa: F401 - registers the Auto classes and pipelines
-    from hf_querygen.training import load_trained
+    from hf_querygen.model_folder import load_trained
 
     try:
         folders = _tiny_models(work / "models")
@@ -1468,8 +1468,9 @@ def model_folder_cases(work: Path) -> list[Case]:
     import torch
     from safetensors.torch import load_file, save_file
 
+    from hf_querygen.model_folder import load_trained
     from hf_querygen.tokenization import train_word_tokenizer
-    from hf_querygen.training import check_resumable_checkpoint, load_trained, save_model_folder
+    from hf_querygen.training import check_resumable_checkpoint, save_model_folder
 
     work.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(0)

@@ -182,7 +182,7 @@ def main(argv: list[str] | None = None) -> dict:
     splits = load_corpus("nl2kw", "en", data_dir=args.data_dir)
     texts = list(splits["validation"]["nl_query"])[: args.queries]
     if args.model_dir:
-        from hf_querygen.training import load_trained
+        from hf_querygen.model_folder import load_trained
 
         trained, tokenizer, _ = load_trained(args.model_dir)
     else:

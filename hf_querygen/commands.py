@@ -224,8 +224,9 @@ def parse_assignments(assignments: list[str]) -> dict[str, Any]:
 
 
 def _loaded(model_dir: Path):
+    from .model_folder import load_trained
     from .tasks.base import get_task
-    from .training import TRAINING_METADATA_FILE, load_trained
+    from .utils import TRAINING_METADATA_FILE
 
     model, tokenizer, metadata = load_trained(model_dir)
     if "task" not in metadata:

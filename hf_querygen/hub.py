@@ -297,7 +297,8 @@ def export_model(
     ``custom_pipelines``), generation config, tokenizer, the model's self-contained code, the training
     metadata and a model card whose ``model-index`` holds the validation scores from training and the
     test-split scores ``hf-querygen evaluate`` recorded. Checked with :func:`check_model_repo`."""
-    from .training import TRAINING_METADATA_FILE, load_trained
+    from .model_folder import load_trained
+    from .utils import TRAINING_METADATA_FILE
 
     model_dir, out = Path(model_dir), Path(out_dir)
     model, tokenizer, metadata = load_trained(model_dir)

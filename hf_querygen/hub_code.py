@@ -58,6 +58,7 @@ TRAINING_ONLY = (
     "hf_querygen.presets",
     "hf_querygen.retrieval",
     "hf_querygen.synthetic",
+    "hf_querygen.tasks.k2q_data",
     "hf_querygen.tasks.nl2kw_resources",
     "hf_querygen.training",
 )
@@ -682,6 +683,7 @@ _CACHE: dict[tuple, tuple[dict[str, str], dict[str, Any]]] = {}
 
 def _remote_code_files(model: Any) -> tuple[dict[str, str], dict[str, Any]]:
     from .models import MODELS
+    from .specs import FAMILY_FIELD, family_of
 
     config = model.config
     model_type = config.model_type
@@ -705,6 +707,9 @@ def _remote_code_files(model: Any) -> tuple[dict[str, str], dict[str, Any]]:
     sources = bundle(files, header=header)
     config_stem, modeling_stem = Path(config_file).stem, Path(modeling_file).stem
     additions = {
+        # the bundled pipelines run without the model packages' ModelSpec registrations: the family
+        # they decode for travels in the config (hf_querygen.specs.family_of reads it there)
+        FAMILY_FIELD: family_of(config),
         "auto_map": {
             "AutoConfig": f"{config_stem}.{type(config).__name__}",
             auto_class: f"{modeling_stem}.{type(model).__name__}",

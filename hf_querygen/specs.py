@@ -160,11 +160,20 @@ def generic_family(config: Any) -> str:
     return "seq2seq" if getattr(config, "is_encoder_decoder", False) else "tagging"
 
 
+#: config.json field holding a saved model's family: its remote code (hf_querygen.hub_code) runs without
+#: the ModelSpec registrations, so it reads the family from there
+FAMILY_FIELD = "hf_querygen_family"
+
+
 def family_of(config: Any) -> str:
     """The model family of a config (which encoding trains it, which decoding reads it), as its model
-    package declared it (:attr:`ModelSpec.family`)."""
+    package declared it (:attr:`ModelSpec.family`); without a registered spec (a folder's remote code),
+    the family saved in the config (:data:`FAMILY_FIELD`), else the generic one."""
     spec = spec_for_config(config)
-    return spec.family_of(config) if spec is not None else generic_family(config)
+    if spec is not None:
+        return spec.family_of(config)
+    saved = getattr(config, FAMILY_FIELD, None)
+    return saved if isinstance(saved, str) else generic_family(config)
 
 
 def card_paper(model_type: str) -> CardPaper:
@@ -176,6 +185,7 @@ def card_paper(model_type: str) -> CardPaper:
 
 
 __all__ = [
+    "FAMILY_FIELD",
     "MODELS",
     "UNKNOWN_PAPER",
     "CardPaper",

@@ -12,7 +12,8 @@ import pytest
 from hf_querygen.experiments import ding2018
 from hf_querygen.experiments.runner import Budget, run_reproduction, table_scores
 from hf_querygen.tasks.base import get_task
-from hf_querygen.tasks.k2q import K2QTask, as_training_split, k2q_scores
+from hf_querygen.tasks.k2q import K2QTask, k2q_scores
+from hf_querygen.tasks.k2q_data import as_training_split
 
 
 def _pairs(questions, scores):

@@ -16,8 +16,8 @@ import hf_querygen  # noqa: F401  (registers the models, tokenizers and pipeline
 from hf_querygen import load_pipeline
 from hf_querygen.cli import main as cli_main
 from hf_querygen.errors import InvalidInputError, ModelFolderError
+from hf_querygen.model_folder import check_model_folder, load_trained
 from hf_querygen.tokenization import output_vocab_size_of, train_word_tokenizer
-from hf_querygen.training import check_model_folder, load_trained
 
 TEXTS = ["where should i go in beijing", "graffiti fonts alphabet", "what is the weather in berlin"]
 

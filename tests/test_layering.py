@@ -34,10 +34,10 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("corpora", "nn", "tokenization"),
     ("models", "metrics", "retrieval"),
     ("presets", "synthetic"),
-    ("tasks", "inference"),
+    ("tasks", "inference", "model_folder"),
     ("baselines", "training", "hub"),
     ("pipelines",),
-    ("experiments", "systems", "commands"),
+    ("experiments", "systems", "commands", "hub_cli", "hub_code", "demo"),
 )
 FLOOR = {component: level for level, components in enumerate(FLOORS) for component in components}
 

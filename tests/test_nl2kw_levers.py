@@ -284,7 +284,8 @@ def test_runner_prepares_one_data_set_per_system_prepare_options():
 
 
 def test_train_model_saves_the_decoding_as_the_models_default(data_dir, tmp_path):
-    from hf_querygen.training import load_trained, train_model
+    from hf_querygen.model_folder import load_trained
+    from hf_querygen.training import train_model
 
     train_model(
         "liu2018-dual-decoder",

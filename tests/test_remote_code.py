@@ -40,7 +40,7 @@ INPUTS = {
         "irrelevant_documents": ["w21 w22 w23 . w24 w25 ."],
     },
 }
-#: call arguments per pipeline task (question-generation: its greedy default has no sequence scores yet)
+#: call arguments per pipeline task (question-generation: two scored beams, so that scores are compared too)
 CALL_KWARGS = {"question-generation": {"num_beams": 2, "num_return_sequences": 2}}
 
 
@@ -109,6 +109,9 @@ CLEAN_SCRIPT = textwrap.dedent(
 @pytest.fixture(scope="module")
 def saved(tmp_path_factory):
     """Every case saved by ``save_pretrained``, the library's outputs, and the clean process's outputs."""
+    # the model classes come from the internal MODELS registry here, not through hf_querygen.<Class>
+    # (which registers): register explicitly, so that save_pretrained writes the code
+    hf_querygen.register_all()
     root = tmp_path_factory.mktemp("remote_code")
     jobs, library = {}, {}
     for case, (name, overrides) in CASES.items():
@@ -261,10 +264,20 @@ def test_the_code_follows_the_library_source(tmp_path):
 
 def test_bundle_renames_clashing_names_and_cuts_training_only_imports():
     """Two pipeline modules define TASK_NAME: one flat namespace keeps both apart; the task's training
-    paths (corpora, metrics) become an ImportError naming the library, not a dependency."""
+    paths (corpora, metrics, the k2q data) become an ImportError naming the library, not a dependency."""
     from hf_querygen.pipelines.question_generation import QuestionGenerationPipeline
+    from hf_querygen.pipelines.text2text import QueryReformulationPipeline
 
-    (text,) = bundle([_file("pipeline_question_generation.py", QuestionGenerationPipeline)]).values()
+    (text,) = bundle(
+        [
+            _file(
+                "pipeline_question_generation.py",
+                QuestionGenerationPipeline,
+                QueryReformulationPipeline,
+                ("hf_querygen.tasks.k2q", "K2Q"),
+            )
+        ]
+    ).values()
     module = types.ModuleType("bundled_question_generation")
     sys.modules[module.__name__] = module  # dataclasses look their module up
     try:
@@ -272,12 +285,15 @@ def test_bundle_renames_clashing_names_and_cuts_training_only_imports():
     finally:
         del sys.modules[module.__name__]
     namespace = module.__dict__
-    cls = namespace["QuestionGenerationPipeline"]
-    assert cls.pipeline_task_name == "question-generation"
     assert namespace["QueryReformulationPipeline"].pipeline_task_name == "query-reformulation"
     task_names = {key: value for key, value in namespace.items() if key.startswith("TASK_NAME")}
     assert len(task_names) == 2 and set(task_names.values()) == {"question-generation", "query-reformulation"}
-    assert "needs the hf-querygen library" in text  # Text2TextTask.prepare / score: training and metrics
+    # the question-generation class reads its own TASK_NAME (renamed), not the other module's
+    read = namespace["QuestionGenerationPipeline"]._sanitize_parameters.__code__.co_names
+    assert [task_names[name] for name in read if name in task_names] == ["question-generation"]
+    assert "needs the hf-querygen library" in text  # K2QTask.load / prepare: training data and metrics
+    with pytest.raises(ImportError, match="hf-querygen"):
+        namespace["K2QTask"]().load()
     assert "import datasets" not in text and "tantivy" not in text
 
 

@@ -7,8 +7,9 @@ import pytest
 from transformers import AutoConfig, AutoTokenizer, pipeline
 
 from hf_querygen.cli import main as cli_main
+from hf_querygen.model_folder import load_trained
 from hf_querygen.tasks.base import get_task
-from hf_querygen.training import TRAINING_METADATA_FILE, load_trained
+from hf_querygen.utils import TRAINING_METADATA_FILE
 
 TINY_RNN = ["--set", "embedding_size=8", "--set", "hidden_size=8"]
 TINY_SEQ2SEQ = [*TINY_RNN, "--set", "decoder_hidden_size=8"]

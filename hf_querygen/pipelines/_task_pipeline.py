@@ -194,14 +194,14 @@ def load_pipeline(task: str, model_dir: Any, **kwargs: Any) -> Pipeline:
     """``transformers.pipeline(task, ...)`` for a model folder, checked file by file first.
 
     ``pipeline(task, model="path")`` lets transformers open the folder, and a damaged file then fails
-    deep inside it; this helper runs :func:`hf_querygen.training.load_trained` (a missing, empty,
+    deep inside it; this helper runs :func:`hf_querygen.model_folder.load_trained` (a missing, empty,
     truncated or corrupted ``model.safetensors`` / ``config.json`` / ``tokenizer.json`` raises
     :class:`~hf_querygen.errors.ModelFolderError` naming the folder and the file) and hands the loaded
     model and tokenizer to the pipeline. ``kwargs`` go to ``transformers.pipeline``.
     """
     from transformers import pipeline
 
-    from ..training import load_trained
+    from ..model_folder import load_trained
 
     model, tokenizer, _ = load_trained(model_dir)
     return pipeline(task, model=model, tokenizer=tokenizer, **kwargs)
