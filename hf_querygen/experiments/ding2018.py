@@ -42,19 +42,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from hf_querygen.experiments.papers import paper_numbers
 from hf_querygen.experiments.runner import Budget, Fold, Job, Reproduction, RunContext, run_name
 from hf_querygen.systems import BaselineContext, System, register_systems
 
 logger = logging.getLogger(__name__)
 
 #: Table 2 of the paper (T_0: 1,000 WikiAnswers keyword-question pairs); the paper has no nl2kw column
-PAPER_NUMBERS: dict[str, dict[str, float]] = {
-    "sdm": {"t0/ROUGE-L": 0.3650, "t0/ROUGE-1": 0.4123, "t0/ROUGE-2": 0.1940, "t0/BLEU": 0.2780},
-    "tbm": {"t0/ROUGE-L": 0.4357, "t0/ROUGE-1": 0.5134, "t0/ROUGE-2": 0.2056, "t0/BLEU": 0.2858},
-    "ednet": {"t0/ROUGE-L": 0.4338, "t0/ROUGE-1": 0.5236, "t0/ROUGE-2": 0.2464, "t0/BLEU": 0.3045},
-    "attnet": {"t0/ROUGE-L": 0.4945, "t0/ROUGE-1": 0.5748, "t0/ROUGE-2": 0.2877, "t0/BLEU": 0.3672},
-    "copynet": {"t0/ROUGE-L": 0.5115, "t0/ROUGE-1": 0.6074, "t0/ROUGE-2": 0.3026, "t0/BLEU": 0.3718},
-}
+PAPER_NUMBERS: dict[str, dict[str, float]] = paper_numbers("ding2018")
 #: the paper's ordering (Table 2), best first
 PAPER_ORDER = ("copynet", "attnet", "ednet", "tbm", "sdm")
 TEST_SPLITS = ("t0", "nl2kw")

@@ -40,39 +40,15 @@ from pathlib import Path
 
 import numpy as np
 
+from hf_querygen.experiments.papers import paper_numbers
+
 PAPER = "ding2018"
 METRICS = ("AvgRougeL", "MaxRougeL")
 EXTRA_METRICS = ("AvgRougeL_recall", "MaxRougeL_recall")
 
-# Table 1 of the paper: mean (std) over 100 repetitions of 5-fold CV.
-PAPER_NUMBERS: dict[str, dict[str, float]] = {
-    "baseline/popular": {"AvgRougeL": 0.1956, "MaxRougeL": 0.3197},
-    "baseline/discriminative": {"AvgRougeL": 0.1877, "MaxRougeL": 0.2999},
-    "baseline/combination": {"AvgRougeL": 0.2240, "MaxRougeL": 0.3522},
-    "baseline+phrases/popular": {"AvgRougeL": 0.2069, "MaxRougeL": 0.3354},
-    "baseline+phrases/discriminative": {"AvgRougeL": 0.2062, "MaxRougeL": 0.3243},
-    "baseline+phrases/combination": {"AvgRougeL": 0.2373, "MaxRougeL": 0.3708},
-    "paraphrase/popular": {"AvgRougeL": 0.2125, "MaxRougeL": 0.3390},
-    "paraphrase/discriminative": {"AvgRougeL": 0.2266, "MaxRougeL": 0.3458},
-    "paraphrase/combination": {"AvgRougeL": 0.2435, "MaxRougeL": 0.3734},
-    "paraphrase+phrases/popular": {"AvgRougeL": 0.2182, "MaxRougeL": 0.3476},
-    "paraphrase+phrases/discriminative": {"AvgRougeL": 0.2355, "MaxRougeL": 0.3513},
-    "paraphrase+phrases/combination": {"AvgRougeL": 0.2521, "MaxRougeL": 0.3843},
-}
-PAPER_STD: dict[str, dict[str, float]] = {
-    "baseline/popular": {"AvgRougeL": 0.0934, "MaxRougeL": 0.1266},
-    "baseline/discriminative": {"AvgRougeL": 0.1049, "MaxRougeL": 0.1421},
-    "baseline/combination": {"AvgRougeL": 0.0953, "MaxRougeL": 0.1331},
-    "baseline+phrases/popular": {"AvgRougeL": 0.1008, "MaxRougeL": 0.1342},
-    "baseline+phrases/discriminative": {"AvgRougeL": 0.1106, "MaxRougeL": 0.1465},
-    "baseline+phrases/combination": {"AvgRougeL": 0.1019, "MaxRougeL": 0.1399},
-    "paraphrase/popular": {"AvgRougeL": 0.0930, "MaxRougeL": 0.1250},
-    "paraphrase/discriminative": {"AvgRougeL": 0.1017, "MaxRougeL": 0.1367},
-    "paraphrase/combination": {"AvgRougeL": 0.0956, "MaxRougeL": 0.1330},
-    "paraphrase+phrases/popular": {"AvgRougeL": 0.1001, "MaxRougeL": 0.1322},
-    "paraphrase+phrases/discriminative": {"AvgRougeL": 0.1020, "MaxRougeL": 0.1361},
-    "paraphrase+phrases/combination": {"AvgRougeL": 0.1009, "MaxRougeL": 0.1374},
-}
+# Table 1 of the paper: mean (std) over 100 repetitions of 5-fold CV (experiments/papers/ding2018.json)
+PAPER_NUMBERS: dict[str, dict[str, float]] = paper_numbers(PAPER, "table1_paper_numbers")
+PAPER_STD: dict[str, dict[str, float]] = paper_numbers(PAPER, "table1_paper_std")
 FOLDS = 5
 GRID_STEP = 0.1
 

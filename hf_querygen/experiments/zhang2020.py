@@ -34,33 +34,19 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from hf_querygen.experiments.papers import paper_numbers
 from hf_querygen.experiments.runner import Budget, Reproduction, RunContext, run_reproduction
 from hf_querygen.presets import PRESETS
 from hf_querygen.systems import BaselineContext, System, register_systems
 
 PAPER = "zhang2020"
 TASK = "q2id"
-#: ROUGE recall of Tables 3 and 4 (the paper's %, as fractions like ours)
-_PAPER_PERCENT: dict[str, tuple[float, float, float]] = {
-    "ctrsgen_i": (23.31, 4.05, 19.03),
-    "ctrsgen_i_con": (23.26, 4.03, 19.02),
-    "ctrsgen_q": (23.07, 3.94, 18.61),
-    "ctrsgen_q_i": (22.55, 3.59, 17.25),
-    "ctrsgen_ircon": (24.19, 4.51, 19.43),
-    "ctrsgen_reircon": (22.62, 3.60, 17.14),
-    "ctrsgen": (24.76, 4.62, 20.21),
-    "lexrank": (13.73, 1.74, 10.92),
-    "lsa": (18.49, 2.05, 14.50),
-    "textrank": (20.15, 2.95, 16.43),
-    "pg": (20.81, 3.04, 17.25),
-    "rsa": (19.65, 2.39, 16.17),
-    "sd2": (21.37, 3.25, 18.49),
-}
 TABLE_METRICS = ("rouge1_recall", "rouge2_recall", "rougeL_recall")
 EXTRA_METRICS = ("rouge1_f", "rouge2_f", "rougeL_f", "output_words")
+#: ROUGE recall of Tables 3 and 4 (experiments/papers/zhang2020.json: the paper's %, here fractions like ours)
 PAPER_NUMBERS: dict[str, dict[str, float]] = {
-    key: {metric: round(value / 100, 6) for metric, value in zip(TABLE_METRICS, values, strict=True)}
-    for key, values in _PAPER_PERCENT.items()
+    key: {metric: round(value / 100, 6) for metric, value in values.items()}
+    for key, values in paper_numbers(PAPER, "paper_numbers_percent").items()
 }
 #: Table 3 rows (ablations, then CtrsGen) and Table 4 rows (baselines, CtrsGen, extras)
 TABLE3 = (
