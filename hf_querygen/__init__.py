@@ -48,7 +48,7 @@ _EXPORTS: dict[str, str] = {
     # training and presets
     "train_model": "hf_querygen.training",
     "train_preset": "hf_querygen.training",
-    "load_trained": "hf_querygen.training",
+    "load_trained": "hf_querygen.model_folder",
     "PRESETS": "hf_querygen.presets",
     "config_from_preset": "hf_querygen.presets",
     "train_word_tokenizer": "hf_querygen.tokenization",

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .model_folder import TOKENIZER_FINGERPRINT_KEY, tokenizer_fingerprint
+from .specs import FAMILY_FIELD
 from .utils import TRAINING_METADATA_FILE
 
 if TYPE_CHECKING:  # torch/transformers/datasets cost seconds at import
@@ -384,7 +385,18 @@ def train_seq2seq(
 
 
 #: config fields that may differ between a checkpoint and the same model rebuilt (bookkeeping)
-_VOLATILE_CONFIG_FIELDS = {"transformers_version", "_name_or_path", "architectures", "dtype", "torch_dtype"}
+#: config.json fields that say how the folder was saved, not what the model is (the remote-code
+#: additions of hf_querygen.hub_code included)
+_VOLATILE_CONFIG_FIELDS = {
+    "transformers_version",
+    "_name_or_path",
+    "architectures",
+    "dtype",
+    "torch_dtype",
+    "auto_map",
+    "custom_pipelines",
+    FAMILY_FIELD,
+}
 
 
 def check_resumable_checkpoint(checkpoint: str | Path, config: Any) -> None:

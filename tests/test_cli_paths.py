@@ -49,6 +49,7 @@ def no_work(*args, **kwargs):
 def test_output_paths_are_checked_before_any_work(argv, message, tmp_path, a_file, capsys, monkeypatch):
     import re
 
+    import hf_querygen.model_folder
     import hf_querygen.training
     from hf_querygen.corpora import _base
     from hf_querygen.experiments import runner
@@ -60,7 +61,7 @@ def test_output_paths_are_checked_before_any_work(argv, message, tmp_path, a_fil
         (corpus, "build_question_corpus"),
         (_base, "build_dataset_folder"),
         (_base, "corpus_stats"),
-        (hf_querygen.training, "load_trained"),
+        (hf_querygen.model_folder, "load_trained"),
     ]:
         monkeypatch.setattr(module, name, no_work)
     argv = [a.format(file=a_file, tmp=tmp_path) for a in argv]

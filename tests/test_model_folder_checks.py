@@ -14,11 +14,11 @@ from safetensors.torch import load_file, save_file
 import hf_querygen  # noqa: F401  (registers the models)
 from hf_querygen.cli import main as cli_main
 from hf_querygen.errors import InvalidInputError, ModelFolderError
+from hf_querygen.model_folder import load_trained
 from hf_querygen.tokenization import output_vocab_size_of, train_word_tokenizer
 from hf_querygen.training import (
     TRAINING_METADATA_FILE,
     check_resumable_checkpoint,
-    load_trained,
     save_model_folder,
 )
 

@@ -23,7 +23,7 @@ def _tiny_config(**overrides) -> CtrsGenConfig:
 
 def _family(config: CtrsGenConfig) -> str:
     """With the copy switch the labels keep every token id (the pointer can copy them)."""
-    return "hierarchical-copy" if config.copy else "hierarchical"
+    return "hierarchical-copy" if getattr(config, "copy", False) else "hierarchical"
 
 
 def _register_spec() -> ModelSpec:
