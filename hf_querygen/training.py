@@ -806,7 +806,12 @@ def train_model(
     task_object = get_task(task) if task is not None else task_for_corpus(corpus)
     corpus, config_name = task_object.resolve_corpus(corpus, config_name)
     started = time.perf_counter()
-    splits = task_object.load(corpus, config_name, data_dir) if splits is None else splits.copy()
+    if splits is None:
+        splits = task_object.load(corpus, config_name, data_dir)
+    else:  # a copy the caps below may change (dict.copy would lose the DatasetDict type)
+        import datasets
+
+        splits = datasets.DatasetDict(splits)
     for split in ("train", "validation"):
         if split not in splits:
             raise ValueError(f"corpus {corpus!r} config {config_name!r} has no {split!r} split")

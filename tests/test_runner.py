@@ -126,3 +126,23 @@ def test_interrupted_training_continues_from_its_last_checkpoint(data_dir, tmp_p
     assert resumed.state.global_step == 4
     # the resumed run did only steps 3-4: its first logged step comes after the checkpoint
     assert min(log["step"] for log in resumed.state.log_history if "step" in log) > 2
+
+
+@pytest.mark.parametrize("paper", ["liu2018", "lin2017", "zhang2020"])
+def test_train_system_trains_the_tables_recipe_of_every_paper(paper, data_dir):
+    """`hf-querygen train --system <paper>/<row>` goes through training_recipe: the table's fold, the
+    reproduction's prepare options (zhang2020: document caps and output vocabulary) and the budget's
+    training overrides, exactly what the runner passes to train_preset (ding2018: tests/test_ding2018.py)."""
+    from hf_querygen.experiments.runner import get_reproduction, row_settings, training_recipe
+
+    reproduction = get_reproduction(paper)
+    assert reproduction.train_budget == "full"
+    system = next(s for s in reproduction.systems if s.trainable)
+    recipe = training_recipe(system, "quick", data_dir)
+    settings = row_settings(reproduction, system, reproduction.budgets["quick"])
+    kwargs = recipe.train_model_kwargs()
+    assert kwargs["prepare_options"] == settings["prepare_options"]
+    assert dict(reproduction.prepare_options).items() <= kwargs["prepare_options"].items()
+    assert kwargs["training_overrides"] == settings["training_overrides"]
+    assert recipe.metadata["reproduction"] == paper and recipe.metadata["budget"] == "quick"
+    assert {"train", "validation"} <= set(recipe.splits)

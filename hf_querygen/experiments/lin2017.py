@@ -523,6 +523,7 @@ REPRODUCTION = Reproduction(
     paper_numbers=PAPER_NUMBERS,
     table_metrics=TABLE_METRICS,
     budgets={"full": FULL_BUDGET, "quick": QUICK_BUDGET},
+    train_budget="full",  # `hf-querygen train --system` trains this budget's recipe (the table's)
     folds=cross_validation_folds,
     resources=_resources,
     analyses=(describe,),

@@ -559,6 +559,7 @@ REPRODUCTION = Reproduction(
     paper_numbers=PAPER_NUMBERS,
     table_metrics=("precision", "recall", "f1"),
     budgets={"full": FULL_BUDGET, "quick": QUICK_BUDGET},
+    train_budget="full",  # `hf-querygen train --system` trains this budget's recipe (the table's)
     extra_systems=extra_systems,
     analyses=(describe_data, yake_selection, lambda_sweep, length_profiles, lever_table, word_split),
     render_markdown=lambda document: render_markdown(document),

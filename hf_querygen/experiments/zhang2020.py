@@ -887,6 +887,7 @@ REPRODUCTION = Reproduction(
     paper_numbers=PAPER_NUMBERS,
     table_metrics=TABLE_METRICS,
     budgets={"full": FULL_BUDGET, "quick": QUICK_BUDGET, "paper": PAPER_BUDGET},
+    train_budget="full",  # `hf-querygen train --system` trains this budget's recipe (the table's)
     extra_systems=sweep_systems,
     prepare_options={"output_vocab_size": OUTPUT_VOCAB_SIZE, "caps": CAPS},
     analyses=(describe, sweep_choice, significance, default_model_tests, beta_analysis, retrieval_sourced),
