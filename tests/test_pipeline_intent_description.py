@@ -82,6 +82,25 @@ def test_pipeline_matches_generate_and_accepts_every_document_form(model_dir):
     assert len(outputs) == 2 and all(len(per_input) == 2 for per_input in outputs)
 
 
+def test_restate_query_puts_the_query_before_the_generated_description(model_dir):
+    path, model, tokenizer = model_dir
+    describe = pipeline("intent-description", model=str(path))
+    inputs = {"query": QUERY, "relevant_documents": RELEVANT, "irrelevant_documents": IRRELEVANT}
+    (plain,) = describe(inputs, num_beams=2)
+    (restated,) = describe(inputs, num_beams=2, restate_query=True)
+    assert restated["description"] == f"{QUERY} {plain['description']}"
+    # as a saved decoding (what zhang2020_copy chooses on validation) it is the pipeline's default
+    model.config.task_decoding = {"num_beams": 2, "restate_query": True}
+    try:
+        from hf_querygen.tasks.base import get_task
+
+        assert get_task("q2id").predict(model, tokenizer, [inputs]) == [restated["description"]]
+        with pytest.raises(InvalidInputError, match="restate_query"):
+            get_task("q2id").predict(model, tokenizer, [inputs], restate_query="yes")
+    finally:
+        model.config.task_decoding = None
+
+
 def test_pipeline_rejects_malformed_inputs(model_dir):
     describe = pipeline("intent-description", model=str(model_dir[0]))
     with pytest.raises(InvalidInputError, match="relevant_documents"):

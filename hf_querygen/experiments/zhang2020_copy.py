@@ -4,7 +4,8 @@ on VALIDATION, its test scores beside copying the query and TextRank, and paired
 ``python -m hf_querygen.experiments.zhang2020_copy MODEL_DIR [--out FILE] [--data-dir DIR]``
 
 1. decode the q2id VALIDATION split with every decoding of :data:`DECODING_GRID` (beam size,
-   ``no_repeat_ngram_size``, a minimum length) and keep the best by ``rouge_goal`` (the mean of ROUGE-1
+   ``no_repeat_ngram_size``, a minimum length), each with and without ``restate_query`` (the query put
+   before the generated words), and keep the best by ``rouge_goal`` (the mean of ROUGE-1
    recall, ROUGE-L recall and ROUGE-L F1, the three scores the model is judged on); it is saved into the
    model folder as ``config.task_decoding`` (``Task.predict`` and the pipeline decode with it by default);
 2. decode the TEST split once, with that decoding;
@@ -61,15 +62,22 @@ def select_decoding(
     grid: Sequence[Mapping[str, Any]] = DECODING_GRID,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Decode VALIDATION with every decoding of ``grid``: (the best by rouge_goal, every row's scores)."""
+    from hf_querygen.tasks.q2id import restate_query
+
     task = data.task
     sources, references = data.sources("validation"), data.references("validation")
     rows = []
     for decoding in grid:
         started = time.perf_counter()
         outputs = task.predict(model, tokenizer, sources, **dict(decoding))
-        scores = task.score(outputs, references, sources)
-        scores["rouge_goal"] = rouge_goal(scores)
-        rows.append({"decoding": dict(decoding), "scores": scores, "seconds": time.perf_counter() - started})
+        seconds = time.perf_counter() - started
+        # restate_query is applied after generate: each decoding is scored with and without it
+        restated = [restate_query(src["query"], text) for src, text in zip(sources, outputs, strict=True)]
+        for restate, texts in ((False, outputs), (True, restated)):
+            scores = task.score(texts, references, sources)
+            scores["rouge_goal"] = rouge_goal(scores)
+            chosen = {**dict(decoding), "restate_query": True} if restate else dict(decoding)
+            rows.append({"decoding": chosen, "scores": scores, "seconds": seconds})
     best = max(rows, key=lambda row: row["scores"]["rouge_goal"])
     return dict(best["decoding"]), rows
 

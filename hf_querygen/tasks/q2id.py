@@ -378,6 +378,14 @@ def decode_description(ids: Sequence[int] | torch.Tensor, tokenizer: PreTrainedT
     return tokenizer.decode([int(i) for i in ids], skip_special_tokens=True)
 
 
+def restate_query(query: str, description: str) -> str:
+    """The description that restates the query before the generated words (decoding option
+    ``restate_query``): many reference descriptions open with the query itself ("where is the best drinking
+    in qatar for americans men looking to meet women?"), which the decoder, writing from a 2K-word output
+    vocabulary and copying single words, rarely reproduces whole."""
+    return f"{query.strip()} {description.strip()}".strip()
+
+
 __all__ = [
     "ENCODED_COLUMNS",
     "NESTED_COLUMNS",
@@ -387,6 +395,7 @@ __all__ = [
     "decode_description",
     "encode_q2id",
     "encode_q2id_dataset",
+    "restate_query",
     "split_document",
     "train_q2id_tokenizer",
 ]

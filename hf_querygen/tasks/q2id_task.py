@@ -306,11 +306,13 @@ class Q2IDTask(Task):
         the tokenizer's, see :meth:`caps_for`), batched by :class:`~hf_querygen.tasks.q2id.Q2IDCollator`
         into (B, D, S, L) tensors, decoded by ``generate()`` (greedy unless ``generation_kwargs`` or the
         model's saved ``config.task_decoding`` say otherwise) and read back by
-        :func:`~hf_querygen.tasks.q2id.decode_description`."""
+        :func:`~hf_querygen.tasks.q2id.decode_description`. ``restate_query=True`` (a decoding option, not a
+        ``generate`` argument) puts the query before each generated description
+        (:func:`~hf_querygen.tasks.q2id.restate_query`)."""
         import torch
 
         from ..inference import as_max_length
-        from .q2id import Q2IDCollator, decode_description, encode_q2id
+        from .q2id import Q2IDCollator, decode_description, encode_q2id, restate_query
 
         if isinstance(inputs, Mapping):
             raise InvalidInputError("Q2IDTask.predict takes a list of inputs, not one mapping")
@@ -320,6 +322,9 @@ class Q2IDTask(Task):
         # the decoding saved with the model (``hf-querygen train --system``: config.task_decoding) is the
         # default; the caller's keyword arguments win
         generation_kwargs = {**dict(getattr(model.config, "task_decoding", None) or {}), **generation_kwargs}
+        restate = generation_kwargs.pop("restate_query", False)
+        if not isinstance(restate, bool):
+            raise InvalidInputError(f"Q2IDTask.predict: restate_query must be True or False, got {restate!r}")
         n_returns = int(generation_kwargs.get("num_return_sequences", 1))
         generation_kwargs = as_max_length(dict(generation_kwargs))
         model.eval()
@@ -335,7 +340,9 @@ class Q2IDTask(Task):
                 generated = model.generate(**tensors, **generation_kwargs)
             sequences = generated.sequences if hasattr(generated, "sequences") else generated
             rows = [decode_description(row, tokenizer) for row in sequences]
-            results.extend(rows[k * n_returns : (k + 1) * n_returns] for k in range(len(chunk)))
+            for k, source in enumerate(chunk):
+                group = rows[k * n_returns : (k + 1) * n_returns]
+                results.append([restate_query(source["query"], text) for text in group] if restate else group)
         return [group[0] for group in results] if n_returns == 1 else results
 
     def evaluate(
