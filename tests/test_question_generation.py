@@ -248,3 +248,23 @@ def test_copy_all_source_words_in_decoding(generate_questions):
         words = questions[0]["generated_text"].split()
         # every keyword word unless the length limit ended the question first
         assert set(query.split()) <= set(words) or len(words) >= 11, (query, words)
+
+
+def test_keyword_fallback_keeps_every_keyword_or_writes_the_frame(generate_questions):
+    """keyword_fallback: only questions that keep every keyword come back; when no candidate does, the
+    keyword query in the frame (with the best candidate's score)."""
+    from hf_querygen.tasks.k2q import fill_frame, keeps_keywords
+
+    assert keeps_keywords("what is the capital of france ?", "capital france")
+    assert not keeps_keywords("what is the capital ?", "capital France")
+    assert fill_frame("what is X", "Capital, France") == "what is capital france"
+    plain = generate_questions(QUERIES, num_beams=3, num_return_sequences=3)
+    kept = generate_questions(QUERIES, num_beams=3, num_return_sequences=3, keyword_fallback="what is X")
+    for query, before, after in zip(QUERIES, plain, kept, strict=True):
+        faithful = [item for item in before if keeps_keywords(item["generated_text"], query)]
+        if faithful:
+            assert after == faithful
+        else:
+            assert after == [{"generated_text": fill_frame("what is X", query), "score": before[0]["score"]}]
+    with pytest.raises(InvalidInputError, match="keyword_fallback"):
+        generate_questions("capital france", keyword_fallback="what is it")

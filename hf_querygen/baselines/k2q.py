@@ -33,6 +33,7 @@ import numpy as np
 
 from ..corpora._base import normalize_for_matching
 from ..errors import InvalidInputError
+from ..tasks.k2q import FRAME_SLOT, fill_frame
 from ..word_vectors import train_word2vec  # noqa: F401  (its home before; tasks read it too)
 
 __all__ = [
@@ -209,7 +210,6 @@ class TemplateBaseline:
 
 # ---------------------------------------------------------------- trivial rows
 #: the slot of a :class:`FrameBaseline` frame: the whole keyword query goes there
-FRAME_SLOT = "X"
 
 
 def question_frame(keyword_query: str, question: str) -> str | None:
@@ -257,10 +257,7 @@ class FrameBaseline:
     def generate(self, keyword_queries: Sequence[str]) -> list[str]:
         if isinstance(keyword_queries, str):
             raise InvalidInputError("FrameBaseline.generate: pass a list of keyword queries, not one string")
-        return [
-            " ".join(normalize_for_matching(k) if t == FRAME_SLOT else t for t in self.frame.split())
-            for k in keyword_queries
-        ]
+        return [fill_frame(self.frame, k) for k in keyword_queries]
 
 
 def echo_keyword_queries(keyword_queries: Sequence[str]) -> list[str]:

@@ -46,6 +46,7 @@ _ARGUMENTS = (
     "no_repeat_ngram_size",
     "no_repeat_source_words",
     "copy_all_source_words",
+    "keyword_fallback",
     "repetition_penalty",
     "length_penalty",
     "top_p",

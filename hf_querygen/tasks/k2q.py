@@ -18,7 +18,7 @@ from .text2text_task import Text2TextTask
 if TYPE_CHECKING:
     import datasets
 
-__all__ = ["K2QTask", "k2q_scores"]
+__all__ = ["FRAME_SLOT", "K2QTask", "fill_frame", "k2q_scores", "keeps_keywords"]
 
 
 def k2q_scores(predictions: Sequence[str], references: Sequence[Sequence[str]]) -> dict[str, float]:
@@ -125,6 +125,26 @@ class NoRepeatSourceWordsProcessor:
         return scores.masked_fill(banned, float("-inf"))
 
 
+#: the slot of a one-slot question frame ("what is X"): where the keyword query goes
+FRAME_SLOT = "X"
+
+
+def fill_frame(frame: str, keyword_query: str) -> str:
+    """``frame`` ("what is X") with its :data:`FRAME_SLOT` replaced by the normalised keyword query."""
+    from ..text import normalize_for_matching
+
+    return " ".join(normalize_for_matching(keyword_query) if t == FRAME_SLOT else t for t in frame.split())
+
+
+def keeps_keywords(question: str, keyword_query: str) -> bool:
+    """Whether every word of ``keyword_query`` occurs in ``question`` (normalised text): a question that
+    drops one asks about something else than the user typed."""
+    from ..text import normalize_for_matching
+
+    asked = set(normalize_for_matching(question).split())
+    return all(word in asked for word in normalize_for_matching(keyword_query).split())
+
+
 class K2QTask(Text2TextTask):
     """Keyword query -> question (Ding & Balog ICTIR'18): the :class:`Text2TextTask` encoding and
     copy-aware decoding, several references per example, ROUGE / BLEU scores (:func:`k2q_scores`).
@@ -151,6 +171,8 @@ class K2QTask(Text2TextTask):
         {"no_repeat_source_words": True, "copy_all_source_words": True},
         {"no_repeat_source_words": True, "copy_all_source_words": True, "num_beams": 4},
         {"no_repeat_source_words": True, "no_repeat_ngram_size": 2, "num_beams": 4},
+        {"keyword_fallback": "what X"},
+        {"keyword_fallback": "what X", "num_beams": 4, "no_repeat_source_words": True},
     )
 
     def __init__(self) -> None:
@@ -273,6 +295,10 @@ class K2QTask(Text2TextTask):
         * ``"sample"``: ``num_return_sequences * overgenerate`` ancestral samples (``top_p``,
           ``temperature``, ... pass through), duplicates dropped; ``score``: the mean per-token
           log-probability under the (processed) sampling distribution.
+
+        ``keyword_fallback`` (a question frame such as ``"what X"``; a decoding option chosen on
+        validation): only candidates that keep every keyword (:func:`keeps_keywords`) are returned; when
+        none does, the keyword query in the frame (:func:`fill_frame`), with the best candidate's score.
         """
         import torch
 
@@ -288,6 +314,14 @@ class K2QTask(Text2TextTask):
             {**dict(getattr(model.config, "task_decoding", None) or {}), **generation_kwargs}
         )
         no_repeat_source_words = bool(kwargs.pop("no_repeat_source_words", False))
+        fallback = kwargs.pop("keyword_fallback", None)
+        if fallback is not None and (
+            not isinstance(fallback, str) or fallback.split().count(FRAME_SLOT) != 1
+        ):
+            raise InvalidInputError(
+                f"k2q: keyword_fallback must be a question frame with one {FRAME_SLOT!r} slot "
+                f"(e.g. 'what is {FRAME_SLOT}'), got {fallback!r}"
+            )
         copy_all_source_words = bool(kwargs.pop("copy_all_source_words", False))
         wanted = kwargs.pop("num_return_sequences", None)
         wanted = 1 if wanted is None else wanted
@@ -347,6 +381,14 @@ class K2QTask(Text2TextTask):
                 order = sorted(own, key=lambda j: -float(scores[j]))  # stable: beam order on ties
                 if any(texts[j] for j in order):  # an empty question only when nothing else came out
                     order = [j for j in order if texts[j]]
+                if fallback is not None:  # only the questions that keep every keyword
+                    order = [j for j in order if keeps_keywords(texts[j], inputs[i])]
+                    if not order:  # none among the candidates: the keyword query in the frame
+                        best = max(own, key=lambda j: float(scores[j]))
+                        results[i].append(
+                            {"generated_text": fill_frame(fallback, inputs[i]), "score": float(scores[best])}
+                        )
+                        continue
                 seen: set[str] = set()
                 for j in order:
                     if texts[j] in seen:

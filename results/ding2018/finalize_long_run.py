@@ -26,7 +26,8 @@ from hf_querygen.experiments.ding2018 import GREEDY
 from hf_querygen.experiments.runner import training_recipe
 from hf_querygen.tasks.base import TaskData
 from hf_querygen.tasks.k2q import K2Q, k2q_scores
-from hf_querygen.training import TRAINING_METADATA_FILE, choose_decoding, load_trained, save_model_folder
+from hf_querygen.model_folder import load_trained
+from hf_querygen.training import TRAINING_METADATA_FILE, choose_decoding, save_model_folder
 
 QUERIES = [
     "capital france",

@@ -79,7 +79,7 @@ def main(evaluation_json: str, model_dir: str) -> None:
         "--time-limit 62` (100/128/256, dropout 0.2, Adam 2e-3), stopped by the time limit at step "
         f"{metadata['global_steps']} "
         f"({metadata['epochs']:.2f} epochs of {metadata['train_examples']:,} pairs); best checkpoint by "
-        f"validation ROUGE-L at step {metadata.get('best_global_step')}; decoding chosen on validation: "
+        f"validation ROUGE-L at step {metadata.get('best_global_step', metadata.get('best_checkpoint_step'))}; decoding chosen on validation: "
         f"{json.dumps(evaluation['decoding'])}",
     }
     config["long_run"] = {
