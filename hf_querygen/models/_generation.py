@@ -270,6 +270,7 @@ class RecurrentGenerationMixin(GenerationMixin):
         never = torch.tensor(self.never_generated_ids(), dtype=torch.long, device=device)
         eos = torch.tensor(eos_ids, dtype=torch.long, device=device)
         unfinished = torch.ones(batch_size, dtype=torch.bool, device=device)
+        suppress = None  # (C,) 0 / -inf: the never-generated ids, built at the first step (C known then)
         cache = None
         length = 1
         while length < max_length:
@@ -281,14 +282,19 @@ class RecurrentGenerationMixin(GenerationMixin):
                 cache,
             )
             logits = step_logits[:, -1, :].float()  # the processors below work out of place
-            scores = logits.index_fill(-1, never, float("-inf")) if len(never) else logits
+            if suppress is None:
+                suppress = torch.zeros(logits.shape[-1], dtype=logits.dtype, device=device)
+                suppress[never] = float("-inf")
+            # one add instead of an index_fill per step: the same scores (x + -inf = -inf, x + 0 = x)
+            scores = logits + suppress if len(never) else logits
             if length < min_length:
                 scores = scores.index_fill(-1, eos, float("-inf"))
+            best, next_tokens = scores.max(dim=-1)
             if len(never) or length < min_length:
-                dead = ~torch.isfinite(scores).any(dim=-1, keepdim=True)
+                # a row the processors emptied (every score -inf) gets its unprocessed scores back
+                dead = torch.isneginf(best)
                 if bool(dead.any()):
-                    scores = torch.where(dead, logits, scores)
-            next_tokens = scores.argmax(dim=-1)
+                    next_tokens = torch.where(dead, logits.argmax(dim=-1), next_tokens)
             next_tokens = torch.where(unfinished, next_tokens, pad_id)
             sequences[:, length] = next_tokens
             length += 1
