@@ -2,7 +2,7 @@
 
 Both models have the paper's sizes (embeddings 60, LSTMs 128) and the real nl2kw vocabulary (tokenizer
 fitted on the train split); the inputs are nl2kw validation queries. Measured: queries/s of
-:func:`hf_querygen.training.generate_texts` (tokenise, ``generate()``, decode) with greedy search and
+:func:`hf_querygen.inference.generate_texts` (tokenise, ``generate()``, decode) with greedy search and
 beam search (5 beams) at batch sizes 1 and 64. Weights are freshly initialised, so every query decodes
 exactly ``--new-tokens`` tokens (``min_new_tokens = max_new_tokens``): the numbers measure the cost per
 decoded token, not when a model happens to stop. The dual decoder runs two LSTM decoders and three
@@ -40,7 +40,7 @@ def build_models(tokenizer, output_vocab_size: int) -> dict:
 def queries_per_second(
     model, tokenizer, texts: list[str], batch_size: int, num_beams: int, new_tokens: int
 ) -> float:
-    from hf_querygen.training import generate_texts
+    from hf_querygen.inference import generate_texts
 
     generate_texts(
         model,

@@ -1,5 +1,5 @@
 """``--data-dir X`` reaches every resource a system reads, not only its corpus: nl2kw's in-domain
-vocabulary, word vectors and synthetic pretraining pairs read X through ``train`` (training.py) and the
+vocabulary, word vectors and synthetic pretraining pairs read X through ``train`` (training) and the
 experiment runner alike (the resource loaders are replaced by recorders of the directory they get)."""
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ def test_every_resource_of_every_system_reads_the_given_data_dir_through_train(
         seen["data"] = data
         raise _Stop
 
-    monkeypatch.setattr(training, "train_preset", stop)
+    monkeypatch.setattr(training.model_training, "train_preset", stop)  # what train_model calls
     systems = _systems_with_task_resources()
     assert any(s.train_options.get("pretrain_on") for s in systems)
     assert any(s.train_options.get("word_vectors") for s in systems)

@@ -19,7 +19,8 @@ from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
 import hf_querygen  # noqa: F401  (registers the Auto classes)
 from hf_querygen.hub import card_kwargs_from_training, push_to_hub, render_model_card
-from hf_querygen.training import TRAINING_METADATA_FILE, configure_generation, generate_texts
+from hf_querygen.inference import generate_texts
+from hf_querygen.training import TRAINING_METADATA_FILE, configure_generation
 
 
 @pytest.fixture()

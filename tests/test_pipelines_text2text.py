@@ -8,10 +8,11 @@ from transformers import pipeline
 
 import hf_querygen  # noqa: F401  (registers the pipeline task and the model type)
 from hf_querygen.errors import InvalidInputError
+from hf_querygen.inference import generate_texts
 from hf_querygen.pipelines.text2text import QueryReformulationPipeline
 from hf_querygen.tasks.seq2seq import encode_seq2seq
 from hf_querygen.tokenization import output_vocab_size_of
-from hf_querygen.training import generate_texts, train_seq2seq
+from hf_querygen.training import train_seq2seq
 
 torch.set_num_threads(1)
 

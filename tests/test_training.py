@@ -10,6 +10,7 @@ from _seq2seq_toy import copy_task_rows, copy_task_tokenizer, tiny_copy_model
 from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, Seq2SeqTrainer, Seq2SeqTrainingArguments
 
 from hf_querygen.cli import main as cli_main
+from hf_querygen.inference import generate_texts
 from hf_querygen.tasks.seq2seq import (
     Seq2SeqCollator,
     decode_extended,
@@ -19,7 +20,6 @@ from hf_querygen.tasks.seq2seq import (
 from hf_querygen.tokenization import output_vocab_size_of, train_word_tokenizer
 from hf_querygen.training import (
     TRAINING_METADATA_FILE,
-    generate_texts,
     make_compute_metrics,
     train_seq2seq,
 )

@@ -1,0 +1,332 @@
+"""One preset of a task on prepared task data (:func:`train_preset`), checkpoint selection on a generation
+score, pretraining, the decoding chosen on validation, and the saved model folder."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..model_folder import TOKENIZER_FINGERPRINT_KEY, tokenizer_fingerprint
+from ..utils import TRAINING_METADATA_FILE
+
+if TYPE_CHECKING:  # torch/transformers/datasets cost seconds at import
+    from transformers import PreTrainedModel, PreTrainedTokenizerFast, Seq2SeqTrainer
+
+    from ..tasks.base import TaskData
+
+from .trainer import train_seq2seq
+
+#: the .hf_querygen marker kind of a model folder written by save_model_folder (see hf_querygen._fs)
+MODEL_FOLDER_KIND = "model"
+#: file written beside a trained model: the Trainer's log history (training loss, every evaluation)
+LOG_HISTORY_FILE = "log_history.json"
+
+
+# ---------------------------------------------------------------- presets on task data
+def model_for_config(config: Any) -> PreTrainedModel:
+    """A freshly initialised model for ``config`` through the Auto classes (encoder-decoders:
+    ``AutoModelForSeq2SeqLM``, the rest ``AutoModelForTokenClassification``); seed first."""
+    from transformers import AutoModelForSeq2SeqLM, AutoModelForTokenClassification
+
+    from .._registration import register_all
+
+    register_all()
+    auto = (
+        AutoModelForSeq2SeqLM
+        if getattr(config, "is_encoder_decoder", False)
+        else AutoModelForTokenClassification
+    )
+    return auto.from_config(config)
+
+
+def train_preset(
+    data: TaskData,
+    preset: str,
+    output_dir: str | Path,
+    *,
+    seed: int = 42,
+    preset_overrides: Mapping[str, Any] | None = None,
+    training_preset: str | None = None,
+    training_overrides: Mapping[str, Any] | None = None,
+    early_stopping_patience: int | None = 3,
+    group_by_length: bool = True,
+    resume: bool = False,
+    callbacks: Sequence | None = None,
+    pretrain_on: str | None = None,
+    pretrain_steps: int = 400,
+    word_vectors: str | None = None,
+    freeze_embeddings: bool = False,
+    select_on: str | None = None,
+    selection_decoding: Mapping[str, Any] | None = None,
+) -> Seq2SeqTrainer:
+    """Train model ``preset`` on ``data`` (a :class:`~hf_querygen.tasks.base.TaskData`) with the stock
+    ``Seq2SeqTrainer``; checkpoints and the best model go to ``output_dir``.
+
+    ``word_vectors``: a name of ``task.word_vectors`` loaded into the shared input embeddings before
+    training (``freeze_embeddings``: kept fixed). ``pretrain_on``: a name of ``task.pretraining_data``;
+    the model first trains ``pretrain_steps`` steps on those pairs (same trainer, same training
+    arguments, no evaluation; the result is kept in ``output_dir/pretrained`` so a resumed run skips it),
+    then trains on ``data``'s TRAIN split as usual (early stopping on validation).
+
+    The model config is ``data.task.model_config(preset, data, **preset_overrides)``; the training
+    arguments are :data:`DEFAULT_TRAINING_ARGUMENTS` < the training preset (``training_preset``, else
+    the preset's own name when it has one) < ``training_overrides`` (any ``Seq2SeqTrainingArguments``
+    field). The train / validation splits are the task's encoding for the config's model family.
+    ``resume`` continues from the last checkpoint in ``output_dir``. ``select_on``: a score of
+    ``task.score`` (e.g. ``"ROUGE-L"`` for k2q, ``"rougeL_recall"`` for q2id) or ``"rouge_goal"`` (the
+    mean of ROUGE-1 recall, ROUGE-L recall and ROUGE-L F1): every evaluation then also decodes the
+    VALIDATION split with ``task.predict`` (keyword arguments ``selection_decoding``), and the best
+    checkpoint and early stopping follow that score instead of the validation loss.
+    Returns the trainer (its model is the best one, in eval mode).
+    """
+    from transformers import set_seed
+
+    from ..presets import TRAINING_PRESETS, check_config_overrides
+
+    check_config_overrides(preset, preset_overrides or {}, what="preset_overrides (--set)")
+    task = data.task
+    set_seed(seed)
+    config = task.model_config(preset, data, **dict(preset_overrides or {}))
+    model = model_for_config(config)
+    if word_vectors is not None:
+        from ..tasks.nl2kw_resources import load_word_vectors
+
+        embedding = model.get_input_embeddings()
+        vectors = task.word_vectors(word_vectors, data, embedding.weight.shape[1])
+        load_word_vectors(embedding, data.tokenizer.get_vocab(), vectors, freeze=freeze_embeddings)
+    elif freeze_embeddings:
+        raise ValueError("freeze_embeddings needs word_vectors (frozen random embeddings are not a system)")
+    family = task.family_of(config)
+    encoded = data.encoded(family)
+    training_name = training_preset or (preset if preset in TRAINING_PRESETS else None)
+    arguments = dict(TRAINING_PRESETS.get(training_name)) if training_name else {}
+    overrides = {"seed": seed, "save_total_limit": 1, **dict(training_overrides or {})}
+    score_model = None
+    if select_on is not None:
+        if "validation" not in data.splits:
+            raise ValueError(f"select_on={select_on!r} needs a validation split")
+        score_model = _validation_scorer(data, select_on, selection_decoding or {})
+        overrides.update(metric_for_best_model=select_on, greater_is_better=True)
+    if pretrain_on is not None:
+        _pretrain(
+            model, data, family, pretrain_on, pretrain_steps, Path(output_dir) / "pretrained", arguments, seed
+        )
+    trainer = train_seq2seq(
+        model,
+        data.tokenizer,
+        encoded["train"],
+        encoded["validation"] if "validation" in encoded else None,
+        output_dir,
+        training_preset=arguments,
+        max_new_tokens=task.max_new_tokens(data),
+        early_stopping_patience=early_stopping_patience,
+        callbacks=callbacks,
+        group_by_length=group_by_length,
+        resume_from_checkpoint=resume,
+        data_collator=task.collator(data.tokenizer),
+        label_names=["labels"],  # the joint model's optional tag_labels must not hide the eval loss
+        score_model=score_model,
+        **overrides,
+    )
+    trainer.model.eval()
+    return trainer
+
+
+#: ``select_on="rouge_goal"``: the mean of the three scores an intent description model is judged on
+ROUGE_GOAL_METRICS = ("rouge1_recall", "rougeL_recall", "rougeL_f")
+
+
+def _validation_scorer(
+    data: TaskData, select_on: str, decoding: Mapping[str, Any]
+) -> Callable[[PreTrainedModel], dict[str, float]]:
+    """model -> the task's scores on the VALIDATION split (decoded by ``task.predict`` with ``decoding``),
+    plus ``rouge_goal`` when the scores have ROUGE."""
+    task, sources, references = data.task, data.sources("validation"), data.references("validation")
+
+    def score(model: PreTrainedModel) -> dict[str, float]:
+        outputs = task.predict(model, data.tokenizer, sources, **dict(decoding))
+        scores = task.score(outputs, references, sources)
+        if all(metric in scores for metric in ROUGE_GOAL_METRICS):
+            scores["rouge_goal"] = sum(scores[m] for m in ROUGE_GOAL_METRICS) / len(ROUGE_GOAL_METRICS)
+        if select_on not in scores:
+            raise ValueError(f"select_on={select_on!r} is not one of the task's scores {sorted(scores)}")
+        return scores
+
+    return score
+
+
+def _pretrain(
+    model: PreTrainedModel,
+    data: TaskData,
+    family: str,
+    name: str,
+    steps: int,
+    output_dir: Path,
+    arguments: Mapping[str, Any],
+    seed: int,
+) -> None:
+    """``train_preset(pretrain_on=...)``: ``steps`` steps of the stock trainer on the task's pretraining
+    pairs, encoded exactly as TRAIN (same tokenizer, target order and output vocabulary); the weights
+    are kept in ``output_dir`` and reloaded when it already holds them (resume)."""
+    import datasets
+    from safetensors.torch import load_file
+
+    from ..tasks.base import TaskData
+
+    weights = output_dir / "model.safetensors"
+    if weights.is_file():
+        loaded = model.load_state_dict(load_file(str(weights)), strict=False)
+        tied = set(getattr(model, "_tied_weights_keys", None) or ())  # tied tables are stored once
+        missing = [key for key in loaded.missing_keys if key not in tied]
+        if missing or loaded.unexpected_keys:
+            raise ValueError(
+                f"pretrained weights in {weights} do not fit the model (missing {missing}, unexpected "
+                f"{loaded.unexpected_keys}); delete {output_dir} to pretrain again"
+            )
+        return
+    if steps < 1:
+        raise ValueError(f"pretrain_steps must be >= 1, got {steps}")
+    pairs, _ = data.task.pretraining_data(name, data)
+    extra = TaskData(data.task, datasets.DatasetDict(train=pairs), data.tokenizer, data.state)
+    trainer = train_seq2seq(
+        model,
+        data.tokenizer,
+        extra.encoded(family)["train"],
+        None,
+        output_dir / "checkpoints",
+        training_preset=dict(arguments),
+        max_new_tokens=data.task.max_new_tokens(data),
+        group_by_length=True,
+        data_collator=data.task.collator(data.tokenizer),
+        label_names=["labels"],
+        seed=seed,
+        max_steps=steps,
+        save_strategy="no",
+        logging_steps=50,
+    )
+    trainer.model.save_pretrained(str(output_dir))
+    import shutil
+
+    shutil.rmtree(output_dir / "checkpoints", ignore_errors=True)
+
+
+def save_model_folder(
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerFast,
+    directory: str | Path,
+    metadata: Mapping[str, Any],
+    overwrite: bool = False,
+    log_history: Sequence[Mapping[str, Any]] | None = None,
+) -> Path:
+    """Write a self-contained model folder: weights, config, generation config, tokenizer,
+    ``hf_querygen_training.json`` (``metadata``), ``log_history.json`` (the Trainer's curves: training
+    loss and every evaluation, when given) and a model card (README.md, :mod:`hf_querygen.hub`).
+
+    Atomic: everything is written to a temporary sibling folder that is renamed at the end, so an
+    interrupted run never leaves a half-written model. An existing folder is an error
+    (:class:`~hf_querygen.errors.OutputExistsError`) unless ``overwrite`` and the library wrote it (then
+    it is replaced only once the new one is complete); a folder holding anything else is never replaced.
+    """
+    from .._fs import atomic_output_dir
+    from ..hub import card_kwargs_from_training, render_model_card
+
+    directory = Path(directory)
+    # replaces only a model folder this library wrote (its .hf_querygen marker); see hf_querygen._fs
+    with atomic_output_dir(directory, MODEL_FOLDER_KIND, overwrite, what="model") as staging:
+        model.save_pretrained(staging)
+        tokenizer.save_pretrained(staging)
+        recorded = {**dict(metadata), TOKENIZER_FINGERPRINT_KEY: tokenizer_fingerprint(tokenizer)}
+        (staging / TRAINING_METADATA_FILE).write_text(
+            json.dumps(recorded, indent=2, default=str) + "\n", encoding="utf-8"
+        )
+        if log_history is not None:  # what a plot of convergence needs
+            (staging / LOG_HISTORY_FILE).write_text(
+                json.dumps(list(log_history), indent=1, default=str) + "\n", encoding="utf-8"
+            )
+        render_model_card(model, **card_kwargs_from_training(staging)).save(staging / "README.md")
+    return directory
+
+
+def choose_decoding(
+    model: PreTrainedModel, data: TaskData, base: Mapping[str, Any] | None = None
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The decoding of ``task.decoding_grid`` (each entry on top of ``base``) with the best
+    ``task.primary_metric`` on the VALIDATION split (ties: the earlier, simpler entry), and one row per
+    entry (decoding, score). ``(base, [])`` for a task without a grid or data without validation."""
+    task = data.task
+    grid = tuple(getattr(task, "decoding_grid", ()) or ())
+    if not grid or "validation" not in data.splits:
+        return dict(base or {}), []
+    sources = data.sources("validation")
+    references = data.references("validation")
+    rows = []
+    for candidate in grid:
+        decoding = {**dict(base or {}), **candidate}
+        outputs = task.predict(model, data.tokenizer, sources, **decoding)
+        rows.append(
+            {
+                "decoding": decoding,
+                task.primary_metric: task.score(outputs, references, sources)[task.primary_metric],
+            }
+        )
+    best = max(rows, key=lambda row: row[task.primary_metric])  # max keeps the first of equal scores
+    return dict(best["decoding"]), rows
+
+
+def data_fingerprint(data: TaskData) -> str:
+    """sha1 over the prepared train and validation pairs (source, target) and the tokenizer's
+    vocabulary: equal exactly when two trainings saw the same data (``train --system`` and
+    ``reproduce --save-models`` both save it)."""
+    import hashlib
+
+    digest = hashlib.sha1()
+    task = data.task
+    for split in ("train", "validation"):
+        if split not in data.splits:
+            continue
+        digest.update(f"[{split}]".encode())
+        columns = data.splits[split][task.source_column], data.splits[split][task.reference_column]
+        for source, target in zip(*columns, strict=True):
+            digest.update(f"{source}\t{target}\n".encode())
+    digest.update(json.dumps(sorted(data.tokenizer.get_vocab().items())).encode())
+    return digest.hexdigest()
+
+
+def _training_summary(trainer: Seq2SeqTrainer) -> dict[str, Any]:
+    history = trainer.state.log_history
+    evaluations = [log for log in history if "eval_loss" in log]
+    losses = [log["loss"] for log in history if "loss" in log]
+    best = min(evaluations, key=lambda log: log["eval_loss"]) if evaluations else {}
+    selected_on = trainer.args.metric_for_best_model or "eval_loss"
+    selected_on = selected_on if selected_on.startswith("eval_") else f"eval_{selected_on}"
+    return {
+        "global_steps": trainer.state.global_step,
+        "epochs": trainer.state.epoch,
+        "best_eval_loss": best.get("eval_loss"),
+        # the checkpoint kept (load_best_model_at_end) is the best by this metric
+        "selected_on": selected_on,
+        "best_metric": trainer.state.best_metric,
+        "best_checkpoint_step": _checkpoint_step(trainer.state.best_model_checkpoint),
+        "evaluations": [
+            {k: v for k, v in log.items() if k.startswith("eval_") or k in ("step", "epoch")}
+            for log in evaluations
+        ],
+        "train_loss_curve": [
+            [log["step"], log["loss"]] for log in history if "loss" in log and "step" in log
+        ],
+        "first_logged_train_loss": losses[0] if losses else None,
+        "last_logged_train_loss": losses[-1] if losses else None,
+    }
+
+
+def _checkpoint_step(path: str | None) -> int | None:
+    """``.../checkpoint-1200`` -> 1200."""
+    if not path:
+        return None
+    tail = Path(path).name.rsplit("-", 1)[-1]
+    return int(tail) if tail.isdigit() else None
+
+
+#: --quick for ``train``: a step budget and a validation subset (a smoke run, minutes on a CPU)
