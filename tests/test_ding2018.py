@@ -73,10 +73,15 @@ def test_human_pairs_join_train_and_validation_only_when_asked():
         nl2kw_validation=as_training_split(["e"], [["what e", "who e"]]),
     )
     plain = task.prepare(splits)
-    assert set(plain.splits) == {"train", "validation"} and len(plain.splits["train"]) == 1
+    # nl2kw_train is never trained on; both validation sources stay apart for choosing the decoding
+    assert set(plain.splits) == {"train", "validation", "t0_validation", "nl2kw_validation"}
+    assert len(plain.splits["train"]) == 1 and plain.references("validation") == [["what c"]]
+    assert task.selection_splits(plain) == ("t0_validation", "nl2kw_validation")
     human = task.prepare(splits, human_pairs=True)
     assert human.splits["train"]["question"] == ["what a b", "who d", "why d"]
     assert human.references("validation") == [["what c"], ["what e", "who e"]]
+    assert human.references("t0_validation") == [["what c"]]
+    assert human.references("nl2kw_validation") == [["what e", "who e"]]
     with pytest.raises(Exception, match="nl2kw_train"):
         task.prepare(
             datasets.DatasetDict(train=splits["train"], validation=splits["validation"]), human_pairs=True

@@ -268,6 +268,21 @@ class Task:
 
         raise InvalidInputError(f"task {self.name!r} has no word vectors named {name!r}")
 
+    # ------------------------------------------------------------ choosing a decoding on validation
+    #: decodings tried on VALIDATION after training, each on top of the row's decoding
+    #: (:func:`hf_querygen.training.choose_decoding`); empty: the task has none to choose
+    decoding_grid: ClassVar[tuple[dict[str, Any], ...]] = ()
+
+    def selection_splits(self, data: TaskData) -> tuple[str, ...]:
+        """The validation splits a decoding is chosen on, each scored on its own (a task whose
+        validation mixes sources of queries names one split per source)."""
+        return ("validation",)
+
+    def selection_floor(self, sources: Sequence[str]) -> list[Any] | None:
+        """The trivial outputs a chosen decoding is measured against on every selection split (k2q: the
+        keyword query echoed); None: the plain metric decides."""
+        return None
+
     # ------------------------------------------------------------ decoding and scoring
     def predict(
         self,

@@ -161,8 +161,9 @@ class K2QTask(Text2TextTask):
     #: the decodings tried on VALIDATION after training (:func:`hf_querygen.training.choose_decoding`):
     #: greedy with and without guards against degenerate repeats ("capital capital capital", "the the":
     #: :class:`NoRepeatSourceWordsProcessor`, ``no_repeat_ngram_size``, ``repetition_penalty``), with
-    #: every keyword word required (``copy_all_source_words``), and 4-beam searches; the best by
-    #: validation ROUGE-L is saved with the model as ``config.task_decoding``
+    #: every keyword word required (``copy_all_source_words``), and 4-beam searches; the one with the
+    #: largest worst-split gain over the echoed keyword query (:meth:`selection_splits`) is saved with
+    #: the model as ``config.task_decoding``
     decoding_grid: tuple[dict[str, Any], ...] = (
         {},
         {"no_repeat_source_words": True},
@@ -211,8 +212,10 @@ class K2QTask(Text2TextTask):
 
         ``human_pairs``: append the splits ``nl2kw_train`` / ``nl2kw_validation``
         (:data:`~hf_querygen.tasks.k2q_data.HUMAN_SPLITS`,
-        :func:`~hf_querygen.tasks.k2q_data.nl2kw_reversed_pairs`) to train / validation; without it they
-        are dropped (never trained on, never encoded)."""
+        :func:`~hf_querygen.tasks.k2q_data.nl2kw_reversed_pairs`) to train / validation; without it
+        ``nl2kw_train`` is dropped (never trained on). The two validation sources stay as the splits
+        ``t0_validation`` and ``nl2kw_validation`` too, where the decoding is chosen
+        (:meth:`selection_splits`)."""
         import datasets
 
         from ..errors import InvalidInputError
@@ -224,6 +227,10 @@ class K2QTask(Text2TextTask):
             raise TypeError(f"K2QTask.prepare: unknown options {sorted(options)}")
         original = splits
         splits = datasets.DatasetDict({k: v for k, v in splits.items() if k not in HUMAN_SPLITS.values()})
+        if "validation" in original:
+            splits["t0_validation"] = original["validation"]
+        if HUMAN_SPLITS["validation"] in original:
+            splits[HUMAN_SPLITS["validation"]] = original[HUMAN_SPLITS["validation"]]
         if human_pairs:
             missing = [name for name in HUMAN_SPLITS.values() if name not in original]
             if missing:
@@ -244,6 +251,17 @@ class K2QTask(Text2TextTask):
         if max_output_vocab_size is not None and output_vocab_size_of(tokenizer) > max_output_vocab_size:
             tokenizer = build(max_output_vocab_size)
         return TaskData(self, splits, tokenizer, {"output_vocab_size": output_vocab_size_of(tokenizer)})
+
+    def selection_splits(self, data: Any) -> tuple[str, ...]:
+        """T_0 (QALD) validation and the reversed nl2kw validation (users' TREC topics), each on its own:
+        a decoding must not lose to echoing the keyword query on either; ``validation`` when the data
+        has not these two (:meth:`load` without the reproduction's splits)."""
+        names = ("t0_validation", "nl2kw_validation")
+        return names if all(name in data.splits for name in names) else ("validation",)
+
+    def selection_floor(self, sources: Sequence[str]) -> list[str]:
+        """The keyword query echoed (``baselines.k2q.echo_keyword_queries``): the floor to beat."""
+        return [str(source) for source in sources]
 
     def predict(
         self,

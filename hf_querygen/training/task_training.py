@@ -252,26 +252,40 @@ def save_model_folder(
 def choose_decoding(
     model: PreTrainedModel, data: TaskData, base: Mapping[str, Any] | None = None
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The decoding of ``task.decoding_grid`` (each entry on top of ``base``) with the best
-    ``task.primary_metric`` on the VALIDATION split (ties: the earlier, simpler entry), and one row per
-    entry (decoding, score). ``(base, [])`` for a task without a grid or data without validation."""
+    """The decoding of ``task.decoding_grid`` (each entry on top of ``base``) chosen on VALIDATION, and
+    one row per entry: ``{"decoding", "criterion", "by_split", "floor"}``. Ties: the earlier, simpler
+    entry. ``(base, [])`` for a task without a grid or data without its selection splits.
+
+    Each of ``task.selection_splits(data)`` is scored on its own with ``task.primary_metric``. With a
+    ``task.selection_floor`` (k2q: the keyword query echoed) the criterion is the WORST split's gain over
+    that floor: a decoding that wins on one source of queries but loses to the trivial output on another
+    (k2q: QALD questions vs users' TREC topics) is not chosen over one that beats it on both; without a
+    floor, the mean of the splits' scores."""
     task = data.task
-    grid = tuple(getattr(task, "decoding_grid", ()) or ())
-    if not grid or "validation" not in data.splits:
+    grid = tuple(task.decoding_grid or ())
+    names = tuple(name for name in task.selection_splits(data) if name in data.splits)
+    if not grid or not names:
         return dict(base or {}), []
-    sources = data.sources("validation")
-    references = data.references("validation")
+    metric = task.primary_metric
+
+    def score(name: str, outputs: Sequence[Any]) -> float:
+        return task.score(outputs, data.references(name), data.sources(name))[metric]
+
+    floors = {name: task.selection_floor(data.sources(name)) for name in names}
+    floor = {name: score(name, outputs) for name, outputs in floors.items() if outputs is not None}
     rows = []
     for candidate in grid:
         decoding = {**dict(base or {}), **candidate}
-        outputs = task.predict(model, data.tokenizer, sources, **decoding)
-        rows.append(
-            {
-                "decoding": decoding,
-                task.primary_metric: task.score(outputs, references, sources)[task.primary_metric],
-            }
-        )
-    best = max(rows, key=lambda row: row[task.primary_metric])  # max keeps the first of equal scores
+        by_split = {
+            name: score(name, task.predict(model, data.tokenizer, data.sources(name), **decoding))
+            for name in names
+        }
+        if floor:
+            criterion = min(by_split[name] - floor[name] for name in names)
+        else:
+            criterion = sum(by_split.values()) / len(by_split)
+        rows.append({"decoding": decoding, "criterion": criterion, "by_split": by_split, "floor": floor})
+    best = max(rows, key=lambda row: row["criterion"])  # max keeps the first of equal scores
     return dict(best["decoding"]), rows
 
 

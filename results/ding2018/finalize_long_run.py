@@ -1,12 +1,12 @@
-"""Finish the long CopyNet + human pairs run of results/ding2018/NOTES.md and score it (run once).
+"""Score a long ding2018 CopyNet run (``train --system ding2018/<row>``) of results/ding2018/NOTES.md.
 
-``hf-querygen train --system ding2018/copynet_human --seed 0 --time-limit 62`` was started from a
-snapshot of the code that predates the decoding choice on validation (training.choose_decoding); this
-script applies that same function to the saved model (grid on the VALIDATION split: T_0 train +
-validation and the reversed nl2kw validation), saves the choice as config.task_decoding, then scores
-the model (chosen decoding, and plain greedy for comparison) and the trivial rows (keyword query
-echoed, most frequent question frame of the synthetic pairs) on validation, T_0 test and the reversed
-nl2kw test. Nothing is chosen on a test split.
+The decoding is chosen again with :func:`hf_querygen.training.choose_decoding` on the two VALIDATION
+sources apart (T_0 validation, reversed nl2kw validation: the worst source's gain over the echoed keyword
+query decides; a run started from older code chose it on the pooled split) and saved as
+``config.task_decoding``; then the model (chosen decoding, and plain greedy for comparison) and the
+trivial rows (keyword query echoed, most frequent question frame of the synthetic pairs) are scored on
+validation, T_0 test and the reversed nl2kw test, with paired randomization tests against the trivial
+rows. Nothing is chosen on a test split.
 
     python results/ding2018/finalize_long_run.py MODEL_DIR OUT_JSON [BUDGET]
 """
@@ -24,9 +24,11 @@ import torch
 from hf_querygen.baselines.k2q import FrameBaseline, echo_keyword_queries
 from hf_querygen.experiments.ding2018 import GREEDY
 from hf_querygen.experiments.runner import training_recipe
+from hf_querygen.metrics.retrieval import paired_test
+from hf_querygen.metrics.rouge import rouge_per_example
+from hf_querygen.model_folder import load_trained
 from hf_querygen.tasks.base import TaskData
 from hf_querygen.tasks.k2q import K2Q, k2q_scores
-from hf_querygen.model_folder import load_trained
 from hf_querygen.training import TRAINING_METADATA_FILE, choose_decoding, save_model_folder
 
 QUERIES = [
@@ -42,28 +44,43 @@ def main(model_dir: str, out_json: str, budget: str | None = None) -> None:
     torch.set_num_threads(1)
     started = time.time()
     model, tokenizer, metadata = load_trained(model_dir)
-    recipe = training_recipe("ding2018/copynet_human", budget)
+    system = metadata["system"]  # ding2018/copynet_human or ding2018/copynet
+    row = system.split("/")[1]
+    recipe = training_recipe(system, budget)
     splits = recipe.splits
     validation = datasets.concatenate_datasets([splits["validation"], splits["nl2kw_validation"]])
-    data = TaskData(K2Q, datasets.DatasetDict(validation=validation), tokenizer)
+    # the decoding is chosen on the two validation sources apart (K2QTask.selection_splits: the worst
+    # source's gain over the echoed keyword query decides)
+    selection = {"t0_validation": splits["validation"], "nl2kw_validation": splits["nl2kw_validation"]}
+    data = TaskData(K2Q, datasets.DatasetDict(validation=validation, **selection), tokenizer)
     chosen, rows = choose_decoding(model, data, GREEDY)
     evaluation: dict = {"decoding": chosen, "decoding_selection": rows, "rows": {}}
     frame = FrameBaseline.from_pairs(splits["train"]["keyword_query"], splits["train"]["question"])
     evaluation["frame"] = frame.frame
     # validation: the trivial rows here; the model's validation ROUGE-L is the grid's (decoding_selection)
-    named = {"validation": validation, "t0": splits["t0"], "nl2kw": splits["nl2kw"]}
+    named = {"validation": validation, **selection, "t0": splits["t0"], "nl2kw": splits["nl2kw"]}
     for name, split in named.items():
         sources, references = split["keyword_query"], [list(r) for r in split["references"]]
         outputs = {"echo": echo_keyword_queries(sources), "frame": frame.generate(sources)}
-        if name != "validation":
-            outputs["copynet_human"] = K2Q.predict(model, tokenizer, sources, **chosen)
-            outputs["copynet_human_greedy"] = K2Q.predict(model, tokenizer, sources, **GREEDY)
+        if name in ("t0", "nl2kw"):
+            outputs[row] = K2Q.predict(model, tokenizer, sources, **chosen)
+            outputs[f"{row}_greedy"] = K2Q.predict(model, tokenizer, sources, **GREEDY)
             evaluation.setdefault("examples", {})[name] = [
                 {"keyword_query": s, "question": q, "references": r}
-                for s, q, r in list(zip(sources, outputs["copynet_human"], references, strict=True))[:12]
+                for s, q, r in list(zip(sources, outputs[row], references, strict=True))[:12]
             ]
-        for row, predicted in outputs.items():
-            evaluation["rows"].setdefault(row, {})[name] = k2q_scores(predicted, references)
+        for output_row, predicted in outputs.items():
+            evaluation["rows"].setdefault(output_row, {})[name] = k2q_scores(predicted, references)
+        if name in ("t0", "nl2kw"):  # paired randomization tests of per-query ROUGE-L F (max over refs)
+            per_query = {
+                output_row: [r["rougeL_f_max"] for r in rouge_per_example(predicted, references)]
+                for output_row, predicted in outputs.items()
+            }
+            evaluation.setdefault("paired_tests", {})[name] = {
+                f"{model_row} vs {floor}": paired_test(per_query[model_row], per_query[floor])
+                for model_row in (row, f"{row}_greedy")
+                for floor in ("echo", "frame")
+            }
     evaluation["queries"] = {
         q: K2Q.predict(model, tokenizer, [q], return_scores=True, **chosen)[0] for q in QUERIES
     }
@@ -72,7 +89,8 @@ def main(model_dir: str, out_json: str, budget: str | None = None) -> None:
         **metadata,
         "decoding": chosen,
         "decoding_selection": rows,
-        "decoding_note": "chosen after training by training.choose_decoding (finalize_long_run.py)",
+        "decoding_note": "chosen after training by training.choose_decoding on the two validation "
+        "sources apart (finalize_long_run.py)",
     }
     log_history = Path(model_dir, "log_history.json").read_text()
     save_model_folder(model, tokenizer, model_dir, metadata, overwrite=True)

@@ -1,0 +1,78 @@
+"""choose_decoding: the decoding grid is scored on each selection split; with a floor (k2q: the keyword
+query echoed) the worst split's gain over it decides, so a decoding that wins big on one source of
+queries but only ties the trivial output on another is not chosen over one that beats it on both."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import datasets
+
+from hf_querygen.tasks.base import Task, TaskData
+from hf_querygen.training import choose_decoding
+
+#: decoding mode -> split -> how many of the split's 4 examples it gets right (the first ones)
+RIGHT = {"big-on-a": {"a": 4, "b": 2}, "even": {"a": 2, "b": 3}, "small": {"a": 1, "b": 1}}
+#: the trivial output (the floor) is right on the first 2 examples of b
+FLOOR_RIGHT = {"a": 0, "b": 2}
+
+
+class _ToyTask(Task):
+    name = "toy-selection"
+    source_column = "source"
+    reference_column = "target"
+    primary_metric = "accuracy"
+    decoding_grid = tuple({"mode": mode} for mode in RIGHT)
+
+    def __init__(self, floor: bool) -> None:
+        self.floor = floor
+
+    def selection_splits(self, data: TaskData) -> tuple[str, ...]:
+        return ("a", "b", "not-in-the-data")
+
+    def selection_floor(self, sources: list[str]) -> list[str] | None:
+        return [_answer(s, FLOOR_RIGHT) for s in sources] if self.floor else None
+
+    def predict(self, model: Any, tokenizer: Any, inputs: list[str], **decoding: Any) -> list[str]:
+        return [_answer(s, RIGHT[decoding["mode"]]) for s in inputs]
+
+    def score(self, predictions: list[str], references: list[str], sources: list[str]) -> dict[str, float]:
+        right = sum(p == r for p, r in zip(predictions, references, strict=True))
+        return {"accuracy": right / len(references)}
+
+
+def _answer(source: str, right: dict[str, int]) -> str:
+    split, index = source.split(":")
+    return f"gold {source}" if int(index) < right[split] else source
+
+
+def _data(task: Task) -> TaskData:
+    splits = {
+        name: datasets.Dataset.from_dict(
+            {"source": [f"{name}:{i}" for i in range(4)], "target": [f"gold {name}:{i}" for i in range(4)]}
+        )
+        for name in ("a", "b")
+    }
+    return TaskData(task, datasets.DatasetDict(splits), tokenizer=None)
+
+
+def test_with_a_floor_the_worst_splits_gain_over_it_decides():
+    chosen, rows = choose_decoding(None, _data(_ToyTask(floor=True)), {"num_beams": 1})
+    by_mode = {row["decoding"]["mode"]: row for row in rows}
+    assert by_mode["big-on-a"]["by_split"] == {"a": 1.0, "b": 0.5}
+    assert by_mode["big-on-a"]["floor"] == {"a": 0.0, "b": 0.5}
+    # gains: big-on-a (1.0, 0.0) -> 0.0; even (0.5, 0.25) -> 0.25; small (0.25, -0.25) -> -0.25
+    assert [row["criterion"] for row in rows] == [0.0, 0.25, -0.25]
+    assert chosen == {"num_beams": 1, "mode": "even"}
+
+
+def test_without_a_floor_the_mean_of_the_splits_decides():
+    chosen, rows = choose_decoding(None, _data(_ToyTask(floor=False)))
+    assert [row["criterion"] for row in rows] == [0.75, 0.625, 0.25]
+    assert chosen == {"mode": "big-on-a"} and rows[0]["floor"] == {}
+
+
+def test_no_grid_or_no_selection_split_keeps_the_base_decoding():
+    task = _ToyTask(floor=True)
+    empty = TaskData(task, datasets.DatasetDict(), tokenizer=None)
+    assert choose_decoding(None, empty, {"num_beams": 2}) == ({"num_beams": 2}, [])
