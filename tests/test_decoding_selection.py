@@ -4,6 +4,7 @@ queries but only ties the trivial output on another is not chosen over one that 
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import datasets
@@ -34,6 +35,10 @@ class _ToyTask(Task):
         return [_answer(s, FLOOR_RIGHT) for s in sources] if self.floor else None
 
     def predict(self, model: Any, tokenizer: Any, inputs: list[str], **decoding: Any) -> list[str]:
+        # like K2QTask.predict: the model's saved decoding is the default the call's arguments override
+        decoding = {**(getattr(getattr(model, "config", None), "task_decoding", None) or {}), **decoding}
+        if decoding.get("all_right"):
+            return [f"gold {s}" for s in inputs]
         return [_answer(s, RIGHT[decoding["mode"]]) for s in inputs]
 
     def score(self, predictions: list[str], references: list[str], sources: list[str]) -> dict[str, float]:
@@ -76,3 +81,10 @@ def test_no_grid_or_no_selection_split_keeps_the_base_decoding():
     task = _ToyTask(floor=True)
     empty = TaskData(task, datasets.DatasetDict(), tokenizer=None)
     assert choose_decoding(None, empty, {"num_beams": 2}) == ({"num_beams": 2}, [])
+
+
+def test_a_decoding_saved_with_the_model_does_not_fill_in_the_candidates():
+    model = SimpleNamespace(config=SimpleNamespace(task_decoding={"all_right": True, "mode": "small"}))
+    chosen, rows = choose_decoding(model, _data(_ToyTask(floor=True)))
+    assert [row["criterion"] for row in rows] == [0.0, 0.25, -0.25] and chosen == {"mode": "even"}
+    assert model.config.task_decoding == {"all_right": True, "mode": "small"}  # restored; the caller saves

@@ -273,18 +273,28 @@ def choose_decoding(
 
     floors = {name: task.selection_floor(data.sources(name)) for name in names}
     floor = {name: score(name, outputs) for name, outputs in floors.items() if outputs is not None}
-    rows = []
-    for candidate in grid:
-        decoding = {**dict(base or {}), **candidate}
-        by_split = {
-            name: score(name, task.predict(model, data.tokenizer, data.sources(name), **decoding))
-            for name in names
-        }
-        if floor:
-            criterion = min(by_split[name] - floor[name] for name in names)
-        else:
-            criterion = sum(by_split.values()) / len(by_split)
-        rows.append({"decoding": decoding, "criterion": criterion, "by_split": by_split, "floor": floor})
+    # each candidate is measured as itself: a decoding saved earlier (config.task_decoding, the default
+    # of Task.predict) must not fill in the keys a candidate leaves out
+    config = getattr(model, "config", None)
+    saved = getattr(config, "task_decoding", None)
+    if config is not None:
+        config.task_decoding = None
+    try:
+        rows = []
+        for candidate in grid:
+            decoding = {**dict(base or {}), **candidate}
+            by_split = {
+                name: score(name, task.predict(model, data.tokenizer, data.sources(name), **decoding))
+                for name in names
+            }
+            if floor:
+                criterion = min(by_split[name] - floor[name] for name in names)
+            else:
+                criterion = sum(by_split.values()) / len(by_split)
+            rows.append({"decoding": decoding, "criterion": criterion, "by_split": by_split, "floor": floor})
+    finally:
+        if config is not None:
+            config.task_decoding = saved
     best = max(rows, key=lambda row: row["criterion"])  # max keeps the first of equal scores
     return dict(best["decoding"]), rows
 

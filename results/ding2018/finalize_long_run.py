@@ -54,6 +54,8 @@ def main(model_dir: str, out_json: str, budget: str | None = None) -> None:
     selection = {"t0_validation": splits["validation"], "nl2kw_validation": splits["nl2kw_validation"]}
     data = TaskData(K2Q, datasets.DatasetDict(validation=validation, **selection), tokenizer)
     chosen, rows = choose_decoding(model, data, GREEDY)
+    # the test decodings below are what the saved model gives: the choice is its default from here on
+    model.config.task_decoding = dict(chosen)
     evaluation: dict = {"decoding": chosen, "decoding_selection": rows, "rows": {}}
     frame = FrameBaseline.from_pairs(splits["train"]["keyword_query"], splits["train"]["question"])
     evaluation["frame"] = frame.frame
@@ -63,8 +65,10 @@ def main(model_dir: str, out_json: str, budget: str | None = None) -> None:
         sources, references = split["keyword_query"], [list(r) for r in split["references"]]
         outputs = {"echo": echo_keyword_queries(sources), "frame": frame.generate(sources)}
         if name in ("t0", "nl2kw"):
-            outputs[row] = K2Q.predict(model, tokenizer, sources, **chosen)
+            outputs[row] = K2Q.predict(model, tokenizer, sources)  # the saved default decoding
+            model.config.task_decoding = None
             outputs[f"{row}_greedy"] = K2Q.predict(model, tokenizer, sources, **GREEDY)
+            model.config.task_decoding = dict(chosen)
             evaluation.setdefault("examples", {})[name] = [
                 {"keyword_query": s, "question": q, "references": r}
                 for s, q, r in list(zip(sources, outputs[row], references, strict=True))[:12]
@@ -81,9 +85,7 @@ def main(model_dir: str, out_json: str, budget: str | None = None) -> None:
                 for model_row in (row, f"{row}_greedy")
                 for floor in ("echo", "frame")
             }
-    evaluation["queries"] = {
-        q: K2Q.predict(model, tokenizer, [q], return_scores=True, **chosen)[0] for q in QUERIES
-    }
+    evaluation["queries"] = {q: K2Q.predict(model, tokenizer, [q], return_scores=True)[0] for q in QUERIES}
     model.config.task_decoding = dict(chosen)
     metadata = {
         **metadata,
@@ -92,9 +94,10 @@ def main(model_dir: str, out_json: str, budget: str | None = None) -> None:
         "decoding_note": "chosen after training by training.choose_decoding on the two validation "
         "sources apart (finalize_long_run.py)",
     }
-    log_history = Path(model_dir, "log_history.json").read_text()
-    save_model_folder(model, tokenizer, model_dir, metadata, overwrite=True)
-    Path(model_dir, "log_history.json").write_text(log_history)
+    log_file = Path(model_dir, "log_history.json")
+    log_history = json.loads(log_file.read_text())
+    log_file.unlink()  # written again by save_model_folder (an older run of this script wrote it after)
+    save_model_folder(model, tokenizer, model_dir, metadata, overwrite=True, log_history=log_history)
     assert json.loads(Path(model_dir, TRAINING_METADATA_FILE).read_text())["decoding"] == chosen
     evaluation["seconds"] = round(time.time() - started, 1)
     Path(out_json).write_text(json.dumps(evaluation, indent=1, default=str) + "\n")
