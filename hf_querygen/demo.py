@@ -100,7 +100,7 @@ def load_documents(
             raise InvalidInputError(f"demo: {path} has no documents (one per line)")
         return documents
     from .corpora import resolve_data_dir
-    from .corpora.q2id import nfcorpus_test_collection
+    from .corpora._q2id_nfcorpus import nfcorpus_test_collection
 
     return nfcorpus_test_collection(resolve_data_dir(data_dir), "dev")["documents"]
 

@@ -15,7 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from hf_querygen.corpora import _qald, nl2kw, q2id, wikianswers
+from hf_querygen.corpora import _q2id_nfcorpus as nfcorpus
+from hf_querygen.corpora import _q2id_semeval as semeval
+from hf_querygen.corpora import _qald, nl2kw, wikianswers
 from hf_querygen.corpora import webis_qsec_10 as webis
 from hf_querygen.corpora._base import ParseLog
 
@@ -360,8 +362,8 @@ def file_types(real_data_dir: Path) -> list[FileType]:
         ),
         FileType(
             "semeval2015-xml",
-            q2id.SEMEVAL2015_XML,
-            lambda d, log: q2id.read_semeval2015(d, log),
+            semeval.SEMEVAL2015_XML,
+            lambda d, log: semeval.read_semeval2015(d, log),
             "xml",
             "error",
             record_tag="Question",
@@ -369,8 +371,8 @@ def file_types(real_data_dir: Path) -> list[FileType]:
         ),
         FileType(
             "semeval2016-xml",
-            q2id.SEMEVAL2016_XML["dev"],
-            lambda d, log: q2id.read_semeval2016_xml(d, "dev", log),
+            semeval.SEMEVAL2016_XML["dev"],
+            lambda d, log: semeval.read_semeval2016_xml(d, "dev", log),
             "xml",
             "error",
             record_tag="OrgQuestion",
@@ -378,29 +380,29 @@ def file_types(real_data_dir: Path) -> list[FileType]:
         ),
         FileType(
             "semeval2016-csv",
-            q2id.SEMEVAL2016_TEST_CSV["related"],
-            lambda d, log: q2id.read_semeval2016_test_csv(d, "related", log),
+            semeval.SEMEVAL2016_TEST_CSV["related"],
+            lambda d, log: semeval.read_semeval2016_test_csv(d, "related", log),
             "csv",
             "kept",
         ),
         FileType(
             "nfcorpus-ids",
             "nfcorpus/dev.vid-titles.queries",
-            lambda d, log: q2id.read_nfcorpus_split(d, "dev", log),
+            lambda d, log: nfcorpus.read_nfcorpus_split(d, "dev", log),
             "lines",
             "error",
         ),
         FileType(
             "nfcorpus-docs",
             "nfcorpus/dev.docs",
-            lambda d, log: q2id.read_nfcorpus_split(d, "dev", log),
+            lambda d, log: nfcorpus.read_nfcorpus_split(d, "dev", log),
             "lines",
             "error",
         ),
         FileType(
             "nfcorpus-qrels",
             "nfcorpus/dev.2-1-0.qrel",
-            lambda d, log: q2id.read_nfcorpus_split(d, "dev", log),
+            lambda d, log: nfcorpus.read_nfcorpus_split(d, "dev", log),
             "lines",
             "error",
         ),

@@ -9,7 +9,8 @@ import warnings
 import pytest
 from _corpus_testing import data_dir_with
 
-from hf_querygen.corpora import load_corpus, q2id
+from hf_querygen.corpora import _q2id_nfcorpus as nfcorpus
+from hf_querygen.corpora import load_corpus
 from hf_querygen.corpora._base import (
     ParseLog,
     build_summary,
@@ -84,7 +85,7 @@ def test_nfcorpus_file_cut_short_is_blamed_on_itself(data_dir, tmp_path):
     lines = (data_dir / rel).read_bytes().split(b"\n")
     broken = data_dir_with(data_dir, tmp_path / "data", {rel: b"\n".join(lines[:50]) + b"\n"})
     with pytest.raises(CorpusFormatError) as info:
-        q2id.read_nfcorpus_split(broken, "dev", ParseLog())
+        nfcorpus.read_nfcorpus_split(broken, "dev", ParseLog())
     assert str(info.value.path).endswith(rel) and info.value.line == 51
     assert "looks truncated" in info.value.reason
 

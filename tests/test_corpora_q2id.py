@@ -10,7 +10,17 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hf_querygen.corpora import CorpusFormatError, ParseLog, build_dataset_folder, load_corpus, q2id
+from hf_querygen.corpora import (
+    CorpusFormatError,
+    ParseLog,
+    build_dataset_folder,
+    load_corpus,
+    normalize_for_matching,
+    q2id,
+)
+from hf_querygen.corpora import _q2id_nfcorpus as nfcorpus
+from hf_querygen.corpora import _q2id_records as q2id_records
+from hf_querygen.corpora import _q2id_semeval as semeval
 from hf_querygen.corpora._base import collapse_whitespace, dataset_folder
 
 # The numbers written in dataset_scripts/q2id/README.md.
@@ -82,8 +92,8 @@ def test_quadruples_follow_the_paper(built):
             for document in example["relevant_documents"] + example["irrelevant_documents"]:
                 assert document["sentences"] and all(s and s == s.strip() for s in document["sentences"])
             key = (
-                q2id.normalize_for_matching(example["query"]),
-                q2id.normalize_for_matching(example["description"]),
+                normalize_for_matching(example["query"]),
+                normalize_for_matching(example["description"]),
             )
             assert key not in keys, f"duplicate question {example['id']}"
             keys.add(key)
@@ -204,17 +214,17 @@ def test_hub_folder_loads_like_load_corpus(built, data_dir, tmp_path):
 # ---------------------------------------------------------------- sentence splitting and words
 def test_split_sentences_rules():
     text = 'Hi Dr. Smith, see e.g. the J. Doe post.. It works!! Really?\nNew line "quoted." end'
-    assert q2id.split_sentences(text) == [
+    assert q2id_records.split_sentences(text) == [
         "Hi Dr. Smith, see e.g. the J. Doe post..",
         "It works!!",
         "Really?",
         'New line "quoted."',
         "end",
     ]
-    assert q2id.split_sentences("version 2.5 costs 8.000 QAR; www.qatarliving.com ok") == [
+    assert q2id_records.split_sentences("version 2.5 costs 8.000 QAR; www.qatarliving.com ok") == [
         "version 2.5 costs 8.000 QAR; www.qatarliving.com ok"
     ]
-    assert q2id.split_sentences(" \n\t ") == []
+    assert q2id_records.split_sentences(" \n\t ") == []
 
 
 @pytest.mark.parametrize(
@@ -228,20 +238,22 @@ def test_split_sentences_rules():
     ],
 )
 def test_split_sentences_keeps_every_word(text):
-    assert " ".join(q2id.split_sentences(text)) == collapse_whitespace(text)
+    assert " ".join(q2id_records.split_sentences(text)) == collapse_whitespace(text)
 
 
 def test_split_nfcorpus_document():
-    assert q2id.split_nfcorpus_document("statin study pubmed ncbi abstract aims  num study abstract x") == [
+    text = "statin study pubmed ncbi abstract aims  num study abstract x"
+    assert nfcorpus.split_nfcorpus_document(text) == [
         "statin study pubmed ncbi",
         "abstract aims num study abstract x",
     ]
-    assert q2id.split_nfcorpus_document("title only summary text") == ["title only summary text"]
-    assert q2id.split_nfcorpus_document("abstract first") == ["abstract first"]
+    assert nfcorpus.split_nfcorpus_document("title only summary text") == ["title only summary text"]
+    assert nfcorpus.split_nfcorpus_document("abstract first") == ["abstract first"]
 
 
 def test_paper_words():
-    assert q2id.paper_words("Visa 2015 for Qatar, café 3rd") == ["visa", "for", "qatar,", "caf", "3rd"]
+    words = q2id_records.paper_words("Visa 2015 for Qatar, café 3rd")
+    assert words == ["visa", "for", "qatar,", "caf", "3rd"]
 
 
 # ---------------------------------------------------------------- corrupted copies
@@ -280,13 +292,13 @@ def assert_error_at(err: pytest.ExceptionInfo, path: Path, line: int, reason: st
 
 def test_semeval2015_malformed_xml(data_dir, tmp_path):
     root, path, line = corrupted_copy(
-        data_dir, tmp_path, q2id.SEMEVAL2015_XML, b"</QSubject>", b"</QSubj>", 11
+        data_dir, tmp_path, semeval.SEMEVAL2015_XML, b"</QSubject>", b"</QSubj>", 11
     )
     with pytest.raises(CorpusFormatError) as err:
-        q2id.read_semeval2015(root, ParseLog())
+        semeval.read_semeval2015(root, ParseLog())
     assert_error_at(err, path, line, "malformed XML: mismatched tag")
     log = ParseLog(strict=False)
-    records = q2id.read_semeval2015(root, log)
+    records = semeval.read_semeval2015(root, log)
     assert len(records) == 10 and len(log.errors) == 1  # the questions before the break are kept
 
 
@@ -294,13 +306,13 @@ def test_semeval2015_unknown_label_in_reader_and_load_corpus(built, data_dir, tm
     # The sixth Good comment belongs to Q2603, a training query of the real build.
     assert "semeval2015/dev/Q2603" in built["semeval"][0]["train"]["id"]
     root, path, line = corrupted_copy(
-        data_dir, tmp_path, q2id.SEMEVAL2015_XML, b'CGOLD="Good"', b'CGOLD="Great"', 6
+        data_dir, tmp_path, semeval.SEMEVAL2015_XML, b'CGOLD="Good"', b'CGOLD="Great"', 6
     )
     with pytest.raises(CorpusFormatError) as err:
-        q2id.read_semeval2015(root, ParseLog())
+        semeval.read_semeval2015(root, ParseLog())
     assert_error_at(err, path, line, "unknown CGOLD label: 'Great'")
     log = ParseLog(strict=False)
-    assert len(q2id.read_semeval2015(root, log)) == 299 and len(log.errors) == 1
+    assert len(semeval.read_semeval2015(root, log)) == 299 and len(log.errors) == 1
 
     with pytest.raises(CorpusFormatError, match=re.escape(f"{path}:{line}:")):
         load_corpus("q2id", "semeval", data_dir=root)
@@ -320,41 +332,41 @@ def test_semeval2015_unknown_label_in_reader_and_load_corpus(built, data_dir, tm
 
 def test_semeval2015_unexpected_element(data_dir, tmp_path):
     root, path, line = corrupted_copy(
-        data_dir, tmp_path, q2id.SEMEVAL2015_XML, b"<root>\r\n", b"<root>\r\n<Note/>\r\n"
+        data_dir, tmp_path, semeval.SEMEVAL2015_XML, b"<root>\r\n", b"<root>\r\n<Note/>\r\n"
     )
     with pytest.raises(CorpusFormatError) as err:
-        q2id.read_semeval2015(root, ParseLog())
+        semeval.read_semeval2015(root, ParseLog())
     assert_error_at(err, path, line + 1, "unexpected <Note> element (expected <Question>)")
     log = ParseLog(strict=False)
-    assert len(q2id.read_semeval2015(root, log)) == 300 and len(log.errors) == 1
+    assert len(semeval.read_semeval2015(root, log)) == 300 and len(log.errors) == 1
 
 
 def test_semeval2016_original_question_changes_text(data_dir, tmp_path):
-    relative = q2id.SEMEVAL2016_XML["train-part2"]
+    relative = semeval.SEMEVAL2016_XML["train-part2"]
     content = (data_dir / relative).read_bytes()
     start = nth_index(content, b"<OrgQSubject>", 2)
     subject = content[start : content.index(b"</OrgQSubject>", start)]
     root, path, line = corrupted_copy(data_dir, tmp_path, relative, subject, subject + b" (edited)", 2)
     with pytest.raises(CorpusFormatError) as err:
-        q2id.read_semeval2016_xml(root, "train-part2", ParseLog())
+        semeval.read_semeval2016_xml(root, "train-part2", ParseLog())
     first_line = line_at(content, content.index(b"<OrgQuestion "))
     assert_error_at(err, path, line - 1, f"has another subject or body than at line {first_line}")
 
 
 def test_semeval2016_missing_element(data_dir, tmp_path):
-    relative = q2id.SEMEVAL2016_XML["dev"]
+    relative = semeval.SEMEVAL2016_XML["dev"]
     content = (data_dir / relative).read_bytes()
     start = nth_index(content, b"<OrgQBody>", 4)  # the fourth thread element of the first question
     body = content[start : content.index(b"</OrgQBody>", start) + len(b"</OrgQBody>")]
     root, path, _ = corrupted_copy(data_dir, tmp_path, relative, body, b"", 4)
     element_line = line_at(content, content.rindex(b"<OrgQuestion ", 0, start))
     with pytest.raises(CorpusFormatError) as err:
-        q2id.read_semeval2016_xml(root, "dev", ParseLog())
+        semeval.read_semeval2016_xml(root, "dev", ParseLog())
     assert_error_at(
         err, path, element_line, "<OrgQuestion> must have exactly one <OrgQBody> element, found 0"
     )
     log = ParseLog(strict=False)
-    originals, related = q2id.read_semeval2016_xml(root, "dev", log)
+    originals, related = semeval.read_semeval2016_xml(root, "dev", log)
     assert (len(originals), len(related), len(log.errors)) == (50, 499, 1)
     assert len(originals[0].relevant_documents) + len(originals[0].irrelevant_documents) == 90
 
@@ -369,12 +381,12 @@ def test_semeval2016_missing_element(data_dir, tmp_path):
     ],
 )
 def test_semeval2016_test_csv(data_dir, tmp_path, old, new, reason):
-    root, path, line = corrupted_copy(data_dir, tmp_path, q2id.SEMEVAL2016_TEST_CSV["related"], old, new)
+    root, path, line = corrupted_copy(data_dir, tmp_path, semeval.SEMEVAL2016_TEST_CSV["related"], old, new)
     with pytest.raises(CorpusFormatError) as err:
-        q2id.read_semeval2016_test_csv(root, "related", ParseLog())
+        semeval.read_semeval2016_test_csv(root, "related", ParseLog())
     assert_error_at(err, path, line, reason)
     log = ParseLog(strict=False)
-    records = q2id.read_semeval2016_test_csv(root, "related", log)
+    records = semeval.read_semeval2016_test_csv(root, "related", log)
     assert len(log.errors) == 1
     comments = sum(len(r.relevant_documents) + len(r.irrelevant_documents) for r in records)
     assert comments == 6840 - (line > 1)  # a bad data row is skipped; after a bad header all rows are read
@@ -406,10 +418,10 @@ def test_nfcorpus_malformed_lines(data_dir, tmp_path, relative, old, new, reason
     root, path, line = corrupted_copy(data_dir, tmp_path, relative, old, new)
     split = relative.split("/")[1].split(".")[0]
     with pytest.raises(CorpusFormatError) as err:
-        q2id.read_nfcorpus_split(root, split, ParseLog())
+        nfcorpus.read_nfcorpus_split(root, split, ParseLog())
     assert_error_at(err, path, line, reason)
     log = ParseLog(strict=False)
-    q2id.read_nfcorpus_split(root, split, log)
+    nfcorpus.read_nfcorpus_split(root, split, log)
     assert len(log.errors) == errors
 
 
@@ -423,7 +435,7 @@ def test_nfcorpus_malformed_lines(data_dir, tmp_path, relative, old, new, reason
 def test_nfcorpus_malformed_document_line(data_dir, tmp_path, new, reason):
     root, path, line = corrupted_copy(data_dir, tmp_path, "nfcorpus/dev.docs", b"MED-118\talkylphenols", new)
     with pytest.raises(CorpusFormatError) as err:
-        q2id.read_nfcorpus_split(root, "dev", ParseLog())
+        nfcorpus.read_nfcorpus_split(root, "dev", ParseLog())
     assert_error_at(err, path, line, reason)
     # Lenient: the document is skipped, so each judgment of it is an error of its own.
     judgments = sum(
@@ -432,7 +444,7 @@ def test_nfcorpus_malformed_document_line(data_dir, tmp_path, new, reason):
         for row in (data_dir / "nfcorpus" / name).read_text(encoding="utf-8").splitlines()
     )
     log = ParseLog(strict=False)
-    records = q2id.read_nfcorpus_split(root, "dev", log)
+    records = nfcorpus.read_nfcorpus_split(root, "dev", log)
     assert judgments > 0 and len(log.errors) == 1 + judgments
     assert len(records) == 102
     assert all(d.doc_id != "MED-118" for r in records for d in r.relevant_documents + r.irrelevant_documents)
@@ -446,8 +458,8 @@ def test_nfcorpus_description_missing(data_dir, tmp_path):
     titles = root / "nfcorpus/dev.vid-titles.queries"
     title_line = line_at(titles.read_bytes(), titles.read_bytes().index(b"PLAIN-2449\t"))
     with pytest.raises(CorpusFormatError) as err:
-        q2id.read_nfcorpus_split(root, "dev", ParseLog())
+        nfcorpus.read_nfcorpus_split(root, "dev", ParseLog())
     assert_error_at(err, titles, title_line, "PLAIN-2449 has no line in dev.vid-desc.queries")
     log = ParseLog(strict=False)
-    records = q2id.read_nfcorpus_split(root, "dev", log)
+    records = nfcorpus.read_nfcorpus_split(root, "dev", log)
     assert len(records) == 101 and "nfcorpus/dev/PLAIN-2449" not in {r.id for r in records}

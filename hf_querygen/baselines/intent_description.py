@@ -4,8 +4,8 @@
   paper extracts ONE sentence from the relevant documents as the description; we run sumy's
   implementations over the relevant mega-document. sumy's own tokenizer needs NLTK's punkt data, which
   is not installed (and not wanted): :class:`LibraryTokenizer` gives sumy the library's sentence splitter
-  (:func:`hf_querygen.corpora.q2id.split_sentences`) and word splitter
-  (:func:`hf_querygen.corpora.q2id.paper_words`, the paper's lower-cased white-space words).
+  (:func:`hf_querygen.corpora._q2id_records.split_sentences`) and word splitter
+  (:func:`hf_querygen.corpora._q2id_records.paper_words`, the paper's lower-cased white-space words).
 - copy the query (extra row): the description is the query itself.
 - ORACLE best single relevant sentence (extra row, an upper bound for any one-sentence extractor, not a
   system): the relevant sentence with the highest ROUGE against the reference description.
@@ -21,7 +21,7 @@ import string
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ..corpora.q2id import paper_words, split_sentences
+from ..corpora._q2id_records import paper_words, split_sentences
 from ..errors import InvalidInputError
 from ..utils import require_extra
 

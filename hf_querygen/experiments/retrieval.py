@@ -62,9 +62,9 @@ SYSTEM_LABELS = {
 # ---------------------------------------------------------------- data
 def load_nfcorpus_split(data_dir: Path, split: str) -> dict[str, Any]:
     """Documents, vid-desc / vid-titles / titles queries and 2-1-0 qrels of one NFCorpus split, read by
-    the corpus module (:func:`hf_querygen.corpora.q2id.nfcorpus_test_collection`; a malformed line raises
-    naming file and line)."""
-    from hf_querygen.corpora.q2id import nfcorpus_test_collection
+    the corpus layer (:func:`hf_querygen.corpora._q2id_nfcorpus.nfcorpus_test_collection`; a malformed
+    line raises naming file and line)."""
+    from hf_querygen.corpora._q2id_nfcorpus import nfcorpus_test_collection
 
     return nfcorpus_test_collection(data_dir, split)
 

@@ -16,7 +16,10 @@ a property test checks the two against each other.
 
 from __future__ import annotations
 
+import operator
 import string
+
+import numpy as np
 
 from hf_querygen.corpora._base import normalize_for_matching
 
@@ -112,3 +115,23 @@ def analyze_chunk(texts: list[str]) -> tuple[list[str], list[str], list[int] | N
         return joined.split(), index_texts, None
     flat_terms = [text.split() for text in index_texts]
     return [term for terms in flat_terms for term in terms], index_texts, [len(t) for t in flat_terms]
+
+
+def chunk_term_ids(vocab: dict[str, int], terms: list[str], marked: bool) -> np.ndarray:
+    """Ids of ``terms`` (:func:`analyze_chunk`'s ``flat``, every term in ``vocab``) in one C-level lookup;
+    with ``marked`` the document marks among them get -1 (a real term spelled like the mark, from an
+    earlier chunk, keeps its id)."""
+    if not terms:
+        return np.zeros(0, dtype=np.int32)
+    real = vocab.get(DOCUMENT_MARK)
+    if marked:
+        vocab[DOCUMENT_MARK] = -1
+    try:
+        ids = operator.itemgetter(*terms)(vocab)
+    finally:
+        if marked:
+            if real is None:
+                del vocab[DOCUMENT_MARK]
+            else:
+                vocab[DOCUMENT_MARK] = real
+    return np.array(ids if len(terms) > 1 else [ids], dtype=np.int32)

@@ -4,10 +4,12 @@ Folder layout (``Index.from_texts(..., path=folder)``; reopened with ``Index.ope
 
     folder/index.json    format version, analyzer, counts, and every file below with its size and content
                          hash plus a fingerprint over them (ties statistics, ids and tantivy segments to
-                         one build; ``open`` verifies it and names a missing, truncated or foreign file)
+                         one build; ``open`` verifies it and names a missing, truncated or foreign file:
+                         :mod:`hf_querygen.retrieval.manifest`)
     folder/.hf_querygen  the library's marker (what ``overwrite`` may replace: :mod:`hf_querygen._fs`)
     folder/ids.json      the caller's document ids (omitted when ids are row numbers)
-    folder/tantivy/      the tantivy index (field ``text``: analysed terms, freqs; fast field ``row``)
+    folder/tantivy/      the tantivy index (field ``text``: analysed terms, freqs; fast field ``row``):
+                         :mod:`hf_querygen.retrieval.tantivy_backend`
     folder/stats/        collection statistics, see :mod:`hf_querygen.retrieval.stats`
 
 Rankers (``search(query, k, ranker, **params)``):
@@ -24,7 +26,7 @@ Rankers (``search(query, k, ranker, **params)``):
 Bad input: a query that is not a string raises :class:`~hf_querygen.errors.InvalidInputError`; a query
 that analyses to no terms (empty, whitespace, punctuation) or whose terms never occur in the collection
 returns ``[]``; a query of more than ``max_query_terms`` terms raises ``InvalidInputError``. Every
-parameter (ranker parameters, ``k``, ``rows``, thread counts, writer settings) is checked by
+parameter (ranker parameters, ``k``, ``rows``, thread counts, writer settings; texts and ids) is checked by
 :mod:`hf_querygen.retrieval.params` (type, range, finiteness; ``k`` and ``depth`` capped at the
 collection size), the layer the CLI's ``--param`` goes through too. No stopword
 list is applied (stopwords are ordinary terms, as in the rest of the library). A missing, incomplete
@@ -34,12 +36,10 @@ or corrupted folder raises :class:`~hf_querygen.errors.ModelFolderError` naming 
 from __future__ import annotations
 
 import gc
-import hashlib
 import itertools
 import json
-import operator
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,7 +51,8 @@ from hf_querygen._fs import atomic_output_dir
 from hf_querygen.errors import InvalidInputError, ModelFolderError
 
 from . import params as params_layer
-from .analysis import DOCUMENT_MARK, analyze, analyze_chunk
+from .analysis import DOCUMENT_MARK, analyze, analyze_chunk, chunk_term_ids
+from .manifest import FORMAT_VERSION, META_FILE, read_manifest, write_manifest
 from .rankers import (
     BM25_DEFAULT_B,
     BM25_DEFAULT_K1,
@@ -61,16 +62,20 @@ from .rankers import (
     sdm_scores,
 )
 from .stats import CollectionStats
+from .tantivy_backend import (
+    ROW_FIELD,
+    TEXT_FIELD,
+    build_schema,
+    import_tantivy,
+    open_tantivy,
+    register_analyzer,
+    tantivy_bm25,
+)
 
-FORMAT_VERSION = 2  # 2: index.json lists every file (size, content hash); 1 is still read
 INDEX_KIND = "index"  # the .hf_querygen marker kind of an index folder
-META_FILE = "index.json"
 IDS_FILE = "ids.json"
 TANTIVY_DIR = "tantivy"
 STATS_DIR = "stats"
-ANALYZER_NAME = "hf_querygen_terms"  # whitespace split of text already analysed by analysis.analyze
-TEXT_FIELD = "text"
-ROW_FIELD = "row"
 #: each ranker's parameters and defaults (their types and ranges: :mod:`hf_querygen.retrieval.params`)
 RANKER_PARAMS = {
     ranker: {name: param.default for name, param in specs.items()}
@@ -90,28 +95,6 @@ class Hit:
     score: float
     rank: int
     row: int
-
-
-def _tantivy():
-    import tantivy
-
-    return tantivy
-
-
-def _schema():
-    tantivy = _tantivy()
-    builder = tantivy.SchemaBuilder()
-    builder.add_unsigned_field(ROW_FIELD, stored=False, indexed=False, fast=True)
-    # Frequencies only: positions for SDM come from the sidecar, so tantivy need not store them.
-    builder.add_text_field(TEXT_FIELD, stored=False, tokenizer_name=ANALYZER_NAME, index_option="freq")
-    return builder.build()
-
-
-def _register_analyzer(tantivy_index) -> None:
-    tantivy = _tantivy()
-    tantivy_index.register_tokenizer(
-        ANALYZER_NAME, tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.whitespace()).build()
-    )
 
 
 class Index:
@@ -155,13 +138,13 @@ class Index:
         leaves nothing behind. ``num_threads``: tantivy writer threads (0: tantivy's choice).
         """
         params_layer.check_writer_settings(heap_size, num_threads)
-        texts, ids = _check_collection_arguments(texts, ids)
+        texts, ids = params_layer.check_collection_arguments(texts, ids)
         if path is None:
             return cls._build(texts, ids, None, show_progress, heap_size, num_threads)
         with atomic_output_dir(path, INDEX_KIND, overwrite, what="index") as staging:
             cls._build(texts, ids, staging, show_progress, heap_size, num_threads)
             gc.collect()  # drop the staging folder's tantivy handles before it is renamed
-            _write_manifest(staging)
+            write_manifest(staging)
         return cls.open(path)
 
     @classmethod
@@ -174,14 +157,14 @@ class Index:
         heap_size: int,
         num_threads: int,
     ) -> Index:
-        tantivy = _tantivy()
-        schema = _schema()
+        tantivy = import_tantivy()
+        schema = build_schema()
         if folder is not None:
             (folder / TANTIVY_DIR).mkdir(parents=True)
             tantivy_index = tantivy.Index(schema, path=str(folder / TANTIVY_DIR))
         else:
             tantivy_index = tantivy.Index(schema)
-        _register_analyzer(tantivy_index)
+        register_analyzer(tantivy_index)
         writer = tantivy_index.writer(heap_size=heap_size, num_threads=num_threads)
 
         total = len(texts) if hasattr(texts, "__len__") else None
@@ -213,7 +196,7 @@ class Index:
                 for term in dict.fromkeys(flat):
                     if term not in vocab and (lengths is not None or term != DOCUMENT_MARK):
                         vocab[term] = len(vocab)
-                term_ids = _term_ids(vocab, flat, marked=lengths is None)
+                term_ids = chunk_term_ids(vocab, flat, marked=lengths is None)
                 if lengths is None:
                     marks = np.flatnonzero(term_ids < 0)
                     lengths = np.diff(marks, prepend=-1, append=len(term_ids)) - 1
@@ -238,7 +221,7 @@ class Index:
         writer.wait_merging_threads()
         doc_lengths = np.concatenate(length_chunks) if length_chunks else np.zeros(0, dtype=np.int64)
         num_docs = len(doc_lengths)
-        ids = _check_ids(ids, num_docs)
+        ids = params_layer.check_ids(ids, num_docs)
 
         stats = CollectionStats.from_token_ids(
             list(vocab),
@@ -293,23 +276,8 @@ class Index:
     def open(cls, path: str | os.PathLike) -> Index:
         """Reopen a persisted index without rebuilding (the statistics are memory-mapped)."""
         folder = Path(path)
-        if not folder.is_dir():
-            raise ModelFolderError(f"index folder not found: {folder}")
-        meta_path = folder / META_FILE
-        if not meta_path.is_file():
-            raise ModelFolderError(f"not a complete index folder: {meta_path} is missing")
-        try:
-            meta = json.loads(meta_path.read_text())
-            num_docs = int(meta["num_docs"])
-            version = meta["format_version"]
-        except (ValueError, KeyError, TypeError) as err:
-            raise ModelFolderError(f"index metadata is corrupted: {meta_path} ({err})") from err
-        if version not in (1, FORMAT_VERSION):
-            raise ModelFolderError(
-                f"{meta_path}: format version {version}, this library reads 1 and {FORMAT_VERSION}"
-            )
-        if version >= 2:
-            _verify_manifest(folder, meta)
+        meta = read_manifest(folder)
+        num_docs = int(meta["num_docs"])
         ids_path = folder / IDS_FILE
         if meta.get("ids") == IDS_FILE and not ids_path.is_file():
             # never fall back to row numbers: they would be returned as if they were the caller's ids
@@ -318,8 +286,8 @@ class Index:
             )
         tantivy_dir = folder / TANTIVY_DIR
         try:
-            tantivy_index, shadow = _open_tantivy(tantivy_dir)
-            _register_analyzer(tantivy_index)
+            tantivy_index, shadow = open_tantivy(tantivy_dir)
+            register_analyzer(tantivy_index)
             tantivy_docs = tantivy_index.searcher().num_docs
         except (ValueError, OSError) as err:
             raise ModelFolderError(f"tantivy index is missing or corrupted: {tantivy_dir} ({err})") from err
@@ -370,7 +338,7 @@ class Index:
             return []
         if ranker == "bm25":
             if not params["exact"] and (params["k1"], params["b"]) == (BM25_DEFAULT_K1, BM25_DEFAULT_B):
-                rows, scores = self._tantivy_bm25(terms, term_ids, k)
+                rows, scores = tantivy_bm25(self._searcher, self._schema, terms, term_ids, k)
                 return self._hits(rows, scores, k)
             docs = matching_documents(self.stats, term_ids)
             return self._hits(docs, bm25_scores(self.stats, term_ids, docs, params["k1"], params["b"]), k)
@@ -381,7 +349,8 @@ class Index:
         if depth is None:
             docs = np.arange(self.stats.num_docs)
         else:  # capped: tantivy aborts the process on a limit far above the collection size
-            docs = np.sort(self._tantivy_bm25(terms, term_ids, min(max(depth, k), len(self)))[0])
+            limit = min(max(depth, k), len(self))
+            docs = np.sort(tantivy_bm25(self._searcher, self._schema, terms, term_ids, limit)[0])
         scores = sdm_scores(self.stats, term_ids, docs, params["mu"], params["weights"], params["window"])
         return self._hits(docs, scores, k)
 
@@ -402,7 +371,7 @@ class Index:
         _ranker_params(ranker, params)  # fail before starting threads
         params_layer.check_k(k, len(self), "Index.search_batch")
         threads = params_layer.check_threads(threads, "Index.search_batch") or os.cpu_count() or 1
-        queries = _check_queries(queries)
+        queries = params_layer.check_queries(queries)
         if threads <= 1 or len(queries) <= 1:
             return [self.search(q, k, ranker, **params) for q in queries]
         with ThreadPoolExecutor(max_workers=threads) as pool:
@@ -431,22 +400,6 @@ class Index:
         return sdm_scores(self.stats, term_ids, docs, params["mu"], params["weights"], params["window"])
 
     # ------------------------------------------------------------------ internals
-    def _tantivy_bm25(
-        self, terms: list[str], term_ids: list[int], limit: int
-    ) -> tuple[np.ndarray, np.ndarray]:
-        tantivy = _tantivy()
-        clauses = [
-            (tantivy.Occur.Should, tantivy.Query.term_query(self._schema, TEXT_FIELD, term))
-            for term, term_id in zip(terms, term_ids, strict=True)
-            if term_id >= 0
-        ]
-        query = tantivy.Query.boolean_query(clauses)
-        hits = self._searcher.search(query, limit=limit, count=False).hits
-        if not hits:
-            return np.zeros(0, dtype=np.int64), np.zeros(0)
-        rows = self._searcher.fast_field_values(ROW_FIELD, [address for _, address in hits])
-        return np.asarray(rows, dtype=np.int64), np.asarray([score for score, _ in hits], dtype=np.float64)
-
     def _hits(self, rows: np.ndarray, scores: np.ndarray, k: int) -> list[Hit]:
         if not len(rows):
             return []
@@ -461,25 +414,6 @@ class Index:
             Hit(self.doc_id(int(rows[i])), float(scores[i]), rank, int(rows[i]))
             for rank, i in enumerate(order, start=1)
         ]
-
-
-def _term_ids(vocab: dict[str, int], terms: list[str], marked: bool) -> np.ndarray:
-    """Ids of ``terms`` (every one in ``vocab``) in one C-level lookup; with ``marked`` the document
-    marks among them get -1 (a real term spelled like the mark, from an earlier chunk, keeps its id)."""
-    if not terms:
-        return np.zeros(0, dtype=np.int32)
-    real = vocab.get(DOCUMENT_MARK)
-    if marked:
-        vocab[DOCUMENT_MARK] = -1
-    try:
-        ids = operator.itemgetter(*terms)(vocab)
-    finally:
-        if marked:
-            if real is None:
-                del vocab[DOCUMENT_MARK]
-            else:
-                vocab[DOCUMENT_MARK] = real
-    return np.array(ids if len(terms) > 1 else [ids], dtype=np.int32)
 
 
 class _SizedIter:
@@ -508,151 +442,3 @@ def _chunks(iterable: Iterable, size: int) -> Iterable[list]:
 
 def _ranker_params(ranker: str, params: dict[str, Any]) -> dict[str, Any]:
     return params_layer.ranker_params(ranker, params)
-
-
-def _check_queries(queries: Any) -> list[str]:
-    if isinstance(queries, str | bytes) or not isinstance(queries, Iterable):
-        raise InvalidInputError(
-            f"Index.search_batch: queries must be a sequence of strings, not {type(queries).__name__}"
-        )
-    return list(queries)
-
-
-def _check_collection_arguments(texts: Any, ids: Any) -> tuple[Iterable[str], Sequence | None]:
-    """Refuse, before any work, arguments that would be iterated into nonsense (a string's characters,
-    a mapping's keys) or that are not sequences at all."""
-    for name, value in (("texts", texts), ("ids", ids)):
-        if name == "ids" and value is None:
-            continue
-        if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
-            raise InvalidInputError(
-                f"Index.from_texts: {name} must be a sequence (list, tuple, iterator) of "
-                f"{'strings' if name == 'texts' else 'str or int ids'}, got {type(value).__name__}"
-            )
-    return texts, ids
-
-
-def _check_ids(ids: Sequence | None, num_docs: int) -> list | None:
-    if ids is None:
-        return None
-    ids = list(ids)
-    if len(ids) != num_docs:
-        raise InvalidInputError(f"Index.from_texts: {len(ids)} ids for {num_docs} texts")
-    # (the position, not the value: a None id must be found too)
-    bad = next(
-        (row for row, i in enumerate(ids) if not isinstance(i, str | int) or isinstance(i, bool)), None
-    )
-    if bad is not None:
-        raise InvalidInputError(
-            f"Index.from_texts: ids must be str or int; the id of text {bad} is {ids[bad]!r}"
-        )
-    empty = next((row for row, i in enumerate(ids) if isinstance(i, str) and not i.strip()), None)
-    if empty is not None:
-        raise InvalidInputError(f"Index.from_texts: id of text {empty} is empty ({ids[empty]!r})")
-    if len(set(ids)) != len(ids):
-        seen: dict = {}
-        first, second = next((seen[i], row) for row, i in enumerate(ids) if seen.setdefault(i, row) != row)
-        raise InvalidInputError(
-            f"Index.from_texts: ids must be unique; texts {first} and {second} share id {ids[first]!r}"
-        )
-    return ids
-
-
-# ---------------------------------------------------------------- index folder integrity
-#: files up to this size are hashed whole; larger ones by their size, first and last MiB (fast to
-#: verify at every open, and enough to tell two builds apart: their headers and vocabularies differ)
-MANIFEST_FULL_HASH_LIMIT = 4 << 20
-_SAMPLE_BYTES = 1 << 20
-#: not content: tantivy's locks and garbage-collection bookkeeping, the library's marker
-_UNLISTED = (".tantivy-meta.lock", ".tantivy-writer.lock", ".managed.json", ".hf_querygen", META_FILE)
-
-
-def _file_digest(path: Path, size: int) -> str:
-    digest = hashlib.sha256(str(size).encode())
-    with path.open("rb") as handle:
-        if size <= MANIFEST_FULL_HASH_LIMIT:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
-        else:
-            digest.update(handle.read(_SAMPLE_BYTES))
-            handle.seek(size - _SAMPLE_BYTES)
-            digest.update(handle.read(_SAMPLE_BYTES))
-    return digest.hexdigest()
-
-
-def _listed_files(folder: Path) -> list[str]:
-    return sorted(
-        path.relative_to(folder).as_posix()
-        for path in folder.rglob("*")
-        if path.is_file() and path.name not in _UNLISTED
-    )
-
-
-def _fingerprint(files: dict) -> str:
-    return hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
-
-
-def _write_manifest(folder: Path) -> None:
-    """Add to index.json every file of the folder with its size and content hash, and a fingerprint
-    over them all, which ties the statistics, the ids and the tantivy segments to one build."""
-    meta_path = folder / META_FILE
-    meta = json.loads(meta_path.read_text())
-    files = {}
-    for name in _listed_files(folder):
-        size = (folder / name).stat().st_size
-        files[name] = {"size": size, "sha256": _file_digest(folder / name, size)}
-    meta["files"] = files
-    meta["fingerprint"] = _fingerprint(files)
-    meta_path.write_text(json.dumps(meta, indent=2) + "\n")
-
-
-def _verify_manifest(folder: Path, meta: dict) -> None:
-    """Every file index.json lists is there with its size and content; raises ModelFolderError naming
-    the first file that is missing, truncated or from another index."""
-    files = meta.get("files")
-    if not isinstance(files, dict) or not files or meta.get("fingerprint") != _fingerprint(files):
-        raise ModelFolderError(
-            f"index metadata is corrupted: {folder / META_FILE} (its file list or fingerprint is missing "
-            "or was edited); rebuild the index"
-        )
-    for name, entry in sorted(files.items()):
-        path = folder / name
-        if Path(name).is_absolute() or ".." in Path(name).parts or not isinstance(entry, dict):
-            raise ModelFolderError(f"index metadata is corrupted: {folder / META_FILE} lists {name!r}")
-        if not path.is_file():
-            raise ModelFolderError(
-                f"index file is missing: {path} (listed in {META_FILE}); rebuild the index"
-            )
-        size = path.stat().st_size
-        if size != entry.get("size"):
-            raise ModelFolderError(
-                f"index file {path} has {size} bytes, {META_FILE} lists {entry.get('size')} (truncated, or "
-                "from another index); rebuild the index"
-            )
-        if _file_digest(path, size) != entry.get("sha256"):
-            raise ModelFolderError(
-                f"index file {path} is not the one this index was built with (its content differs from "
-                f"{META_FILE}: from another index, or modified); rebuild the index"
-            )
-
-
-def _open_tantivy(tantivy_dir: Path):
-    """Open the tantivy index; in a folder we cannot write (read-only mount, permissions) through a
-    temporary folder of links to its files, since tantivy insists on creating a lock file beside them.
-    Returns ``(tantivy_index, shadow)``; ``shadow`` (a TemporaryDirectory or None) must outlive it."""
-    tantivy = _tantivy()
-    if not tantivy_dir.is_dir():
-        raise OSError(f"{tantivy_dir} is not a folder")
-    if os.access(tantivy_dir, os.W_OK):
-        try:
-            return tantivy.Index.open(str(tantivy_dir)), None
-        except ValueError as err:
-            if "lock" not in str(err).lower():
-                raise
-    import tempfile
-
-    shadow = tempfile.TemporaryDirectory(prefix="hf-querygen-index-")
-    for entry in tantivy_dir.iterdir():
-        if entry.name not in (".tantivy-meta.lock", ".tantivy-writer.lock"):
-            os.symlink(entry.resolve(), Path(shadow.name) / entry.name)
-    return tantivy.Index.open(shadow.name), shadow

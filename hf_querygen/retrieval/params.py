@@ -1,5 +1,6 @@
 """The one validation layer for retrieval parameters: ranker parameters, ``k``, ``rows``, thread counts
-and index-writer settings, from the Python API and from the CLI's ``--param NAME=VALUE`` alike.
+and index-writer settings, from the Python API and from the CLI's ``--param NAME=VALUE`` alike; and the
+checks of an index's texts, ids and batch queries before any work is done.
 
 Each parameter has a type, a range and finiteness checks; a bad value raises
 :class:`~hf_querygen.errors.InvalidInputError` naming the parameter, what it takes and what it got.
@@ -13,7 +14,7 @@ from __future__ import annotations
 import math
 import numbers
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -192,6 +193,58 @@ def check_writer_settings(heap_size: Any, num_threads: Any, where: str = "Index.
             f"per thread; tantivy needs {TANTIVY_MIN_ARENA:,} to {TANTIVY_MAX_ARENA:,} (raise heap_size "
             "or lower num_threads)"
         )
+
+
+# ---------------------------------------------------------------- collection and query arguments
+def check_queries(queries: Any) -> list[str]:
+    """``Index.search_batch``'s queries as a list; one string (not a sequence of them) is refused."""
+    if isinstance(queries, str | bytes) or not isinstance(queries, Iterable):
+        raise InvalidInputError(
+            f"Index.search_batch: queries must be a sequence of strings, not {type(queries).__name__}"
+        )
+    return list(queries)
+
+
+def check_collection_arguments(texts: Any, ids: Any) -> tuple[Iterable[str], Sequence | None]:
+    """Refuse, before any work, arguments that would be iterated into nonsense (a string's characters,
+    a mapping's keys) or that are not sequences at all."""
+    for name, value in (("texts", texts), ("ids", ids)):
+        if name == "ids" and value is None:
+            continue
+        if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
+            raise InvalidInputError(
+                f"Index.from_texts: {name} must be a sequence (list, tuple, iterator) of "
+                f"{'strings' if name == 'texts' else 'str or int ids'}, got {type(value).__name__}"
+            )
+    return texts, ids
+
+
+def check_ids(ids: Sequence | None, num_docs: int) -> list | None:
+    """The caller's document ids as a list: one per text, str or int, none empty, all distinct (the error
+    names the text); ``None`` (row numbers) passes through."""
+    if ids is None:
+        return None
+    ids = list(ids)
+    if len(ids) != num_docs:
+        raise InvalidInputError(f"Index.from_texts: {len(ids)} ids for {num_docs} texts")
+    # (the position, not the value: a None id must be found too)
+    bad = next(
+        (row for row, i in enumerate(ids) if not isinstance(i, str | int) or isinstance(i, bool)), None
+    )
+    if bad is not None:
+        raise InvalidInputError(
+            f"Index.from_texts: ids must be str or int; the id of text {bad} is {ids[bad]!r}"
+        )
+    empty = next((row for row, i in enumerate(ids) if isinstance(i, str) and not i.strip()), None)
+    if empty is not None:
+        raise InvalidInputError(f"Index.from_texts: id of text {empty} is empty ({ids[empty]!r})")
+    if len(set(ids)) != len(ids):
+        seen: dict = {}
+        first, second = next((seen[i], row) for row, i in enumerate(ids) if seen.setdefault(i, row) != row)
+        raise InvalidInputError(
+            f"Index.from_texts: ids must be unique; texts {first} and {second} share id {ids[first]!r}"
+        )
+    return ids
 
 
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")

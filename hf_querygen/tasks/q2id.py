@@ -4,8 +4,8 @@ and decoding back to text.
 An example of the ``q2id`` corpus (:mod:`hf_querygen.corpora.q2id`) holds ``query``, ``description`` and
 ``relevant_documents`` / ``irrelevant_documents``, each a list of ``{"doc_id", "label", "sentences"}``;
 the corpus builder already split every document into sentences with
-:func:`hf_querygen.corpora.q2id.split_sentences` (the library's deterministic splitter, used again here
-for raw text at inference: :func:`split_document`).
+:func:`hf_querygen.corpora._q2id_records.split_sentences` (the library's deterministic splitter, used
+again here for raw text at inference: :func:`split_document`).
 
 :func:`encode_q2id` turns a batch of examples into word ids with the project's word-level tokenizer
 (:mod:`hf_querygen.tokenization`) under the caps of :class:`Q2IDCaps` (documents per set, sentences per
@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..corpora.q2id import split_sentences
+from ..corpora._q2id_records import split_sentences
 from ..errors import InvalidInputError
 from ..nn.labels import IGNORE_INDEX
 from ..tokenization import EOS_ID, PAD_ID, UNK_ID, output_vocab_size_of, train_word_tokenizer, word_tokenize

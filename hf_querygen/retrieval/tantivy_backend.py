@@ -1,0 +1,82 @@
+"""The tantivy side of an index: the schema (analysed terms with frequencies, a fast ``row`` field), the
+whitespace analyzer over text already analysed by :func:`~hf_querygen.retrieval.analysis.analyze`,
+opening a folder (read-only ones too) and tantivy's own BM25 top-k. The index itself is
+:class:`hf_querygen.retrieval.Index`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+ANALYZER_NAME = "hf_querygen_terms"  # whitespace split of text already analysed by analysis.analyze
+TEXT_FIELD = "text"
+ROW_FIELD = "row"
+
+
+def import_tantivy():
+    """The tantivy module, imported on first use (``import hf_querygen.retrieval`` stays cheap)."""
+    import tantivy
+
+    return tantivy
+
+
+def build_schema():
+    """One text field of analysed terms (frequencies, no positions) and the fast ``row`` field."""
+    tantivy = import_tantivy()
+    builder = tantivy.SchemaBuilder()
+    builder.add_unsigned_field(ROW_FIELD, stored=False, indexed=False, fast=True)
+    # Frequencies only: positions for SDM come from the sidecar, so tantivy need not store them.
+    builder.add_text_field(TEXT_FIELD, stored=False, tokenizer_name=ANALYZER_NAME, index_option="freq")
+    return builder.build()
+
+
+def register_analyzer(tantivy_index) -> None:
+    """Register the whitespace analyzer the schema names (needed again at every open)."""
+    tantivy = import_tantivy()
+    tantivy_index.register_tokenizer(
+        ANALYZER_NAME, tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.whitespace()).build()
+    )
+
+
+def tantivy_bm25(
+    searcher, schema, terms: list[str], term_ids: list[int], limit: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """tantivy's own BM25 top-``limit`` (WAND) over the terms that occur in the collection (``term_id``
+    >= 0): ``(rows, scores)``, best first."""
+    tantivy = import_tantivy()
+    clauses = [
+        (tantivy.Occur.Should, tantivy.Query.term_query(schema, TEXT_FIELD, term))
+        for term, term_id in zip(terms, term_ids, strict=True)
+        if term_id >= 0
+    ]
+    query = tantivy.Query.boolean_query(clauses)
+    hits = searcher.search(query, limit=limit, count=False).hits
+    if not hits:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    rows = searcher.fast_field_values(ROW_FIELD, [address for _, address in hits])
+    return np.asarray(rows, dtype=np.int64), np.asarray([score for score, _ in hits], dtype=np.float64)
+
+
+def open_tantivy(tantivy_dir: Path):
+    """Open the tantivy index; in a folder we cannot write (read-only mount, permissions) through a
+    temporary folder of links to its files, since tantivy insists on creating a lock file beside them.
+    Returns ``(tantivy_index, shadow)``; ``shadow`` (a TemporaryDirectory or None) must outlive it."""
+    tantivy = import_tantivy()
+    if not tantivy_dir.is_dir():
+        raise OSError(f"{tantivy_dir} is not a folder")
+    if os.access(tantivy_dir, os.W_OK):
+        try:
+            return tantivy.Index.open(str(tantivy_dir)), None
+        except ValueError as err:
+            if "lock" not in str(err).lower():
+                raise
+    import tempfile
+
+    shadow = tempfile.TemporaryDirectory(prefix="hf-querygen-index-")
+    for entry in tantivy_dir.iterdir():
+        if entry.name not in (".tantivy-meta.lock", ".tantivy-writer.lock"):
+            os.symlink(entry.resolve(), Path(shadow.name) / entry.name)
+    return tantivy.Index.open(shadow.name), shadow
