@@ -21,8 +21,9 @@ Writes ``results.json`` (the project's one format; ``query_accuracy`` / ``break_
 system, mean +- std over folds, plus ``reimplementation_agreement``: the share of queries on which
 our WT / WT+SNP give exactly the published output) and ``results.md``.
 
-Every test fold shares no query text with its training part (:func:`disjoint_training_rows`; the
-corpus has no repeated query, so the check removes nothing). The neural models read training singletons
+Every test fold shares no query text with its training part
+(:func:`~hf_querygen.experiments.lin2017_folds.disjoint_training_rows`; the corpus has no repeated query,
+so the check removes nothing). The neural models read training singletons
 as ``[UNK]`` (``SegmentationTask.min_word_frequency``, chosen on validation; the paper's setting, every
 training word in the vocabulary, is measured by :mod:`hf_querygen.experiments.lin2017_diagnosis`).
 
