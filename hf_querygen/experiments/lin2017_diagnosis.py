@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from hf_querygen.experiments.lin2017 import vocabulary_statistics
+from hf_querygen.experiments.lin2017_analysis import vocabulary_statistics
 
 #: variant -> (prepare options, preset overrides, training overrides, patience)
 _SIZES = {

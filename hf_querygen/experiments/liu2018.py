@@ -13,19 +13,29 @@ embeddings (random initialisation), TF-IDF keyword order computed from the pairs
 uses retrieved documents), the retrieval columns of Table 2 (they need the Baidu search engine) are
 not reproduced, and the epoch budget is capped so the whole run fits 30 minutes on 2 CPU cores
 (early stopping on validation loss within that cap, as the paper does).
+
+The analyses (the ``config`` entries) are in :mod:`hf_querygen.experiments.liu2018_analysis`, the
+markdown and the figures in :mod:`hf_querygen.experiments.liu2018_report`.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import math
-import statistics
 from pathlib import Path
 from typing import Any
 
+from hf_querygen.experiments.liu2018_analysis import (
+    LAMBDAS,
+    describe_data,
+    lambda_sweep,
+    length_profiles,
+    lever_table,
+    word_split,
+    yake_selection,
+)
+from hf_querygen.experiments.liu2018_report import SYSTEM_LABELS, render_markdown, write_plots
 from hf_querygen.experiments.papers import paper_numbers
-from hf_querygen.experiments.runner import Budget, Reproduction, RunContext, run_reproduction
+from hf_querygen.experiments.runner import Budget, Reproduction, run_reproduction
 from hf_querygen.systems import BaselineContext, System, register_systems
 
 #: Table 2 (translation columns) and Table 3 of the paper; keys are our system and metric names
@@ -33,26 +43,6 @@ from hf_querygen.systems import BaselineContext, System, register_systems
 PAPER_NUMBERS: dict[str, dict[str, float]] = paper_numbers("liu2018")
 #: Table 2 retrieval columns (Baidu search; not reproducible here), kept for the record in the config
 PAPER_RETRIEVAL: dict[str, dict[str, float]] = paper_numbers("liu2018", "paper_retrieval_numbers")
-#: Fig. 4 of the paper: F1 on the development set peaks at lambda = 0.5 (values only drawn, not printed)
-LAMBDAS = (0.3, 0.4, 0.5, 0.6, 0.7)
-
-SYSTEM_LABELS = {
-    "raw_query": "1 Raw query",
-    "vanilla_seq2seq": "2 Vanilla seq2seq",
-    "attentional_seq2seq": "3 Attentional seq2seq (Bahdanau)",
-    "luong_local_seq2seq": "3b Attentional seq2seq, Luong local-p (Song'17)",
-    "sequence_labeling": "4 Sequence labeling (BiLSTM)",
-    "pointer_network": "5 Pointer network",
-    "ats2s_sl": "6 ATS2S + SL",
-    "ats2s_pn": "7 ATS2S + PN",
-    "joint_ats2s_sl": "8 Joint ATS2S + SL",
-    "dual_decoder": "9 Dual decoder (Liu'18)",
-    "yake": "extra: YAKE (unsupervised)",
-    "dual_decoder_natural_order": "extra: dual decoder, source/frequency order",
-    "dual_decoder_natural_order_minlen": "extra: dual decoder, source/frequency order + length prior",
-    "dual_decoder_plus": "extra: dual decoder + order, in-domain vectors, synthetic pretraining",
-    "dual_decoder_plus_minlen": "extra: dual decoder + order, vectors, pretraining + length prior",
-}
 #: issue 13's levers, one row each (1 seed by default: screening on VALIDATION; test scored for the
 #: report only); key -> (label, base system, System fields)
 LEVER_LABELS = {
@@ -80,13 +70,9 @@ NEURAL_SYSTEMS = (
     "joint_ats2s_sl",
     "dual_decoder",
 )
-#: Fig. 5 buckets over the number of normalised words of the natural-language query
-LENGTH_BIN_EDGES = (1, 6, 9, 12, 16, 21)
 
 logger = logging.getLogger(__name__)
 
-MAX_SOURCE_LENGTH = 64
-MAX_TARGET_LENGTH = 16
 #: greedy decoding, as the paper takes the most probable word (Sec. 3.3)
 GREEDY = {"num_beams": 1, "do_sample": False}
 
@@ -403,153 +389,6 @@ QUICK_BUDGET = Budget(
 )
 
 
-# ---------------------------------------------------------------- analyses
-def _runs_of(context: RunContext, key: str) -> list[dict[str, Any]]:
-    return [r for r in context.records if r["system"] == key]
-
-
-def describe_data(context: RunContext) -> dict[str, Any]:
-    data = context.data[None]
-    return {
-        "corpus": "nl2kw/en",
-        "vocab_size": len(data.tokenizer),
-        "output_vocab_size": data.state["output_vocab_size"],
-        "max_source_length": MAX_SOURCE_LENGTH,
-        "max_target_length": MAX_TARGET_LENGTH,
-        "batching": (
-            "random batches of similar source length, in random order "
-            "(hf_querygen.training.BucketedBatchSampler)"
-            if context.budget.group_by_length
-            else "random batches"
-        ),
-    }
-
-
-def yake_selection(context: RunContext) -> dict[str, Any]:
-    runs = _runs_of(context, "yake")
-    return dict(runs[0].get("info", {})) if runs else {}
-
-
-def lambda_sweep(context: RunContext) -> dict[str, Any]:
-    """Validation F1 per lambda (Fig. 4); lambda = 0.5 has every seed of the main runs."""
-    sweep: dict[str, list[float]] = {str(lam): [] for lam in LAMBDAS}
-    for lam in LAMBDAS:
-        key = "dual_decoder" if lam == 0.5 else f"dual_decoder_lambda{lam}"
-        for record in sorted(_runs_of(context, key), key=lambda r: r["seed"]):
-            if "validation" in record["scores"]:
-                sweep[str(lam)].append(record["scores"]["validation"]["f1"])
-    return {"lambda_sweep_validation_f1": sweep}
-
-
-def length_profiles(context: RunContext) -> dict[str, Any]:
-    """Fig. 5: seed-mean F1 per bucket of query length; and the share of empty test outputs."""
-    from hf_querygen.metrics.keyword_prf import f1_by_length
-
-    data = context.data[None]
-    sources, references = data.sources("test"), data.references("test")
-    profiles: dict[str, list[list[dict[str, float]]]] = {}
-    empty: dict[str, list[float]] = {}
-    for system in context.reproduction.systems:
-        for record in sorted(_runs_of(context, system.key), key=lambda r: r["seed"]):
-            outputs = record["outputs"]["test"]
-            profiles.setdefault(system.key, []).append(
-                f1_by_length(outputs, references, sources, LENGTH_BIN_EDGES)
-            )
-            empty.setdefault(system.key, []).append(
-                sum(not o.split() for o in outputs) / max(len(outputs), 1)
-            )
-    return {
-        "f1_by_length_test": _mean_length_profiles(profiles),
-        "empty_prediction_rate_test": {k: round(statistics.fmean(v), 4) for k, v in empty.items()},
-        "length_bin_edges_words": list(LENGTH_BIN_EDGES),
-    }
-
-
-def _mean_std(values: list[float]) -> dict[str, float]:
-    return {
-        "mean": statistics.fmean(values) if values else float("nan"),
-        "std": statistics.stdev(values) if len(values) > 1 else 0.0,
-        "n": len(values),
-    }
-
-
-def lever_table(context: RunContext) -> dict[str, Any]:
-    """Issue 13: validation and test P/R/F1 and Table 3 recalls (mean ± std over the seeds run) of every
-    trained row, lever and length decoding; validation decides, test is only reported."""
-    metrics = ("f1", "precision", "recall", "recall_extractive", "recall_generative")
-    scores: dict[str, dict[str, dict[str, list[float]]]] = {}
-    for record in context.records:
-        for split in ("validation", "test"):
-            if split in record["scores"]:
-                by_metric = scores.setdefault(record["system"], {}).setdefault(split, {})
-                for metric in metrics:
-                    by_metric.setdefault(metric, []).append(record["scores"][split][metric])
-    table = {
-        system: {
-            split: {metric: _mean_std(values) for metric, values in by_metric.items()}
-            for split, by_metric in splits.items()
-        }
-        for system, splits in scores.items()
-        if "validation" in splits
-    }
-    return {"levers": table}
-
-
-def word_split(context: RunContext) -> dict[str, Any]:
-    """Issue 13: F1 on test / validation queries split by whether the query's topic is seen in TRAIN.
-
-    nl2kw's splits are grouped by topic, so no validation or test topic id occurs in training (all
-    are "unseen topics"); the informative split is lexical: a query is "seen words" when every gold
-    keyword word occurs in some TRAINING keyword query, else "unseen words"."""
-    from hf_querygen.text import normalize_for_matching
-
-    data = context.data[None]
-    train_topics = set(data.splits["train"]["topic_id"])
-    train_words = {
-        w for q in data.splits["train"]["keyword_query"] for w in normalize_for_matching(q).split()
-    }
-    out: dict[str, Any] = {"topic_seen_counts": {}, "seen_words_counts": {}, "f1_by_seen_words": {}}
-    masks: dict[str, list[bool]] = {}
-    for split in ("validation", "test"):
-        topics = data.splits[split]["topic_id"]
-        out["topic_seen_counts"][split] = {
-            "seen": sum(t in train_topics for t in topics),
-            "unseen": sum(t not in train_topics for t in topics),
-        }
-        masks[split] = [set(normalize_for_matching(r).split()) <= train_words for r in data.references(split)]
-        out["seen_words_counts"][split] = {
-            "seen": sum(masks[split]),
-            "unseen": len(masks[split]) - sum(masks[split]),
-        }
-    per_system: dict[str, dict[str, dict[str, list[float]]]] = {}
-    for record in context.records:
-        for split, outputs in record["outputs"].items():
-            if split not in masks:
-                continue
-            sources, references = data.sources(split), data.references(split)
-            for part, wanted in (("seen", True), ("unseen", False)):
-                rows = [i for i, m in enumerate(masks[split]) if m is wanted]
-                if not rows:
-                    continue
-                f1 = data.task.score(
-                    [outputs[i] for i in rows], [references[i] for i in rows], [sources[i] for i in rows]
-                )["f1"]
-                per_system.setdefault(record["system"], {}).setdefault(split, {}).setdefault(part, []).append(
-                    f1
-                )
-    out["f1_by_seen_words"] = {
-        system: {split: {part: _mean_std(v) for part, v in parts.items()} for split, parts in splits.items()}
-        for system, splits in per_system.items()
-    }
-    return out
-
-
-def _plots(document: dict, out: Path) -> None:
-    config = document["config"]
-    plot_lambda_sweep(config["lambda_sweep_validation_f1"], out / "lambda_sweep.png")
-    plot_f1_by_length(config["f1_by_length_test"], out / "f1_by_length.png")
-
-
 REPRODUCTION = Reproduction(
     name="liu2018",
     task="nl2kw",
@@ -562,8 +401,8 @@ REPRODUCTION = Reproduction(
     train_budget="full",  # `hf-querygen train --system` trains this budget's recipe (the table's)
     extra_systems=extra_systems,
     analyses=(describe_data, yake_selection, lambda_sweep, length_profiles, lever_table, word_split),
-    render_markdown=lambda document: render_markdown(document),
-    plots=_plots,
+    render_markdown=render_markdown,
+    plots=write_plots,
     config={
         "decoding": "greedy, [UNK] allowed (dropped afterwards)",
         "training": "Adam lr 1e-3, batch 64, grad clip 5, dropout 0.4, emb 60, LSTM 128, early stopping on "
@@ -587,276 +426,3 @@ def run(
     (results.json / results.md / the two plots in ``out_dir``; ``runner_options``: ``save_models``,
     ``resume``, ``overwrite``, ``progress``)."""
     return run_reproduction(REPRODUCTION, out_dir, quick, seeds, data_dir, workers, **runner_options)
-
-
-def write_report(document: dict, out_dir: str | Path) -> Path:
-    """results.json, results.md and the two plots, all from ``document`` alone (so a finished run's
-    report can be re-rendered: ``write_report(json.load(open("results.json")), out_dir)``)."""
-    from hf_querygen.experiments._report import write_results
-
-    out = write_results(document, out_dir, render_markdown(document))
-    config = document["config"]
-    plot_lambda_sweep(config["lambda_sweep_validation_f1"], out / "lambda_sweep.png")
-    plot_f1_by_length(config["f1_by_length_test"], out / "f1_by_length.png")
-    return out
-
-
-def _mean_length_profiles(
-    lengths: dict[str, list[list[dict[str, float]]]],
-) -> dict[str, list[dict[str, float]]]:
-    """Seed-mean F1 per length bucket for each system."""
-    out = {}
-    for system, profiles in lengths.items():
-        rows = []
-        for buckets in zip(*profiles, strict=True):
-            values = [b["f1"] for b in buckets if not math.isnan(b["f1"])]
-            rows.append(
-                {
-                    "bucket": buckets[0]["bucket"],
-                    "n": buckets[0]["n"],
-                    "f1": statistics.fmean(values) if values else float("nan"),
-                }
-            )
-        out[system] = rows
-    return out
-
-
-# ---------------------------------------------------------------- report
-def render_markdown(document: dict) -> str:
-    """Table 2 (translation columns) and Table 3 in the paper's layout, ours (mean ± std over seeds)
-    beside the paper's; the claim check; the lambda sweep and length buckets as small tables."""
-    from hf_querygen.experiments._report import markdown_table
-
-    systems = [s for s in SYSTEM_LABELS if s in document["systems"]]
-    config = document["config"]
-    lines = [
-        "# Liu et al. (CIKM'18) on nl2kw: Tables 2-3, Figs. 4-5",
-        "",
-        f"Corpus nl2kw/en, splits {config['split_sizes']}; {config['seeds']} seed(s); greedy decoding; "
-        f"vocabulary {config['vocab_size']}, generator output vocabulary {config['output_vocab_size']}. "
-        f"{'QUICK smoke run: numbers are not meaningful. ' if config['quick'] else ''}"
-        "Paper numbers are on the Chinese Baidu Knows corpus; ours on English TREC/QALD/UQV100/EPIC-QA "
-        "pairs.",
-        "",
-        "## Table 2: translation performance on the test split",
-        "",
-        "P/R/F1 are means over test queries (the paper does not say; pooled micro averages in results.json).",
-        "",
-        markdown_table(document, ["precision", "recall", "f1"], systems, SYSTEM_LABELS),
-        "## Table 3: recall on extractive, generative and all gold keywords (pooled)",
-        "",
-        markdown_table(
-            document, ["recall_extractive", "recall_generative", "recall_total"], systems, SYSTEM_LABELS
-        ),
-        "## Pooled (micro) P/R/F1",
-        "",
-        markdown_table(document, ["pooled_precision", "pooled_recall", "pooled_f1"], systems, SYSTEM_LABELS),
-        claim_check(document),
-        "## Fig. 4: lambda sweep (validation F1, per-query mean; see lambda_sweep.png)",
-        "",
-        "Every lambda is trained with seed 0 (the curve); lambda = 0.5 also has the main runs' other seeds.",
-        "",
-        "| lambda | F1 (validation), seed 0 | mean ± std over all runs | runs |",
-        "|---|---|---|---|",
-    ]
-    for lam, values in config["lambda_sweep_validation_f1"].items():
-        if not values:
-            continue
-        spread = statistics.stdev(values) if len(values) > 1 else 0.0
-        lines.append(
-            f"| {lam} | {values[0]:.3f} | {statistics.fmean(values):.3f} ± {spread:.3f} | {len(values)} |"
-        )
-    lines += ["", "## Fig. 5: F1 by query length in words (test; see f1_by_length.png)", ""]
-    profiles = config["f1_by_length_test"]
-    buckets = [row["bucket"] for row in next(iter(profiles.values()))]
-    counts = [row["n"] for row in next(iter(profiles.values()))]
-    lines.append(
-        "| system | " + " | ".join(f"{b} words (n={n})" for b, n in zip(buckets, counts, strict=True)) + " |"
-    )
-    lines.append("|---|" + "---|" * len(buckets))
-    for system in systems:
-        cells = [f"{row['f1']:.3f}" for row in profiles[system]]
-        lines.append(f"| {SYSTEM_LABELS[system]} | " + " | ".join(cells) + " |")
-    lines += ["", levers_markdown(document)]
-    lines += ["", f"Timings (s): {json.dumps(config['timings_s'])}", ""]
-    return "\n".join(lines)
-
-
-def levers_markdown(document: dict) -> str:
-    """Issue 13: every trained row, lever and length decoding on VALIDATION (what decides) and test
-    (reported only), with Table 3's recalls and the F1 split by seen / unseen keyword words."""
-    config = document["config"]
-    levers = config.get("levers")
-    if not levers:
-        return ""
-    split_f1 = config.get("f1_by_seen_words", {})
-    counts = config.get("seen_words_counts", {}).get("test", {})
-
-    def cell(value: dict | None) -> str:
-        if not value or value.get("n", 0) == 0:
-            return "-"
-        return f"{value['mean']:.3f} ± {value['std']:.3f}" if value["n"] > 1 else f"{value['mean']:.3f}"
-
-    lines = [
-        "## Issue 13: levers for unseen topics (validation decides; test only reported)",
-        "",
-        "Every lever is its own row; n = seeds. R ext / R gen = recall on extractive / generative gold "
-        "words (Table 3, pooled). Test F1 is split by whether every gold keyword word occurs in a training "
-        f"keyword query (seen words: {counts.get('seen', '?')} test queries, unseen: "
-        f"{counts.get('unseen', '?')}); no validation or test topic id occurs in training "
-        f"({config.get('topic_seen_counts')}).",
-        "",
-        "| row | n | F1 validation | F1 test | R test | R ext test | R gen test | F1 test, seen words "
-        "| F1 test, unseen words |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    order = sorted(levers, key=lambda k: -levers[k]["validation"]["f1"]["mean"])
-    for key in order:
-        val, test = levers[key]["validation"], levers[key].get("test", {})
-        parts = split_f1.get(key, {}).get("test", {})
-        lines.append(
-            f"| {key} | {val['f1']['n']} | {cell(val['f1'])} | {cell(test.get('f1'))} | "
-            f"{cell(test.get('recall'))} | {cell(test.get('recall_extractive'))} | "
-            f"{cell(test.get('recall_generative'))} | {cell(parts.get('seen'))} | "
-            f"{cell(parts.get('unseen'))} |"
-        )
-    return "\n".join(lines) + "\n"
-
-
-def render_levers_run(document: dict, previous: dict) -> str:
-    """results.md of a run of the new rows only (issue 13): this run's rows beside the rows of an
-    earlier full run (``previous``, a results.json document, e.g. the committed 3-seed table), the goal
-    check on test F1 and the lever table."""
-    from hf_querygen.experiments._report import markdown_table
-
-    config = document["config"]
-
-    def seeds(runs: dict) -> int:
-        return int(runs.get("f1", {}).get("n", 0))
-
-    # a row of this run replaces the earlier run's only when it has at least as many seeds
-    new = sorted(
-        k
-        for k, runs in document["systems"].items()
-        if k not in previous["systems"] or seeds(runs) >= seeds(previous["systems"][k])
-    )
-    merged = {**previous, "systems": {**previous["systems"], **{k: document["systems"][k] for k in new}}}
-    systems = [s for s in SYSTEM_LABELS if s in merged["systems"]]
-    metrics = ["precision", "recall", "f1", "recall_extractive", "recall_generative"]
-    lines = [
-        "# Liu et al. (CIKM'18) on nl2kw: issue 13's levers",
-        "",
-        f"New rows ({', '.join(new)}) from this run: {config['seeds']} seed(s), greedy decoding, test split "
-        f"{config['split_sizes']}. The other rows are the earlier full run "
-        f"({previous['config'].get('seeds')} seeds, results/liu2018/results.json). Paper numbers are on "
-        "Baidu Knows.",
-        "",
-        "## Table 2 / Table 3 on the test split",
-        "",
-        markdown_table(merged, metrics, systems, SYSTEM_LABELS),
-        goal_check(merged),
-        levers_markdown(document),
-        f"Timings (s): {json.dumps(config['timings_s'])}",
-        "",
-    ]
-    return "\n".join(lines)
-
-
-def goal_check(document: dict) -> str:
-    """Issue 13's goal: the best dual-decoder row beats YAKE, the raw query and every trained baseline
-    on test F1 (seed means), with generative recall clearly above zero."""
-    systems = document["systems"]
-    dual = {k: v for k, v in systems.items() if k.startswith("dual_decoder")}
-    if not dual:
-        return ""
-    best = max(dual, key=lambda k: dual[k]["f1"]["mean"])
-    others = {k: v["f1"]["mean"] for k, v in systems.items() if not k.startswith("dual_decoder")}
-    rival = max(others, key=others.get)
-    ours = dual[best]["f1"]["mean"]
-    generative = dual[best].get("recall_generative", {}).get("mean", float("nan"))
-    verdict = "REACHED" if ours > others[rival] else f"NOT REACHED ({ours - others[rival]:+.3f} F1)"
-    return (
-        "\n## Goal (issue 13)\n\n"
-        f"Best dual-decoder row: {best}, test F1 {ours:.3f} ± {dual[best]['f1']['std']:.3f}, generative "
-        f"recall {generative:.3f}; best other row: {rival} {others[rival]:.3f}. Goal {verdict}.\n"
-    )
-
-
-def claim_check(document: dict) -> str:
-    """The paper's claim: the dual decoder has the best F1 of all systems (0.514 vs 0.467)."""
-    systems = document["systems"]
-    if "dual_decoder" not in systems:
-        return ""
-    ours = systems["dual_decoder"]["f1"]
-    others = {s: m["f1"] for s, m in systems.items() if s != "dual_decoder"}
-    best_system = max(others, key=lambda s: others[s]["mean"])
-    best = others[best_system]
-    holds = ours["mean"] > best["mean"]
-    margin = ours["mean"] - best["mean"]
-    clear = holds and margin > ours["std"] + best["std"]
-    verdict = (
-        ("HOLDS" + (" (margin larger than the seed std)" if clear else " (within seed noise)"))
-        if holds
-        else "DOES NOT HOLD"
-    )
-    return (
-        "\n## The paper's claim\n\n"
-        f"Liu'18: the dual decoder beats every baseline on F1 (0.514 vs 0.467 for sequence labeling). "
-        f"Here: dual decoder F1 {ours['mean']:.3f} ± {ours['std']:.3f}; best other system "
-        f"{SYSTEM_LABELS.get(best_system, best_system)} {best['mean']:.3f} ± {best['std']:.3f}. "
-        f"Claim {verdict} on nl2kw.\n"
-    )
-
-
-def _pyplot():
-    from hf_querygen.experiments._report import pyplot
-
-    return pyplot("Plotting the liu2018 figures")
-
-
-def _save_figure(plt, fig, ax, xlabel: str, ylabel: str, title: str, path: Path) -> None:
-    from hf_querygen.experiments._report import save_figure
-
-    save_figure(plt, fig, ax, xlabel, ylabel, title, path)
-
-
-def plot_lambda_sweep(validation_f1: dict, path: Path) -> None:
-    """Fig. 4: validation F1 against lambda for seed 0 (every lambda was trained with it), plus the
-    mean ± std of all seeds where there are several (lambda = 0.5, from the main runs)."""
-    plt = _pyplot()
-    points = sorted((float(lam), values) for lam, values in validation_f1.items() if values)
-    fig, ax = plt.subplots(figsize=(4.5, 3.2))
-    ax.plot([lam for lam, _ in points], [values[0] for _, values in points], marker="o", label="seed 0")
-    several = [(lam, values) for lam, values in points if len(values) > 1]
-    if several:
-        ax.errorbar(
-            [lam for lam, _ in several],
-            [statistics.fmean(v) for _, v in several],
-            yerr=[statistics.stdev(v) for _, v in several],
-            fmt="s",
-            capsize=3,
-            label=f"mean ± std ({len(several[0][1])} seeds)",
-        )
-    _save_figure(
-        plt, fig, ax, "lambda (Eq. 13)", "F1 (validation)", "Fig. 4: dual decoder, lambda sweep", path
-    )
-
-
-def plot_f1_by_length(profiles: dict[str, list[dict[str, float]]], path: Path) -> None:
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for system in (
-        "raw_query",
-        "attentional_seq2seq",
-        "sequence_labeling",
-        "pointer_network",
-        "joint_ats2s_sl",
-        "dual_decoder",
-    ):
-        if system not in profiles:
-            continue
-        rows = profiles[system]
-        ax.plot([r["bucket"] for r in rows], [r["f1"] for r in rows], marker="o", label=SYSTEM_LABELS[system])
-    _save_figure(
-        plt, fig, ax, "natural-language query length (words)", "F1 (test)", "Fig. 5: F1 by query length", path
-    )

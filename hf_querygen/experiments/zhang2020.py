@@ -662,9 +662,9 @@ def _task():
 def plot_beta(model: Any, tokenizer: Any, sources: Sequence[Mapping[str, Any]], path: Path) -> list[dict]:
     """One panel per source: alpha^r, beta and beta*alpha over its relevant sentences at the first output
     word; saves a PNG at ``path``; returns per source the query and its top-3 sentences by beta*alpha."""
-    from hf_querygen.experiments.liu2018 import _pyplot
+    from hf_querygen.experiments._report import pyplot
 
-    plt = _pyplot()
+    plt = pyplot("Plotting the zhang2020 figures")
     weights = [contrast_weights(model, tokenizer, source) for source in sources]
     fig, axes = plt.subplots(len(weights), 1, figsize=(8, 2.6 * len(weights)), squeeze=False)
     chosen = []
