@@ -44,7 +44,8 @@ from typing import TYPE_CHECKING, Any
 
 from hf_querygen.corpora.webis_qsec_10 import PUBLISHED_ALGORITHMS
 from hf_querygen.experiments.papers import paper_numbers
-from hf_querygen.experiments.runner import Budget, Fold, Reproduction, RunContext, run_reproduction
+from hf_querygen.experiments.runner import Reproduction, run_reproduction
+from hf_querygen.experiments.tables import Budget, Fold, RunContext
 from hf_querygen.systems import BaselineContext, System, register_systems
 
 if TYPE_CHECKING:

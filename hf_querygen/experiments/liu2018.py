@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from hf_querygen.experiments.papers import paper_numbers
-from hf_querygen.experiments.runner import Budget, Reproduction, RunContext, run_reproduction
+from hf_querygen.experiments.runner import Reproduction, run_reproduction
+from hf_querygen.experiments.tables import Budget, RunContext
 from hf_querygen.systems import BaselineContext, System, register_systems
 
 #: Table 2 (translation columns) and Table 3 of the paper; keys are our system and metric names
