@@ -116,9 +116,9 @@ def train_and_score(
 ) -> list[dict[str, Any]]:
     """Train ``job.system`` on ``data`` (resuming from ``out/checkpoints/...`` if there is one), then decode
     and score every variant on its ``evaluate_on`` splits; persist each record in ``out/runs/``."""
-    from ..training import LogFileCallback, choose_decoding, data_fingerprint, save_model_folder, train_preset
+    from ..training import LogFileCallback, choose_decoding, save_model_folder, train_preset
 
-    system, task = job.system, data.task
+    system = job.system
     name = run_name(system.key, job.seed, job.fold_id)
     checkpoints = out / "checkpoints" / name
     started = time.time()
@@ -157,33 +157,51 @@ def train_and_score(
         _save_record(out, record)
         records.append(record)
     if save_models is not None:
-        metadata = {
-            "task": task.name,
-            "corpus": data.corpus,
-            "config": data.config_name,
-            "preset": system.preset,
-            "system": system.name,
-            "prepare_options": dict(system.prepare_options),
-            "train_options": dict(system.train_options),
-            "reproduction": reproduction.name,
-            "budget": budget.name,
-            "seed": job.seed,
-            "fold": job.fold_id,
-            "source_column": task.source_column,
-            "target_column": task.reference_column,
-            "train_examples": len(data.splits["train"]),
-            "validation_examples": len(data.splits["validation"]) if "validation" in data.splits else 0,
-            "vocab_size": len(data.tokenizer),
-            "output_vocab_size": getattr(model.config, "output_vocab_size", None),
-            **summary,
-            "validation": {f"eval_{k}": v for k, v in records[0]["scores"].get("validation", {}).items()},
-            # the same entries as `train --system` writes (training_recipe): one recipe, comparable
-            **recipe_metadata(reproduction, system, budget, fold),
-            "data_fingerprint": data_fingerprint(data),  # as train_model writes it
-        }
+        metadata = _saved_model_metadata(job, reproduction, budget, data, model, records, fold, summary)
         save_model_folder(model, data.tokenizer, save_models / name, metadata, overwrite=True)
     shutil.rmtree(checkpoints, ignore_errors=True)  # the run is persisted: checkpoints are not results
     return records
+
+
+def _saved_model_metadata(
+    job: Job,
+    reproduction: PaperTable,
+    budget: Budget,
+    data: TaskData,
+    model: Any,
+    records: list[dict[str, Any]],
+    fold: Fold | None,
+    summary: Mapping[str, Any],
+) -> dict[str, Any]:
+    """The training JSON of a kept model (``save_models``): its data, settings, sizes and validation
+    scores, with the same recipe entries as ``train --system`` writes."""
+    from ..training import data_fingerprint
+
+    system, task = job.system, data.task
+    return {
+        "task": task.name,
+        "corpus": data.corpus,
+        "config": data.config_name,
+        "preset": system.preset,
+        "system": system.name,
+        "prepare_options": dict(system.prepare_options),
+        "train_options": dict(system.train_options),
+        "reproduction": reproduction.name,
+        "budget": budget.name,
+        "seed": job.seed,
+        "fold": job.fold_id,
+        "source_column": task.source_column,
+        "target_column": task.reference_column,
+        "train_examples": len(data.splits["train"]),
+        "validation_examples": len(data.splits["validation"]) if "validation" in data.splits else 0,
+        "vocab_size": len(data.tokenizer),
+        "output_vocab_size": getattr(model.config, "output_vocab_size", None),
+        **summary,
+        "validation": {f"eval_{k}": v for k, v in records[0]["scores"].get("validation", {}).items()},
+        # the same entries as `train --system` writes (training_recipe): one recipe, comparable
+        **recipe_metadata(reproduction, system, budget, fold),
+        "data_fingerprint": data_fingerprint(data),  # as train_model writes it
+    }
 
 
 def _decode_and_score(
