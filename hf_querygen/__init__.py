@@ -42,8 +42,8 @@ _EXPORTS: dict[str, str] = {
     "SYSTEMS": "hf_querygen.systems",
     "get_system": "hf_querygen.systems",
     "Reproduction": "hf_querygen.experiments.runner",
-    "Budget": "hf_querygen.experiments.runner",
-    "REPRODUCTIONS": "hf_querygen.experiments.runner",
+    "Budget": "hf_querygen.experiments.tables",
+    "REPRODUCTIONS": "hf_querygen.experiments.papers",
     "run_reproduction": "hf_querygen.experiments.runner",
     # training and presets
     "train_model": "hf_querygen.training",

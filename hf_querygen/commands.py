@@ -198,7 +198,8 @@ def _train_command(args: argparse.Namespace) -> int:
 
 def _recipe(system: Any, args: argparse.Namespace) -> Any:
     """The row's training recipe when its paper defines one (ding2018), else None (the task's corpus)."""
-    from .experiments.runner import REPRODUCTIONS, get_reproduction, training_recipe
+    from .experiments.papers import REPRODUCTIONS, get_reproduction
+    from .experiments.recipes import training_recipe
 
     paper = system.name.split("/", 1)[0]
     if paper not in REPRODUCTIONS:

@@ -7,8 +7,9 @@ from __future__ import annotations
 import datasets
 import pytest
 
-from hf_querygen.experiments.papers import REPRODUCTIONS
-from hf_querygen.experiments.runner import _fold_data, _folds, get_reproduction
+from hf_querygen.experiments.jobs import _fold_data
+from hf_querygen.experiments.papers import REPRODUCTIONS, get_reproduction
+from hf_querygen.experiments.recipes import _folds
 from hf_querygen.systems import SYSTEMS
 from hf_querygen.tasks import nl2kw_resources
 from hf_querygen.tasks.base import get_task

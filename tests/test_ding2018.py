@@ -10,7 +10,8 @@ import datasets
 import pytest
 
 from hf_querygen.experiments import ding2018
-from hf_querygen.experiments.runner import Budget, run_reproduction, table_scores
+from hf_querygen.experiments.runner import run_reproduction, table_scores
+from hf_querygen.experiments.tables import Budget
 from hf_querygen.tasks.base import get_task
 from hf_querygen.tasks.k2q import K2QTask, k2q_scores
 from hf_querygen.tasks.k2q_data import as_training_split
@@ -201,7 +202,7 @@ def test_quick_reproduction_end_to_end(tmp_path, data_dir):
     # `train --system` trains exactly the recipe the run saved: same data, same config, same weights
     from safetensors.torch import load_file
 
-    from hf_querygen.experiments.runner import training_recipe
+    from hf_querygen.experiments.recipes import training_recipe
     from hf_querygen.training import train_model
 
     for key in ("copynet", "copynet_human"):
@@ -229,7 +230,7 @@ def test_quick_reproduction_end_to_end(tmp_path, data_dir):
 def test_train_system_options_and_recipe_errors(tmp_path, data_dir, capsys):
     from hf_querygen.cli import main as cli_main
     from hf_querygen.errors import InvalidInputError
-    from hf_querygen.experiments.runner import training_recipe
+    from hf_querygen.experiments.recipes import training_recipe
 
     preset = [
         "train",

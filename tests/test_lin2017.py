@@ -7,7 +7,8 @@ import datasets
 import torch
 
 from hf_querygen.experiments import lin2017, lin2017_folds
-from hf_querygen.experiments.runner import Budget, Fold, Job, train_and_score
+from hf_querygen.experiments.jobs import Job, train_and_score
+from hf_querygen.experiments.tables import Budget, Fold
 
 torch.set_num_threads(1)
 

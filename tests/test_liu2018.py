@@ -253,7 +253,8 @@ def test_report_renders_both_tables_and_the_claim_verdict():
 
 def test_prepared_nl2kw_data_respects_the_dual_decoder_conventions(data_dir):
     """On the real corpus (capped): vocabulary, output vocabulary and labels of every model kind."""
-    from hf_querygen.experiments.runner import Budget, default_folds
+    from hf_querygen.experiments.recipes import default_folds
+    from hf_querygen.experiments.tables import Budget
     from hf_querygen.tasks.base import get_task
 
     task = get_task("nl2kw")

@@ -158,7 +158,7 @@ def test_written_files_follow_the_umask(tmp_path):
     import os
     import stat
 
-    from hf_querygen.experiments.runner import _save_record
+    from hf_querygen.experiments.jobs import _save_record
 
     tokenizer = train_word_tokenizer(TEXTS)
     old = os.umask(0o027)
@@ -179,7 +179,7 @@ def test_written_files_follow_the_umask(tmp_path):
 def test_every_registered_system_and_budget_sets_only_fields_its_config_has():
     """The strict --set check applies to the library's own recipes too: a field a config does not have
     would be ignored silently (liu2018's quick budget set decoder_hidden_size on the dual decoder)."""
-    from hf_querygen.experiments.runner import REPRODUCTIONS, get_reproduction
+    from hf_querygen.experiments.papers import REPRODUCTIONS, get_reproduction
     from hf_querygen.presets import check_config_overrides
 
     checked = 0

@@ -271,8 +271,9 @@ def test_synthetic_pairs_drop_evaluation_questions(monkeypatch):
 
 
 def test_runner_prepares_one_data_set_per_system_prepare_options():
+    from hf_querygen.experiments.jobs import _fold_data
     from hf_querygen.experiments.liu2018 import REPRODUCTION
-    from hf_querygen.experiments.runner import Fold, _fold_data
+    from hf_querygen.experiments.tables import Fold
 
     cache: dict = {}
     fold = Fold(None, _splits())

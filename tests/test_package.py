@@ -75,7 +75,7 @@ def test_every_public_name_is_exported_lazily():
 
 def test_reproduce_choices_equal_the_registry():
     from hf_querygen.experiments.cli import NAMES
-    from hf_querygen.experiments.runner import REPRODUCTIONS
+    from hf_querygen.experiments.papers import REPRODUCTIONS
 
     assert sorted(NAMES) == REPRODUCTIONS.names()
 

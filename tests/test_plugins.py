@@ -73,7 +73,8 @@ PLUGIN = {
         from pathlib import Path
 
         from hf_querygen.experiments.papers import paper_numbers
-        from hf_querygen.experiments.runner import Budget, Reproduction
+        from hf_querygen.experiments.runner import Reproduction
+        from hf_querygen.experiments.tables import Budget
         from hf_querygen.presets import PRESETS
         from hf_querygen.systems import System, register_systems
 
@@ -144,7 +145,7 @@ help_text = io.StringIO()
 with contextlib.redirect_stdout(help_text), contextlib.suppress(SystemExit):
     main(["reproduce", "--help"])
 found["reproduce_help"] = "toy2024" in help_text.getvalue()
-from hf_querygen.experiments.runner import get_reproduction
+from hf_querygen.experiments.papers import get_reproduction
 found["paper_numbers"] = dict(get_reproduction("toy2024").paper_numbers)
 print("FOUND" + json.dumps(found))
 """

@@ -9,8 +9,9 @@ import pytest
 from transformers import pipeline
 
 from hf_querygen._fs import write_marker
-from hf_querygen.experiments import liu2018, runner
-from hf_querygen.experiments.runner import Budget, run_reproduction
+from hf_querygen.experiments import liu2018, recipes, runner
+from hf_querygen.experiments.runner import run_reproduction
+from hf_querygen.experiments.tables import Budget
 from hf_querygen.tasks.base import get_task
 
 TINY = {"embedding_size": 8, "hidden_size": 8}
@@ -51,7 +52,7 @@ def test_pipeline_on_a_saved_model_gives_the_tables_outputs(tiny_liu2018, data_d
 
     sources = [
         row["nl_query"]
-        for row in runner.default_folds(
+        for row in recipes.default_folds(
             get_task("nl2kw"), tiny_liu2018.budgets["quick"], data_dir, "nl2kw", "en"
         )[0].splits["test"]
     ]
@@ -93,7 +94,7 @@ def test_interrupted_training_continues_from_its_last_checkpoint(data_dir, tmp_p
     from hf_querygen.training import train_preset
 
     task = get_task("nl2kw")
-    (fold,) = runner.default_folds(
+    (fold,) = recipes.default_folds(
         task, Budget("t", max_train=64, max_validation=8, max_test=8), data_dir, None, None
     )
     data = task.prepare(fold.splits)
@@ -133,7 +134,8 @@ def test_train_system_trains_the_tables_recipe_of_every_paper(paper, data_dir):
     """`hf-querygen train --system <paper>/<row>` goes through training_recipe: the table's fold, the
     reproduction's prepare options (zhang2020: document caps and output vocabulary) and the budget's
     training overrides, exactly what the runner passes to train_preset (ding2018: tests/test_ding2018.py)."""
-    from hf_querygen.experiments.runner import get_reproduction, row_settings, training_recipe
+    from hf_querygen.experiments.papers import get_reproduction
+    from hf_querygen.experiments.recipes import row_settings, training_recipe
 
     reproduction = get_reproduction(paper)
     assert reproduction.train_budget == "full"

@@ -9,7 +9,9 @@ import pytest
 from transformers import AutoModelForSeq2SeqLM, pipeline
 
 from hf_querygen.experiments import zhang2020
-from hf_querygen.experiments.runner import Budget, default_folds, run_reproduction
+from hf_querygen.experiments.recipes import default_folds
+from hf_querygen.experiments.runner import run_reproduction
+from hf_querygen.experiments.tables import Budget
 from hf_querygen.tasks.base import TASKS, get_task
 from hf_querygen.tasks.q2id_task import Q2IDTaskData
 

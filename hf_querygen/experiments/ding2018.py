@@ -42,8 +42,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from hf_querygen.experiments.jobs import Job, run_name
 from hf_querygen.experiments.papers import paper_numbers
-from hf_querygen.experiments.runner import Budget, Fold, Job, Reproduction, RunContext, run_name
+from hf_querygen.experiments.runner import Reproduction
+from hf_querygen.experiments.tables import Budget, Fold, RunContext
 from hf_querygen.systems import BaselineContext, System, register_systems
 
 logger = logging.getLogger(__name__)
@@ -526,7 +528,7 @@ def fig5(context: RunContext) -> dict[str, Any]:
     the table's runs), T_0-test ROUGE-L and BLEU per (variant, L)."""
     import datasets
 
-    from hf_querygen.experiments.runner import _fold_data, _load_records, _quiet_console, train_and_score
+    from hf_querygen.experiments.jobs import _fold_data, _load_records, _quiet_console, train_and_score
 
     settings = context.budget.settings
     if not settings.get("fig5"):

@@ -59,7 +59,8 @@ from hf_querygen.experiments.lin2017_baselines import (
 from hf_querygen.experiments.lin2017_folds import cross_validation_folds, segmentation_resources
 from hf_querygen.experiments.lin2017_report import SYSTEM_LABELS, TABLE_METRICS, render_markdown
 from hf_querygen.experiments.papers import paper_numbers
-from hf_querygen.experiments.runner import Budget, Reproduction, run_reproduction
+from hf_querygen.experiments.runner import Reproduction, run_reproduction
+from hf_querygen.experiments.tables import Budget
 from hf_querygen.systems import System, register_systems
 
 PAPER = "lin2017"

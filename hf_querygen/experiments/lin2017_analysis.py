@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from hf_querygen.experiments.lin2017_folds import crf_settings
-from hf_querygen.experiments.runner import RunContext
+from hf_querygen.experiments.tables import RunContext
 
 
 def _scores(predictions: Sequence[str], references: Sequence[str]) -> dict[str, float]:

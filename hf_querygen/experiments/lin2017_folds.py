@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from hf_querygen.experiments.runner import Budget, Fold
+from hf_querygen.experiments.tables import Budget, Fold
 
 if TYPE_CHECKING:
     from hf_querygen.tasks.base import Task

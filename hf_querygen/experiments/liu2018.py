@@ -35,7 +35,8 @@ from hf_querygen.experiments.liu2018_analysis import (
 )
 from hf_querygen.experiments.liu2018_report import SYSTEM_LABELS, render_markdown, write_plots
 from hf_querygen.experiments.papers import paper_numbers
-from hf_querygen.experiments.runner import Budget, Reproduction, run_reproduction
+from hf_querygen.experiments.runner import Reproduction, run_reproduction
+from hf_querygen.experiments.tables import Budget
 from hf_querygen.systems import BaselineContext, System, register_systems
 
 #: Table 2 (translation columns) and Table 3 of the paper; keys are our system and metric names

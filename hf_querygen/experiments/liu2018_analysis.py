@@ -9,7 +9,7 @@ import math
 import statistics
 from typing import Any
 
-from hf_querygen.experiments.runner import RunContext
+from hf_querygen.experiments.tables import RunContext
 
 #: Fig. 4 of the paper: F1 on the development set peaks at lambda = 0.5 (values only drawn, not printed)
 LAMBDAS = (0.3, 0.4, 0.5, 0.6, 0.7)

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from .papers import paper_numbers
-from .runner import Evaluation
+from .tables import Evaluation
 
 METRICS = ("ndcg@5", "ndcg@10", "p@3", "p@5", "p@10", "hits@5", "hits@10")
 RANKERS = ("bm25", "sdm")

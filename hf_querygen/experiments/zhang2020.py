@@ -35,7 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from hf_querygen.experiments.papers import paper_numbers
-from hf_querygen.experiments.runner import Budget, Reproduction, RunContext, run_reproduction
+from hf_querygen.experiments.runner import Reproduction, run_reproduction
+from hf_querygen.experiments.tables import Budget, RunContext
 from hf_querygen.presets import PRESETS
 from hf_querygen.systems import BaselineContext, System, register_systems
 
@@ -477,7 +478,7 @@ def beta_analysis(context: RunContext, queries: int = 3) -> dict[str, Any]:
     """With saved models: the beta plot of the seed-0 CtrsGen for the first ``queries`` TEST queries."""
     if context.save_models is None or context.out_dir is None:
         return {"beta_plot": "not drawn: run with --save-models to keep the CtrsGen model"}
-    from hf_querygen.experiments.runner import run_name
+    from hf_querygen.experiments.jobs import run_name
 
     fold = context.folds[0]
     folder = context.save_models / run_name("ctrsgen", 0, fold.id)
@@ -513,7 +514,7 @@ def collection_documents(splits: Mapping[str, Any]) -> tuple[list[str], list[dic
 
 
 def _saved_ctrsgen(context: RunContext) -> list[tuple[int, Path]]:
-    from hf_querygen.experiments.runner import run_name
+    from hf_querygen.experiments.jobs import run_name
 
     fold = context.folds[0]
     folders = [

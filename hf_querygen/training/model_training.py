@@ -66,7 +66,8 @@ def train_model(
     (a paper system's own, ``System.prepare_options`` / ``train_options``); ``decoding`` (a system's
     ``Task.predict`` keyword arguments) is saved as ``config.task_decoding``, the model's default
     decoding. ``splits``: the train / validation (and other) splits to train on instead of
-    ``task.load(corpus)`` (a paper system's own data: :func:`hf_querygen.experiments.runner.training_recipe`);
+    ``task.load(corpus)`` (a paper system's own data:
+    :func:`hf_querygen.experiments.recipes.training_recipe`);
     ``extra_metadata`` goes into the saved training JSON (e.g. the synthetic set's name, size and
     fingerprint). ``time_limit`` (seconds): stop training then (:class:`TimeLimitCallback`; the best
     checkpoint so far is kept as usual). Returns the metadata saved with the model, including the

@@ -23,7 +23,7 @@ import torch
 
 from hf_querygen.baselines.k2q import FrameBaseline, echo_keyword_queries
 from hf_querygen.experiments.ding2018 import GREEDY
-from hf_querygen.experiments.runner import training_recipe
+from hf_querygen.experiments.recipes import training_recipe
 from hf_querygen.metrics.retrieval import paired_test
 from hf_querygen.metrics.rouge import rouge_per_example
 from hf_querygen.model_folder import load_trained

@@ -67,6 +67,15 @@ def paper_modules() -> list[str]:
     return [module for _, module in REPRODUCTIONS.items()]
 
 
+def get_reproduction(name: str) -> Any:
+    """The ``REPRODUCTION`` of registered paper ``name`` (a
+    :class:`~hf_querygen.experiments.runner.Reproduction`, or the retrieval evaluation); imports its
+    module."""
+    import importlib
+
+    return importlib.import_module(REPRODUCTIONS.get(name)).REPRODUCTION
+
+
 def reproduction_order() -> list[str]:
     """Every paper name, a paper that reads another's saved models (``models_of``) after that one; what
     ``reproduce all`` runs. Imports the paper modules."""
@@ -84,6 +93,7 @@ def reproduction_order() -> list[str]:
 __all__ = [
     "PAPERS_DIR",
     "REPRODUCTIONS",
+    "get_reproduction",
     "paper_data",
     "paper_files",
     "paper_modules",

@@ -1,0 +1,165 @@
+"""One row's recipe, the one definition that the runner and ``hf-querygen train --system`` share: a
+table's data folds under a budget (:func:`default_folds`, capped by the budget), the resolved training
+settings of a row (:func:`row_settings`), the metadata naming them (:func:`recipe_metadata`), and all of
+it for one row outside the runner (:func:`training_recipe` -> :class:`TrainingRecipe`)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import InvalidInputError
+from ..systems import System, get_system
+from ..tasks.base import get_task
+from .papers import REPRODUCTIONS, get_reproduction
+from .tables import Budget, Fold, PaperTable
+
+if TYPE_CHECKING:
+    import datasets
+
+    from ..tasks.base import Task
+
+
+@dataclass
+class TrainingRecipe:
+    """Everything :func:`hf_querygen.training.train_model` needs to train one table row exactly as the
+    runner does (:func:`hf_querygen.experiments.jobs.train_and_score`): the fold's splits, the prepare
+    options, the preset with the budget's overrides, the training arguments, early stopping, the row's
+    decoding, and the metadata that names the data (:func:`recipe_metadata`)."""
+
+    system: System
+    budget: Budget
+    splits: datasets.DatasetDict
+    prepare_options: dict[str, Any]
+    preset_overrides: dict[str, Any]
+    training_overrides: dict[str, Any]
+    early_stopping_patience: int | None
+    group_by_length: bool
+    decoding: dict[str, Any]
+    metadata: dict[str, Any]
+
+    def train_model_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments of :func:`~hf_querygen.training.train_model` (besides the preset, the task
+        and the output folder)."""
+        return {
+            "splits": self.splits,
+            "prepare_options": self.prepare_options,
+            "preset_overrides": self.preset_overrides,
+            "training_preset": self.system.training_preset,
+            "training_overrides": self.training_overrides,
+            "train_options": dict(self.system.train_options),
+            "early_stopping_patience": self.early_stopping_patience,
+            "group_by_length": self.group_by_length,
+            "decoding": self.decoding,
+            "extra_metadata": self.metadata,
+        }
+
+
+def row_settings(reproduction: PaperTable, system: System, budget: Budget) -> dict[str, Any]:
+    """The resolved training settings of ``system`` under ``budget`` (what
+    :func:`hf_querygen.experiments.jobs.train_and_score` passes to ``train_preset``): the one definition
+    that ``train --system`` and the runner share."""
+    return {
+        "preset": system.preset,
+        "preset_overrides": {**system.preset_overrides, **budget.preset_overrides.get(system.key, {})},
+        "training_preset": system.training_preset,
+        # the mode's budget wins over the system's own settings (quick mode: more steps, a higher rate),
+        # except for a row with its own recipe under that budget (Budget.own_recipe)
+        "training_overrides": (
+            {**budget.training_overrides, **system.training_overrides}
+            if system.key in budget.own_recipe
+            else {**system.training_overrides, **budget.training_overrides}
+        ),
+        "prepare_options": {**reproduction.prepare_options, **dict(system.prepare_options)},
+        "train_options": dict(system.train_options),
+        "early_stopping_patience": budget.patience,
+        "group_by_length": budget.group_by_length,
+    }
+
+
+def recipe_metadata(
+    reproduction: PaperTable, system: System, budget: Budget, fold: Fold | None
+) -> dict[str, Any]:
+    """The training JSON entries that name a row's recipe: reproduction, budget, system, resolved
+    settings, and what the fold says about its data (e.g. the synthetic set)."""
+    return {
+        "reproduction": reproduction.name,
+        "budget": budget.name,
+        "system": system.name,
+        "recipe": _jsonable(row_settings(reproduction, system, budget)),
+        **dict((fold.extras.get("training_metadata") or {}) if fold is not None else {}),
+    }
+
+
+def training_recipe(
+    system: System | str,
+    budget: str | None = None,
+    data_dir: str | Path | None = None,
+    reproduction: PaperTable | None = None,
+) -> TrainingRecipe:
+    """The recipe of table row ``system`` under ``budget`` (default: its reproduction's
+    ``train_budget``): the same fold, prepared data options, sizes, steps and checkpoint selection as
+    ``hf-querygen reproduce <paper>`` (one seed; the seed is the caller's). ``reproduction``: a
+    modified copy of the paper's (default: the registered one)."""
+    system = get_system(system)
+    paper = system.name.split("/", 1)[0]
+    if reproduction is None:
+        if paper not in REPRODUCTIONS:
+            raise InvalidInputError(f"system {system.name!r}: no reproduction {paper!r} defines its recipe")
+        reproduction = get_reproduction(paper)
+    name = budget or reproduction.train_budget
+    if name is None:
+        raise InvalidInputError(f"reproduction {paper!r} defines no training recipe (train_budget)")
+    if name not in reproduction.budgets:
+        raise InvalidInputError(
+            f"reproduction {paper!r} has no budget {name!r}; budgets: {sorted(reproduction.budgets)}"
+        )
+    if not system.trainable:
+        raise InvalidInputError(f"system {system.name!r} is not trained (a baseline or a decoding variant)")
+    chosen = reproduction.budgets[name]
+    fold = _folds(reproduction, chosen, data_dir)[0]
+    settings = row_settings(reproduction, system, chosen)
+    return TrainingRecipe(
+        system=system,
+        budget=chosen,
+        splits=fold.splits,
+        prepare_options=settings["prepare_options"],
+        preset_overrides=settings["preset_overrides"],
+        training_overrides=settings["training_overrides"],
+        early_stopping_patience=settings["early_stopping_patience"],
+        group_by_length=settings["group_by_length"],
+        decoding=dict(system.decoding),
+        metadata=recipe_metadata(reproduction, system, chosen, fold),
+    )
+
+
+def default_folds(
+    task: Task, budget: Budget, data_dir: Any, corpus: str | None, config: str | None
+) -> list[Fold]:
+    """One fold: the task's splits, each capped by the budget (seeded random subset)."""
+    splits = task.load(corpus, config, data_dir)
+    caps = {"train": budget.max_train, "validation": budget.max_validation, "test": budget.max_test}
+    for split, cap in caps.items():
+        if cap is not None and split in splits and len(splits[split]) > cap:
+            splits[split] = splits[split].shuffle(seed=0).select(range(cap))
+    return [Fold(None, splits)]
+
+
+def _folds(reproduction: PaperTable, budget: Budget, data_dir: Any) -> list[Fold]:
+    """The folds of ``reproduction`` that ``budget`` runs, each told the run's raw-data directory."""
+    task = get_task(reproduction.task)
+    if reproduction.folds is not None:
+        folds = reproduction.folds(task, budget, data_dir)
+    else:
+        folds = default_folds(task, budget, data_dir, reproduction.corpus, reproduction.corpus_config)
+    if budget.folds is not None:
+        folds = [fold for fold in folds if fold.id in budget.folds]
+    for fold in folds:
+        fold.data_dir = data_dir
+    return folds
+
+
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str))
