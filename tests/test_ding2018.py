@@ -9,7 +9,13 @@ import math
 import datasets
 import pytest
 
-from hf_querygen.experiments import ding2018
+from hf_querygen.experiments import (
+    ding2018,
+    ding2018_analysis,
+    ding2018_data,
+    ding2018_report,
+    ding2018_systems,
+)
 from hf_querygen.experiments.runner import run_reproduction, table_scores
 from hf_querygen.experiments.tables import Budget
 from hf_querygen.tasks.base import get_task
@@ -96,25 +102,27 @@ def test_table_scores_prefix_each_test_split():
 
 def test_top_l_selection_and_vocabulary_coverage():
     pairs = _pairs(["what is a", "what is b", "who is c", "what is a"], [0.9, 0.1, 0.5, 0.8])
-    assert ding2018.select_top_l(pairs, 2, "tdf")["question"] == ["what is a", "what is a"]
-    assert len(ding2018.select_top_l(pairs, 3, "random", seed=1)) == 3
+    assert ding2018_data.select_top_l(pairs, 2, "tdf")["question"] == ["what is a", "what is a"]
+    assert len(ding2018_data.select_top_l(pairs, 3, "random", seed=1)) == 3
     # vocabulary of T: what is a b who c = 6 words; the top-2 by TDF hold "what is a" = 3 of them
-    assert ding2018.vocabulary_coverage(pairs, [2, 4], "tdf") == [pytest.approx(0.5), pytest.approx(1.0)]
-    random_share = ding2018.vocabulary_coverage(pairs, [2], "random", seeds=(0, 1, 2))[0]
+    assert ding2018_data.vocabulary_coverage(pairs, [2, 4], "tdf") == [pytest.approx(0.5), pytest.approx(1.0)]
+    random_share = ding2018_data.vocabulary_coverage(pairs, [2], "random", seeds=(0, 1, 2))[0]
     assert 0.5 <= random_share <= 1.0
     with pytest.raises(Exception, match="selection"):
-        ding2018.select_top_l(pairs, 2, "best")
+        ding2018_data.select_top_l(pairs, 2, "best")
 
 
 def test_variants_follow_the_paper():
-    assert not ding2018.kqgm_config("baseline").paraphrase
-    assert ding2018.kqgm_config("par").paraphrase and not ding2018.kqgm_config("par").phrases
-    assert ding2018.kqgm_config("par_ph_kqf_tdf").phrases
-    assert [ding2018.uses_kqf(v) for v in ding2018.VARIANTS] == [False, False, False, True, True]
+    assert not ding2018_data.kqgm_config("baseline").paraphrase
+    assert ding2018_data.kqgm_config("par").paraphrase and not ding2018_data.kqgm_config("par").phrases
+    assert ding2018_data.kqgm_config("par_ph_kqf_tdf").phrases
+    assert [ding2018_data.uses_kqf(v) for v in ding2018_data.VARIANTS] == [False, False, False, True, True]
 
 
 def test_ordering_check_reports_each_adjacent_pair():
-    check = ding2018.ordering_check({"copynet": 0.5, "attnet": 0.4, "ednet": 0.45, "tbm": 0.3, "sdm": 0.2})
+    check = ding2018_analysis.ordering_check(
+        {"copynet": 0.5, "attnet": 0.4, "ednet": 0.45, "tbm": 0.3, "sdm": 0.2}
+    )
     assert check["ours"] == ["copynet", "ednet", "attnet", "tbm", "sdm"]
     assert check["pairs"] == {
         "copynet>attnet": True,
@@ -123,7 +131,7 @@ def test_ordering_check_reports_each_adjacent_pair():
         "tbm>sdm": True,
     }
     assert not check["holds"]
-    means = ding2018.fig5_means(
+    means = ding2018_report.fig5_means(
         {"runs": {"par": {"10": [{"ROUGE-L": 0.2, "BLEU": 0.1}, {"ROUGE-L": 0.4, "BLEU": 0.3}]}}}
     )
     assert means["par"]["ROUGE-L"]["10"] == pytest.approx(0.3)
@@ -166,12 +174,12 @@ def test_quick_reproduction_end_to_end(tmp_path, data_dir):
     document = run_reproduction(
         reproduction, tmp_path / "out", quick=True, data_dir=data_dir, progress=False, save_models=models
     )
-    assert set(document["systems"]) == set(ding2018.TABLE_ORDER)
+    assert set(document["systems"]) == set(ding2018_systems.TABLE_ORDER)
     for system in document["systems"].values():
         assert {"t0/ROUGE-L", "nl2kw/ROUGE-L", "t0/BLEU", "nl2kw/ROUGE-L recall"} <= set(system)
     config = document["config"]
     assert config["split_sizes"]["t0"] == 12 and config["split_sizes"]["train"] == 200
-    assert set(config["fig5"]["runs"]) == set(ding2018.VARIANTS)
+    assert set(config["fig5"]["runs"]) == set(ding2018_data.VARIANTS)
     assert config["fig6"]["tdf"][-1] == pytest.approx(1.0)
     assert "t0/ROUGE-L" in config["orderings"] and config["bleu_signature"].startswith("nrefs:")
     saved = json.loads((tmp_path / "out" / "results.json").read_text())
@@ -179,7 +187,7 @@ def test_quick_reproduction_end_to_end(tmp_path, data_dir):
     assert (tmp_path / "out" / "fig5.png").stat().st_size > 0 and (tmp_path / "out" / "fig6.png").exists()
     assert not math.isnan(saved["systems"]["copynet"]["t0/ROUGE-L"]["mean"])
     # the synthetic sets are cached: a second build reads them back
-    synthetic = ding2018.load_synthetic_data(data_dir, budget.settings)
+    synthetic = ding2018_data.load_synthetic_data(data_dir, budget.settings)
     assert len(synthetic.synthetic_set("par")) == 200
 
     # the saved CopyNet answers a keyword query with several distinct, scored questions

@@ -26,6 +26,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from hf_querygen.experiments.zhang2020_analysis import collection_documents
+from hf_querygen.experiments.zhang2020_report import render_markdown
+from hf_querygen.experiments.zhang2020_systems import DEFAULT_MODEL
 from hf_querygen.training import ROUGE_GOAL_METRICS
 
 #: decodings tried on validation: beam search or greedy, the n-gram blocking every zhang2020 row uses (2) or a
@@ -219,7 +222,6 @@ def examples(
     documents (5 relevant, 5 irrelevant) from every judged q2id document."""
     from transformers import pipeline
 
-    from hf_querygen.experiments.zhang2020 import collection_documents
     from hf_querygen.tasks.base import get_task
     from hf_querygen.tasks.q2id_task import DocumentRetriever
 
@@ -267,8 +269,6 @@ def add_to_results(
 ) -> None:
     """Add the report as the ``ctrsgen_copy`` row (1 run: std 0, n 1) and ``config["default_model"]`` to
     ``results_dir/results.json`` (the other rows untouched) and render ``results.md`` again."""
-    from hf_querygen.experiments.zhang2020 import DEFAULT_MODEL, render_markdown
-
     path = Path(results_dir) / "results.json"
     results = json.loads(path.read_text(encoding="utf-8"))
     test = document["scores"]["test"][DEFAULT_MODEL]

@@ -22,7 +22,7 @@ import datasets
 import torch
 
 from hf_querygen.baselines.k2q import FrameBaseline, echo_keyword_queries
-from hf_querygen.experiments.ding2018 import GREEDY
+from hf_querygen.experiments.ding2018_systems import GREEDY
 from hf_querygen.experiments.recipes import training_recipe
 from hf_querygen.metrics.retrieval import paired_test
 from hf_querygen.metrics.rouge import rouge_per_example

@@ -1,0 +1,134 @@
+"""The rows of Ding & Balog (ICTIR'18) Table 2 (:mod:`hf_querygen.experiments.ding2018`): their labels
+and print order, the test splits and headline metrics of the table, the baselines (SDM, TBM and two
+trivial rows) and the registered Systems, plus the CopyNet of the Fig. 5 runs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hf_querygen.systems import BaselineContext, System, register_systems
+
+#: the paper's ordering (Table 2), best first
+PAPER_ORDER = ("copynet", "attnet", "ednet", "tbm", "sdm")
+TEST_SPLITS = ("t0", "nl2kw")
+HEADLINE = ("ROUGE-L", "ROUGE-1", "ROUGE-2", "BLEU")
+LABELS = {
+    "echo": "keyword query echoed",
+    "frame": "most frequent question frame",
+    "sdm": "SDM",
+    "tbm": "TBM",
+    "ednet": "EDNet",
+    "attnet": "AttNet",
+    "copynet": "CopyNet",
+    "copynet_human": "CopyNet + nl2kw train pairs",
+}
+#: the rows of our table, in print order (the paper's five, two trivial rows, one with human pairs)
+TABLE_ORDER = ("echo", "frame", "sdm", "tbm", "ednet", "attnet", "copynet", "copynet_human")
+#: greedy decoding: the paper feeds the keyword query in and takes "the most probable question"
+GREEDY = {"num_beams": 1, "do_sample": False}
+
+
+# ---------------------------------------------------------------- baselines (Sec. 5.2.1)
+_BASELINES: dict[Any, Any] = {}
+
+
+def _sdm(context: BaselineContext):
+    from hf_querygen.baselines.k2q import SDMBaseline
+
+    synthetic = context.resources["synthetic"]
+    key = ("sdm", id(synthetic))
+    if key not in _BASELINES:
+        q = synthetic.questions
+        _BASELINES[key] = SDMBaseline(synthetic.index, q["id"], q["question"], threads=1)
+    return _BASELINES[key]
+
+
+def sdm_baseline(context: BaselineContext) -> list[str]:
+    """SDM: the question of Q that SDM ranks first for the keyword query."""
+    return _sdm(context).generate(context.sources())
+
+
+def tbm_baseline(context: BaselineContext) -> tuple[list[str], dict[str, Any]]:
+    """TBM (Dror et al. 2013 as the paper adapts it): templates mined from the training pairs, word2vec
+    on Q, SDM where no template has the query's arity."""
+    from hf_querygen.baselines.k2q import TemplateBaseline, train_word2vec
+
+    synthetic = context.resources["synthetic"]
+    train = context.data.splits["train"]
+    key = ("tbm", id(synthetic), len(train))
+    if key not in _BASELINES:
+        vectors = train_word2vec(synthetic.questions["text"])
+        _BASELINES[key] = TemplateBaseline.from_pairs(
+            train["keyword_query"], train["question"], vectors, fallback=_sdm(context)
+        )
+    tbm = _BASELINES[key]
+    outputs = tbm.generate(context.sources())
+    info = {
+        "tbm_templates_by_arity": {str(n): len(ts) for n, ts in tbm.templates.items()},
+        f"tbm_fallbacks_{context.split}": tbm.last_fallbacks,
+        "word2vec_words": len(tbm.vectors),
+    }
+    return outputs, info
+
+
+def echo_baseline(context: BaselineContext) -> list[str]:
+    """The keyword query unchanged (not in the paper: the floor every row must beat)."""
+    from hf_querygen.baselines.k2q import echo_keyword_queries
+
+    return echo_keyword_queries(context.sources())
+
+
+def frame_baseline(context: BaselineContext) -> tuple[list[str], dict[str, Any]]:
+    """The keyword query in the most frequent one-slot question frame of the training pairs (not in
+    the paper; "what is X ?" on the synthetic pairs)."""
+    from hf_querygen.baselines.k2q import FrameBaseline
+
+    train = context.data.splits["train"]
+    key = ("frame", len(train), train._fingerprint)
+    if key not in _BASELINES:
+        _BASELINES[key] = FrameBaseline.from_pairs(train["keyword_query"], train["question"])
+    frame = _BASELINES[key]
+    top = sorted(frame.counts.items(), key=lambda kv: (-kv[1], kv[0]))[:5]
+    return frame.generate(context.sources()), {"frame": frame.frame, "top_frames": dict(top)}
+
+
+# ---------------------------------------------------------------- the table
+#: every network: the best checkpoint by validation ROUGE-L (greedy decoding of the validation split at
+#: each evaluation), what the table reports, rather than by validation loss
+_NEURAL = {
+    "task": "k2q",
+    "decoding": GREEDY,
+    "evaluate_on": TEST_SPLITS,
+    "train_options": {"select_on": "ROUGE-L", "selection_decoding": dict(GREEDY)},
+}
+SYSTEMS = register_systems(
+    [
+        System("ding2018/echo", "k2q", LABELS["echo"], baseline=echo_baseline, evaluate_on=TEST_SPLITS),
+        System("ding2018/frame", "k2q", LABELS["frame"], baseline=frame_baseline, evaluate_on=TEST_SPLITS),
+        System("ding2018/sdm", "k2q", LABELS["sdm"], baseline=sdm_baseline, evaluate_on=TEST_SPLITS),
+        System("ding2018/tbm", "k2q", LABELS["tbm"], baseline=tbm_baseline, evaluate_on=TEST_SPLITS),
+        System("ding2018/ednet", label=LABELS["ednet"], preset="ding2018-ednet", **_NEURAL),
+        System("ding2018/attnet", label=LABELS["attnet"], preset="ding2018-attnet", cost=1.5, **_NEURAL),
+        System("ding2018/copynet", label=LABELS["copynet"], preset="ding2018-copynet", cost=2, **_NEURAL),
+        # not in the paper: CopyNet on the synthetic pairs plus the human pairs of the reversed nl2kw
+        # TRAIN split (its validation split joins T_0's for checkpoint selection; its test is never used)
+        System(
+            "ding2018/copynet_human",
+            label=LABELS["copynet_human"],
+            preset="ding2018-copynet",
+            cost=2.2,
+            prepare_options={"human_pairs": True},
+            **_NEURAL,
+        ),
+    ]
+)
+#: the Fig. 5 runs: CopyNet on each T_L, scored on T_0 test (trained by the fig5 analysis, not a row)
+FIG5_SYSTEM = System(
+    "ding2018/fig5_copynet",
+    "k2q",
+    "CopyNet (Fig. 5)",
+    preset="ding2018-copynet",
+    decoding=GREEDY,
+    evaluate_on=("t0",),
+    in_table=False,
+)
