@@ -275,3 +275,16 @@ def test_k2q_evaluate_scores_against_every_reference(monkeypatch):
     monkeypatch.setattr(K2Q, "predict", lambda model, tokenizer, sources, **kwargs: list(sources))
     scores, outputs = K2Q.evaluate(None, None, split)
     assert outputs == ["capital france"] and scores["ROUGE-L"] == pytest.approx(1.0)
+
+
+def test_extra_rows_of_single_long_runs_print_after_the_tables_rows():
+    from pathlib import Path
+
+    committed = Path(__file__).resolve().parent.parent / "results" / "ding2018" / "results.json"
+    document = json.loads(committed.read_text())
+    document["systems"]["copynet_recipe"] = document["systems"]["copynet"]
+    markdown = ding2018_report.render_markdown(document)
+    t0_table = markdown.split("## Table 2 on T_0 test", 1)[1].split("##", 1)[0]
+    rows = [line.split("|")[1].strip() for line in t0_table.splitlines() if line.startswith("| ")]
+    assert rows[-1] == ding2018_systems.EXTRA_ROW_LABELS["copynet_recipe"]
+    assert rows.index("CopyNet") < rows.index(ding2018_systems.EXTRA_ROW_LABELS["copynet_recipe"])

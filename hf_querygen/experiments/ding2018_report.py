@@ -12,12 +12,19 @@ from typing import Any
 
 from hf_querygen.experiments._report import markdown_table, pyplot, save_figure
 from hf_querygen.experiments.ding2018_data import VARIANT_LABELS, VARIANTS
-from hf_querygen.experiments.ding2018_systems import HEADLINE, LABELS, TABLE_ORDER, TEST_SPLITS
+from hf_querygen.experiments.ding2018_systems import (
+    EXTRA_ROW_LABELS,
+    HEADLINE,
+    LABELS,
+    TABLE_ORDER,
+    TEST_SPLITS,
+)
 
 
 def render_markdown(document: dict) -> str:
     config = document["config"]
-    systems = [k for k in TABLE_ORDER if k in document["systems"]]
+    systems = [k for k in (*TABLE_ORDER, *EXTRA_ROW_LABELS) if k in document["systems"]]
+    labels = {**LABELS, **EXTRA_ROW_LABELS}
     models = config.get("models", {})
     lines = [
         "# Ding & Balog (ICTIR'18) on our data: Table 2, Figs. 5-6",
@@ -30,7 +37,7 @@ def render_markdown(document: dict) -> str:
         f"emb 100 / BiGRU 200 / GRU 400, dropout 0.5): {json.dumps(models.get('sizes'))}, "
         f"{models.get('training')}. Splits: {json.dumps(config['split_sizes'])}.",
         "",
-        *[f"- **{LABELS.get(k, k)}**: {text}" for k, text in config.get("row_provenance", {}).items()],
+        *[f"- **{labels.get(k, k)}**: {text}" for k, text in config.get("row_provenance", {}).items()],
         "",
         "ROUGE: rouge-score F1, max over references (Eq. 10; T_0 has one reference so avg = max); BLEU: "
         f"sacrebleu `{json.dumps(config.get('bleu_signatures', config['bleu_signature']))}` (0-1). "
@@ -39,17 +46,17 @@ def render_markdown(document: dict) -> str:
         "",
         "## Table 2 on T_0 test",
         "",
-        markdown_table(document, [f"t0/{m}" for m in HEADLINE], systems, LABELS, digits=4),
+        markdown_table(document, [f"t0/{m}" for m in HEADLINE], systems, labels, digits=4),
         "## Table 2 on the reversed nl2kw test (human keyword queries)",
         "",
-        markdown_table(document, [f"nl2kw/{m}" for m in HEADLINE], systems, LABELS, digits=4),
+        markdown_table(document, [f"nl2kw/{m}" for m in HEADLINE], systems, labels, digits=4),
         "## ROUGE-L recall (max over references) and avg-over-references F1",
         "",
         markdown_table(
             document,
             [f"{s}/ROUGE-L recall" for s in TEST_SPLITS] + [f"{s}/ROUGE-L avg" for s in TEST_SPLITS],
             systems,
-            LABELS,
+            labels,
             digits=4,
         ),
         "## The paper's ordering CopyNet > AttNet > EDNet > TBM > SDM",
@@ -59,7 +66,7 @@ def render_markdown(document: dict) -> str:
     ]
     for key, check in config.get("orderings", {}).items():
         held = ", ".join(f"{p} {'yes' if v else 'NO'}" for p, v in check["pairs"].items())
-        ranking = " > ".join(LABELS.get(k, k) for k in check["ours"])
+        ranking = " > ".join(labels.get(k, k) for k in check["ours"])
         lines.append(f"| {key} | {ranking} | {held} | {'yes' if check['holds'] else 'NO'} |")
     lines += ["", *render_figures(config)]
     lines += ["", f"Timings (s): {json.dumps(config.get('timings_s', {}))}", ""]

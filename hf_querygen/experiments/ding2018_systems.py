@@ -24,6 +24,12 @@ LABELS = {
 }
 #: the rows of our table, in print order (the paper's five, two trivial rows, one with human pairs)
 TABLE_ORDER = ("echo", "frame", "sdm", "tbm", "ednet", "attnet", "copynet", "copynet_human")
+#: rows a results document may add beside the table's (single long runs of a row, one seed each:
+#: results/ding2018/update_results.py), printed after the table's rows
+EXTRA_ROW_LABELS = {
+    "copynet_recipe": "CopyNet, the train --system recipe (1 seed)",
+    "copynet_human_5000": "CopyNet + nl2kw train pairs, 5,000 steps (1 seed)",
+}
 #: greedy decoding: the paper feeds the keyword query in and takes "the most probable question"
 GREEDY = {"num_beams": 1, "do_sample": False}
 
