@@ -86,6 +86,7 @@ FULL_BUDGET = Budget(
     seeds=3,
     patience=4,
     training_overrides=FULL_TRAINING,
+    own_recipe=("copynet_human",),  # its step budget (ding2018_systems.COPYNET_HUMAN_STEPS)
     preset_overrides={
         **{key: FULL_MODEL for key in ("ednet", "attnet", "copynet", "copynet_human")},
         "fig5_copynet": FIG5_MODEL,
@@ -108,7 +109,13 @@ PAPER_BUDGET = Budget(
     "paper",
     seeds=3,
     patience=3,
-    training_overrides={"num_train_epochs": 30, "eval_strategy": "epoch", "save_strategy": "epoch"},
+    # max_steps -1: the epochs decide, whatever step budget a row sets for the CPU budget
+    training_overrides={
+        "num_train_epochs": 30,
+        "max_steps": -1,
+        "eval_strategy": "epoch",
+        "save_strategy": "epoch",
+    },
     preset_overrides={"fig5_copynet": FIG5_MODEL},
     settings={
         "train_pairs": None,

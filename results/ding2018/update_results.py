@@ -1,12 +1,13 @@
-"""Add the rows of the long CopyNet + human pairs run and the trivial rows to results/ding2018 (run once).
+"""Add the rows of the long CopyNet runs and the trivial rows to results/ding2018 (run once per new run).
 
 The full 3-seed reproduction of the new recipe did not fit the CPU budget (NOTES.md); this script
 keeps every row of the last full run (results.json as committed: SDM, TBM, EDNet, AttNet, CopyNet,
-config, figures) and adds, from ``finalize_long_run.py``'s output: the keyword query echoed, the most
-frequent question frame, and CopyNet + nl2kw train pairs (1 seed), with ``row_provenance`` saying where
-each row comes from; it plots the run's curves (curves.png) and re-renders results.md.
+config, figures) and adds, from ``finalize_long_run.py``'s outputs, one row per long run (1 seed) and
+the keyword query echoed and the most frequent question frame (from the first run's output), with
+``row_provenance`` saying where each row comes from; it plots the runs' curves (curves.png) and
+re-renders results.md.
 
-    python results/ding2018/update_results.py EVALUATION_JSON MODEL_DIR
+    python results/ding2018/update_results.py ROW=EVALUATION_JSON:MODEL_DIR [ROW=...]
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from hf_querygen.experiments._report import pyplot, write_results
 from hf_querygen.experiments.ding2018 import render_markdown
 
 HERE = Path(__file__).parent
-ROWS = {"echo": "echo", "frame": "frame", "copynet_human": "copynet_human"}
 OLD_NETWORK = "last full run: 64/64/128, 400 steps, selected on validation LOSS (the old recipe; not rerun)"
 
 
@@ -31,67 +31,108 @@ def cells(scores_by_split: dict) -> dict:
     }
 
 
-def plot_curves(log_history: list[dict], path: Path) -> dict:
+def plot_curves(runs: dict[str, list[dict]], path: Path) -> dict:
+    """Training / validation loss and validation ROUGE-L (greedy) against steps, one line per run."""
     plt = pyplot("Plotting the ding2018 curves")
-    train = [(e["step"], e["loss"]) for e in log_history if "loss" in e and "eval_loss" not in e]
-    evals = [e for e in log_history if "eval_loss" in e]
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
-    axes[0].plot([s for s, _ in train], [v for _, v in train], label="training loss", alpha=0.7)
-    axes[0].plot(
-        [e["step"] for e in evals], [e["eval_loss"] for e in evals], marker="o", label="validation loss"
-    )
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    curves = {}
+    for index, (row, log_history) in enumerate(runs.items()):
+        color = f"C{index}"
+        train = [(e["step"], e["loss"]) for e in log_history if "loss" in e and "eval_loss" not in e]
+        evals = [e for e in log_history if "eval_loss" in e]
+        axes[0].plot([s for s, _ in train], [v for _, v in train], color=color, alpha=0.35)
+        axes[0].plot(
+            [e["step"] for e in evals], [e["eval_loss"] for e in evals], marker="o", color=color, label=row
+        )
+        axes[1].plot(
+            [e["step"] for e in evals], [e["eval_ROUGE-L"] for e in evals], marker="o", color=color, label=row
+        )
+        curves[row] = {
+            "steps": [e["step"] for e in evals],
+            "epochs": [e.get("epoch") for e in evals],
+            "eval_loss": [e["eval_loss"] for e in evals],
+            "eval_ROUGE-L": [e["eval_ROUGE-L"] for e in evals],
+        }
     axes[0].set_xlabel("step (batch 64)")
-    axes[0].set_ylabel("cross-entropy")
-    axes[0].legend(fontsize=8)
-    axes[1].plot([e["step"] for e in evals], [e["eval_ROUGE-L"] for e in evals], marker="o", color="C2")
+    axes[0].set_ylabel("cross-entropy (faint: training)")
     axes[1].set_xlabel("step (batch 64)")
     axes[1].set_ylabel("validation ROUGE-L F (greedy)")
     for ax in axes:
         ax.grid(alpha=0.3)
-    fig.suptitle("CopyNet + nl2kw train pairs: the long run (1 CPU core)")
+        ax.legend(fontsize=8)
+    fig.suptitle("ding2018 long runs (1 CPU core each): loss and validation ROUGE-L")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
-    return {
-        "steps": [e["step"] for e in evals],
-        "epochs": [e.get("epoch") for e in evals],
-        "eval_loss": [e["eval_loss"] for e in evals],
-        "eval_ROUGE-L": [e["eval_ROUGE-L"] for e in evals],
-    }
+    return curves
 
 
-def main(evaluation_json: str, model_dir: str) -> None:
+def provenance(metadata: dict, evaluation: dict) -> str:
+    limit = metadata.get("time_limit_s")
+    stopped = (
+        f"stopped by the time limit ({limit / 60:.0f} min) at step {metadata['global_steps']}"
+        if limit and metadata["global_steps"] < metadata["recipe"]["training_overrides"]["max_steps"]
+        else f"all {metadata['global_steps']} steps"
+    )
+    sizes = metadata["recipe"]["preset_overrides"]
+    criterion = max(r["criterion"] for r in evaluation["decoding_selection"])
+    return (
+        f"1 seed: `train --system {metadata['system']} --seed {metadata['seed']}` "
+        f"({sizes['embedding_size']}/{sizes['hidden_size']}/{sizes['decoder_hidden_size']}, dropout "
+        f"{sizes['dropout']}, Adam {metadata['recipe']['training_overrides']['learning_rate']}), {stopped} "
+        f"({metadata['epochs']:.2f} epochs of {metadata['train_examples']:,} pairs); best checkpoint by "
+        f"validation ROUGE-L at step {metadata.get('best_checkpoint_step')}; decoding chosen on validation "
+        f"(worst source's gain over the echo {criterion:+.4f}): "
+        f"{json.dumps(evaluation['decoding'])}"
+    )
+
+
+def main(*arguments: str) -> None:
     document = json.loads((HERE / "results.json").read_text())
-    evaluation = json.loads(Path(evaluation_json).read_text())
-    metadata = json.loads(Path(model_dir, "hf_querygen_training.json").read_text())
-    log_history = json.loads(Path(model_dir, "log_history.json").read_text())
-    for key, row in ROWS.items():
-        document["systems"][key] = cells(evaluation["rows"][row])
     config = document["config"]
-    config["row_provenance"] = {
+    runs: dict[str, tuple[dict, dict, list]] = {}
+    for argument in arguments:
+        row, paths = argument.split("=", 1)
+        evaluation_json, model_dir = paths.split(":", 1)
+        evaluation = json.loads(Path(evaluation_json).read_text())
+        metadata = json.loads(Path(model_dir, "hf_querygen_training.json").read_text())
+        log_history = json.loads(Path(model_dir, "log_history.json").read_text())
+        runs[row] = (evaluation, metadata, log_history)
+    first = next(iter(runs.values()))[0]
+    for key in ("echo", "frame"):
+        document["systems"][key] = cells(first["rows"][key])
+    provenances = {
         "sdm": "last full run (deterministic; unchanged by this update)",
         "tbm": "last full run (deterministic; unchanged by this update)",
         **{key: OLD_NETWORK for key in ("ednet", "attnet", "copynet")},
         "echo": "computed on the full test sets by finalize_long_run.py (no model)",
-        "frame": f"computed on the full test sets by finalize_long_run.py: frame '{evaluation['frame']}' "
+        "frame": f"computed on the full test sets by finalize_long_run.py: frame '{first['frame']}' "
         "(the most frequent one-slot frame of the 51,657 synthetic pairs)",
-        "copynet_human": "the long run, 1 seed: `train --system ding2018/copynet_human --seed 0 "
-        "--time-limit 62` (100/128/256, dropout 0.2, Adam 2e-3), stopped by the time limit at step "
-        f"{metadata['global_steps']} "
-        f"({metadata['epochs']:.2f} epochs of {metadata['train_examples']:,} pairs); best checkpoint by "
-        f"validation ROUGE-L at step {metadata.get('best_global_step', metadata.get('best_checkpoint_step'))}; decoding chosen on validation: "
-        f"{json.dumps(evaluation['decoding'])}",
     }
-    config["long_run"] = {
-        "metadata": {k: metadata[k] for k in metadata if k not in ("synthetic_set",)},
-        "synthetic_set": metadata.get("synthetic_set", {}).get("fingerprint"),
-        "curves": plot_curves(log_history, HERE / "curves.png"),
-        "decoding_selection": evaluation["decoding_selection"],
-        "validation": {row: scores for row, scores in evaluation["rows"].items()},
-        "queries": evaluation["queries"],
-    }
+    long_runs = {}
+    for row, (evaluation, metadata, _) in runs.items():
+        model_row = metadata["system"].split("/")[1]
+        document["systems"][row] = cells(evaluation["rows"][model_row])
+        provenances[row] = provenance(metadata, evaluation)
+        long_runs[row] = {
+            "metadata": {k: metadata[k] for k in metadata if k not in ("synthetic_set",)},
+            "synthetic_set": metadata.get("synthetic_set", {}).get("fingerprint"),
+            "decoding_selection": evaluation["decoding_selection"],
+            "validation": {
+                name: {split: scores for split, scores in by_split.items() if "validation" in split}
+                for name, by_split in evaluation["rows"].items()
+            },
+            "paired_tests": evaluation.get("paired_tests"),
+            "queries": evaluation["queries"],
+        }
+    config["row_provenance"] = provenances
+    config["long_runs"] = long_runs
+    config.pop("long_run", None)
+    config["curves"] = plot_curves(
+        {row: history for row, (_, _, history) in runs.items()}, HERE / "curves.png"
+    )
     write_results(document, HERE, render_markdown(document))
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:3])
+    main(*sys.argv[1:])
