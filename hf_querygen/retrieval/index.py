@@ -51,7 +51,7 @@ from hf_querygen._fs import atomic_output_dir
 from hf_querygen.errors import InvalidInputError, ModelFolderError
 
 from . import params as params_layer
-from .analysis import DOCUMENT_MARK, analyze, analyze_chunk, chunk_term_ids
+from .analysis import TermIds, analyze, analyze_chunk, chunk_term_ids
 from .manifest import FORMAT_VERSION, META_FILE, read_manifest, write_manifest
 from .rankers import (
     BM25_DEFAULT_B,
@@ -174,7 +174,7 @@ class Index:
 
             # advanced once per chunk: wrapping the texts would cost a Python call per document
             progress = tqdm(total=total, desc="indexing", unit="doc")
-        vocab: dict[str, int] = {}
+        vocab = TermIds()
         token_chunks: list[np.ndarray] = []
         length_chunks: list[np.ndarray] = []
         document, add_document = tantivy.Document, writer.add_document
@@ -191,11 +191,8 @@ class Index:
                     raise InvalidInputError(
                         f"Index.from_texts: {err} (text {row} is the chunk's first)"
                     ) from err
-                # term ids in bulk: the chunk's new terms, then a C-level map over its tokens; with
+                # term ids in one C-level map over the chunk's tokens (new terms numbered as met); with
                 # document marks in ``flat`` (not terms: -1), the document lengths come from their positions
-                for term in dict.fromkeys(flat):
-                    if term not in vocab and (lengths is not None or term != DOCUMENT_MARK):
-                        vocab[term] = len(vocab)
                 term_ids = chunk_term_ids(vocab, flat, marked=lengths is None)
                 if lengths is None:
                     marks = np.flatnonzero(term_ids < 0)
