@@ -488,3 +488,14 @@ def test_chunk_term_ids_number_new_terms_in_order_of_first_occurrence(monkeypatc
     assert list(index.stats.vocab) == list(reference.vocab) == ["b", "a", "c", "d", "e", "f", "g"]
     np.testing.assert_array_equal(index.stats.tokens, reference.tokens)
     np.testing.assert_array_equal(index.stats.doc_lengths, reference.doc_lengths)
+
+
+@pytest.mark.parametrize("bound", [1, 300, 1 << 16, (1 << 16) + 1, 1 << 31])
+def test_stable_argsort_by_radix_equals_numpys_stable_argsort(bound):
+    from hf_querygen.retrieval.stats import _stable_argsort
+
+    rng = np.random.default_rng(bound)
+    # few distinct values too (long runs of ties: stability is what keeps positions ascending)
+    for values in (rng.integers(0, bound, 5000), rng.integers(0, min(bound, 3), 5000), np.zeros(0)):
+        values = values.astype(np.int32)
+        np.testing.assert_array_equal(_stable_argsort(values, bound), np.argsort(values, kind="stable"))

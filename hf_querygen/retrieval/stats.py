@@ -66,7 +66,7 @@ class CollectionStats:
         doc_offsets = np.zeros(num_docs + 1, dtype=np.int64)
         np.cumsum(doc_lengths, out=doc_offsets[1:])
         # Stable sort by term: within a term, global positions stay ascending (and so do documents).
-        positions = np.argsort(tokens, kind="stable").astype(np.int64)
+        positions = _stable_argsort(tokens, vocab_size).astype(np.int64, copy=False)
         token_doc = np.repeat(np.arange(num_docs, dtype=np.int32), doc_lengths)
         pos_doc = token_doc[positions]
         pos_ptr = np.zeros(vocab_size + 1, dtype=np.int64)
@@ -299,3 +299,13 @@ def _check_consistent(folder: Path, vocab: list[str], arrays: dict[str, np.ndarr
             raise bad(name, f"length {len(arrays[name])}, expected {postings}")
     if num_tokens and int(arrays["tokens"].max()) >= vocab_size:
         raise bad(VOCAB_FILE, f"{vocab_size} terms but tokens use id {int(arrays['tokens'].max())}")
+
+
+def _stable_argsort(values: np.ndarray, bound: int) -> np.ndarray:
+    """``np.argsort(values, kind="stable")`` for non-negative int32 ``values`` < ``bound``, by numpy's
+    radix sort (O(n), what ``kind="stable"`` picks for 16-bit keys; 32-bit keys get a comparison sort):
+    one 16-bit pass when the bound allows, else two (low half, then high half: LSD radix, stable)."""
+    if bound <= 1 << 16:
+        return np.argsort(values.astype(np.uint16), kind="stable")
+    low = np.argsort((values & 0xFFFF).astype(np.uint16), kind="stable")
+    return low[np.argsort((values >> 16).astype(np.uint16)[low], kind="stable")]
