@@ -71,16 +71,20 @@ class CollectionStats:
         pos_doc = token_doc[positions]
         pos_ptr = np.zeros(vocab_size + 1, dtype=np.int64)
         np.cumsum(np.bincount(tokens, minlength=vocab_size), out=pos_ptr[1:])
-        # Document-level postings: one entry per run of equal (term, doc) in the term-sorted order.
-        sorted_terms = tokens[positions]
-        starts = np.ones(len(positions), dtype=bool)
-        if len(positions):
-            starts[1:] = (sorted_terms[1:] != sorted_terms[:-1]) | (pos_doc[1:] != pos_doc[:-1])
+        # Document-level postings: one entry per run of equal (term, doc) in the term-sorted order. The
+        # term changes exactly at the pos_ptr boundaries, so no term-sorted copy of the tokens is needed.
+        num_positions = len(positions)
+        starts = np.ones(num_positions, dtype=bool)
+        if num_positions:
+            np.not_equal(pos_doc[1:], pos_doc[:-1], out=starts[1:])
+            term_starts = pos_ptr[1:-1]
+            starts[term_starts[term_starts < num_positions]] = True
         start_index = np.flatnonzero(starts)
         post_docs = pos_doc[start_index]
-        post_tfs = np.diff(np.append(start_index, len(positions))).astype(np.int32)
-        doc_ptr = np.zeros(vocab_size + 1, dtype=np.int64)
-        np.cumsum(np.bincount(sorted_terms[start_index], minlength=vocab_size), out=doc_ptr[1:])
+        post_tfs = np.diff(start_index, append=num_positions).astype(np.int32)
+        # every term's runs lie in its own position range, which starts with a run: the runs before
+        # pos_ptr[t] are the document postings of the terms before t
+        doc_ptr = np.searchsorted(start_index, pos_ptr).astype(np.int64, copy=False)
         arrays = {
             "tokens": tokens,
             "doc_offsets": doc_offsets,
