@@ -456,3 +456,46 @@ def test_a_real_mark_term_from_an_earlier_chunk_does_not_break_later_chunks(monk
     assert [hit.row for hit in index.search("f", k=5, ranker="ql")] == [4]
     mark = index.stats.term_id(DOCUMENT_MARK)
     assert mark >= 0 and index.stats.vocab[mark] == DOCUMENT_MARK
+
+
+def test_chunk_analysis_drops_long_terms_only_where_they_are_and_names_a_non_string():
+    # the chunk path finds long ASCII terms by document length, not per document: a long document
+    # without a long term keeps its normalised text, one with a long term drops that term, and a
+    # non-ASCII document in the same chunk goes through analyze() on its own
+    from hf_querygen.retrieval.analysis import MAX_TERM_BYTES, analyze, analyze_many
+
+    long_words = " ".join(["Word"] * 80)  # 400 characters, every term short
+    long_term = "x" * MAX_TERM_BYTES + " kept, Terms"
+    almost = "y" * (MAX_TERM_BYTES - 1)
+    texts = [long_words, long_term, almost, "Straße ﬁne", "it's short", "é" * 130, ""]
+    terms, index_texts = analyze_many(texts)
+    assert terms == [analyze(t) for t in texts]
+    assert terms[1] == ["kept", "terms"] and terms[2] == [almost] and terms[5] == []
+    assert [t.split() for t in index_texts] == terms
+    with pytest.raises(TypeError, match="text 2 is bytes"):
+        analyze_many(["a", "b", b"c"])
+
+
+def test_chunk_term_ids_number_new_terms_in_order_of_first_occurrence(monkeypatch):
+    from hf_querygen.retrieval import Index
+    from hf_querygen.retrieval import index as index_module
+    from hf_querygen.retrieval.stats import CollectionStats
+
+    monkeypatch.setattr(index_module, "CHUNK_SIZE", 3)
+    texts = ["b a", "c b", "", "d a", "e", "a f b", "g"]
+    index = Index.from_texts(texts, show_progress=False)
+    reference = CollectionStats.from_documents([analyze(t) for t in texts])
+    assert list(index.stats.vocab) == list(reference.vocab) == ["b", "a", "c", "d", "e", "f", "g"]
+    np.testing.assert_array_equal(index.stats.tokens, reference.tokens)
+    np.testing.assert_array_equal(index.stats.doc_lengths, reference.doc_lengths)
+
+
+@pytest.mark.parametrize("bound", [1, 300, 1 << 16, (1 << 16) + 1, 1 << 31])
+def test_stable_argsort_by_radix_equals_numpys_stable_argsort(bound):
+    from hf_querygen.retrieval.stats import _stable_argsort
+
+    rng = np.random.default_rng(bound)
+    # few distinct values too (long runs of ties: stability is what keeps positions ascending)
+    for values in (rng.integers(0, bound, 5000), rng.integers(0, min(bound, 3), 5000), np.zeros(0)):
+        values = values.astype(np.int32)
+        np.testing.assert_array_equal(_stable_argsort(values, bound), np.argsort(values, kind="stable"))

@@ -16,7 +16,7 @@ a property test checks the two against each other.
 
 from __future__ import annotations
 
-import operator
+import re
 import string
 
 import numpy as np
@@ -57,29 +57,56 @@ _NOT_TANTIVY_WHITESPACE = ("\x0b", "\x1c", "\x1d", "\x1e", "\x1f")
 _SEPARATOR = "\x1e"
 
 
+# a term of MAX_TERM_BYTES ASCII characters or more: ``\s`` is exactly what ``str.split()`` splits on
+_LONG_ASCII_TERM = re.compile(rf"\S{{{MAX_TERM_BYTES}}}")
+
+
 def _index_texts(texts: list[str], caller: str) -> tuple[list[str], list[list[str] | None]]:
     """(index_texts, terms) of a chunk: ``terms[i]`` is None where ``index_texts[i].split()`` gives
     ``analyze(texts[i])`` (the ASCII fast path: one ``bytes.translate`` over all its documents), else the
     analysed terms (the general path, their index text the terms joined by spaces)."""
-    for i, text in enumerate(texts):
-        if not isinstance(text, str):
-            raise TypeError(f"{caller}: text {i} is {type(text).__name__}, not a string")
+    try:
+        # one C-level pass over the chunk checks every type (instead of one isinstance per document)
+        joined = _SEPARATOR.join(texts)
+    except TypeError:
+        for i, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise TypeError(f"{caller}: text {i} is {type(text).__name__}, not a string") from None
+        raise
     terms: list = [None] * len(texts)
     index_texts: list = [None] * len(texts)
-    fast = [i for i, text in enumerate(texts) if text.isascii() and len(text) < MAX_TERM_BYTES]
-    joined = _SEPARATOR.join([texts[i] for i in fast])
+    if joined.isascii():  # the common case: every document ASCII, no per-document test
+        fast: list[int] | range = range(len(texts))
+        slow: list[int] = []
+    else:  # the ASCII documents, found in C (map, numpy) rather than a Python loop
+        ascii_docs = np.fromiter(map(str.isascii, texts), dtype=bool, count=len(texts))
+        fast, slow = np.flatnonzero(ascii_docs).tolist(), np.flatnonzero(~ascii_docs).tolist()
+        joined = _SEPARATOR.join(map(texts.__getitem__, fast))
     if (
         fast
         and joined.count(_SEPARATOR) == len(fast) - 1
         and not any(c in joined for c in _NOT_TANTIVY_WHITESPACE if c != _SEPARATOR)
     ):
         normalized = joined.encode("ascii").translate(_ASCII_TABLE, _ASCII_DELETE).lower().decode("ascii")
-        for i, text in zip(fast, normalized.split(_SEPARATOR), strict=True):
-            index_texts[i] = text
-    for i, text in enumerate(texts):
-        if index_texts[i] is None:
-            terms[i] = analyze(text)
-            index_texts[i] = " ".join(terms[i])
+        pieces = normalized.split(_SEPARATOR)
+        if isinstance(fast, range):
+            index_texts = pieces
+        else:
+            for i, text in zip(fast, pieces, strict=True):
+                index_texts[i] = text
+        # only a document of MAX_TERM_BYTES characters or more can hold a term that long (rare): those
+        # documents drop their long terms in the general path
+        lengths = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
+        slow += [
+            fast[j]
+            for j in np.flatnonzero(lengths >= MAX_TERM_BYTES).tolist()
+            if _LONG_ASCII_TERM.search(pieces[j])
+        ]
+    else:
+        slow = range(len(texts))
+    for i in slow:
+        terms[i] = analyze(texts[i])
+        index_texts[i] = " ".join(terms[i])
     return index_texts, terms
 
 
@@ -117,21 +144,34 @@ def analyze_chunk(texts: list[str]) -> tuple[list[str], list[str], list[int] | N
     return [term for terms in flat_terms for term in terms], index_texts, [len(t) for t in flat_terms]
 
 
-def chunk_term_ids(vocab: dict[str, int], terms: list[str], marked: bool) -> np.ndarray:
-    """Ids of ``terms`` (:func:`analyze_chunk`'s ``flat``, every term in ``vocab``) in one C-level lookup;
-    with ``marked`` the document marks among them get -1 (a real term spelled like the mark, from an
-    earlier chunk, keeps its id)."""
+class TermIds(dict):
+    """term -> id, a term never seen before numbered ``len`` at its first lookup (ids in order of first
+    occurrence, ``list(term_ids)`` is the vocabulary): :func:`chunk_term_ids` maps a whole chunk in one
+    C-level pass, Python code running only for the chunk's new terms."""
+
+    _offset = 0  # entries that are not terms (a temporary document mark)
+
+    def __missing__(self, term: str) -> int:
+        term_id = self[term] = len(self) - self._offset
+        return term_id
+
+
+def chunk_term_ids(vocab: TermIds, terms: list[str], marked: bool) -> np.ndarray:
+    """Ids of ``terms`` (:func:`analyze_chunk`'s ``flat``), new terms added to ``vocab`` in order of first
+    occurrence; with ``marked`` the document marks among them get -1 (a real term spelled like the mark,
+    from an earlier chunk, keeps its id)."""
     if not terms:
         return np.zeros(0, dtype=np.int32)
     real = vocab.get(DOCUMENT_MARK)
     if marked:
         vocab[DOCUMENT_MARK] = -1
+        vocab._offset = 1 if real is None else 0
     try:
-        ids = operator.itemgetter(*terms)(vocab)
+        return np.fromiter(map(vocab.__getitem__, terms), dtype=np.int32, count=len(terms))
     finally:
         if marked:
+            vocab._offset = 0
             if real is None:
                 del vocab[DOCUMENT_MARK]
             else:
                 vocab[DOCUMENT_MARK] = real
-    return np.array(ids if len(terms) > 1 else [ids], dtype=np.int32)

@@ -51,7 +51,7 @@ from hf_querygen._fs import atomic_output_dir
 from hf_querygen.errors import InvalidInputError, ModelFolderError
 
 from . import params as params_layer
-from .analysis import DOCUMENT_MARK, analyze, analyze_chunk, chunk_term_ids
+from .analysis import TermIds, analyze, analyze_chunk, chunk_term_ids
 from .manifest import FORMAT_VERSION, META_FILE, read_manifest, write_manifest
 from .rankers import (
     BM25_DEFAULT_B,
@@ -174,10 +174,11 @@ class Index:
 
             # advanced once per chunk: wrapping the texts would cost a Python call per document
             progress = tqdm(total=total, desc="indexing", unit="doc")
-        vocab: dict[str, int] = {}
+        vocab = TermIds()
         token_chunks: list[np.ndarray] = []
         length_chunks: list[np.ndarray] = []
         document, add_document = tantivy.Document, writer.add_document
+        add_unsigned, add_text = tantivy.Document.add_unsigned, tantivy.Document.add_text
         row = 0
         # The build allocates millions of short-lived lists and no reference cycles: the cyclic
         # garbage collector only costs time here (measured: about 20% of the build CPU time).
@@ -191,11 +192,8 @@ class Index:
                     raise InvalidInputError(
                         f"Index.from_texts: {err} (text {row} is the chunk's first)"
                     ) from err
-                # term ids in bulk: the chunk's new terms, then a C-level map over its tokens; with
+                # term ids in one C-level map over the chunk's tokens (new terms numbered as met); with
                 # document marks in ``flat`` (not terms: -1), the document lengths come from their positions
-                for term in dict.fromkeys(flat):
-                    if term not in vocab and (lengths is not None or term != DOCUMENT_MARK):
-                        vocab[term] = len(vocab)
                 term_ids = chunk_term_ids(vocab, flat, marked=lengths is None)
                 if lengths is None:
                     marks = np.flatnonzero(term_ids < 0)
@@ -203,12 +201,13 @@ class Index:
                     term_ids = np.delete(term_ids, marks)
                 token_chunks.append(term_ids)
                 length_chunks.append(np.asarray(lengths, dtype=np.int64))
-                for index_text in index_texts:
+                # unbound methods: no bound-method object per call (the loop is tantivy's own cost)
+                for doc_row, index_text in enumerate(index_texts, start=row):
                     doc = document()
-                    doc.add_unsigned(ROW_FIELD, row)
-                    doc.add_text(TEXT_FIELD, index_text)
+                    add_unsigned(doc, ROW_FIELD, doc_row)
+                    add_text(doc, TEXT_FIELD, index_text)
                     add_document(doc)
-                    row += 1
+                row += len(index_texts)
                 if progress is not None:
                     progress.update(len(index_texts))
         finally:

@@ -66,21 +66,25 @@ class CollectionStats:
         doc_offsets = np.zeros(num_docs + 1, dtype=np.int64)
         np.cumsum(doc_lengths, out=doc_offsets[1:])
         # Stable sort by term: within a term, global positions stay ascending (and so do documents).
-        positions = np.argsort(tokens, kind="stable").astype(np.int64)
+        positions = _stable_argsort(tokens, vocab_size).astype(np.int64, copy=False)
         token_doc = np.repeat(np.arange(num_docs, dtype=np.int32), doc_lengths)
         pos_doc = token_doc[positions]
         pos_ptr = np.zeros(vocab_size + 1, dtype=np.int64)
         np.cumsum(np.bincount(tokens, minlength=vocab_size), out=pos_ptr[1:])
-        # Document-level postings: one entry per run of equal (term, doc) in the term-sorted order.
-        sorted_terms = tokens[positions]
-        starts = np.ones(len(positions), dtype=bool)
-        if len(positions):
-            starts[1:] = (sorted_terms[1:] != sorted_terms[:-1]) | (pos_doc[1:] != pos_doc[:-1])
+        # Document-level postings: one entry per run of equal (term, doc) in the term-sorted order. The
+        # term changes exactly at the pos_ptr boundaries, so no term-sorted copy of the tokens is needed.
+        num_positions = len(positions)
+        starts = np.ones(num_positions, dtype=bool)
+        if num_positions:
+            np.not_equal(pos_doc[1:], pos_doc[:-1], out=starts[1:])
+            term_starts = pos_ptr[1:-1]
+            starts[term_starts[term_starts < num_positions]] = True
         start_index = np.flatnonzero(starts)
         post_docs = pos_doc[start_index]
-        post_tfs = np.diff(np.append(start_index, len(positions))).astype(np.int32)
-        doc_ptr = np.zeros(vocab_size + 1, dtype=np.int64)
-        np.cumsum(np.bincount(sorted_terms[start_index], minlength=vocab_size), out=doc_ptr[1:])
+        post_tfs = np.diff(start_index, append=num_positions).astype(np.int32)
+        # every term's runs lie in its own position range, which starts with a run: the runs before
+        # pos_ptr[t] are the document postings of the terms before t
+        doc_ptr = np.searchsorted(start_index, pos_ptr).astype(np.int64, copy=False)
         arrays = {
             "tokens": tokens,
             "doc_offsets": doc_offsets,
@@ -299,3 +303,13 @@ def _check_consistent(folder: Path, vocab: list[str], arrays: dict[str, np.ndarr
             raise bad(name, f"length {len(arrays[name])}, expected {postings}")
     if num_tokens and int(arrays["tokens"].max()) >= vocab_size:
         raise bad(VOCAB_FILE, f"{vocab_size} terms but tokens use id {int(arrays['tokens'].max())}")
+
+
+def _stable_argsort(values: np.ndarray, bound: int) -> np.ndarray:
+    """``np.argsort(values, kind="stable")`` for non-negative int32 ``values`` < ``bound``, by numpy's
+    radix sort (O(n), what ``kind="stable"`` picks for 16-bit keys; 32-bit keys get a comparison sort):
+    one 16-bit pass when the bound allows, else two (low half, then high half: LSD radix, stable)."""
+    if bound <= 1 << 16:
+        return np.argsort(values.astype(np.uint16), kind="stable")
+    low = np.argsort((values & 0xFFFF).astype(np.uint16), kind="stable")
+    return low[np.argsort((values >> 16).astype(np.uint16)[low], kind="stable")]
