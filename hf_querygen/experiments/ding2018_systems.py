@@ -120,9 +120,10 @@ SYSTEMS = register_systems(
         System("ding2018/copynet", label=LABELS["copynet"], preset="ding2018-copynet", cost=2, **_NEURAL),
         # not in the paper: CopyNet on the synthetic pairs plus the human pairs of the reversed nl2kw
         # TRAIN split (its validation split joins T_0's for checkpoint selection; its test is never used).
-        # 2,000 steps under the full budget (Budget.own_recipe): of the two runs we have, 2,041 steps
-        # beat 5,000 on the worst validation source's gain over the echoed keyword query (+0.036 vs
-        # +0.026; longer training fits the QALD-style questions and loses on users' topics; NOTES.md)
+        # 2,000 steps under the full budget (Budget.own_recipe), chosen on validation: the worst
+        # validation source's gain over the echoed keyword query is +0.027 at 2,000 steps and +0.026 at
+        # 5,000 (the same run continued; an earlier 2,041-step run: +0.036): longer training fits the
+        # QALD-style questions better and users' topics no better (results/ding2018/NOTES.md)
         System(
             "ding2018/copynet_human",
             label=LABELS["copynet_human"],
