@@ -19,8 +19,9 @@ from hf_querygen.experiments import (
 from hf_querygen.experiments.runner import run_reproduction, table_scores
 from hf_querygen.experiments.tables import Budget
 from hf_querygen.tasks.base import get_task
-from hf_querygen.tasks.k2q import K2QTask, k2q_scores
+from hf_querygen.tasks.k2q import k2q_scores
 from hf_querygen.tasks.k2q_data import as_training_split
+from hf_querygen.tasks.k2q_task import K2QTask
 
 
 def _pairs(questions, scores):
@@ -268,7 +269,7 @@ def test_train_system_options_and_recipe_errors(tmp_path, data_dir, capsys):
 
 def test_k2q_evaluate_scores_against_every_reference(monkeypatch):
     """K2QTask.evaluate (what `hf-querygen evaluate` calls) takes the max over all references."""
-    from hf_querygen.tasks.k2q import K2Q
+    from hf_querygen.tasks.k2q_task import K2Q
 
     split = as_training_split(["capital france"], [["who is it", "capital france"]])
     # an echoing predict: evaluate's scoring is what is under test

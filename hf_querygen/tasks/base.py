@@ -40,7 +40,7 @@ TASKS: Registry[Task] = Registry(
         "hf_querygen.tasks.q2id_task",
         "hf_querygen.tasks.segmentation_task",
         "hf_querygen.tasks.text2text_task",
-        "hf_querygen.tasks.k2q",
+        "hf_querygen.tasks.k2q_task",
     ),
 )
 

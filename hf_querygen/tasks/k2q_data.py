@@ -15,7 +15,7 @@ avg and max, Eq. 9-10):
   keyword query, and copying it would score 1.
 
 :func:`k2q_test_sets` returns both in a ``DatasetDict`` keyed ``t0`` and ``nl2kw``;
-:func:`as_training_split` makes a :class:`~hf_querygen.tasks.k2q.K2QTask` split.
+:func:`as_training_split` makes a :class:`~hf_querygen.tasks.k2q_task.K2QTask` split.
 """
 
 from __future__ import annotations

@@ -1,0 +1,327 @@
+"""The ``k2q`` task object: keyword query -> natural-language question (Ding & Balog ICTIR'18).
+
+:class:`K2QTask` (registered as ``"k2q"``) trains the ``ding2018-*`` presets on ``keyword_query`` ->
+``question`` pairs (synthetic pairs in ``hf_querygen.experiments.ding2018``; T_0 train by default)
+and scores against every reference of an example (``references`` column) with
+:func:`hf_querygen.tasks.k2q.k2q_scores`. The test sets and the split format are in
+:mod:`hf_querygen.tasks.k2q_data` (training only).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .base import TASKS
+from .k2q import FRAME_SLOT, NoRepeatSourceWordsProcessor, fill_frame, k2q_scores, keeps_keywords
+from .text2text_task import Text2TextTask
+
+if TYPE_CHECKING:
+    import datasets
+
+__all__ = ["K2Q", "K2QTask"]
+
+
+class K2QTask(Text2TextTask):
+    """Keyword query -> question (Ding & Balog ICTIR'18): the :class:`Text2TextTask` encoding and
+    copy-aware decoding, several references per example, ROUGE / BLEU scores (:func:`k2q_scores`).
+
+    Splits have the columns of :func:`~hf_querygen.tasks.k2q_data.as_training_split`. :meth:`load`
+    gives the supervised data that exists without the synthetic generator: T_0 train / validation, and
+    the two test sets ``t0`` and ``nl2kw``; the ding2018 reproduction replaces train with synthetic pairs.
+    """
+
+    primary_metric = "ROUGE-L"
+    pipeline_task = "question-generation"
+    #: decoding strategies of :meth:`generate_questions` (and of ``pipeline("question-generation")``)
+    strategies = ("beam", "distinct-beam", "sample")
+    #: the decodings tried on VALIDATION after training (:func:`hf_querygen.training.choose_decoding`):
+    #: greedy with and without guards against degenerate repeats ("capital capital capital", "the the":
+    #: :class:`NoRepeatSourceWordsProcessor`, ``no_repeat_ngram_size``, ``repetition_penalty``), with
+    #: every keyword word required (``copy_all_source_words``), and 4-beam searches; the one with the
+    #: largest worst-split gain over the echoed keyword query (:meth:`selection_splits`) is saved with
+    #: the model as ``config.task_decoding``
+    decoding_grid: tuple[dict[str, Any], ...] = (
+        {},
+        {"no_repeat_source_words": True},
+        {"no_repeat_source_words": True, "no_repeat_ngram_size": 2},
+        {"repetition_penalty": 1.3},
+        {"no_repeat_source_words": True, "copy_all_source_words": True},
+        {"no_repeat_source_words": True, "copy_all_source_words": True, "num_beams": 4},
+        {"no_repeat_source_words": True, "no_repeat_ngram_size": 2, "num_beams": 4},
+        {"keyword_fallback": "what X"},
+        {"keyword_fallback": "what X", "num_beams": 4, "no_repeat_source_words": True},
+    )
+
+    def __init__(self) -> None:
+        super().__init__(
+            "k2q", {"k2q": ()}, "keyword_query", "question", max_source_length=32, max_target_length=24
+        )
+
+    def load(
+        self, corpus: str | None = None, config: str | None = None, data_dir: str | Path | None = None
+    ) -> datasets.DatasetDict:
+        """T_0 train / validation (``seed_pairs``) and the test sets ``t0`` and ``nl2kw``."""
+        import datasets
+
+        from .k2q_data import as_training_split, k2q_test_sets, t0_test
+
+        self.resolve_corpus(corpus, config)
+        splits = {split: t0_test(data_dir, split) for split in ("train", "validation")} | dict(
+            k2q_test_sets(data_dir)
+        )
+        return datasets.DatasetDict(
+            {name: as_training_split(ds["keywords"], ds["references"]) for name, ds in splits.items()}
+        )
+
+    def prepare(
+        self,
+        splits: datasets.DatasetDict,
+        output_vocab_size: int | None = None,
+        min_frequency: int = 1,
+        max_output_vocab_size: int | None = None,
+        human_pairs: bool = False,
+        **options: Any,
+    ):
+        """Word tokenizer on TRAIN: every word seen ``min_frequency`` times (targets first: the decoder's
+        output vocabulary: all target words, or ``output_vocab_size``, or at most ``max_output_vocab_size``
+        when the data has more; the softmax over it is the decoder's main cost).
+
+        ``human_pairs``: append the splits ``nl2kw_train`` / ``nl2kw_validation``
+        (:data:`~hf_querygen.tasks.k2q_data.HUMAN_SPLITS`,
+        :func:`~hf_querygen.tasks.k2q_data.nl2kw_reversed_pairs`) to train / validation; without it
+        ``nl2kw_train`` is dropped (never trained on). The two validation sources stay as the splits
+        ``t0_validation`` and ``nl2kw_validation`` too, where the decoding is chosen
+        (:meth:`selection_splits`)."""
+        import datasets
+
+        from ..errors import InvalidInputError
+        from ..tokenization import output_vocab_size_of, train_word_tokenizer
+        from .base import TaskData
+        from .k2q_data import HUMAN_SPLITS
+
+        if options:
+            raise TypeError(f"K2QTask.prepare: unknown options {sorted(options)}")
+        original = splits
+        splits = datasets.DatasetDict({k: v for k, v in splits.items() if k not in HUMAN_SPLITS.values()})
+        if "validation" in original:
+            splits["t0_validation"] = original["validation"]
+        if HUMAN_SPLITS["validation"] in original:
+            splits[HUMAN_SPLITS["validation"]] = original[HUMAN_SPLITS["validation"]]
+        if human_pairs:
+            missing = [name for name in HUMAN_SPLITS.values() if name not in original]
+            if missing:
+                raise InvalidInputError(f"K2QTask.prepare(human_pairs=True): the splits lack {missing}")
+            for split, name in HUMAN_SPLITS.items():
+                splits[split] = datasets.concatenate_datasets([splits[split], original[name]])
+        train = splits["train"]
+
+        def build(size: int | None):
+            return train_word_tokenizer(
+                train[self.source_column],
+                target_texts=train[self.reference_column],
+                output_vocab_size=size,
+                min_frequency=min_frequency,
+            )
+
+        tokenizer = build(output_vocab_size)
+        if max_output_vocab_size is not None and output_vocab_size_of(tokenizer) > max_output_vocab_size:
+            tokenizer = build(max_output_vocab_size)
+        return TaskData(self, splits, tokenizer, {"output_vocab_size": output_vocab_size_of(tokenizer)})
+
+    def selection_splits(self, data: Any) -> tuple[str, ...]:
+        """T_0 (QALD) validation and the reversed nl2kw validation (users' TREC topics), each on its own:
+        a decoding must not lose to echoing the keyword query on either; ``validation`` when the data
+        has not these two (:meth:`load` without the reproduction's splits)."""
+        names = ("t0_validation", "nl2kw_validation")
+        return names if all(name in data.splits for name in names) else ("validation",)
+
+    def selection_floor(self, sources: Sequence[str]) -> list[str]:
+        """The keyword query echoed (``baselines.k2q.echo_keyword_queries``): the floor to beat."""
+        return [str(source) for source in sources]
+
+    def predict(
+        self,
+        model: Any,
+        tokenizer: Any,
+        inputs: Sequence[str],
+        batch_size: int = 64,
+        max_source_length: int | None = None,
+        return_scores: bool = False,
+        **generation_kwargs: Any,
+    ) -> list[Any]:
+        """One question per keyword query (a list of ``num_return_sequences`` distinct ones when that is
+        > 1); with ``return_scores`` the scored lists of :meth:`generate_questions` (what
+        ``pipeline("question-generation")`` returns). Every decoding goes through
+        :meth:`generate_questions`: the runner, ``evaluate`` and the pipeline share it."""
+        scored = self.generate_questions(
+            model, tokenizer, inputs, batch_size, max_source_length, **generation_kwargs
+        )
+        if return_scores:
+            return scored
+        if int(generation_kwargs.get("num_return_sequences") or 1) == 1:
+            return [items[0]["generated_text"] if items else "" for items in scored]
+        return [[item["generated_text"] for item in items] for items in scored]
+
+    def generate_questions(
+        self,
+        model: Any,
+        tokenizer: Any,
+        inputs: Sequence[str],
+        batch_size: int = 64,
+        max_source_length: int | None = None,
+        strategy: str = "beam",
+        overgenerate: int = 3,
+        return_token_ids: bool = False,
+        **generation_kwargs: Any,
+    ) -> list[list[dict[str, Any]]]:
+        """Per keyword query, up to ``num_return_sequences`` DISTINCT questions (after copy decoding),
+        best first: ``[{"generated_text": q, "score": s}, ...]``.
+
+        The model's saved decoding (``config.task_decoding``) is the default; ``generation_kwargs``
+        override it. ``strategy``:
+
+        * ``"beam"``: greedy when ``num_beams`` is 1 and one question is wanted, else beam search with
+          ``max(num_beams, num_return_sequences)`` beams; every finished beam is decoded and the best
+          distinct ones kept. ``score``: the length-normalised log-probability of beam search
+          (``sequences_scores``), or for greedy the mean per-token log-probability;
+        * ``"distinct-beam"``: the same with ``num_return_sequences * overgenerate`` beams, so that the
+          list fills with distinct questions (diverse group beam search left transformers 5 core);
+        * ``"sample"``: ``num_return_sequences * overgenerate`` ancestral samples (``top_p``,
+          ``temperature``, ... pass through), duplicates dropped; ``score``: the mean per-token
+          log-probability under the (processed) sampling distribution.
+
+        ``keyword_fallback`` (a question frame such as ``"what X"``; a decoding option chosen on
+        validation): only candidates that keep every keyword (:func:`keeps_keywords`) are returned; when
+        none does, the keyword query in the frame (:func:`fill_frame`), with the best candidate's score.
+        """
+        import torch
+
+        from ..errors import InvalidInputError
+        from ..inference import as_max_length, encoded_batches, output_vocab_size_of_model
+        from .seq2seq import decode_extended_batch
+
+        if strategy not in self.strategies:
+            raise InvalidInputError(f"k2q: strategy {strategy!r} is not one of {self.strategies}")
+        if not isinstance(overgenerate, int) or overgenerate < 1:
+            raise InvalidInputError(f"k2q: overgenerate must be an integer >= 1, got {overgenerate!r}")
+        kwargs = as_max_length(
+            {**dict(getattr(model.config, "task_decoding", None) or {}), **generation_kwargs}
+        )
+        no_repeat_source_words = bool(kwargs.pop("no_repeat_source_words", False))
+        fallback = kwargs.pop("keyword_fallback", None)
+        if fallback is not None and (
+            not isinstance(fallback, str) or fallback.split().count(FRAME_SLOT) != 1
+        ):
+            raise InvalidInputError(
+                f"k2q: keyword_fallback must be a question frame with one {FRAME_SLOT!r} slot "
+                f"(e.g. 'what is {FRAME_SLOT}'), got {fallback!r}"
+            )
+        copy_all_source_words = bool(kwargs.pop("copy_all_source_words", False))
+        wanted = kwargs.pop("num_return_sequences", None)
+        wanted = 1 if wanted is None else wanted
+        if not isinstance(wanted, int) or wanted < 1:
+            raise InvalidInputError(f"k2q: num_return_sequences must be an integer >= 1, got {wanted!r}")
+        if strategy == "sample":
+            kwargs.update(do_sample=True, num_beams=1, num_return_sequences=wanted * overgenerate)
+        else:
+            beams = kwargs.get("num_beams") or getattr(model.generation_config, "num_beams", 1) or 1
+            if not isinstance(beams, int) or beams < 1:
+                raise InvalidInputError(f"k2q: num_beams must be an integer >= 1, got {beams!r}")
+            beams = max(beams, wanted * (overgenerate if strategy == "distinct-beam" else 1))
+            kwargs.update(do_sample=False, num_beams=beams, num_return_sequences=beams)
+        kwargs.update(return_dict_in_generate=True, output_scores=True)
+        output_vocab_size = output_vocab_size_of_model(model)
+        pad = model.config.pad_token_id
+        results: list[list[dict[str, Any]]] = [[] for _ in inputs]
+        model.eval()
+        for indices, batch, source_words in encoded_batches(
+            model, tokenizer, list(inputs), batch_size, max_source_length or self.max_source_length
+        ):
+            call = kwargs
+            if no_repeat_source_words or copy_all_source_words:
+                from transformers import LogitsProcessorList
+
+                processors = LogitsProcessorList(kwargs.get("logits_processor") or [])
+                processors.append(
+                    NoRepeatSourceWordsProcessor(
+                        batch["input_ids"],
+                        batch.get("source_word_ids"),
+                        output_vocab_size,
+                        tokenizer.all_special_ids,
+                        eos_token_id=tokenizer.eos_token_id,
+                        copy_all=copy_all_source_words,
+                        no_repeat=no_repeat_source_words,
+                    )
+                )
+                call = {**kwargs, "logits_processor": processors}
+            with torch.no_grad():
+                out = model.generate(**batch, **call)
+            sequences = out.sequences  # (B * n, T)
+            n = sequences.shape[0] // len(indices)
+            if getattr(out, "sequences_scores", None) is not None:
+                scores = out.sequences_scores  # (B * n,) length-normalised log-probability
+            else:
+                # per-token log-probabilities of the emitted tokens, (B*n, T'): the processed scores
+                # (T', B*n, V') -> log-softmax -> gather (copy models emit the wider extended space,
+                # so compute_transition_scores, which assumes config.vocab_size, does not apply)
+                log_probs = torch.log_softmax(torch.stack(out.scores).float(), dim=-1)
+                generated = sequences[:, -len(out.scores) :]
+                steps = log_probs.gather(-1, generated.T.unsqueeze(-1)).squeeze(-1).T
+                keep = (generated != pad) & torch.isfinite(steps)  # padding after EOS does not count
+                scores = torch.where(keep, steps, 0.0).sum(-1) / keep.sum(-1).clamp(min=1)
+            texts = decode_extended_batch(sequences, source_words, tokenizer, output_vocab_size, n)
+            for k, i in enumerate(indices):
+                own = range(k * n, (k + 1) * n)
+                order = sorted(own, key=lambda j: -float(scores[j]))  # stable: beam order on ties
+                if any(texts[j] for j in order):  # an empty question only when nothing else came out
+                    order = [j for j in order if texts[j]]
+                if fallback is not None:  # only the questions that keep every keyword
+                    order = [j for j in order if keeps_keywords(texts[j], inputs[i])]
+                    if not order:  # none among the candidates: the keyword query in the frame
+                        best = max(own, key=lambda j: float(scores[j]))
+                        results[i].append(
+                            {"generated_text": fill_frame(fallback, inputs[i]), "score": float(scores[best])}
+                        )
+                        continue
+                seen: set[str] = set()
+                for j in order:
+                    if texts[j] in seen:
+                        continue  # distinct questions only
+                    seen.add(texts[j])
+                    item = {"generated_text": texts[j], "score": float(scores[j])}
+                    if return_token_ids:
+                        item["generated_token_ids"] = sequences[j]
+                    results[i].append(item)
+                    if len(results[i]) == wanted:
+                        break
+        return results
+
+    def evaluate(
+        self,
+        model: Any,
+        tokenizer: Any,
+        dataset: datasets.Dataset,
+        batch_size: int = 64,
+        **generation_kwargs: Any,
+    ) -> tuple[dict[str, float], list[Any]]:
+        """Predict every keyword query of ``dataset`` and score against ALL its references (Eq. 10),
+        not only the first (the base class scores one reference per example)."""
+        sources = [str(s) for s in dataset[self.source_column]]
+        outputs = self.predict(model, tokenizer, sources, batch_size=batch_size, **generation_kwargs)
+        return self.score(outputs, self.split_references(dataset), sources), outputs
+
+    def split_references(self, split: datasets.Dataset) -> list[list[str]]:
+        if "references" in split.column_names:
+            return [list(r) for r in split["references"]]
+        return [[q] for q in split[self.reference_column]]
+
+    def score(
+        self, predictions: Sequence[Any], references: Sequence[Any], sources: Sequence[str]
+    ) -> dict[str, float]:
+        refs = [[r] if isinstance(r, str) else list(r) for r in references]
+        return k2q_scores([str(p) for p in predictions], refs)
+
+
+K2Q = TASKS.register("k2q", K2QTask())
