@@ -70,7 +70,7 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
 def _export_command(args: argparse.Namespace) -> int:
     import json
 
-    from .hub import export_dataset, export_model, push_folder
+    from .hub_export import export_dataset, export_model, push_folder
 
     source = Path(args.source)
     if (source / "config.json").is_file():

@@ -21,8 +21,8 @@ from transformers import pipeline
 
 from hf_querygen.cli import main as cli_main
 from hf_querygen.errors import InvalidInputError
-from hf_querygen.hub import (
-    EVALUATIONS_FILE,
+from hf_querygen.hub import EVALUATIONS_FILE
+from hf_querygen.hub_export import (
     MODEL_REPO_FILES,
     check_dataset_repo,
     check_model_repo,

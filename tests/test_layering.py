@@ -35,7 +35,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("models", "metrics", "retrieval"),
     ("presets", "synthetic"),
     ("tasks", "inference", "model_folder"),
-    ("baselines", "training", "hub"),
+    ("baselines", "training", "hub", "hub_export"),
     ("pipelines",),
     ("experiments", "systems", "commands", "hub_cli", "hub_code", "demo"),
 )

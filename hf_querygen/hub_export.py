@@ -1,0 +1,242 @@
+"""Hub repository folders: ``hf-querygen export`` of a trained model or a dataset folder, their checks
+(the card's ``model-index`` through huggingface_hub's metadata tools, the files a repository needs) and
+one-commit uploads (:func:`push_folder`). The cards themselves are :mod:`hf_querygen.hub`'s.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from huggingface_hub import HfApi, ModelCard
+
+from .hub import EVALUATIONS_FILE, card_kwargs_from_training, recorded_evaluations, render_model_card
+
+# ------------------------------------------------------------------------------------------ export
+#: files every exported model repository has (beside the code files its config names)
+MODEL_REPO_FILES = (
+    "README.md",
+    "config.json",
+    "model.safetensors",
+    "tokenizer.json",
+    "tokenizer_config.json",
+)
+
+
+def export_model(
+    model_dir: str | Path, out_dir: str | Path, *, repo_id: str | None = None, overwrite: bool = False
+) -> Path:
+    """Write the Hub repository folder of a trained model: weights, config (``auto_map``,
+    ``custom_pipelines``), generation config, tokenizer, the model's self-contained code, the training
+    metadata and a model card whose ``model-index`` holds the validation scores from training and the
+    test-split scores ``hf-querygen evaluate`` recorded. Checked with :func:`check_model_repo`."""
+    from .model_folder import load_trained
+    from .utils import TRAINING_METADATA_FILE
+
+    model_dir, out = Path(model_dir), Path(out_dir)
+    model, tokenizer, metadata = load_trained(model_dir)
+    _prepare_out_dir(out, overwrite, source=model_dir)
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    card_kwargs: dict[str, Any] = card_kwargs_from_training(model_dir) if metadata else {}
+    if metadata:
+        (out / TRAINING_METADATA_FILE).write_text(json.dumps(metadata, indent=2) + "\n", encoding="utf-8")
+    evaluations = recorded_evaluations(model_dir)
+    if (model_dir / EVALUATIONS_FILE).is_file():
+        (out / EVALUATIONS_FILE).write_bytes((model_dir / EVALUATIONS_FILE).read_bytes())
+    card = render_model_card(
+        model,
+        model_name=repo_id.split("/")[-1] if repo_id else None,
+        repo_id=repo_id,
+        evaluations=evaluations,
+        **card_kwargs,
+    )
+    card.save(out / "README.md")
+    problems = check_model_repo(out)
+    if problems:
+        from .errors import ModelFolderError
+
+        raise ModelFolderError(f"export of {model_dir} to {out} is incomplete: " + "; ".join(problems))
+    return out
+
+
+def _prepare_out_dir(out: Path, overwrite: bool, source: Path) -> None:
+    import shutil
+
+    from .errors import InvalidInputError
+
+    if out.resolve() == source.resolve():
+        raise InvalidInputError(f"export: the output folder {out} is the source folder; pick another one")
+    if out.exists() and any(out.iterdir()):
+        if not overwrite:
+            raise InvalidInputError(f"export: {out} exists and is not empty; pass --overwrite to replace it")
+        shutil.rmtree(out)
+    out.mkdir(parents=True, exist_ok=True)
+
+
+def validate_card_metadata(card_path: str | Path) -> list[str]:
+    """What is wrong with a card's metadata, as far as ``huggingface_hub`` can tell offline: the YAML
+    header parses into ``ModelCardData``, its ``model-index`` converts to ``EvalResult`` objects and back
+    unchanged (the Hub's own conversion), each result has a metric value and a dataset, and the fields the
+    Hub indexes (license, library_name, pipeline_tag) are set."""
+    from huggingface_hub.repocard_data import eval_results_to_model_index, model_index_to_eval_results
+
+    problems = []
+    try:
+        card = ModelCard.load(card_path)
+    except Exception as err:  # huggingface_hub raises ValueError / yaml errors for a broken header
+        return [f"{card_path}: the card does not load ({err})"]
+    data = card.data.to_dict()
+    for key in ("license", "library_name", "pipeline_tag"):
+        if not data.get(key):
+            problems.append(f"{card_path}: metadata has no {key!r}")
+    index = data.get("model-index")
+    if index:
+        try:
+            name, results = model_index_to_eval_results(index)
+        except (KeyError, TypeError, ValueError) as err:
+            return problems + [f"{card_path}: model-index does not parse ({err!r})"]
+        if eval_results_to_model_index(name, results) != index:
+            problems.append(f"{card_path}: model-index does not round-trip through huggingface_hub")
+        for result in results:
+            if result.metric_value is None or not result.dataset_name or not result.dataset_split:
+                problems.append(f"{card_path}: result {result.metric_type!r} lacks a value, dataset or split")
+    return problems
+
+
+def check_model_repo(folder: str | Path) -> list[str]:
+    """What a model repository folder lacks for a Hub user (empty list: nothing): the files of
+    :data:`MODEL_REPO_FILES`, every code file ``auto_map`` / ``custom_pipelines`` name, and card metadata
+    that passes :func:`validate_card_metadata`."""
+    folder = Path(folder)
+    problems = [f"missing {name}" for name in MODEL_REPO_FILES if not (folder / name).is_file()]
+    if (folder / "config.json").is_file():
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        auto_map = config.get("auto_map") or {}
+        if "AutoConfig" not in auto_map or len(auto_map) < 2:
+            problems.append("config.json: auto_map lacks AutoConfig or the model's Auto class")
+        references = list(auto_map.values()) + [
+            p["impl"] for p in (config.get("custom_pipelines") or {}).values()
+        ]
+        if not config.get("custom_pipelines"):
+            problems.append("config.json: no custom_pipelines")
+        for reference in references:
+            if not (folder / f"{reference.split('.')[0]}.py").is_file():
+                problems.append(f"missing {reference.split('.')[0]}.py (named by config.json)")
+        if config.get("is_encoder_decoder") and not (folder / "generation_config.json").is_file():
+            problems.append("missing generation_config.json")
+    if (folder / "README.md").is_file():
+        problems += validate_card_metadata(folder / "README.md")
+    return problems
+
+
+def export_dataset(
+    source: str | Path, out_dir: str | Path, *, data_dir: str | Path | None = None, overwrite: bool = False
+) -> Path:
+    """Write the Hub repository folder of a dataset: ``source`` is a corpus name (built into ``out_dir``
+    from the raw files, as ``hf-querygen corpus build``) or a built folder (``dataset_scripts/<name>``:
+    its README.md and data files are copied; the build script stays behind). Checked with
+    :func:`check_dataset_repo`."""
+    import shutil
+
+    from .corpora import build_dataset_folder
+
+    out = Path(out_dir)
+    source_path = Path(source)
+    if source_path.is_dir():
+        _prepare_out_dir(out, overwrite, source=source_path)
+        card = source_path / "README.md"
+        if not card.is_file():
+            from .errors import InvalidInputError
+
+            raise InvalidInputError(f"export: {source_path} has no README.md (dataset card with configs)")
+        shutil.copy2(card, out / "README.md")
+        for data_file in _dataset_data_files(source_path):
+            target = out / data_file
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source_path / data_file, target)
+    else:
+        from .corpora._base import dataset_folder, get_corpus_spec
+
+        get_corpus_spec(str(source))  # an unknown name fails before anything is written
+        _prepare_out_dir(out, overwrite, source=Path(dataset_folder(str(source))))
+        # the checkout's card (license, prose) is the starting point; the build rewrites its header
+        card = Path(dataset_folder(str(source))) / "README.md"
+        if card.is_file():
+            shutil.copy2(card, out / "README.md")
+        build_dataset_folder(str(source), out, data_dir=data_dir, progress=False)
+    problems = check_dataset_repo(out)
+    if problems:
+        from .errors import InvalidInputError
+
+        raise InvalidInputError(f"export of dataset {source} to {out} is incomplete: " + "; ".join(problems))
+    return out
+
+
+def _dataset_configs(folder: Path) -> list[dict[str, Any]]:
+    from huggingface_hub import DatasetCard
+
+    data = DatasetCard.load(folder / "README.md").data.to_dict()
+    return list(data.get("configs") or [])
+
+
+def _dataset_data_files(folder: Path) -> list[str]:
+    files = []
+    for config in _dataset_configs(folder):
+        for entry in config.get("data_files") or []:
+            paths = entry["path"] if isinstance(entry["path"], list) else [entry["path"]]
+            files += paths
+    missing = [f for f in files if not (folder / f).is_file()]
+    if missing:
+        from .errors import InvalidInputError
+
+        raise InvalidInputError(
+            f"export: {folder} lacks data files its card lists ({', '.join(missing[:5])}"
+            f"{', ...' if len(missing) > 5 else ''}): build it first (hf-querygen corpus build)"
+        )
+    return files
+
+
+def check_dataset_repo(folder: str | Path) -> list[str]:
+    """What a dataset repository folder lacks (empty: nothing): a card whose metadata parses, with
+    ``configs`` whose data files exist, and no loading script (datasets 5 refuses them)."""
+    folder = Path(folder)
+    if not (folder / "README.md").is_file():
+        return ["missing README.md"]
+    try:
+        configs = _dataset_configs(folder)
+    except Exception as err:  # a broken YAML header
+        return [f"README.md: metadata does not load ({err})"]
+    problems = [] if configs else ["README.md: no configs in the metadata"]
+    for config in configs:
+        for entry in config.get("data_files") or []:
+            paths = entry["path"] if isinstance(entry["path"], list) else [entry["path"]]
+            problems += [
+                f"missing {p} (config {config.get('config_name')})"
+                for p in paths
+                if not (folder / p).is_file()
+            ]
+    problems += [f"loading script {p.name}: datasets 5 does not run it" for p in folder.glob("*.py")]
+    return problems
+
+
+def push_folder(
+    folder: str | Path,
+    repo_id: str,
+    *,
+    repo_type: str = "model",
+    private: bool | None = None,
+    token: str | None = None,
+    commit_message: str | None = None,
+) -> str:
+    """Create ``repo_id`` if needed and upload ``folder`` as one commit; returns the commit URL."""
+    api = HfApi(library_name="hf-querygen", token=token)
+    repo_id = api.create_repo(repo_id, repo_type=repo_type, private=private, exist_ok=True).repo_id
+    info = api.upload_folder(
+        repo_id=repo_id,
+        repo_type=repo_type,
+        folder_path=str(folder),
+        commit_message=commit_message or f"Upload hf-querygen {repo_type} export",
+    )
+    return str(info.commit_url)
