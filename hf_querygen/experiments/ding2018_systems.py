@@ -27,6 +27,8 @@ TABLE_ORDER = ("echo", "frame", "sdm", "tbm", "ednet", "attnet", "copynet", "cop
 #: rows a results document may add beside the table's (single long runs of a row, one seed each:
 #: results/ding2018/update_results.py), printed after the table's rows
 EXTRA_ROW_LABELS = {
+    "ednet_recipe": "EDNet, the train --system recipe (1 seed)",
+    "attnet_recipe": "AttNet, the train --system recipe (1 seed)",
     "copynet_recipe": "CopyNet, the train --system recipe (1 seed)",
     "copynet_human_5000": "CopyNet + nl2kw train pairs, 5,000 steps (1 seed)",
 }

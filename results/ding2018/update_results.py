@@ -7,7 +7,7 @@ the keyword query echoed and the most frequent question frame (from the first ru
 ``row_provenance`` saying where each row comes from; it plots the runs' curves (curves.png) and
 re-renders results.md.
 
-    python results/ding2018/update_results.py ROW=EVALUATION_JSON:MODEL_DIR [ROW=...]
+    python results/ding2018/update_results.py ROW=EVALUATION_JSON:MODEL_DIR [ROW=...] [fallback_rates=JSON]
 """
 
 from __future__ import annotations
@@ -91,13 +91,19 @@ def main(*arguments: str) -> None:
     document = json.loads((HERE / "results.json").read_text())
     config = document["config"]
     runs: dict[str, tuple[dict, dict, list]] = {}
+    fallback_rates: dict[str, dict[str, float]] = {}
+    model_dirs: dict[str, str] = {}
     for argument in arguments:
         row, paths = argument.split("=", 1)
+        if row == "fallback_rates":  # model dir -> split -> share of outputs that are the frame fallback
+            fallback_rates = json.loads(Path(paths).read_text())
+            continue
         evaluation_json, model_dir = paths.split(":", 1)
         evaluation = json.loads(Path(evaluation_json).read_text())
         metadata = json.loads(Path(model_dir, "hf_querygen_training.json").read_text())
         log_history = json.loads(Path(model_dir, "log_history.json").read_text())
         runs[row] = (evaluation, metadata, log_history)
+        model_dirs[row] = model_dir
     first = next(iter(runs.values()))[0]
     for key in ("echo", "frame"):
         document["systems"][key] = cells(first["rows"][key])
@@ -114,6 +120,11 @@ def main(*arguments: str) -> None:
         model_row = metadata["system"].split("/")[1]
         document["systems"][row] = cells(evaluation["rows"][model_row])
         provenances[row] = provenance(metadata, evaluation)
+        shares = fallback_rates.get(model_dirs[row])
+        if shares:
+            provenances[row] += "; outputs that are the keyword-fallback frame: " + ", ".join(
+                f"{split} {share:.0%}" for split, share in shares.items()
+            )
         long_runs[row] = {
             "metadata": {k: metadata[k] for k in metadata if k not in ("synthetic_set",)},
             "synthetic_set": metadata.get("synthetic_set", {}).get("fingerprint"),
@@ -123,6 +134,7 @@ def main(*arguments: str) -> None:
                 for name, by_split in evaluation["rows"].items()
             },
             "paired_tests": evaluation.get("paired_tests"),
+            "keyword_fallback_share": fallback_rates.get(model_dirs[row]),
             "queries": evaluation["queries"],
         }
     config["row_provenance"] = provenances
