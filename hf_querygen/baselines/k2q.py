@@ -33,7 +33,7 @@ import numpy as np
 
 from ..corpora._base import normalize_for_matching
 from ..errors import InvalidInputError
-from ..tasks.k2q import FRAME_SLOT, fill_frame
+from ..tasks.k2q import FRAME_SLOT, echo_keyword_queries, fill_frame
 from ..word_vectors import train_word2vec  # noqa: F401  (its home before; tasks read it too)
 
 __all__ = [
@@ -258,10 +258,3 @@ class FrameBaseline:
         if isinstance(keyword_queries, str):
             raise InvalidInputError("FrameBaseline.generate: pass a list of keyword queries, not one string")
         return [fill_frame(self.frame, k) for k in keyword_queries]
-
-
-def echo_keyword_queries(keyword_queries: Sequence[str]) -> list[str]:
-    """The keyword query unchanged: the floor any keyword-to-question model must beat."""
-    if isinstance(keyword_queries, str):
-        raise InvalidInputError("echo_keyword_queries: pass a list of keyword queries, not one string")
-    return [str(k) for k in keyword_queries]

@@ -16,6 +16,7 @@ __all__ = [
     "BLEU_SIGNATURE",
     "FRAME_SLOT",
     "NoRepeatSourceWordsProcessor",
+    "echo_keyword_queries",
     "fill_frame",
     "k2q_scores",
     "keeps_keywords",
@@ -135,6 +136,16 @@ def fill_frame(frame: str, keyword_query: str) -> str:
     from ..text import normalize_for_matching
 
     return " ".join(normalize_for_matching(keyword_query) if t == FRAME_SLOT else t for t in frame.split())
+
+
+def echo_keyword_queries(keyword_queries: Sequence[str]) -> list[str]:
+    """The keyword query unchanged: the floor any keyword-to-question model must beat (a table row in
+    ``baselines.k2q`` and the floor of the decoding choice, ``K2QTask.selection_floor``)."""
+    from ..errors import InvalidInputError
+
+    if isinstance(keyword_queries, str):
+        raise InvalidInputError("echo_keyword_queries: pass a list of keyword queries, not one string")
+    return [str(k) for k in keyword_queries]
 
 
 def keeps_keywords(question: str, keyword_query: str) -> bool:

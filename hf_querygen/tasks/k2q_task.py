@@ -14,7 +14,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .base import TASKS
-from .k2q import FRAME_SLOT, NoRepeatSourceWordsProcessor, fill_frame, k2q_scores, keeps_keywords
+from .k2q import (
+    FRAME_SLOT,
+    NoRepeatSourceWordsProcessor,
+    echo_keyword_queries,
+    fill_frame,
+    k2q_scores,
+    keeps_keywords,
+)
 from .text2text_task import Text2TextTask
 
 if TYPE_CHECKING:
@@ -138,8 +145,8 @@ class K2QTask(Text2TextTask):
         return names if all(name in data.splits for name in names) else ("validation",)
 
     def selection_floor(self, sources: Sequence[str]) -> list[str]:
-        """The keyword query echoed (``baselines.k2q.echo_keyword_queries``): the floor to beat."""
-        return [str(source) for source in sources]
+        """The keyword query echoed: the floor to beat."""
+        return echo_keyword_queries(sources)
 
     def predict(
         self,

@@ -267,11 +267,13 @@ def choose_decoding(
     if not grid or not names:
         return dict(base or {}), []
     metric = task.primary_metric
+    sources = {name: data.sources(name) for name in names}
+    references = {name: data.references(name) for name in names}
 
     def score(name: str, outputs: Sequence[Any]) -> float:
-        return task.score(outputs, data.references(name), data.sources(name))[metric]
+        return task.score(outputs, references[name], sources[name])[metric]
 
-    floors = {name: task.selection_floor(data.sources(name)) for name in names}
+    floors = {name: task.selection_floor(sources[name]) for name in names}
     floor = {name: score(name, outputs) for name, outputs in floors.items() if outputs is not None}
     # each candidate is measured as itself: a decoding saved earlier (config.task_decoding, the default
     # of Task.predict) must not fill in the keys a candidate leaves out
@@ -284,7 +286,7 @@ def choose_decoding(
         for candidate in grid:
             decoding = {**dict(base or {}), **candidate}
             by_split = {
-                name: score(name, task.predict(model, data.tokenizer, data.sources(name), **decoding))
+                name: score(name, task.predict(model, data.tokenizer, sources[name], **decoding))
                 for name in names
             }
             if floor:
