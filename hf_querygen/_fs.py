@@ -20,6 +20,7 @@ import json
 import os
 import shutil
 import tempfile
+import time
 import uuid
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -216,11 +217,22 @@ def atomic_output_dir(
                 raise _concurrent(target, kind) from err
             raise
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+        remove_tree(staging)
         raise
     finally:
         if trash is not None:
-            shutil.rmtree(trash, ignore_errors=True)
+            remove_tree(trash)
+
+
+def remove_tree(folder: Path, attempts: int = 5) -> None:
+    """Remove ``folder`` and all below it; retried, since a writer's thread that is still closing may
+    add a file while the tree is walked (``rmtree`` then fails on the non-empty folder)."""
+    for attempt in range(attempts):
+        shutil.rmtree(folder, ignore_errors=True)
+        if not os.path.lexists(folder):
+            return
+        time.sleep(0.05 * (attempt + 1))
+    shutil.rmtree(folder)  # the last try raises, naming what could not be removed
 
 
 def check_writable_dir(path: str | os.PathLike, what: str) -> Path:

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from hf_querygen._fs import MARKER_FILE, atomic_output_dir, read_marker, write_marker
+from hf_querygen import _fs
+from hf_querygen._fs import MARKER_FILE, atomic_output_dir, read_marker, remove_tree, write_marker
 from hf_querygen.errors import InvalidInputError, OutputExistsError
 from hf_querygen.retrieval import Index
 
@@ -114,6 +115,37 @@ def test_a_failed_build_leaves_nothing_behind(tmp_path):
     with pytest.raises(InvalidInputError, match="unique"):
         Index.from_texts(["a", "b"], ids=["x", "x"], path=path, overwrite=True, **SMALL)
     assert snapshot(path) == before and siblings(path) == []
+
+
+def test_a_file_added_while_the_staging_folder_is_removed_is_removed_too(tmp_path, monkeypatch):
+    """A writer thread still closing (tantivy's indexing workers) can add a file while ``rmtree``
+    walks the folder; ``rmtree(ignore_errors=True)`` then leaves the folder behind. Simulated here."""
+    real_rmtree, calls = _fs.shutil.rmtree, []
+
+    def rmtree_with_a_late_writer(folder, ignore_errors=False):
+        calls.append(folder)
+        real_rmtree(folder, ignore_errors=ignore_errors)
+        if len(calls) == 1:  # the writer's file lands after the walk
+            Path(folder).mkdir()
+            (Path(folder) / "late.idx").write_text("x")
+
+    monkeypatch.setattr(_fs.shutil, "rmtree", rmtree_with_a_late_writer)
+    path = tmp_path / "out"
+    with pytest.raises(RuntimeError, match="build failed"), atomic_output_dir(path, "thing") as staging:
+        (staging / "part").write_text("1")
+        raise RuntimeError("build failed")
+    assert len(calls) == 2 and not path.exists() and siblings(path) == []
+    # a tree that cannot be removed is an error that names it, not a silent leftover
+    stuck = tmp_path / "stuck"
+    stuck.mkdir()
+    monkeypatch.setattr(
+        _fs.shutil,
+        "rmtree",
+        lambda folder, ignore_errors=False: None if ignore_errors else real_rmtree(tmp_path / "absent"),
+    )
+    monkeypatch.setattr(_fs.time, "sleep", lambda seconds: None)
+    with pytest.raises(FileNotFoundError, match="absent"):
+        remove_tree(stuck)
 
 
 def test_racing_builds_into_one_path_exactly_one_wins(tmp_path):

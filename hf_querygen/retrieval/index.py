@@ -35,6 +35,7 @@ or corrupted folder raises :class:`~hf_querygen.errors.ModelFolderError` naming 
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import itertools
 import json
@@ -210,6 +211,13 @@ class Index:
                 row += len(index_texts)
                 if progress is not None:
                     progress.update(len(index_texts))
+        except BaseException:
+            # join tantivy's indexing threads before the caller removes the staging folder: a worker
+            # still opening segment files would refill the folder while it is being deleted
+            with contextlib.suppress(Exception):
+                writer.rollback()
+                writer.wait_merging_threads()
+            raise
         finally:
             if gc_was_enabled:
                 gc.enable()
