@@ -1,4 +1,5 @@
-"""Training-step time of CopyNet and the dual decoder against the computation they ran before; CPU, JSON.
+"""Training-step time of CopyNet, the dual decoder and the query pointer-generator against the computation
+they ran before; CPU, JSON.
 
 One step = forward with labels, backward, Adam update, at the reproduction sizes (batch 64):
 
@@ -10,6 +11,12 @@ One step = forward with labels, backward, Adam update, at the reproduction sizes
 * dual decoder (Liu'18: embeddings 60, BiLSTM 128; nl2kw vocabulary sizes 4,847 / 3,713): "before" is the
   library's forward + the loss as two cross-entropies over the extended rows (the old ``dual_loss``),
   "library" the one-gather loss.
+* query pointer-generator (Zhang'20 Table 4 PG at the run's 64 units: q2id batches of 16 queries, 4 relevant
+  documents x 4 sentences x 25 words read as one 400-word sequence, 40 target tokens, 37,286 token ids /
+  2,000 output words): "before" is the packed BiGRU source encoder (O(S^2) backward on CPU) + the NLL of
+  the full distribution over every token id, as it ran before; "library" the unpacked encoder for long
+  sequences + the mixture read at the labels only. "before" runs without dropout (it needs eval mode for
+  the full distribution), so its figure is slightly favourable to it.
 
 Both paths run on the same batches, interleaved, medians; the losses of the two paths are compared with
 dropout off. Absolute times move with the machine's load (recorded); the ratios are the figures.
@@ -85,6 +92,40 @@ def dual_batch(config, batch_size: int, generator):
     return {"input_ids": input_ids, "attention_mask": mask.long()}, labels
 
 
+def pg_batch(config, batch_size: int, generator):
+    import torch
+
+    documents, sentences, words, target = 4, 4, 25, 40
+    relevant = torch.randint(
+        5, config.vocab_size, (batch_size, documents, sentences, words), generator=generator
+    )
+    lengths = torch.randint(8, words + 1, (batch_size, documents, sentences), generator=generator)
+    mask = (torch.arange(words).view(1, 1, 1, -1) < lengths.unsqueeze(-1)).long()
+    labels = torch.randint(5, config.output_vocab_size, (batch_size, target), generator=generator)
+    labels[:, ::7] = relevant[:, 0, 0, : len(range(0, target, 7))]  # some copies from the documents
+    batch = {
+        "input_ids": torch.randint(5, config.vocab_size, (batch_size, 6), generator=generator),
+        "attention_mask": torch.ones(batch_size, 6, dtype=torch.long),
+        "relevant_input_ids": relevant * mask,
+        "relevant_attention_mask": mask,
+    }
+    return batch, labels
+
+
+def pg_before(model, batch, labels):
+    """The packed encoder and the full distribution (eval mode), as the PG step ran before."""
+    import hf_querygen.nn.encoder as encoder_module
+
+    threshold, training = encoder_module.UNPACKED_FROM_LENGTH, model.training
+    encoder_module.UNPACKED_FROM_LENGTH = 10**9
+    model.train(False)
+    try:
+        return model(**batch, labels=labels).loss
+    finally:
+        encoder_module.UNPACKED_FROM_LENGTH = threshold
+        model.train(training)
+
+
 def old_dual_loss(model, batch, labels):
     """The dual decoder's loss as it was: two cross-entropies over the (B, T, V + S) rows."""
     from hf_querygen.nn.labels import IGNORE_INDEX
@@ -144,6 +185,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--steps", type=int, default=5, help="training steps per timed repetition")
     parser.add_argument("--repetitions", type=int, default=5)
     parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--pg-batch-size", type=int, default=16, help="queries per PG step (the run's)")
     parser.add_argument("--output", default=None)
     args = parser.parse_args(argv)
 
@@ -155,6 +197,7 @@ def main(argv: list[str] | None = None) -> dict:
         DualDecoderConfig,
         DualDecoderForKeywordGeneration,
     )
+    from hf_querygen.models.query_pointer_generator import QueryPointerGeneratorForIntentDescription
     from hf_querygen.models.rnn_seq2seq import RNNSeq2SeqForConditionalGeneration
     from hf_querygen.presets import config_from_preset
 
@@ -178,6 +221,12 @@ def main(argv: list[str] | None = None) -> dict:
         DualDecoderConfig(**LIU2018_DUAL_DECODER, vocab_size=4847, output_vocab_size=3713)
     )
     dual_batches = [dual_batch(dual.config, args.batch_size, generator) for _ in range(args.steps)]
+    pg = QueryPointerGeneratorForIntentDescription(
+        config_from_preset(
+            "zhang2020-pg", vocab_size=37286, output_vocab_size=2000, embedding_size=64, hidden_size=64
+        )
+    )
+    pg_batches = [pg_batch(pg.config, args.pg_batch_size, generator) for _ in range(args.steps)]
     results = {
         "machine": {
             "python": platform.python_version(),
@@ -194,12 +243,13 @@ def main(argv: list[str] | None = None) -> dict:
         "dual_decoder_liu2018": measure(
             dual, old_dual_loss, library, dual_batches, args.steps, args.repetitions
         ),
+        "pg_zhang2020": measure(pg, pg_before, library, pg_batches, args.steps, args.repetitions),
         "load_average_before_after": [list(load_before), list(os.getloadavg())],
     }
     print(json.dumps(results, indent=2))
     print("\n| model | before ms/step | library ms/step | speed-up | loss difference (no dropout) |")
     print("|---|---|---|---|---|")
-    for name in ("copynet_ding2018", "dual_decoder_liu2018"):
+    for name in ("copynet_ding2018", "dual_decoder_liu2018", "pg_zhang2020"):
         row = results[name]
         print(
             f"| {name} | {row['before_ms_per_step']} | {row['library_ms_per_step']} | {row['speedup']} | "

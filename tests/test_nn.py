@@ -56,6 +56,31 @@ def test_encoder_padding_summary_and_batch_equals_single(cell):
         assert torch.allclose(alone.final_hidden[0], out.final_hidden[row], atol=1e-6)
 
 
+@pytest.mark.parametrize("cell", ["gru", "rnn"])
+@pytest.mark.parametrize("layers,bidirectional", [(1, True), (2, True), (2, False)])
+def test_long_sequences_run_unpacked_with_the_packed_results(cell, layers, bidirectional, monkeypatch):
+    """Long sequences skip packing (its backward is O(S^2) on CPU): outputs, summaries and gradients must
+    be those of the packed computation, padding included; the parameters are the same nn.RNN's."""
+    import hf_querygen.nn.encoder as encoder_module
+
+    encoder = RNNEncoder(5, 4, num_layers=layers, cell=cell, bidirectional=bidirectional).eval()
+    lengths = [70, 3, 41, 69, 1]
+    inputs, mask = _padded_batch(lengths)
+    results = {}
+    for path, threshold in (("packed", 10**9), ("unpacked", 64)):
+        monkeypatch.setattr(encoder_module, "UNPACKED_FROM_LENGTH", threshold)
+        encoder.zero_grad()
+        leaf = inputs.clone().requires_grad_(True)
+        out = encoder(leaf, mask)
+        (out.outputs.square().sum() + out.final_hidden.sum()).backward()
+        results[path] = (out.outputs, out.final_hidden, leaf.grad, encoder.rnn.weight_hh_l0.grad.clone())
+    for packed, unpacked in zip(results["packed"], results["unpacked"], strict=True):
+        assert packed.shape == unpacked.shape
+        assert torch.allclose(packed, unpacked, atol=1e-5)
+    assert torch.all(results["unpacked"][0][1, 3:] == 0)  # zero at padding
+    assert not any(name.startswith("_one_direction") for name in encoder.state_dict())
+
+
 def test_encoder_rejects_empty_rows_and_bad_shapes():
     encoder = RNNEncoder(5, 4)
     inputs, mask = _padded_batch([3, 2])

@@ -117,3 +117,22 @@ def test_pg_presets():
     assert pg.model_type == "query_pointer_generator" and pg.coverage and not pg.relevance_scaled_attention
     assert rsa.relevance_scaled_attention
     assert config_from_preset("zhang2020-sd2", vocab_size=60, output_vocab_size=40).diversity_attention
+
+
+def test_training_loss_reads_the_mixture_at_the_labels_only():
+    """In training mode the loss is the NLL of the labels under the mixture without building the
+    distribution over every token id; it must equal the eval-mode loss over the full distribution (the
+    coverage term included), labels outside the output vocabulary (copied or [UNK]) too."""
+    for overrides in ({}, {"relevance_scaled_attention": True}, {"diversity_attention": True}):
+        model = tiny_pg(dropout=0.0, **overrides)
+        batch = Q2IDCollator()(features_with_copy_labels())
+        model.train()
+        trained = model(**batch)
+        assert trained.logits is None
+        model.eval()
+        with torch.no_grad():
+            evaluated = model(**batch)
+        assert evaluated.logits.shape[-1] == VOCAB
+        assert torch.allclose(trained.loss, evaluated.loss, atol=1e-4), overrides
+        trained.loss.backward()
+        assert model.mixture.gate.weight.grad.abs().sum() > 0

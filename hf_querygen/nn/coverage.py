@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from .attention import AttentionOutput, masked_softmax
-from .labels import floored_log
+from .labels import IGNORE_INDEX, floored_log
 
 
 class CoverageAttention(nn.Module):
@@ -52,13 +52,16 @@ class CoverageAttention(nn.Module):
         attention) -> AttentionOutput with context (B, Hk), weights (B, S), scores (B, S)."""
         if projected_keys is None:
             projected_keys = self.project_keys(keys)
-        hidden = projected_keys + self.query_projection(query).unsqueeze(1)
+        # the per-step terms are summed at (B, A) before broadcasting over the S positions: one (B, S, A)
+        # addition fewer per step; w_c c_i as a broadcast product, not a (B*S, 1) x (1, A) matmul
+        step_term = self.query_projection(query)
+        if extra is not None:
+            step_term = step_term + extra
+        hidden = projected_keys + step_term.unsqueeze(1)
         if self.use_coverage:
             if coverage is None:
                 raise ValueError("CoverageAttention(use_coverage=True) needs the coverage vector (B, S)")
-            hidden = hidden + self.coverage_projection(coverage.unsqueeze(-1))
-        if extra is not None:
-            hidden = hidden + extra.unsqueeze(1)
+            hidden = hidden + coverage.unsqueeze(-1) * self.coverage_projection.weight.view(1, 1, -1)
         scores = self.energy(torch.tanh(hidden)).squeeze(-1)
         weights, scores = masked_softmax(scores, mask.bool())
         if scale is not None:
@@ -119,6 +122,27 @@ class PointerGeneratorMixture(nn.Module):
         generated = vocab_probs.gather(1, labels.clamp_max(vocab_size - 1).unsqueeze(1)).squeeze(1) * in_vocab
         copied = (attention.float() * (source_ids == labels.unsqueeze(1))).sum(dim=-1)
         return floored_log(p_gen * generated + (1.0 - p_gen) * copied)
+
+    def label_nll(
+        self,
+        vocab_logits: torch.Tensor,
+        attention: torch.Tensor,
+        source_ids: torch.Tensor,
+        features: torch.Tensor,
+        labels: torch.Tensor,
+        num_items_in_batch: int | torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """Token NLL of ``labels`` (N,) (IGNORE_INDEX where no loss is taken) under the mixture, from the
+        inputs of :meth:`label_log_probs`; normalised like :func:`~hf_querygen.nn.loss.token_nll` (by the
+        label tokens, or ``num_items_in_batch`` that the Trainer passes)."""
+        log_probs = self.label_log_probs(vocab_logits, attention, source_ids, features, labels)
+        kept = labels != IGNORE_INDEX
+        total = -(log_probs * kept).sum()
+        if num_items_in_batch is None:
+            num_items_in_batch = kept.sum()
+        if isinstance(num_items_in_batch, torch.Tensor):
+            num_items_in_batch = num_items_in_batch.to(total.device)
+        return total / num_items_in_batch
 
 
 def copyable_labels(

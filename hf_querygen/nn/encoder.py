@@ -14,6 +14,9 @@ from transformers.utils import ModelOutput
 from .copy import first_occurrence_positions
 
 RNN_CELLS: dict[str, type[nn.RNNBase]] = {"lstm": nn.LSTM, "gru": nn.GRU, "rnn": nn.RNN}
+#: sequences at least this long run unpacked (:meth:`RNNEncoder._run_unpacked`): below it the packed path is
+#: faster (a 25-word BiGRU step: packed 9 ms, unpacked 15 ms), above it packing costs O(S^2) in backward
+UNPACKED_FROM_LENGTH = 64
 
 
 def check_rnn_hyper_parameters(owner: str, cell: str, dropout: float, **sizes: int) -> None:
@@ -136,6 +139,9 @@ class RNNEncoder(nn.Module):
         if bool((lengths == 0).any()):
             empty = (lengths == 0).nonzero().flatten().tolist()
             raise ValueError(f"RNNEncoder got empty source sequences (all padding) at batch rows {empty}")
+        if self.cell != "lstm" and inputs_embeds.shape[1] >= UNPACKED_FROM_LENGTH:
+            outputs, hidden = self._run_unpacked(inputs_embeds, lengths)
+            return RNNEncoderOutput(outputs, hidden, None)
         packed = pack_padded_sequence(inputs_embeds, lengths.cpu(), batch_first=True, enforce_sorted=False)
         packed_outputs, state = self.rnn(packed)
         outputs, _ = pad_packed_sequence(
@@ -148,6 +154,57 @@ class RNNEncoder(nn.Module):
                 outputs, self._batch_first_summary(hidden), self._batch_first_summary(cell)
             )
         return RNNEncoderOutput(outputs, self._batch_first_summary(state), None)
+
+    def _run_unpacked(self, inputs: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The packed computation without packing, for long sequences: torch's packed CPU RNN narrows
+        its input once per time step, and each narrow's backward fills a zero tensor of the whole packed
+        input, i.e. O(S^2) per sequence (measured: a 400-word BiGRU step 2.5x slower than unpacked). Each
+        direction runs on a right-padded batch; the backward direction reads every row reversed within its
+        length, so padding never enters a real position's state. inputs (B, S, E), lengths (B,) ->
+        outputs (B, S, H_out) (zero at padding), final_hidden (B, num_layers, H_out). GRU / tanh-RNN only:
+        an LSTM's final cell state is not in the outputs."""
+        batch, steps = inputs.shape[:2]
+        positions = torch.arange(steps, device=inputs.device)
+        valid = positions.unsqueeze(0) < lengths.unsqueeze(1)  # (B, S)
+        # the position each row reads in reverse; padding positions stay where they are
+        reverse = torch.where(valid, lengths.unsqueeze(1) - 1 - positions, positions)  # (B, S)
+        last = (lengths - 1).view(batch, 1, 1)
+        layer_input, finals = inputs, []
+        for layer in range(self.num_layers):
+            directions, layer_finals = [], []
+            for direction in range(self.num_directions):
+                suffix = f"_l{layer}" + ("_reverse" if direction else "")
+                weights = {
+                    f"{name}_l0": getattr(self.rnn, f"{name}{suffix}")
+                    for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
+                }
+                source = layer_input
+                if direction:
+                    source = layer_input.gather(1, reverse.unsqueeze(-1).expand_as(layer_input))
+                out, _ = torch.func.functional_call(
+                    self._one_direction(layer_input.shape[-1]), weights, (source,)
+                )
+                # the state after the row's last real word (later steps read padding)
+                layer_finals.append(out.gather(1, last.expand(batch, 1, out.shape[-1])).squeeze(1))
+                if direction:
+                    out = out.gather(1, reverse.unsqueeze(-1).expand_as(out))
+                directions.append(out)
+            layer_output = torch.cat(directions, dim=-1) * valid.unsqueeze(-1).to(inputs.dtype)
+            finals.append(torch.cat(layer_finals, dim=-1))
+            layer_input = layer_output
+            if layer < self.num_layers - 1 and self.rnn.dropout and self.training:
+                layer_input = nn.functional.dropout(layer_input, self.rnn.dropout)
+        return layer_output, torch.stack(finals, dim=1)
+
+    def _one_direction(self, input_size: int) -> nn.RNNBase:
+        """A one-layer, one-direction RNN of this encoder's cell whose parameters ``_run_unpacked`` swaps for
+        one direction's own (``torch.func.functional_call``); built once per input size, never trained."""
+        cache = self.__dict__.setdefault("_one_direction_rnns", {})  # not a submodule: not in state_dict
+        if input_size not in cache:
+            cache[input_size] = build_rnn(self.cell, input_size, self.hidden_size).to(
+                self.rnn.weight_ih_l0.device
+            )
+        return cache[input_size]
 
 
 @dataclass

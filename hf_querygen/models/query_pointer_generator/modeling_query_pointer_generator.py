@@ -28,7 +28,7 @@ from transformers.utils import ModelOutput
 
 from ...errors import InvalidInputError
 from ...nn.cache import RecurrentStateCache, pick_cache, with_cache
-from ...nn.coverage import CoverageAttention, PointerGeneratorMixture, coverage_loss
+from ...nn.coverage import CoverageAttention, PointerGeneratorMixture, copyable_labels, coverage_loss
 from ...nn.encoder import RNNEncoder, WordEmbeddings, build_rnn
 from ...nn.hierarchical import compact_rows
 from ...nn.initialization import init_uniform_weights
@@ -220,18 +220,6 @@ class QueryPointerGeneratorForIntentDescription(
     def get_output_embeddings(self) -> None:
         return None
 
-    def _trainable_labels(
-        self, labels: torch.LongTensor, source_ids: torch.LongTensor, source_mask: torch.Tensor
-    ) -> torch.LongTensor:
-        """Labels >= output_vocab_size that no source word supplies become [UNK] (no probability there)."""
-        outside = labels >= self.config.output_vocab_size
-        if not bool(outside.any()):
-            return labels
-        in_source = ((labels.unsqueeze(-1) == source_ids.unsqueeze(1)) & source_mask.bool().unsqueeze(1)).any(
-            -1
-        )
-        return torch.where(outside & ~in_source, torch.full_like(labels, self.config.unk_token_id), labels)
-
     def forward(
         self,
         input_ids: torch.LongTensor | None = None,
@@ -252,7 +240,8 @@ class QueryPointerGeneratorForIntentDescription(
         **kwargs,
     ) -> Seq2SeqLMOutput | tuple:
         """Same inputs as :class:`CtrsGenForIntentDescription` (irrelevant documents accepted, unused).
-        Returns ``logits`` (B, T, vocab_size) = log P over token ids; ``loss`` = NLL + lambda coverage."""
+        Returns ``logits`` (B, T, vocab_size) = log P over token ids (None for a model in training mode given
+        labels: the loss reads the mixture at the labels only); ``loss`` = NLL + lambda coverage."""
         config = self.config
         return_dict = config.return_dict if return_dict is None else return_dict
         if encoder_outputs is None:
@@ -276,12 +265,30 @@ class QueryPointerGeneratorForIntentDescription(
         if diverse is None:
             diverse = keys.new_zeros(keys.shape[0], keys.shape[-1])
 
+        if labels is not None:
+            # labels >= output_vocab_size that no source word supplies become [UNK]: no probability there
+            labels = mask_labels(labels, config.pad_token_id)
+            labels = torch.where(
+                labels == IGNORE_INDEX,
+                labels,
+                copyable_labels(
+                    labels.clamp_min(0),
+                    encoder_outputs.source_ids,
+                    encoder_outputs.source_mask,
+                    config.output_vocab_size,
+                    config.unk_token_id,
+                ),
+            )
+        # in training, only log P(label) is needed: the distribution over all W token ids (most of a step's
+        # time on CPU) is built in eval mode and for generation, where logits are read
+        full = not (self.training and labels is not None)
         embedded = self.encoder.embed_tokens(decoder_input_ids)  # (B, T, E)
         # no input feeding: the GRU runs over all teacher-forced steps at once; only attention loops
         outputs, last = self.rnn(embedded, hidden.unsqueeze(0).contiguous())
         projected = self.attention.project_keys(keys)
         extra = self.query_attention_term(encoder_outputs.query_vector) if config.use_query else None
         step_log_probs, step_weights, step_coverages = [], [], []
+        step_vocab_logits, step_gate_features = [], []
         for t in range(embedded.shape[1]):
             state = outputs[:, t]
             attended = self.attention(
@@ -296,18 +303,24 @@ class QueryPointerGeneratorForIntentDescription(
                 context = context - gate * along * diverse
                 diverse = context
             features = self.feature_dropout(torch.cat([state, context], dim=-1))
-            log_probs, _ = self.mixture(
-                self.output_projection(features),
-                attended.weights,
-                encoder_outputs.source_ids,
-                torch.cat([context, state, embedded[:, t]], dim=-1),
-                config.vocab_size,
-            )
-            step_log_probs.append(log_probs)
+            vocab_logits = self.output_projection(features)
+            gate_features = torch.cat([context, state, embedded[:, t]], dim=-1)
+            if full:
+                log_probs, _ = self.mixture(
+                    vocab_logits,
+                    attended.weights,
+                    encoder_outputs.source_ids,
+                    gate_features,
+                    config.vocab_size,
+                )
+                step_log_probs.append(log_probs)
+            else:
+                step_vocab_logits.append(vocab_logits)
+                step_gate_features.append(gate_features)
             step_weights.append(attended.weights)
             step_coverages.append(coverage)
             coverage = coverage + attended.weights
-        scores = torch.stack(step_log_probs, dim=1)
+        scores = torch.stack(step_log_probs, dim=1) if full else None  # (B, T, W)
 
         cache = None
         if use_cache:
@@ -319,15 +332,18 @@ class QueryPointerGeneratorForIntentDescription(
             cache.advance(decoder_input_ids.shape[1])
         loss = None
         if labels is not None:
-            labels = mask_labels(labels, config.pad_token_id)
-            labels = torch.where(
-                labels == IGNORE_INDEX,
-                labels,
-                self._trainable_labels(
-                    labels.clamp_min(0), encoder_outputs.source_ids, encoder_outputs.source_mask
-                ),
-            )
-            loss = token_nll(scores, labels, num_items_in_batch)
+            if full:
+                loss = token_nll(scores, labels, num_items_in_batch)
+            else:
+                steps = labels.shape[1]
+                loss = self.mixture.label_nll(
+                    torch.stack(step_vocab_logits, 1).flatten(0, 1),
+                    torch.stack(step_weights, 1).flatten(0, 1),
+                    encoder_outputs.source_ids.unsqueeze(1).expand(-1, steps, -1).flatten(0, 1),
+                    torch.stack(step_gate_features, 1).flatten(0, 1),
+                    labels.reshape(-1),
+                    num_items_in_batch,
+                )
             if config.coverage and config.coverage_loss_weight > 0:
                 steps = labels != IGNORE_INDEX
                 total = coverage_loss(torch.stack(step_weights, 1), torch.stack(step_coverages, 1), steps)
