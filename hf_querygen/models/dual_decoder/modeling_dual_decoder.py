@@ -17,23 +17,19 @@ step is determined by the ids fed so far: the pointer phase ends once the sentin
 sampling) runs the three inference phases of Sec. 3.5: the recurrent state in the cache holds both
 decoders' states, the phase flag and the pointer decoder's hidden states for Eq. (9)-(11), and is
 reordered by beam search. The third phase (union without duplicates) is postprocessing:
-:func:`hf_querygen.tasks.nl2kw.decode_dual_decoder_ids`.
+:func:`hf_querygen.tasks.nl2kw_decoding.decode_dual_decoder_ids`.
 
 ``pointer_only=True`` removes the generator: the paper's Pointer Network baseline (Table 2, row 5).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
-import torch.nn.functional as F
 from torch import nn
 from transformers import PreTrainedModel
 
 from hf_querygen.nn.attention import AdditiveAttention
 from hf_querygen.nn.cache import CACHE_NAME, RecurrentStateCache, pick_cache, with_cache
-from hf_querygen.nn.copy import extended_to_input_ids
 from hf_querygen.nn.encoder import (
     RecurrentEncoderOutput,
     RecurrentSourceEncoder,
@@ -42,10 +38,11 @@ from hf_querygen.nn.encoder import (
     build_rnn,
 )
 from hf_querygen.nn.initialization import init_uniform_weights
-from hf_querygen.nn.labels import IGNORE_INDEX, floored_log, shift_labels_right
+from hf_querygen.nn.labels import IGNORE_INDEX, shift_labels_right
 
 from .._generation import ExtendedSpaceLMOutput, RecurrentGenerationMixin
 from .configuration_dual_decoder import DualDecoderConfig
+from .step_decoding import DualDecoderStepDecoding
 
 
 class DualDecoderEncoder(RecurrentSourceEncoder):
@@ -64,77 +61,6 @@ class DualDecoderEncoder(RecurrentSourceEncoder):
         )
 
 
-@dataclass
-class _DecoderState:
-    """Recurrent state of both decoders between steps (batch-first).
-
-    pointer_hidden / pointer_cell, generator_hidden / generator_cell: (B, H);
-    in_generator: (B,) bool, True once the pointer emitted its end sentinel;
-    pointer_states: (B, P', H) step buffer whose first ``length`` slots hold the pointer hidden states
-    s^p_j so far (P' >= length is its capacity, grown by doubling), pointer_states_mask (B, P') bool.
-
-    Generation also keeps what is fixed per source, computed once instead of at every step:
-    pointer_keys / source_keys (B, S, A) the projected encoder states of Eq. (3) / (8);
-    pointer_state_keys (B, P', A) the projected pointer states of Eq. (10), one slot written per step;
-    pointer_dead (B, S) the source slots that never receive pointer mass (padding, repeats; Eq. 4);
-    sentinel_ids (B, 1) the extended id of each source's end sentinel.
-    """
-
-    pointer_hidden: torch.Tensor
-    pointer_cell: torch.Tensor
-    generator_hidden: torch.Tensor
-    generator_cell: torch.Tensor
-    in_generator: torch.Tensor
-    pointer_states: torch.Tensor
-    pointer_states_mask: torch.Tensor
-    pointer_keys: torch.Tensor | None = None
-    source_keys: torch.Tensor | None = None
-    pointer_state_keys: torch.Tensor | None = None
-    pointer_dead: torch.Tensor | None = None
-    sentinel_ids: torch.Tensor | None = None
-    length: int = 0
-
-    FIELDS = (
-        "pointer_hidden",
-        "pointer_cell",
-        "generator_hidden",
-        "generator_cell",
-        "in_generator",
-        "pointer_states",
-        "pointer_states_mask",
-        "pointer_state_keys",
-    )
-    #: the same in every beam of a source: beam search need not reorder them
-    STATIC_FIELDS = ("pointer_keys", "source_keys", "pointer_dead", "sentinel_ids")
-
-    @classmethod
-    def from_cache(cls, cache: RecurrentStateCache) -> _DecoderState:
-        names = cls.FIELDS + cls.STATIC_FIELDS
-        return cls(**{name: cache.get(name) for name in names}, length=cache.get_seq_length())
-
-    def to_cache(self, cache: RecurrentStateCache) -> None:
-        states = {name: getattr(self, name) for name in self.FIELDS + self.STATIC_FIELDS}
-        cache.update(**{name: tensor for name, tensor in states.items() if tensor is not None})
-        cache.mark_static(*(name for name in self.STATIC_FIELDS if states[name] is not None))
-
-    def reserve(self, steps: int) -> None:
-        """Make room for ``steps`` more pointer states in the step buffers (capacity doubles, so the
-        buffers are copied O(log T) times over a generation instead of growing by ``cat`` every step)."""
-        capacity, needed = self.pointer_states.shape[1], self.length + steps
-        if needed <= capacity:
-            return
-        capacity = max(needed, 2 * capacity, 8)
-
-        def grown(buffer: torch.Tensor) -> torch.Tensor:
-            bigger = buffer.new_zeros(buffer.shape[0], capacity, *buffer.shape[2:])
-            bigger[:, : self.length] = buffer[:, : self.length]
-            return bigger
-
-        self.pointer_states = grown(self.pointer_states)
-        self.pointer_states_mask = grown(self.pointer_states_mask)
-        self.pointer_state_keys = grown(self.pointer_state_keys)
-
-
 class DualDecoderPreTrainedModel(PreTrainedModel):
     config_class = DualDecoderConfig
     base_model_prefix = "dual_decoder"
@@ -145,11 +71,15 @@ class DualDecoderPreTrainedModel(PreTrainedModel):
         init_uniform_weights(module, self.config.init_range)
 
 
-class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, RecurrentGenerationMixin):
+class DualDecoderForKeywordGeneration(
+    DualDecoderPreTrainedModel, DualDecoderStepDecoding, RecurrentGenerationMixin
+):
     """Liu et al. (2018) dual decoder: BiLSTM encoder, pointer decoder, generator decoder.
 
     Output space: logits (B, T, V + S) are log-probabilities (each step's row is normalised over its
-    phase's part, the other part is -inf), V = ``config.output_vocab_size``.
+    phase's part, the other part is -inf), V = ``config.output_vocab_size``. The decoding lives in its
+    parameter-free mixins: teacher forcing in :class:`~.decoding.DualDecoderDecoding`, cached steps in
+    :class:`~.step_decoding.DualDecoderStepDecoding`; this class holds the modules, the loss and the HF API.
     """
 
     plain_greedy_loop = True  # RecurrentGenerationMixin: plain greedy search skips generate()'s setup
@@ -203,296 +133,6 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, RecurrentGener
     def logits_are_log_probs(self) -> bool:
         """Always: both decoders' rows are log-probabilities over V + S (see the class docstring)."""
         return True
-
-    # ------------------------------------------------------------------ decoding
-    def _initial_state(self, encoder_outputs: RecurrentEncoderOutput) -> _DecoderState:
-        # (B, 2H) [fw h_n ; bw h_1] of the (single-layer) BiLSTM and its cell
-        summary_hidden, summary_cell = encoder_outputs.final_hidden[:, -1], encoder_outputs.final_cell[:, -1]
-        batch_size = summary_hidden.shape[0]
-        pointer_hidden = self.pointer_init_hidden(summary_hidden)  # Eq. (1)
-        pointer_cell = self.pointer_init_cell(summary_cell)
-        if self.config.pointer_only:
-            generator_hidden, generator_cell = (
-                torch.zeros_like(pointer_hidden),
-                torch.zeros_like(pointer_cell),
-            )
-        else:
-            generator_hidden = self.generator_init_hidden(summary_hidden)  # Eq. (5)
-            generator_cell = self.generator_init_cell(summary_cell)
-        return _DecoderState(
-            pointer_hidden=pointer_hidden,
-            pointer_cell=pointer_cell,
-            generator_hidden=generator_hidden,
-            generator_cell=generator_cell,
-            in_generator=torch.zeros(batch_size, dtype=torch.bool, device=summary_hidden.device),
-            pointer_states=pointer_hidden.new_zeros(batch_size, 0, self.config.hidden_size),
-            pointer_states_mask=torch.zeros(batch_size, 0, dtype=torch.bool, device=summary_hidden.device),
-        )
-
-    def _pointer_log_probs(
-        self, weights: torch.Tensor, first_occurrence: torch.Tensor, source_mask: torch.Tensor
-    ) -> torch.Tensor:
-        """Eq. (4): attention weights (B, [T,] S) summed over the positions holding the same word into
-        the slot of its first occurrence -> log-probabilities (B, [T,] S), -inf at padding and repeats."""
-        index = first_occurrence if weights.dim() == 2 else first_occurrence.unsqueeze(1).expand_as(weights)
-        probs = torch.zeros_like(weights).scatter_add(-1, index, weights)
-        own_index = torch.arange(weights.shape[-1], device=weights.device)
-        live = source_mask & (first_occurrence == own_index)
-        if weights.dim() == 3:
-            live = live.unsqueeze(1)
-        return floored_log(probs).masked_fill(~live, float("-inf"))
-
-    def _generator_log_probs(
-        self,
-        generator_hidden: torch.Tensor,
-        encoder_states: torch.Tensor,
-        source_mask: torch.Tensor,
-        pointer_states: torch.Tensor,
-        pointer_states_mask: torch.Tensor,
-    ) -> torch.Tensor:
-        """Eq. (6)-(12): generator hidden (B, [T,] H), encoder states (B, S, 2H), pointer hidden states
-        (B, P, H) with mask (B, P) -> log-probabilities over the output vocabulary (B, [T,] V)."""
-        source_context = self.source_attention(
-            generator_hidden, encoder_states, source_mask
-        ).context  # Eq. (6)-(8)
-        pointer_context = self.pointer_state_attention(
-            generator_hidden, pointer_states, pointer_states_mask
-        ).context  # Eq. (9)-(11)
-        features = self.output_dropout(torch.cat([generator_hidden, source_context, pointer_context], dim=-1))
-        scores = self.output_projection(features)  # Eq. (12), before the softmax
-        # [PAD] and [BOS] are never targets; masking them keeps them out of beams
-        never = [self.config.pad_token_id, self.config.decoder_start_token_id]
-        scores[..., never] = float("-inf")
-        return torch.log_softmax(scores, dim=-1)
-
-    def _phase_rows(
-        self,
-        pointer_log_probs: torch.Tensor,
-        generator_log_probs: torch.Tensor | None,
-        generator_phase: torch.Tensor,
-    ) -> torch.Tensor:
-        """Assemble extended-space rows (B, [T,] V + S): the pointer's over positions, the generator's
-        over the vocabulary, each step taking its phase's row (pointer-only: [EOS] after the sentinel)."""
-        vocab = self.config.output_vocab_size
-        no_vocab = pointer_log_probs.new_full((*pointer_log_probs.shape[:-1], vocab), float("-inf"))
-        pointer_rows = torch.cat([no_vocab, pointer_log_probs], dim=-1)
-        if generator_log_probs is None:  # pointer-only: after the sentinel only [EOS] (probability 1)
-            generator_log_probs = no_vocab.clone()
-            generator_log_probs[..., self.config.eos_token_id] = 0.0
-        generator_rows = torch.cat(
-            [generator_log_probs, torch.full_like(pointer_log_probs, float("-inf"))], dim=-1
-        )
-        return torch.where(generator_phase.unsqueeze(-1), generator_rows, pointer_rows)
-
-    def _embed_decoder_inputs(
-        self, decoder_input_ids: torch.LongTensor, encoder_outputs: RecurrentEncoderOutput
-    ) -> torch.Tensor:
-        """(B, T) extended ids -> (B, T, E): a pointed-at position is embedded as its source word."""
-        config = self.config
-        # outside training the embedding dropout is the identity: skip the two module calls
-        embed = self.embeddings if self.training else self.embeddings.embedding
-        return embed(
-            extended_to_input_ids(
-                decoder_input_ids,
-                encoder_outputs.source_input_ids,
-                config.output_vocab_size,
-                config.unk_token_id,
-            )
-        )
-
-    def _generator_phase(
-        self,
-        decoder_input_ids: torch.LongTensor,
-        source_mask: torch.Tensor,
-        already: torch.Tensor | None = None,
-    ) -> torch.Tensor:
-        """(B, T) True from the step whose input is the pointer's end sentinel (the [EOS] closing the
-        source, id ``V + source_length - 1``) onwards; ``already`` (B,) = the phase before these steps."""
-        sentinel_id = self.config.output_vocab_size + source_mask.long().sum(dim=1, keepdim=True) - 1
-        phase = (decoder_input_ids == sentinel_id).long().cumsum(dim=1) > 0
-        return phase if already is None else phase | already.unsqueeze(1)
-
-    def _decode_parallel(
-        self,
-        decoder_input_ids: torch.LongTensor,
-        encoder_outputs: RecurrentEncoderOutput,
-        source_mask: torch.Tensor,
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Teacher forcing over all T steps at once (both decoders are fed their previous output only,
-        so each LSTM runs over its whole input sequence in one call).
-
-        decoder_input_ids (B, T) -> (log-probs (B, T, V + S), generator phase (B, T))."""
-        config = self.config
-        encoder_states = encoder_outputs.last_hidden_state
-        state = self._initial_state(encoder_outputs)
-        generator_phase = self._generator_phase(decoder_input_ids, source_mask)
-        embedded = self._embed_decoder_inputs(decoder_input_ids, encoder_outputs)
-        # pointer decoder over every step; its outputs past the sentinel are masked out below
-        pointer_outputs, _ = self.pointer_rnn(
-            embedded,
-            (state.pointer_hidden.unsqueeze(0).contiguous(), state.pointer_cell.unsqueeze(0).contiguous()),
-        )
-        weights = self.pointer_attention(pointer_outputs, encoder_states, source_mask).weights  # Eq. (2)-(3)
-        pointer_log_probs = self._pointer_log_probs(weights, encoder_outputs.first_positions, source_mask)
-        generator_log_probs = None
-        n_generator_steps = int(generator_phase.sum(dim=1).max()) if decoder_input_ids.numel() else 0
-        if not config.pointer_only and n_generator_steps > 0:
-            # left-align each row's generator steps: they start at a different step in every row
-            batch_size, n_steps = decoder_input_ids.shape
-            first_step = (~generator_phase).sum(dim=1, keepdim=True)  # (B, 1)
-            steps = first_step + torch.arange(n_generator_steps, device=first_step.device)  # (B, Tg)
-            valid = steps < n_steps
-            gathered = embedded.gather(
-                1, steps.clamp(max=n_steps - 1).unsqueeze(-1).expand(-1, -1, embedded.shape[-1])
-            )
-            generator_outputs, _ = self.generator_rnn(
-                gathered,
-                (
-                    state.generator_hidden.unsqueeze(0).contiguous(),
-                    state.generator_cell.unsqueeze(0).contiguous(),
-                ),
-            )
-            aligned = self._generator_log_probs(
-                generator_outputs, encoder_states, source_mask, pointer_outputs, ~generator_phase
-            )  # (B, Tg, V)
-            # scatter back to the original steps; invalid slots go to a dump column n_steps
-            target = torch.where(valid, steps, torch.full_like(steps, n_steps))
-            generator_log_probs = aligned.new_full(
-                (batch_size, n_steps + 1, aligned.shape[-1]), float("-inf")
-            )
-            generator_log_probs = generator_log_probs.scatter(
-                1, target.unsqueeze(-1).expand_as(aligned), aligned
-            )[:, :n_steps]
-        elif not config.pointer_only:
-            generator_log_probs = pointer_log_probs.new_full(
-                (*pointer_log_probs.shape[:-1], config.output_vocab_size), float("-inf")
-            )
-        return self._phase_rows(pointer_log_probs, generator_log_probs, generator_phase), generator_phase
-
-    @staticmethod
-    def _lstm_step(
-        rnn: nn.LSTM, inputs: torch.Tensor, hidden: torch.Tensor, cell: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """One step of a single-layer LSTM: inputs (B, E), hidden/cell (B, H) -> (B, H) x 2. The fused cell
-        kernel, not ``rnn(...)``: a third of the cost at batch 1 (same gates; float rounding may differ
-        from the sequence kernel in the last bit)."""
-        return torch._VF.lstm_cell(
-            inputs, (hidden, cell), rnn.weight_ih_l0, rnn.weight_hh_l0, rnn.bias_ih_l0, rnn.bias_hh_l0
-        )
-
-    def _step_state(
-        self, encoder_outputs: RecurrentEncoderOutput, source_mask: torch.Tensor
-    ) -> _DecoderState:
-        """The state before the first generation step: :meth:`_initial_state` plus the per-source
-        projections (computed once here, not at every step) and empty pointer-state buffers."""
-        state = self._initial_state(encoder_outputs)
-        encoder_states = encoder_outputs.last_hidden_state
-        state.pointer_keys = self.pointer_attention.project_keys(encoder_states)
-        own_index = torch.arange(source_mask.shape[1], device=source_mask.device)
-        state.pointer_dead = ~(source_mask & (encoder_outputs.first_positions == own_index))
-        state.sentinel_ids = self.config.output_vocab_size + source_mask.long().sum(dim=1, keepdim=True) - 1
-        if self.config.pointer_only:
-            state.pointer_state_keys = state.pointer_states[..., :0]
-        else:
-            state.source_keys = self.source_attention.project_keys(encoder_states)
-            state.pointer_state_keys = state.pointer_states.new_zeros(
-                state.pointer_states.shape[0], 0, self.config.attention_size
-            )
-        state.reserve(8)  # room for a typical keyword query before the first doubling
-        return state
-
-    def _decode_steps(
-        self,
-        decoder_input_ids: torch.LongTensor,
-        encoder_outputs: RecurrentEncoderOutput,
-        source_mask: torch.Tensor,
-        state: _DecoderState,
-    ) -> tuple[torch.Tensor, torch.Tensor, _DecoderState]:
-        """Incremental decoding from a cached ``state`` (generation): one step at a time, carrying both
-        decoders' states, the phase flag and the pointer hidden states (Eq. 9-11 attend to them).
-
-        The same distribution as :meth:`_decode_parallel`, with the work a step needs only: keys projected
-        once per source (in the state), pointer states written into a pre-allocated buffer, and a decoder
-        whose phase no row is in skipped (its row part would be -inf anyway).
-
-        Returns log-probs (B, T, V + S), the generator phase of each step (B, T) and the new state.
-        """
-        config = self.config
-        vocab, eos_token_id = config.output_vocab_size, config.eos_token_id
-        has_generator = not config.pointer_only
-        encoder_states = encoder_outputs.last_hidden_state
-        first_positions = encoder_outputs.first_positions
-        batch_size, n_steps = decoder_input_ids.shape
-        if n_steps == 1 and state.sentinel_ids is not None:  # one generated token: no cumsum needed
-            generator_phase = (decoder_input_ids == state.sentinel_ids) | state.in_generator.unsqueeze(1)
-        else:
-            generator_phase = self._generator_phase(
-                decoder_input_ids, source_mask, already=state.in_generator
-            )
-        embedded = self._embed_decoder_inputs(decoder_input_ids, encoder_outputs)
-        state.reserve(n_steps)
-        out = encoder_states.new_full((batch_size, n_steps, vocab + source_mask.shape[1]), float("-inf"))
-        if has_generator:
-            never = torch.tensor(
-                [config.pad_token_id, config.decoder_start_token_id], device=encoder_states.device
-            )
-        for t in range(n_steps):
-            phase = generator_phase[:, t]
-            keep = phase.unsqueeze(1)  # (B, 1): the pointer has finished
-            n_generating = int(phase.sum())
-            slot = state.length
-            if n_generating < batch_size:  # some row still points (Eq. 1-4)
-                pointer_hidden, pointer_cell = self._lstm_step(
-                    self.pointer_rnn, embedded[:, t], state.pointer_hidden, state.pointer_cell
-                )
-                _, weights = self.pointer_attention.step(
-                    pointer_hidden, encoder_states, source_mask, state.pointer_keys
-                )  # Eq. (2)-(3)
-                probs = torch.zeros_like(weights).scatter_add_(-1, first_positions, weights)  # Eq. (4)
-                pointer_log_probs = floored_log(probs).masked_fill_(state.pointer_dead, float("-inf"))
-                out[:, t, vocab:] = pointer_log_probs.masked_fill_(keep, float("-inf"))
-                state.pointer_states[:, slot] = pointer_hidden
-                state.pointer_states_mask[:, slot] = ~phase
-                if has_generator:
-                    projected = self.pointer_state_attention.project_keys(pointer_hidden)
-                    state.pointer_state_keys[:, slot] = projected
-                if n_generating:
-                    state.pointer_hidden = torch.where(keep, state.pointer_hidden, pointer_hidden)
-                    state.pointer_cell = torch.where(keep, state.pointer_cell, pointer_cell)
-                else:
-                    state.pointer_hidden, state.pointer_cell = pointer_hidden, pointer_cell
-            # else: every row generates; the pointer's slot stays masked (zero weight) and its state stays
-            state.length = slot + 1
-            if n_generating and has_generator:  # Eq. (5)-(12)
-                generator_hidden, generator_cell = self._lstm_step(
-                    self.generator_rnn, embedded[:, t], state.generator_hidden, state.generator_cell
-                )
-                source_context, _ = self.source_attention.step(
-                    generator_hidden, encoder_states, source_mask, state.source_keys
-                )  # Eq. (6)-(8)
-                pointer_context, _ = self.pointer_state_attention.step(
-                    generator_hidden,
-                    state.pointer_states[:, : state.length],
-                    state.pointer_states_mask[:, : state.length],
-                    state.pointer_state_keys[:, : state.length],
-                )  # Eq. (9)-(11)
-                features = torch.cat([generator_hidden, source_context, pointer_context], dim=-1)
-                if self.training:
-                    features = self.output_dropout(features)
-                scores = F.linear(features, self.output_projection.weight, self.output_projection.bias)
-                scores.index_fill_(-1, never, float("-inf"))  # [PAD] / [BOS] are never targets
-                generator_log_probs = torch.log_softmax(scores, dim=-1)
-                if n_generating < batch_size:
-                    generator_log_probs.masked_fill_(~keep, float("-inf"))
-                    state.generator_hidden = torch.where(keep, generator_hidden, state.generator_hidden)
-                    state.generator_cell = torch.where(keep, generator_cell, state.generator_cell)
-                else:
-                    state.generator_hidden, state.generator_cell = generator_hidden, generator_cell
-                out[:, t, :vocab] = generator_log_probs
-            elif n_generating:  # pointer-only: after the sentinel only [EOS] (probability 1)
-                out[:, t, eos_token_id] = torch.where(phase, 0.0, float("-inf"))
-            state.in_generator = phase
-        return out, generator_phase, state
 
     # ------------------------------------------------------------------ loss, Eq. (13)-(14)
     def dual_loss(
@@ -557,7 +197,7 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, RecurrentGener
             past_key_values: a :class:`RecurrentStateCache` holding both decoders' state (transformers
                 <= 5.23; ``cache`` is the same under its >= 5.24 name).
             labels: (B, T) extended-space targets ``[V+pos(e_1) .. V+pos(sentinel), g_1 .. g_k, EOS]``,
-                -100 at padding (see :func:`hf_querygen.tasks.nl2kw.dual_decoder_labels`).
+                -100 at padding (see :func:`hf_querygen.tasks.nl2kw_targets.dual_decoder_labels`).
             source_word_ids: (B, S) optional word ids telling distinct OOV words apart (Eq. 4).
 
         Returns:
@@ -599,28 +239,6 @@ class DualDecoderForKeywordGeneration(DualDecoderPreTrainedModel, RecurrentGener
             **with_cache(past_key_values if use_cache else None),
             encoder_last_hidden_state=encoder_outputs.last_hidden_state,
         )
-
-    def _cached_decode(
-        self,
-        decoder_input_ids: torch.LongTensor,
-        encoder_outputs: RecurrentEncoderOutput,
-        source_mask: torch.Tensor,
-        cache: RecurrentStateCache | None,
-    ) -> tuple[torch.Tensor, torch.Tensor, RecurrentStateCache]:
-        """Decode ``decoder_input_ids`` (B, T) from the state in ``cache`` (None or empty: the start) ->
-        (log-probs (B, T, V + S), generator phase (B, T), the cache holding the new state)."""
-        if cache is not None and cache.get_seq_length() > 0:
-            state = _DecoderState.from_cache(cache)
-        else:
-            state = self._step_state(encoder_outputs, source_mask)
-        log_probs, generator_phase, state = self._decode_steps(
-            decoder_input_ids, encoder_outputs, source_mask, state
-        )
-        if cache is None:
-            cache = RecurrentStateCache()
-        state.to_cache(cache)
-        cache.advance(decoder_input_ids.shape[1])
-        return log_probs, generator_phase, cache
 
     def _generation_step(
         self,

@@ -1,0 +1,280 @@
+"""CtrsGen's encoder (Zhang et al., CIKM'20, Sec. 4.2-4.4), run once per input; generate() expands its
+batch-first outputs for beams. Shapes as in :mod:`.modeling_ctrsgen`.
+
+  query BiGRU -> h^q_c (B, C, H_e), x^q = [last fwd; last bwd] (B, H_e)                         Sec. 4.2
+  word BiGRU per sentence -> h_{u,l}, e_u; sentence BiGRU over the mega-document -> h^r_u       Sec. 4.3
+  gamma_u = softmax_u(x^q Q h^r_u), x^r = sum_u gamma_u h^r_u                           query-aware enc. attn
+  irrelevant documents: the same hierarchy per document -> h^i_{n,t}                             Sec. 4.4
+  h^s_0 = W_q x^q + W_r x^r                                                                      Eq. (3)
+  m_u = max_{n,t} Sim(s^r_u, s^i_{n,t}), Sim = softmax(tanh(h^r_u W_6 h^i_{n,t}))   Eq. (8) 2nd term, (11)
+    (m does not depend on the decoder step, so it is computed once here; 0 without irrelevant docs)
+With ``copy``, the copy sources' word states (query words, then the relevant words) too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from transformers.utils import ModelOutput
+
+from ...errors import InvalidInputError
+from ...nn.attention import masked_softmax
+from ...nn.encoder import RNNEncoder, WordEmbeddings
+from ...nn.hierarchical import HierarchicalEncoder, compact_rows
+from .configuration_ctrsgen import CtrsGenConfig
+
+
+@dataclass
+class CtrsGenEncoderOutput(ModelOutput):
+    """Batch-first encoder results (generate() repeats every tensor along dim 0 for beams).
+
+    last_hidden_state: (B, U, H_e) relevant sentence states h^r_u, zero at padding.
+    relevant_mask: (B, U) 1 at real relevant sentences.
+    relevant_word_states: (B, U, L, H_e) word states h_{u,l} of the relevant sentences (only with
+        ``document_context="word"``).
+    relevant_word_mask: (B, U, L) 1 at real words (with ``relevant_word_states``).
+    query_states: (B, C, H_e) query word states h^q_c (None without the query).
+    attention_mask: (B, C) query mask (None without the query).
+    contrast_penalty: (B, U) m_u = max_{n,t} Sim(s^r_u, s^i_{n,t}) (Eq. 8, 11); 0 without irrelevant docs.
+    initial_state: (B, H_d) h^s_0 (Eq. 3).
+    sentence_salience: (B, U) gamma_u of the query-aware encoder attention.
+    copy_states: (B, S, H_e) word states of the copy sources (query words, then the relevant words), only
+        with ``copy``; copy_mask (B, S) and copy_ids (B, S) their mask and token ids.
+    """
+
+    last_hidden_state: torch.FloatTensor | None = None
+    relevant_mask: torch.LongTensor | None = None
+    relevant_word_states: torch.FloatTensor | None = None
+    relevant_word_mask: torch.LongTensor | None = None
+    query_states: torch.FloatTensor | None = None
+    attention_mask: torch.LongTensor | None = None
+    contrast_penalty: torch.FloatTensor | None = None
+    initial_state: torch.FloatTensor | None = None
+    sentence_salience: torch.FloatTensor | None = None
+    copy_states: torch.FloatTensor | None = None
+    copy_mask: torch.LongTensor | None = None
+    copy_ids: torch.LongTensor | None = None
+
+
+def _check_nested(name: str, ids: torch.Tensor | None, mask: torch.Tensor | None) -> None:
+    if ids is None:
+        return
+    if ids.dim() != 4:
+        raise InvalidInputError(
+            f"CtrsGen: {name}_input_ids must be (batch, documents, sentences, words); got shape "
+            f"{tuple(ids.shape)}"
+        )
+    if mask is not None and mask.shape != ids.shape:
+        raise InvalidInputError(
+            f"CtrsGen: {name}_attention_mask {tuple(mask.shape)} does not match {name}_input_ids "
+            f"{tuple(ids.shape)}"
+        )
+
+
+def _pad_words(tensor: torch.Tensor, length: int) -> torch.Tensor:
+    """(B, S, L, ...) -> (B, S, length, ...) with zeros appended on the word axis."""
+    missing = length - tensor.shape[2]
+    if missing <= 0:
+        return tensor
+    return torch.cat([tensor, tensor.new_zeros(*tensor.shape[:2], missing, *tensor.shape[3:])], dim=2)
+
+
+class CtrsGenEncoder(nn.Module):
+    """Query, relevant and irrelevant document encoders plus the step-independent parts of attention."""
+
+    main_input_name = "input_ids"
+
+    def __init__(self, config: CtrsGenConfig):
+        super().__init__()
+        self.config = config
+        hidden, states = config.hidden_size, config.encoder_output_size
+        self.embed_tokens = WordEmbeddings(
+            config.vocab_size, config.embedding_size, config.pad_token_id, config.dropout
+        )
+        self.relevant_encoder = HierarchicalEncoder(config.embedding_size, hidden, "gru", True)
+        if config.use_query:
+            self.query_encoder = RNNEncoder(config.embedding_size, hidden, 1, "gru", True)
+            self.salience = nn.Linear(states, states, bias=False)  # Q of gamma = softmax(x^q Q h^r_u)
+            self.query_to_state = nn.Linear(states, config.decoder_hidden_size, bias=False)  # W_q, Eq. (3)
+        else:
+            # CtrsGen-Q: no x^q, so gamma scores the sentences with a learned vector (x^q Q -> g)
+            self.salience = nn.Linear(states, 1, bias=False)
+        self.relevant_to_state = nn.Linear(states, config.decoder_hidden_size, bias=False)  # W_r, Eq. (3)
+        if config.encodes_irrelevant:
+            if not config.share_document_encoder:
+                self.irrelevant_encoder = HierarchicalEncoder(config.embedding_size, hidden, "gru", True)
+            self.irrelevant_similarity = nn.Linear(states, states, bias=False)  # W_6, Eq. (11)
+        # ReIrCon treats every judged document as relevant: the relevant encoder reads them all
+
+    def _irrelevant_hierarchy(self) -> HierarchicalEncoder:
+        return getattr(self, "irrelevant_encoder", self.relevant_encoder)
+
+    def _embed_nested(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.embed_tokens(ids.flatten(0, 1)).view(*ids.shape, -1)
+
+    def _relevant_sentences(
+        self, relevant_input_ids, relevant_attention_mask, irrelevant_input_ids, irrelevant_attention_mask
+    ):
+        """-> word states (B, U, L, H_e), word mask (B, U, L), word ids (B, U, L), sentence embeddings
+        (B, U, H_e), mask (B, U): the relevant mega-document (Sec. 4.3), with the irrelevant documents
+        appended for ReIrCon."""
+        sets = [(relevant_input_ids, relevant_attention_mask)]
+        if self.config.irrelevant_as_relevant and irrelevant_input_ids is not None:
+            sets.append((irrelevant_input_ids, irrelevant_attention_mask))
+        words, word_masks, word_ids, sentences, sentence_masks = [], [], [], [], []
+        for ids, mask in sets:
+            if ids.numel() == 0:
+                continue
+            level = self.relevant_encoder.encode_words(self._embed_nested(ids), mask.bool())
+            words.append(level.word_states.flatten(1, 2))
+            word_masks.append(mask.bool().flatten(1, 2))
+            word_ids.append(ids.flatten(1, 2))
+            sentences.append(level.sentence_embeddings.flatten(1, 2))
+            sentence_masks.append(level.sentence_mask.flatten(1, 2))
+        length = max(w.shape[2] for w in words)
+        words = torch.cat([_pad_words(w, length) for w in words], dim=1)
+        word_masks = torch.cat([_pad_words(m, length) for m in word_masks], dim=1)
+        word_ids = torch.cat([_pad_words(i, length) for i in word_ids], dim=1)
+        sentences, sentence_masks = torch.cat(sentences, dim=1), torch.cat(sentence_masks, dim=1)
+        empty = (~sentence_masks.any(dim=1)).nonzero().flatten().tolist()
+        if empty:
+            raise InvalidInputError(
+                f"CtrsGen: batch rows {empty} have no relevant sentence; every query needs at least one "
+                "relevant document with a word in it (Zhang'20 Sec. 3.1, M >= 1)"
+            )
+        compact_words, _ = compact_rows(words, sentence_masks)
+        compact_word_mask, _ = compact_rows(word_masks, sentence_masks)
+        compact_word_ids, _ = compact_rows(word_ids, sentence_masks)
+        compact_sentences, compact_mask = compact_rows(sentences, sentence_masks)
+        return compact_words, compact_word_mask, compact_word_ids, compact_sentences, compact_mask
+
+    def _irrelevant_states(self, ids: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """ids/mask (B, N, K, L) -> irrelevant sentence states h^i (B, V, H_e) and mask (B, V) (Sec. 4.4)."""
+        hierarchy = self._irrelevant_hierarchy()
+        batch, docs, sents = ids.shape[:3]
+        if ids.numel() == 0 or not bool(mask.any()):
+            return ids.new_zeros(batch, 1, self.config.encoder_output_size, dtype=torch.float), ids.new_zeros(
+                batch, 1, dtype=torch.bool
+            )
+        level = hierarchy.encode_words(self._embed_nested(ids), mask.bool())
+        if self.config.irrelevant_encoding == "per_document":
+            # each irrelevant document is its own sentence sequence: no interaction between documents
+            embeddings, sentence_mask = compact_rows(
+                level.sentence_embeddings.flatten(0, 1), level.sentence_mask.flatten(0, 1)
+            )
+            states = hierarchy.encode_sentences(embeddings, sentence_mask)  # (B * N, K', H_e)
+            states, sentence_mask = states.view(batch, -1, states.shape[-1]), sentence_mask.view(batch, -1)
+        else:  # CtrsGen-IrCon: one irrelevant mega-document
+            embeddings, sentence_mask = compact_rows(
+                level.sentence_embeddings.flatten(1, 2), level.sentence_mask.flatten(1, 2)
+            )
+            states = hierarchy.encode_sentences(embeddings, sentence_mask)
+        states, sentence_mask = compact_rows(states, sentence_mask)
+        return states, sentence_mask
+
+    def contrast_penalty(
+        self,
+        relevant: torch.Tensor,
+        relevant_mask: torch.Tensor,
+        irrelevant: torch.Tensor,
+        irrelevant_mask: torch.Tensor,
+    ) -> torch.Tensor:
+        """m_u = max_{n,t} Sim(s^r_u, s^i_{n,t}) with Sim = softmax(tanh(h^r_u W_6 h^i_{n,t})) (Eq. 11);
+        relevant (B, U, H_e), irrelevant (B, V, H_e) -> (B, U); 0 where an example has no irrelevant
+        sentence. The softmax axis is ``config.contrast_softmax``."""
+        similarity = torch.tanh(torch.bmm(self.irrelevant_similarity(relevant), irrelevant.transpose(1, 2)))
+        pairs = relevant_mask.unsqueeze(2) & irrelevant_mask.unsqueeze(1)  # (B, U, V)
+        axis = self.config.contrast_softmax
+        if axis == "irrelevant":
+            similarity, _ = masked_softmax(similarity, pairs)
+        elif axis == "relevant":
+            weights, _ = masked_softmax(similarity.transpose(1, 2), pairs.transpose(1, 2))
+            similarity = weights.transpose(1, 2)
+        penalty = similarity.masked_fill(~pairs, float("-inf")).max(dim=2).values
+        return torch.where(pairs.any(dim=2), penalty, torch.zeros_like(penalty))
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        relevant_input_ids: torch.LongTensor | None = None,
+        relevant_attention_mask: torch.Tensor | None = None,
+        irrelevant_input_ids: torch.LongTensor | None = None,
+        irrelevant_attention_mask: torch.Tensor | None = None,
+        **kwargs,
+    ) -> CtrsGenEncoderOutput:
+        """See the module docstring for shapes. Masks default to ``ids != pad_token_id``."""
+        config = self.config
+        pad = config.pad_token_id
+        if relevant_input_ids is None:
+            raise InvalidInputError("CtrsGen needs relevant_input_ids (batch, documents, sentences, words)")
+        _check_nested("relevant", relevant_input_ids, relevant_attention_mask)
+        _check_nested("irrelevant", irrelevant_input_ids, irrelevant_attention_mask)
+        if relevant_attention_mask is None:
+            relevant_attention_mask = relevant_input_ids != pad
+        if irrelevant_input_ids is not None and irrelevant_attention_mask is None:
+            irrelevant_attention_mask = irrelevant_input_ids != pad
+        if irrelevant_input_ids is not None and irrelevant_input_ids.shape[0] != relevant_input_ids.shape[0]:
+            raise InvalidInputError(
+                f"CtrsGen: irrelevant_input_ids has batch {irrelevant_input_ids.shape[0]}, "
+                f"relevant_input_ids {relevant_input_ids.shape[0]}"
+            )
+
+        words, word_mask, word_ids, sentences, relevant_mask = self._relevant_sentences(
+            relevant_input_ids, relevant_attention_mask, irrelevant_input_ids, irrelevant_attention_mask
+        )
+        relevant = self.relevant_encoder.encode_sentences(sentences, relevant_mask)  # h^r_u (B, U, H_e)
+
+        query_states = query_mask = None
+        if config.use_query:
+            if input_ids is None:
+                raise InvalidInputError("CtrsGen with use_query=True needs input_ids (the query words)")
+            if attention_mask is None:
+                attention_mask = (input_ids != pad).long()
+            encoded = self.query_encoder(self.embed_tokens(input_ids), attention_mask)
+            query_states, query_mask = encoded.outputs, attention_mask
+            query_vector = encoded.final_hidden[:, -1]  # x^q = [last fwd; last bwd], Sec. 4.2
+            salience_scores = torch.bmm(relevant, self.salience(query_vector).unsqueeze(2)).squeeze(2)
+        else:
+            salience_scores = self.salience(relevant).squeeze(2)
+        gamma, _ = masked_softmax(salience_scores.unsqueeze(1), relevant_mask)  # (B, 1, U)
+        relevant_vector = torch.bmm(gamma, relevant).squeeze(1)  # x^r = sum_u gamma_u h^r_u
+        initial_state = self.relevant_to_state(relevant_vector)  # Eq. (3)
+        if config.use_query:
+            initial_state = initial_state + self.query_to_state(query_vector)
+
+        if config.encodes_irrelevant and irrelevant_input_ids is not None:
+            irrelevant, irrelevant_mask = self._irrelevant_states(
+                irrelevant_input_ids, irrelevant_attention_mask
+            )
+            penalty = self.contrast_penalty(relevant, relevant_mask, irrelevant, irrelevant_mask)
+        else:
+            penalty = relevant.new_zeros(relevant_mask.shape)
+
+        keep_words = config.document_context == "word" and config.decoder_attention == "contrast"
+        copy_states = copy_mask = copy_ids = None
+        if config.copy:
+            # the copy sources: query words (with their [EOS]) then the relevant words, in reading order;
+            # padding is masked (zero attention), so the batch does not change a row's distribution
+            copy_states = words.flatten(1, 2)
+            copy_mask, copy_ids = word_mask.flatten(1, 2), word_ids.flatten(1, 2)
+            if config.use_query:
+                copy_states = torch.cat([query_states, copy_states], dim=1)
+                copy_mask = torch.cat([query_mask.bool(), copy_mask], dim=1)
+                copy_ids = torch.cat([input_ids, copy_ids], dim=1)
+        return CtrsGenEncoderOutput(
+            last_hidden_state=relevant,
+            relevant_mask=relevant_mask.long(),
+            relevant_word_states=words if keep_words else None,
+            relevant_word_mask=word_mask.long() if keep_words else None,
+            query_states=query_states,
+            attention_mask=query_mask,
+            contrast_penalty=penalty,
+            initial_state=initial_state,
+            sentence_salience=gamma.squeeze(1),
+            copy_states=copy_states,
+            copy_mask=copy_mask.long() if copy_mask is not None else None,
+            copy_ids=copy_ids,
+        )
