@@ -16,6 +16,8 @@ import argparse
 import importlib
 import sys
 
+from .errors import HFQueryGenError
+
 COMMAND_MODULES = (
     "hf_querygen.commands",
     "hf_querygen.corpora.cli",
@@ -93,8 +95,6 @@ def _one_line(message: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Run one command; our own errors print one line and return :data:`ERROR_EXIT_CODE`."""
-    from .errors import HFQueryGenError
-
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
     debug = bool(getattr(args, "debug", False))

@@ -10,7 +10,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ._fs import check_output_dir, check_output_file
 from .cli import non_negative_int, positive_float, positive_int
+from .experiments.papers import REPRODUCTIONS, get_reproduction
+from .experiments.recipes import training_recipe
+from .model_folder import load_trained
+from .systems import get_system
+from .tasks.base import get_task
+from .training import MODEL_FOLDER_KIND, train_model
+from .utils import TRAINING_METADATA_FILE
 
 THREADS_HELP = "torch CPU threads (default 1: these small RNNs gain little from more; 0 = torch's default)"
 
@@ -126,9 +134,6 @@ def _train_command(args: argparse.Namespace) -> int:
     import contextlib
     import sys
 
-    from ._fs import check_output_dir
-    from .training import MODEL_FOLDER_KIND, train_model
-
     # before any work (data, tokenizer, training): a folder we may not write ends the command at once
     check_output_dir(args.output_dir, MODEL_FOLDER_KIND, args.overwrite, what="--output-dir")
     set_threads(args.threads)
@@ -136,8 +141,6 @@ def _train_command(args: argparse.Namespace) -> int:
     preset_overrides: dict[str, Any] = {}
     kwargs: dict[str, Any] = {}
     if args.system:
-        from .systems import get_system
-
         system = get_system(args.system)
         if system.decodes_model_of is not None:
             # a decoding of another row's model: train that row, and save this row's decoding with the
@@ -198,9 +201,6 @@ def _train_command(args: argparse.Namespace) -> int:
 
 def _recipe(system: Any, args: argparse.Namespace) -> Any:
     """The row's training recipe when its paper defines one (ding2018), else None (the task's corpus)."""
-    from .experiments.papers import REPRODUCTIONS, get_reproduction
-    from .experiments.recipes import training_recipe
-
     paper = system.name.split("/", 1)[0]
     if paper not in REPRODUCTIONS:
         return None
@@ -225,10 +225,6 @@ def parse_assignments(assignments: list[str]) -> dict[str, Any]:
 
 
 def _loaded(model_dir: Path):
-    from .model_folder import load_trained
-    from .tasks.base import get_task
-    from .utils import TRAINING_METADATA_FILE
-
     model, tokenizer, metadata = load_trained(model_dir)
     if "task" not in metadata:
         raise SystemExit(
@@ -239,8 +235,6 @@ def _loaded(model_dir: Path):
 
 def _evaluate_command(args: argparse.Namespace) -> int:
     if args.predictions is not None:
-        from ._fs import check_output_file
-
         check_output_file(args.predictions, "--predictions")  # before the model is run
     set_threads(args.threads)
     model, tokenizer, metadata, task = _loaded(args.model)

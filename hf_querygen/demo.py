@@ -24,6 +24,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .baselines.keyword_query import YakeKeywordExtractor
+from .corpora import resolve_data_dir
+from .corpora._q2id_nfcorpus import nfcorpus_test_collection
+from .errors import InvalidInputError
+from .tasks.q2id_task import DocumentRetriever
+from .training import train_model
+
 #: role -> (preset, task, pipeline task, what the panel says)
 DEMO_MODELS: dict[str, tuple[str, str, str, str]] = {
     "keywords": (
@@ -62,8 +69,6 @@ def build_quick_models(
     run, minutes on a CPU) and return role -> folder. ``preset_overrides`` per role (tests: tiny sizes)."""
     from tqdm.auto import tqdm
 
-    from .training import train_model
-
     models_dir = Path(models_dir)
     folders = {role: models_dir / role for role in roles}
     missing = [role for role, folder in folders.items() if not (folder / "config.json").is_file()]
@@ -90,8 +95,6 @@ def load_documents(
     data_dir: str | Path | None = None, documents_file: str | Path | None = None
 ) -> dict[str, str]:
     """id -> text: the lines of ``documents_file`` (ids ``line-N``), else NFCorpus's dev documents."""
-    from .errors import InvalidInputError
-
     if documents_file is not None:
         path = Path(documents_file)
         lines = path.read_text(encoding="utf-8").splitlines()
@@ -99,9 +102,6 @@ def load_documents(
         if not documents:
             raise InvalidInputError(f"demo: {path} has no documents (one per line)")
         return documents
-    from .corpora import resolve_data_dir
-    from .corpora._q2id_nfcorpus import nfcorpus_test_collection
-
     return nfcorpus_test_collection(resolve_data_dir(data_dir), "dev")["documents"]
 
 
@@ -122,15 +122,11 @@ class QueryDemo:
     """The demo's logic, without the UI: ``run(question, keyword_query)`` gives every panel's content."""
 
     def __init__(self, folders: Mapping[str, str | Path], documents: Mapping[str, str], top_k: int = TOP_K):
-        from .baselines.keyword_query import YakeKeywordExtractor
         from .pipelines._task_pipeline import load_pipeline
         from .retrieval import Index
-        from .tasks.q2id_task import DocumentRetriever
 
         missing = sorted(set(DEMO_MODELS) - set(folders))
         if missing:
-            from .errors import InvalidInputError
-
             raise InvalidInputError(f"demo: no model folder for {missing}")
         self.pipelines = {role: load_pipeline(DEMO_MODELS[role][2], folders[role]) for role in DEMO_MODELS}
         self.yake = YakeKeywordExtractor(**YAKE_SETTING)
@@ -289,8 +285,6 @@ def browse(
     """Drive the running app in headless Chromium: type ``question`` (and ``keyword_query``), press the
     button, wait for the retrieval tables; return what each panel shows (elem_id -> text) and save a
     screenshot of the page. Needs selenium and Debian's chromium + chromium-driver (no browser download)."""
-    from .errors import InvalidInputError
-
     found = find_chromium()
     if found is None:
         raise InvalidInputError(

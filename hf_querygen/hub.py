@@ -18,6 +18,11 @@ from typing import Any
 
 from huggingface_hub import EvalResult, HfApi, ModelCard, ModelCardData
 
+from ._registration import register_all
+from .specs import MODELS
+from .tasks.base import get_task
+from .utils import TRAINING_METADATA_FILE
+
 TEMPLATE_PATH = Path(__file__).resolve().parent / "model_cards" / "hf_querygen_model_card.md"
 
 
@@ -26,8 +31,6 @@ class _CardPapers(Mapping):
     :class:`~hf_querygen.specs.ModelSpec` ``paper`` (kept as a mapping for callers of ``PAPERS``)."""
 
     def _papers(self) -> dict[str, tuple[str, str, str]]:
-        from .specs import MODELS
-
         return {spec.model_type: spec.paper for _, spec in MODELS.items() if spec.paper is not None}
 
     def __getitem__(self, model_type: str) -> tuple[str, str, str]:
@@ -176,8 +179,6 @@ _TRAINING_KEYS = (
 def card_kwargs_from_training(model_dir: str | Path) -> dict[str, Any]:
     """``render_model_card`` keyword arguments from the metadata ``hf-querygen train`` saved in
     ``model_dir``: corpus, validation scores and the training settings."""
-    from .utils import TRAINING_METADATA_FILE
-
     path = Path(model_dir) / TRAINING_METADATA_FILE
     if not path.is_file():
         raise FileNotFoundError(f"{path} not found: the folder was not written by `hf-querygen train`")
@@ -193,9 +194,6 @@ def card_kwargs_from_training(model_dir: str | Path) -> dict[str, Any]:
     task_kwargs: dict[str, Any] = {}
     if metadata.get("task"):
         from transformers import AutoConfig
-
-        from ._registration import register_all
-        from .tasks.base import get_task
 
         register_all()
         task = get_task(metadata["task"])

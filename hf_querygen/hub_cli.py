@@ -6,6 +6,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from .demo import DEMO_MODELS, EXAMPLE_QUESTION, QueryDemo, browse, build_quick_models, launch, load_documents
+from .utils import require_extra
+
 
 def add_commands(subparsers: argparse._SubParsersAction) -> None:
     export = subparsers.add_parser(
@@ -32,8 +35,6 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
         description="Runs offline on 127.0.0.1. Model folders not given are taken from --models-dir, where a "
         "quick-trained set (train --quick of each preset) is built on first start.",
     )
-    from .demo import DEMO_MODELS
-
     for role, (preset, _task, pipeline_task, _what) in DEMO_MODELS.items():
         demo.add_argument(
             f"--{role}",
@@ -102,9 +103,6 @@ def _export_command(args: argparse.Namespace) -> int:
 
 
 def _demo_command(args: argparse.Namespace) -> int:
-    from .demo import DEMO_MODELS, QueryDemo, build_quick_models, launch, load_documents
-    from .utils import require_extra
-
     require_extra("gradio", "demo", "hf-querygen demo")
     given = {role: getattr(args, role) for role in DEMO_MODELS if getattr(args, role) is not None}
     missing = [role for role in DEMO_MODELS if role not in given]
@@ -117,8 +115,6 @@ def _demo_command(args: argparse.Namespace) -> int:
     demo = QueryDemo(folders, load_documents(args.data_dir, args.documents))
     if args.screenshot is not None:
         import json
-
-        from .demo import EXAMPLE_QUESTION, browse
 
         app = launch(demo, host=args.host, port=args.port, block=False)
         try:

@@ -11,7 +11,12 @@ from typing import Any
 
 from huggingface_hub import HfApi, ModelCard
 
+from .corpora import build_dataset_folder
+from .corpora._base import dataset_folder, get_corpus_spec
+from .errors import InvalidInputError, ModelFolderError
 from .hub import EVALUATIONS_FILE, card_kwargs_from_training, recorded_evaluations, render_model_card
+from .model_folder import load_trained
+from .utils import TRAINING_METADATA_FILE
 
 # ------------------------------------------------------------------------------------------ export
 #: files every exported model repository has (beside the code files its config names)
@@ -31,9 +36,6 @@ def export_model(
     ``custom_pipelines``), generation config, tokenizer, the model's self-contained code, the training
     metadata and a model card whose ``model-index`` holds the validation scores from training and the
     test-split scores ``hf-querygen evaluate`` recorded. Checked with :func:`check_model_repo`."""
-    from .model_folder import load_trained
-    from .utils import TRAINING_METADATA_FILE
-
     model_dir, out = Path(model_dir), Path(out_dir)
     model, tokenizer, metadata = load_trained(model_dir)
     _prepare_out_dir(out, overwrite, source=model_dir)
@@ -55,16 +57,12 @@ def export_model(
     card.save(out / "README.md")
     problems = check_model_repo(out)
     if problems:
-        from .errors import ModelFolderError
-
         raise ModelFolderError(f"export of {model_dir} to {out} is incomplete: " + "; ".join(problems))
     return out
 
 
 def _prepare_out_dir(out: Path, overwrite: bool, source: Path) -> None:
     import shutil
-
-    from .errors import InvalidInputError
 
     if out.resolve() == source.resolve():
         raise InvalidInputError(f"export: the output folder {out} is the source folder; pick another one")
@@ -140,16 +138,12 @@ def export_dataset(
     :func:`check_dataset_repo`."""
     import shutil
 
-    from .corpora import build_dataset_folder
-
     out = Path(out_dir)
     source_path = Path(source)
     if source_path.is_dir():
         _prepare_out_dir(out, overwrite, source=source_path)
         card = source_path / "README.md"
         if not card.is_file():
-            from .errors import InvalidInputError
-
             raise InvalidInputError(f"export: {source_path} has no README.md (dataset card with configs)")
         shutil.copy2(card, out / "README.md")
         for data_file in _dataset_data_files(source_path):
@@ -157,8 +151,6 @@ def export_dataset(
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source_path / data_file, target)
     else:
-        from .corpora._base import dataset_folder, get_corpus_spec
-
         get_corpus_spec(str(source))  # an unknown name fails before anything is written
         _prepare_out_dir(out, overwrite, source=Path(dataset_folder(str(source))))
         # the checkout's card (license, prose) is the starting point; the build rewrites its header
@@ -168,8 +160,6 @@ def export_dataset(
         build_dataset_folder(str(source), out, data_dir=data_dir, progress=False)
     problems = check_dataset_repo(out)
     if problems:
-        from .errors import InvalidInputError
-
         raise InvalidInputError(f"export of dataset {source} to {out} is incomplete: " + "; ".join(problems))
     return out
 
@@ -189,8 +179,6 @@ def _dataset_data_files(folder: Path) -> list[str]:
             files += paths
     missing = [f for f in files if not (folder / f).is_file()]
     if missing:
-        from .errors import InvalidInputError
-
         raise InvalidInputError(
             f"export: {folder} lacks data files its card lists ({', '.join(missing[:5])}"
             f"{', ...' if len(missing) > 5 else ''}): build it first (hf-querygen corpus build)"

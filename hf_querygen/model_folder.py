@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .errors import ModelFolderError
 from .utils import TRAINING_METADATA_FILE
 
 if TYPE_CHECKING:  # torch/transformers cost seconds at import
@@ -16,8 +17,6 @@ if TYPE_CHECKING:  # torch/transformers cost seconds at import
 
 
 def _folder_file_error(model_dir: Path, name: str, problem: str) -> Exception:
-    from .errors import ModelFolderError
-
     return ModelFolderError(
         f"model folder {model_dir}: {name} {problem}; re-save the model (hf-querygen train --output-dir "
         f"{model_dir} --overwrite, or model.save_pretrained + tokenizer.save_pretrained)"
@@ -64,8 +63,6 @@ def check_model_folder(model_dir: str | Path, require_tokenizer: bool = True) ->
     """Check that ``model_dir`` is a complete model folder before transformers opens it; returns its
     config.json. Raises :class:`~hf_querygen.errors.ModelFolderError` naming the folder and the file
     that is missing, empty, truncated or not valid JSON / safetensors."""
-    from .errors import ModelFolderError
-
     model_dir = Path(model_dir)
     if not model_dir.exists():
         raise ModelFolderError(

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from ._registration import register_all
 from .errors import InvalidInputError, UnknownNameError
 from .models.dual_decoder.configuration_dual_decoder import LIU2018_DUAL_DECODER
 from .registry import Registry
@@ -239,8 +240,6 @@ def config_from_preset(name: str, **overrides: Any) -> PretrainedConfig:
         raise UnknownNameError(f"unknown preset {name!r}; known presets: {sorted(PRESETS)}")
     from transformers import AutoConfig
 
-    from ._registration import register_all
-
     register_all()  # the model types must be known to AutoConfig
 
     kwargs = {**PRESETS.get(name), **overrides}
@@ -253,8 +252,6 @@ def config_fields(model_type: str) -> set[str]:
     import inspect
 
     from transformers import CONFIG_MAPPING, PretrainedConfig
-
-    from ._registration import register_all
 
     register_all()
     fields = set(PretrainedConfig().to_dict())

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .errors import InvalidInputError
+from .experiments.papers import paper_modules
 from .registry import Registry
 
 if TYPE_CHECKING:
@@ -110,16 +111,9 @@ class System:
         return self.preset is not None or self.decodes_model_of is not None
 
 
-def _paper_modules() -> list[str]:
-    # lazily: the paper registry lists the modules, and importing them is what registers their systems
-    from .experiments.papers import paper_modules
-
-    return paper_modules()
-
-
 #: "<paper>/<system>" -> :class:`System`; the paper modules (every registered paper's, plugins' too)
-#: register theirs at import
-SYSTEMS: Registry[System] = Registry("system", modules=_paper_modules)
+#: register theirs at import, on the first lookup (the paper registry lists them then)
+SYSTEMS: Registry[System] = Registry("system", modules=paper_modules)
 
 
 def register_systems(systems: Sequence[System]) -> list[System]:

@@ -24,6 +24,7 @@ from collections.abc import Iterable, Sequence
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
 from transformers import PreTrainedTokenizerFast
 
+from .errors import InvalidInputError
 from .utils import require_extra
 
 PAD_TOKEN, UNK_TOKEN, BOS_TOKEN, EOS_TOKEN = "[PAD]", "[UNK]", "[BOS]", "[EOS]"
@@ -144,8 +145,6 @@ def train_word_tokenizer(
         a ``PreTrainedTokenizerFast`` (``JiebaWordTokenizer`` for Chinese) whose ``__call__`` appends
         ``[EOS]``; ``init_kwargs`` carry ``output_vocab_size`` and the options above.
     """
-    from .errors import InvalidInputError
-
     for side, corpus in (("texts", texts), ("target_texts", target_texts)):
         if corpus is None and side == "target_texts":
             continue

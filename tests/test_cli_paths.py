@@ -4,6 +4,7 @@ the one-line ``hf-querygen: error: ...`` with exit status 2 (``--debug``: the tr
 from __future__ import annotations
 
 import argparse
+import sys
 
 import pytest
 
@@ -55,6 +56,7 @@ def test_output_paths_are_checked_before_any_work(argv, message, tmp_path, a_fil
     from hf_querygen.experiments import runner
     from hf_querygen.synthetic import corpus
 
+    cli.build_parser()  # the command modules import these by name: import them before the patch
     for module, name in [
         (hf_querygen.training, "train_model"),
         (runner, "run_reproduction"),
@@ -63,7 +65,10 @@ def test_output_paths_are_checked_before_any_work(argv, message, tmp_path, a_fil
         (_base, "corpus_stats"),
         (hf_querygen.model_folder, "load_trained"),
     ]:
-        monkeypatch.setattr(module, name, no_work)
+        original = getattr(module, name)
+        for other in [m for key, m in sys.modules.items() if key.startswith("hf_querygen")]:
+            if getattr(other, name, None) is original:
+                monkeypatch.setattr(other, name, no_work)
     argv = [a.format(file=a_file, tmp=tmp_path) for a in argv]
     err = run_one_line(argv, capsys)
     assert re.search(message, err), err

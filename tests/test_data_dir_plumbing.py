@@ -11,7 +11,7 @@ from hf_querygen.experiments.jobs import _fold_data
 from hf_querygen.experiments.papers import REPRODUCTIONS, get_reproduction
 from hf_querygen.experiments.recipes import _folds
 from hf_querygen.systems import SYSTEMS
-from hf_querygen.tasks import nl2kw_resources
+from hf_querygen.tasks import nl2kw_resources, nl2kw_task
 from hf_querygen.tasks.base import get_task
 
 ROWS = {
@@ -48,8 +48,9 @@ def recorded(monkeypatch):
         return pairs, {"synthetic_pairs": 1}
 
     monkeypatch.setattr(nl2kw_resources, "_question_corpus", question_corpus)
-    monkeypatch.setattr(nl2kw_resources, "word_vectors", word_vectors)
-    monkeypatch.setattr(nl2kw_resources, "synthetic_pairs", synthetic_pairs)
+    for module in (nl2kw_resources, nl2kw_task):  # the task imports the loaders by name
+        monkeypatch.setattr(module, "word_vectors", word_vectors)
+        monkeypatch.setattr(module, "synthetic_pairs", synthetic_pairs)
     task = get_task("nl2kw")
     monkeypatch.setattr(
         type(task),

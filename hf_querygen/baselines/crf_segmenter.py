@@ -32,6 +32,7 @@ from pathlib import Path
 
 from hf_querygen.corpora._base import validation_mask  # noqa: F401  (moved; the task layer reads it)
 from hf_querygen.corpora.webis_qsec_10 import SegmentationResources
+from hf_querygen.metrics.segmentation_scores import segmentation_scores
 from hf_querygen.tasks.segmentation import bio_to_breaks, breaks_to_bio, breaks_to_string, query_words
 from hf_querygen.utils import require_extra
 
@@ -344,8 +345,6 @@ def select_regularization(
 ) -> tuple[CRFSettings, list[dict]]:
     """Pick (c1, c2) by query accuracy (then break accuracy) on a held-out part of the given
     training data; returns the chosen settings and every candidate's validation scores."""
-    from hf_querygen.metrics.segmentation_scores import segmentation_scores
-
     held_out = validation_mask(keys, validation_fraction)
     pos_tag_lists = pos_tag_lists or [None] * len(word_lists)
 

@@ -36,6 +36,10 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from hf_querygen.baselines.crf_segmenter import _require_crfsuite, open_crfsuite_tagger, train_crfsuite_bytes
+from hf_querygen.corpora import load_corpus
+from hf_querygen.corpora._base import resolve_data_dir
+from hf_querygen.corpora._qald import dbpedia_resource_titles
 from hf_querygen.corpora.webis_qsec_10 import SegmentationResources
 from hf_querygen.text import normalize_for_matching
 
@@ -210,8 +214,6 @@ def default_texts(data_dir: Any = None) -> Iterator[str]:
     """Text from ``../shared/data`` for the default statistics: the train and validation splits of the
     nl2kw (questions, keyword queries), wikianswers (questions, paraphrases) and q2id (queries,
     descriptions, document sentences) corpora. No Webis-QSeC-10 query, no test split."""
-    from hf_querygen.corpora import load_corpus
-
     nl2kw = load_corpus("nl2kw", "en", data_dir=data_dir)
     for split in ("train", "validation"):
         yield from nl2kw[split]["nl_query"]
@@ -245,9 +247,6 @@ def _list_field(value: Any) -> list:
 
 def default_titles(data_dir: Any = None) -> set[str]:
     """Multi-word Wikipedia titles named in ``../shared/data`` (the QALD files' DBpedia resources)."""
-    from hf_querygen.corpora._base import resolve_data_dir
-    from hf_querygen.corpora._qald import dbpedia_resource_titles
-
     return dbpedia_resource_titles(Path(resolve_data_dir(data_dir)))
 
 
@@ -298,8 +297,6 @@ class POSTagger:
         self._tagger = None
 
     def fit(self, word_lists: Sequence[Sequence[str]], tag_lists: Sequence[Sequence[str]]) -> POSTagger:
-        from hf_querygen.baselines.crf_segmenter import _require_crfsuite, train_crfsuite_bytes
-
         pycrfsuite = _require_crfsuite()
         trainer = pycrfsuite.Trainer(algorithm="lbfgs", verbose=False)
         used = 0
@@ -317,16 +314,12 @@ class POSTagger:
         return self
 
     def _get(self):
-        from hf_querygen.baselines.crf_segmenter import open_crfsuite_tagger
-
         if self._tagger is None:
             self._tagger = open_crfsuite_tagger(self._model_bytes, "POS tagger")
         return self._tagger
 
     def tag(self, word_lists: Sequence[Sequence[str]]) -> list[list[str]]:
         """One tag per word of each word list."""
-        from hf_querygen.baselines.crf_segmenter import _require_crfsuite
-
         pycrfsuite = _require_crfsuite()
         tagger = self._get()
         tags = []

@@ -13,6 +13,10 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from .._fs import check_output_file, check_writable_dir
+from ..errors import InvalidInputError
+from ._base import CorpusFormatError, build_dataset_folder, corpus_names, corpus_stats, get_corpus_spec
+
 
 def add_commands(subparsers: argparse._SubParsersAction) -> None:
     corpus = subparsers.add_parser(
@@ -49,8 +53,6 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from ._base import corpus_names, get_corpus_spec
-
     for name in corpus_names():
         spec = get_corpus_spec(name)
         print(f"{name}: {spec.description}")
@@ -61,16 +63,11 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from ..errors import InvalidInputError
-    from ._base import CorpusFormatError, build_dataset_folder, get_corpus_spec
-
     # unknown corpus or config: InvalidInputError, printed as one line by hf_querygen.cli.main
     spec = get_corpus_spec(args.name)
     for config in args.config or []:
         spec.check_config(config)
     if args.out_dir is not None:
-        from .._fs import check_writable_dir
-
         check_writable_dir(args.out_dir, "--out-dir")
     logs: dict = {}
     summaries: dict = {}
@@ -183,13 +180,9 @@ def render_stats(name: str, stats: Mapping) -> str:
 def _stats(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
-    from ._base import corpus_stats, get_corpus_spec
-
     spec = get_corpus_spec(args.name)
     configs = [spec.check_config(args.config)] if args.config else list(spec.configs)
     if args.json is not None:
-        from .._fs import check_output_file
-
         check_output_file(args.json, "--json")  # before the statistics are computed
     results = {}
     for config in tqdm(

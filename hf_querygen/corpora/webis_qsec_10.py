@@ -39,6 +39,7 @@ from ._base import (
     dataset_from_columns,
     iter_lines,
     kfold_assignment,
+    load_corpus,
     register_corpus,
     resolve_data_dir,
 )
@@ -394,8 +395,6 @@ def build(config: str, data_dir: Path, log: ParseLog) -> datasets.DatasetDict:
 # ---------------------------------------------------------------- statistics
 def corpus_stats(config: str | None = None, data_dir=None) -> dict:
     """Paper-style statistics of a config (the paper's numbers under ``"paper"``)."""
-    from ._base import load_corpus
-
     config = config or "segmentations"
     train = load_corpus(CORPUS_NAME, config, data_dir=data_dir)["train"]
     stats: dict = {

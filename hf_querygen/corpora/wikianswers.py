@@ -31,6 +31,7 @@ from ._base import (
     dataset_from_columns,
     grouped_split,
     iter_lines,
+    load_corpus,
     normalize_for_matching,
     quiet_progress,
     read_aligned_lines,
@@ -442,8 +443,6 @@ def _statistics(columns: dict[str, list]) -> dict:
 def corpus_stats(config: str, data_dir: str | Path | None = None) -> dict:
     """Statistics of one config beside Ding'18 Sec. 4: questions, clusters, question lengths,
     the share passing the question filter (and keyword lengths for ``seed_pairs``)."""
-    from ._base import load_corpus
-
     dataset_dict, log = load_corpus("wikianswers", config, data_dir=data_dir, return_log=True)
     # whole columns at once: iterating a datasets Column decodes row by row
     per_split = {split: ds.to_dict() for split, ds in dataset_dict.items()}

@@ -18,6 +18,8 @@ import statistics
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from ..utils import require_extra
+
 
 def aggregate(runs: Sequence[Mapping[str, float]]) -> dict[str, dict[str, float]]:
     """Per metric mean, sample std (0 for a single run) and n over runs (seeds or folds)."""
@@ -94,8 +96,6 @@ def write_results(document: Mapping, out_dir: str | Path, markdown: str) -> Path
 def pyplot(what: str):
     """matplotlib.pyplot on the file-only Agg backend (the ``plots`` extra; ``what`` names the caller in
     the install hint)."""
-    from ..utils import require_extra
-
     require_extra("matplotlib", "plots", what).use("Agg")
     import matplotlib.pyplot as plt
 

@@ -7,7 +7,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from .._fs import check_writable_dir
 from ..cli import positive_int
+from .papers import REPRODUCTIONS, reproduction_order
 
 
 class _PaperChoices:
@@ -15,8 +17,6 @@ class _PaperChoices:
     (building the parser reads nothing: ``hf-querygen --help`` stays cheap)."""
 
     def _names(self) -> list[str]:
-        from .papers import REPRODUCTIONS
-
         return [*REPRODUCTIONS.names(), "all"]
 
     def __contains__(self, name: object) -> bool:
@@ -28,8 +28,6 @@ class _PaperChoices:
 
 def __getattr__(name: str) -> Any:
     if name == "NAMES":  # the old literal tuple, now the registry's names
-        from .papers import REPRODUCTIONS
-
         return tuple(REPRODUCTIONS.names())
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
@@ -70,9 +68,6 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
 
 def _reproduce(args: argparse.Namespace) -> int:
     import importlib
-
-    from .._fs import check_writable_dir
-    from .papers import REPRODUCTIONS, reproduction_order
 
     names = reproduction_order() if args.name == "all" else [args.name]
     # output paths before any work (a reproduction runs for minutes to hours)

@@ -27,6 +27,7 @@ from hf_querygen.experiments.jobs import (
     train_and_score,
 )
 from hf_querygen.experiments.tables import Budget, Fold, RunContext
+from hf_querygen.tasks.k2q import BLEU_SIGNATURE, k2q_scores
 
 
 # ---------------------------------------------------------------- Figs. 6 and 5
@@ -97,8 +98,6 @@ def fig5(context: RunContext) -> dict[str, Any]:
 # ---------------------------------------------------------------- analyses
 def describe(context: RunContext) -> dict[str, Any]:
     """The data, vocabularies and the BLEU signature of this run."""
-    from hf_querygen.tasks.k2q import BLEU_SIGNATURE, k2q_scores
-
     data = context.data[None]
     synthetic = context.folds[0].extras["synthetic"]
     signatures = {}

@@ -17,6 +17,7 @@ from typing import Any
 
 from hf_querygen.errors import InvalidInputError
 from hf_querygen.experiments.tables import Budget, Fold
+from hf_querygen.synthetic.filters import top_l
 from hf_querygen.text import normalize_for_matching
 
 #: Fig. 5's data configurations (Sec. 6.1), in the paper's order
@@ -122,8 +123,6 @@ def load_synthetic_data(data_dir: Any, settings: Mapping[str, Any]) -> Synthetic
 def select_top_l(pairs, size: int, selection: str, seed: int = 0):
     """T_L: the ``size`` pairs with the highest TDF score (``"tdf"``, Eq. 8) or ``size`` pairs drawn at
     random with ``seed`` (``"random"``, the paper's selection for every other configuration)."""
-    from hf_querygen.synthetic import top_l
-
     if selection == "tdf":
         return top_l(pairs, size)
     if selection != "random":

@@ -40,7 +40,19 @@ from pathlib import Path
 
 import numpy as np
 
+from hf_querygen.corpora._base import normalize_for_matching
 from hf_querygen.experiments.papers import paper_numbers
+from hf_querygen.synthetic.kqgm import (
+    STRATEGIES,
+    CollectionStatistics,
+    KeywordQueryGenerator,
+    KQGMConfig,
+    LengthPrior,
+    keyword_string,
+)
+from hf_querygen.synthetic.phrases import PhraseDetector
+
+from ._report import markdown_table, results_document
 
 PAPER = "ding2018"
 METRICS = ("AvgRougeL", "MaxRougeL")
@@ -63,8 +75,6 @@ def parameter_grid(paraphrase: bool) -> list[tuple[float, float, float]]:
 
 
 def _configs():
-    from hf_querygen.synthetic.kqgm import STRATEGIES, KQGMConfig
-
     return [
         KQGMConfig(strategy=s, paraphrase=p, phrases=ph)
         for p in (False, True)
@@ -98,8 +108,6 @@ class _RougeCache:
 
 def _run_repeat(task: tuple) -> dict:
     """One repetition of 5-fold CV for every configuration (runs in a worker process)."""
-    from hf_querygen.synthetic.kqgm import LengthPrior, keyword_string
-
     repeat, state = task, _STATE
     generators, prepared, lengths, references = (
         state["generators"],
@@ -163,10 +171,7 @@ def _run_repeat_indexed(repeat: int) -> tuple[int, dict]:
 
 
 def _prepare_state(data_dir, quick: bool) -> dict:
-    from hf_querygen.corpora._base import normalize_for_matching
     from hf_querygen.synthetic.corpus import build_question_corpus, load_seed_pairs
-    from hf_querygen.synthetic.kqgm import CollectionStatistics, KeywordQueryGenerator, LengthPrior
-    from hf_querygen.synthetic.phrases import PhraseDetector
 
     seeds = load_seed_pairs(data_dir, splits=["train", "validation"])
     if quick:
@@ -210,8 +215,6 @@ def run_table1(
     spread of the CV mean over repetitions.
     """
     import multiprocessing
-
-    from ._report import markdown_table, results_document
 
     started = time.time()
     repeats = repeats if repeats is not None else (1 if quick else 10)

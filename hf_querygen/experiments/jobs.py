@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from .._fs import apply_umask
 from ..systems import BaselineContext, System
 from ..tasks.base import get_task
+from ..training import LogFileCallback, choose_decoding, data_fingerprint, save_model_folder, train_preset
 from .papers import get_reproduction
 from .recipes import _folds, recipe_metadata, row_settings
 from .tables import Budget, Fold, PaperTable
@@ -116,8 +117,6 @@ def train_and_score(
 ) -> list[dict[str, Any]]:
     """Train ``job.system`` on ``data`` (resuming from ``out/checkpoints/...`` if there is one), then decode
     and score every variant on its ``evaluate_on`` splits; persist each record in ``out/runs/``."""
-    from ..training import LogFileCallback, choose_decoding, save_model_folder, train_preset
-
     system = job.system
     name = run_name(system.key, job.seed, job.fold_id)
     checkpoints = out / "checkpoints" / name
@@ -175,8 +174,6 @@ def _saved_model_metadata(
 ) -> dict[str, Any]:
     """The training JSON of a kept model (``save_models``): its data, settings, sizes and validation
     scores, with the same recipe entries as ``train --system`` writes."""
-    from ..training import data_fingerprint
-
     system, task = job.system, data.task
     return {
         "task": task.name,

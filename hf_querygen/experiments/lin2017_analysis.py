@@ -7,13 +7,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from hf_querygen.baselines.crf_segmenter import resource_coverage
+from hf_querygen.baselines.wikipedia_titles import WikipediaTitleSegmenter
 from hf_querygen.experiments.lin2017_folds import crf_settings
 from hf_querygen.experiments.tables import RunContext
+from hf_querygen.metrics.segmentation_scores import segmentation_scores
 
 
 def _scores(predictions: Sequence[str], references: Sequence[str]) -> dict[str, float]:
-    from hf_querygen.metrics.segmentation_scores import segmentation_scores
-
     scores = segmentation_scores(predictions, references)
     scores.pop("n_queries")
     return scores
@@ -37,8 +38,6 @@ def vocabulary_statistics(train_queries: Sequence[str], test_queries: Sequence[s
 
 def reimplementation_agreement(algorithms, resources) -> dict[str, dict[str, float]]:
     """Share of all queries on which our WT / WT+SNP output equals the published one."""
-    from hf_querygen.baselines.wikipedia_titles import WikipediaTitleSegmenter
-
     agreement = {}
     for strict_noun_phrases in (False, True):
         segmenter = WikipediaTitleSegmenter(resources, strict_noun_phrases)
@@ -117,8 +116,6 @@ def describe(context: RunContext) -> dict[str, Any]:
 def unseen_feature_coverage(context: RunContext) -> dict[str, Any]:
     """How much the features that exist for any query know about the corpus's queries, beside the corpus
     files (which were built for exactly these queries)."""
-    from hf_querygen.baselines.crf_segmenter import resource_coverage
-
     statistics = context.resources["text_statistics"]
     text, corpus = statistics.resources(), context.resources["segmentation"]
     queries = [q for fold in context.folds for q in fold.splits["test"]["query"]]

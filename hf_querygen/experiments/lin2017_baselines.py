@@ -7,12 +7,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from hf_querygen.baselines.crf_segmenter import CRFSegmenter, select_regularization
+from hf_querygen.baselines.segmentation_features import cross_fitted_tags
+from hf_querygen.baselines.wikipedia_titles import WikipediaTitleSegmenter
 from hf_querygen.systems import BaselineContext
+from hf_querygen.tasks.segmentation import breaks_to_string
 
 
 def _as_strings(word_lists: Sequence[Sequence[str]], break_lists: Sequence[Sequence[int]]) -> list[str]:
-    from hf_querygen.tasks.segmentation import breaks_to_string
-
     return [breaks_to_string(words, breaks) for words, breaks in zip(word_lists, break_lists, strict=True)]
 
 
@@ -21,8 +23,6 @@ def wikipedia_title_baseline(
 ) -> list[str]:
     """WT / WT+SNP (Hagen et al. CIKM'12), our re-implementation, on the context's queries; ``source``
     ``"corpus"``: the corpus's feature files, ``"text"``: the text statistics that exist for any query."""
-    from hf_querygen.baselines.wikipedia_titles import WikipediaTitleSegmenter
-
     if source == "text":
         statistics = context.resources["text_statistics"]
         segmenter = WikipediaTitleSegmenter(
@@ -38,8 +38,6 @@ def unseen_query_features(context: BaselineContext) -> dict[str, Any]:
     a POS tagger trained on the POS the corpus ships for the fold's TRAINING queries, and those training
     queries' tags cross-fitted (each half tagged by a tagger trained on the other half), so that the CRF
     learns from tags as noisy as a new query's."""
-    from hf_querygen.baselines.segmentation_features import cross_fitted_tags
-
     cache = context.resources["unseen_features_cache"]
     if "resources" not in cache:
         train = context.resources["train_full"]
@@ -71,8 +69,6 @@ def published_baseline(context: BaselineContext, column: str) -> list[str]:
 def crf_baseline(context: BaselineContext, feature_set: str = "paper") -> tuple[list[str], dict[str, Any]]:
     """The CRF (python-crfsuite) on the fold's full training part; c1/c2 selected on a validation part of
     it (query accuracy), then refit on all of it."""
-    from hf_querygen.baselines.crf_segmenter import CRFSegmenter, select_regularization
-
     train, test = context.resources["train_full"], context.data.splits[context.split]
     settings_of_budget = context.resources["crf_budget"]
     if feature_set == "paper+text":

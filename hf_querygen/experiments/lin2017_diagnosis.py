@@ -29,7 +29,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from hf_querygen.experiments.lin2017 import FULL_BUDGET, QUICK_BUDGET, cross_validation_folds
 from hf_querygen.experiments.lin2017_analysis import vocabulary_statistics
+from hf_querygen.tasks.base import get_task
+from hf_querygen.text import BREAK_TOKEN
+from hf_querygen.training import train_preset
 
 #: variant -> (prepare options, preset overrides, training overrides, patience)
 _SIZES = {
@@ -104,8 +108,6 @@ def _raw_outputs(model, tokenizer, queries: Sequence[str]) -> list[list[str]]:
 def output_space(model, tokenizer, queries: Sequence[str], references: Sequence[str]) -> dict[str, float]:
     """Share of unconstrained outputs that segment the query itself, and accuracy with / without an
     unknown word in the query."""
-    from hf_querygen.text import BREAK_TOKEN
-
     vocab = tokenizer.get_vocab()
     unk = tokenizer.unk_token
     outputs = _raw_outputs(model, tokenizer, queries)
@@ -134,10 +136,6 @@ def output_space(model, tokenizer, queries: Sequence[str], references: Sequence[
 
 def run(out_dir: str | Path, quick: bool = False, data_dir: Any = None, variants: Sequence[str] = ()) -> dict:
     """Train each variant on fold 0 and write ``rnn_diagnosis.json`` into ``out_dir``."""
-    from hf_querygen.experiments.lin2017 import FULL_BUDGET, QUICK_BUDGET, cross_validation_folds
-    from hf_querygen.tasks.base import get_task
-    from hf_querygen.training import train_preset
-
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     task = get_task("segmentation")

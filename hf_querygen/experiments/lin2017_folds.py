@@ -7,7 +7,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from hf_querygen.baselines.crf_segmenter import REGULARIZATION_GRID, validation_mask
+from hf_querygen.baselines.segmentation_features import default_statistics
+from hf_querygen.corpora import load_corpus
+from hf_querygen.corpora.webis_qsec_10 import NUM_FOLDS, load_segmentation_resources
 from hf_querygen.experiments.tables import Budget, Fold
+from hf_querygen.text import normalize_for_matching
 
 if TYPE_CHECKING:
     from hf_querygen.tasks.base import Task
@@ -18,9 +23,6 @@ def cross_validation_folds(task: Task, budget: Budget, data_dir: Any) -> list[Fo
     of which a deterministic 10% (by query id) is the neural models' validation part. Quick mode caps
     the neural training part (a seeded subset of the other folds)."""
     import datasets
-
-    from hf_querygen.corpora import load_corpus
-    from hf_querygen.corpora.webis_qsec_10 import NUM_FOLDS
 
     corpus = load_corpus("webis_qsec_10", "segmentations", data_dir=data_dir)["train"]
     algorithms = load_corpus("webis_qsec_10", "algorithms", data_dir=data_dir)["train"]
@@ -51,8 +53,6 @@ def disjoint_training_rows(queries: Sequence[str], test_rows: Sequence[int]) -> 
     """Rows outside ``test_rows`` whose query text (normalised: case, punctuation, whitespace) is not a test
     query's, and how many were dropped for sharing one: the evaluation is then on queries whose text
     training never saw (Webis-QSeC-10 has no repeated query, so nothing is dropped there)."""
-    from hf_querygen.text import normalize_for_matching
-
     test = set(test_rows)
     test_texts = {normalize_for_matching(queries[i]) for i in test}
     rest = [i for i in range(len(queries)) if i not in test]
@@ -61,8 +61,6 @@ def disjoint_training_rows(queries: Sequence[str], test_rows: Sequence[int]) -> 
 
 
 def _validation_split(train, fraction: float):
-    from hf_querygen.baselines.crf_segmenter import validation_mask
-
     held_out = validation_mask(train["id"], fraction, salt="neural-validation")
     return (
         train.select([i for i, h in enumerate(held_out) if not h]),
@@ -71,10 +69,6 @@ def _validation_split(train, fraction: float):
 
 
 def segmentation_resources(data_dir: Any) -> dict[str, Any]:
-    from hf_querygen.baselines.segmentation_features import default_statistics
-    from hf_querygen.corpora import load_corpus
-    from hf_querygen.corpora.webis_qsec_10 import load_segmentation_resources
-
     return {
         "segmentation": load_segmentation_resources(data_dir),
         "algorithms": load_corpus("webis_qsec_10", "algorithms", data_dir=data_dir)["train"],
@@ -85,8 +79,6 @@ def segmentation_resources(data_dir: Any) -> dict[str, Any]:
 
 def crf_settings(budget: Budget) -> dict[str, Any]:
     """The CRF's regularisation grid and iteration caps under ``budget`` (a fold's ``crf_budget``)."""
-    from hf_querygen.baselines.crf_segmenter import REGULARIZATION_GRID
-
     size = budget.settings.get("crf_grid")
     grid = REGULARIZATION_GRID if size is None else REGULARIZATION_GRID[:size]
     return {

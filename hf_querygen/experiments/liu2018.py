@@ -24,6 +24,11 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from hf_querygen.baselines.keyword_query import (
+    YakeKeywordExtractor,
+    raw_query_keywords,
+    union_keyword_queries,
+)
 from hf_querygen.experiments.liu2018_analysis import (
     LAMBDAS,
     describe_data,
@@ -81,15 +86,11 @@ GREEDY = {"num_beams": 1, "do_sample": False}
 # ---------------------------------------------------------------- baselines
 def raw_query_baseline(context: BaselineContext) -> list[list[str]]:
     """Table 2 row 1: the natural-language query's own words are the keyword query."""
-    from hf_querygen.baselines.keyword_query import raw_query_keywords
-
     return [raw_query_keywords(q) for q in context.sources()]
 
 
 def yake_baseline(context: BaselineContext) -> tuple[list[list[str]], dict[str, Any]]:
     """YAKE with its (top-k, n-gram) chosen on the VALIDATION split."""
-    from hf_querygen.baselines.keyword_query import YakeKeywordExtractor
-
     data = context.data
     yake, grid = YakeKeywordExtractor.select_on_validation(
         data.sources("validation"), data.references("validation")
@@ -101,8 +102,6 @@ def yake_baseline(context: BaselineContext) -> tuple[list[list[str]], dict[str, 
 def union_baseline(context: BaselineContext) -> list[list[str]]:
     """ATS2S+SL / ATS2S+PN (Table 2 rows 6-7): per query the union of two systems' keywords (first
     system's words first), from their outputs on the same seed."""
-    from hf_querygen.baselines.keyword_query import union_keyword_queries
-
     return union_keyword_queries(*[[text.split() for text in outputs] for outputs in context.inputs.values()])
 
 

@@ -10,6 +10,7 @@ import statistics
 from typing import Any
 
 from hf_querygen.experiments.tables import RunContext
+from hf_querygen.text import normalize_for_matching
 
 #: Fig. 4 of the paper: F1 on the development set peaks at lambda = 0.5 (values only drawn, not printed)
 LAMBDAS = (0.3, 0.4, 0.5, 0.6, 0.7)
@@ -118,8 +119,6 @@ def word_split(context: RunContext) -> dict[str, Any]:
     nl2kw's splits are grouped by topic, so no validation or test topic id occurs in training (all
     are "unseen topics"); the informative split is lexical: a query is "seen words" when every gold
     keyword word occurs in some TRAINING keyword query, else "unseen words"."""
-    from hf_querygen.text import normalize_for_matching
-
     data = context.data[None]
     train_topics = set(data.splits["train"]["topic_id"])
     train_words = {

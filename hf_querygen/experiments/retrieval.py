@@ -40,6 +40,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from hf_querygen.baselines.keyword_query import YakeKeywordExtractor, raw_query_keywords
+from hf_querygen.corpora import resolve_data_dir
+from hf_querygen.corpora._q2id_nfcorpus import nfcorpus_test_collection
+from hf_querygen.utils import require_extra
+
+from ._report import results_document, write_results
 from .papers import paper_numbers
 from .tables import Evaluation
 
@@ -64,15 +70,11 @@ def load_nfcorpus_split(data_dir: Path, split: str) -> dict[str, Any]:
     """Documents, vid-desc / vid-titles / titles queries and 2-1-0 qrels of one NFCorpus split, read by
     the corpus layer (:func:`hf_querygen.corpora._q2id_nfcorpus.nfcorpus_test_collection`; a malformed
     line raises naming file and line)."""
-    from hf_querygen.corpora._q2id_nfcorpus import nfcorpus_test_collection
-
     return nfcorpus_test_collection(data_dir, split)
 
 
 # ---------------------------------------------------------------- keyword systems
 def keyword_systems_without_training() -> dict[str, Callable[[Sequence[str]], list[list[str]]]]:
-    from hf_querygen.baselines.keyword_query import YakeKeywordExtractor, raw_query_keywords
-
     yake = YakeKeywordExtractor(**YAKE_FROM_LIU2018)
     return {"raw_query": lambda texts: [raw_query_keywords(t) for t in texts], "yake": yake.batch}
 
@@ -107,8 +109,6 @@ def trained_keyword_systems(
 def _pipeline_system(folder: Path) -> Callable[[Sequence[str]], list[list[str]]]:
     def run(texts: Sequence[str]) -> list[list[str]]:
         from transformers import pipeline
-
-        import hf_querygen  # noqa: F401  (registers the models and the pipeline task)
 
         generate = pipeline("keyword-query-generation", model=str(folder), device="cpu")
         outputs = generate(list(texts), batch_size=32)
@@ -173,11 +173,8 @@ def run(
     ``seeds`` is accepted for the runner's uniform signature; retrieval is deterministic.
     ``models_dir`` defaults to ``$HF_QUERYGEN_RETRIEVAL_MODELS`` when set.
     """
-    from hf_querygen.corpora import resolve_data_dir
     from hf_querygen.metrics.retrieval import paired_test
     from hf_querygen.retrieval import Index
-
-    from ._report import results_document, write_results
 
     started = time.perf_counter()
     data_dir = resolve_data_dir(data_dir)
@@ -346,8 +343,6 @@ def render_markdown(document: dict) -> str:
 
 def plot_ndcg(document: dict, path: Path) -> None:
     """nDCG@10 per query form, BM25 and SDM, one panel per split."""
-    from hf_querygen.utils import require_extra
-
     require_extra("matplotlib", "plots", "Plotting the retrieval results").use("Agg")
     import matplotlib.pyplot as plt
 

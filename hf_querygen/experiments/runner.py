@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 from .._fs import check_output_dir, check_writable_dir, foreign_entries, read_marker, write_marker
 from ..errors import InvalidInputError, OutputExistsError
 from ..systems import System
+from ..training import MODEL_FOLDER_KIND
 from ._report import markdown_table, results_document, write_results
 from .jobs import (
     Job,
@@ -107,8 +108,6 @@ def _prepare_out_dir(out: Path, resume: bool, overwrite: bool) -> None:
 
 
 def _check_save_models(save_dir: Path, jobs: Sequence[Job]) -> None:
-    from ..training import MODEL_FOLDER_KIND  # (the training stack: imported when models are kept)
-
     check_writable_dir(save_dir, "--save-models")
     for job in jobs:
         name = run_name(job.system.key, job.seed, job.fold_id)

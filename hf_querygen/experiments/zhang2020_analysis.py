@@ -26,6 +26,8 @@ from hf_querygen.experiments.zhang2020_systems import (
     TASK,
     sweep_key,
 )
+from hf_querygen.tasks.base import get_task
+from hf_querygen.tasks.q2id_task import DocumentRetriever, as_source
 
 
 # ---------------------------------------------------------------- significance
@@ -198,9 +200,6 @@ def retrieval_sourced(context: RunContext) -> dict[str, Any]:
     from scipy.stats import ttest_rel
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
-    import hf_querygen  # noqa: F401  (registers the model)
-    from hf_querygen.tasks.q2id_task import DocumentRetriever
-
     fold = context.folds[0]
     data = context.data[fold.id]
     task = data.task
@@ -287,8 +286,6 @@ def beta_analysis(context: RunContext, queries: int = 3) -> dict[str, Any]:
         return {"beta_plot": f"not drawn: no saved model at {folder}"}
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
-    import hf_querygen  # noqa: F401  (registers the model)
-
     model = AutoModelForSeq2SeqLM.from_pretrained(folder).eval()
     tokenizer = AutoTokenizer.from_pretrained(folder)
     sources = context.data[fold.id].sources("test")[:queries]
@@ -302,7 +299,6 @@ def contrast_weights(model: Any, tokenizer: Any, source: Mapping[str, Any]) -> d
     import torch
 
     from hf_querygen.tasks.q2id import Q2IDCollator, decode_description, encode_q2id
-    from hf_querygen.tasks.q2id_task import as_source
 
     source = as_source(source)
     task = _task()
@@ -336,8 +332,6 @@ def contrast_weights(model: Any, tokenizer: Any, source: Mapping[str, Any]) -> d
 
 
 def _task():
-    from hf_querygen.tasks.base import get_task
-
     return get_task(TASK)
 
 

@@ -26,9 +26,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from hf_querygen._registration import register_all
+from hf_querygen.baselines.intent_description import copy_query, extract_descriptions
 from hf_querygen.experiments.zhang2020_analysis import collection_documents
 from hf_querygen.experiments.zhang2020_report import render_markdown
 from hf_querygen.experiments.zhang2020_systems import DEFAULT_MODEL
+from hf_querygen.tasks.base import get_task
+from hf_querygen.tasks.q2id_task import DocumentRetriever, Q2IDTaskData
 from hf_querygen.training import ROUGE_GOAL_METRICS
 
 #: decodings tried on validation: beam search or greedy, the n-gram blocking every zhang2020 row uses (2) or a
@@ -51,8 +55,6 @@ def rouge_goal(scores: Mapping[str, float]) -> float:
 
 def baseline_outputs(name: str, examples: Sequence[Mapping[str, Any]]) -> list[str]:
     """The zhang2020 table's baseline ``name`` (copy_query / textrank) on ``examples``."""
-    from hf_querygen.baselines.intent_description import copy_query, extract_descriptions
-
     if name == "copy_query":
         return copy_query(list(examples))
     return extract_descriptions(list(examples), name)
@@ -88,8 +90,6 @@ def select_decoding(
 def _load(model_dir: Path) -> tuple[Any, Any]:
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
-    from hf_querygen._registration import register_all
-
     register_all()
     return AutoModelForSeq2SeqLM.from_pretrained(model_dir).eval(), AutoTokenizer.from_pretrained(model_dir)
 
@@ -104,8 +104,6 @@ def report(
     """Steps 1-3 of the module docstring; returns the report (scores, decodings, tests, outputs).
     ``limit``: only the first queries of each split (a smoke run)."""
     from hf_querygen.metrics.retrieval import paired_test
-    from hf_querygen.tasks.base import get_task
-    from hf_querygen.tasks.q2id_task import Q2IDTaskData
 
     model_dir = Path(model_dir)
     model, tokenizer = _load(model_dir)
@@ -221,9 +219,6 @@ def examples(
     ``queries`` TEST queries with their judged documents, and for ``bare_queries`` with BM25-retrieved
     documents (5 relevant, 5 irrelevant) from every judged q2id document."""
     from transformers import pipeline
-
-    from hf_querygen.tasks.base import get_task
-    from hf_querygen.tasks.q2id_task import DocumentRetriever
 
     task = get_task("q2id")
     splits = task.load("q2id", None, data_dir)

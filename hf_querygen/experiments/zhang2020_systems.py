@@ -8,6 +8,7 @@ import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from hf_querygen.baselines.intent_description import copy_query, extract_descriptions, oracle_sentences
 from hf_querygen.experiments.tables import Budget
 from hf_querygen.systems import BaselineContext, System, register_systems
 
@@ -94,21 +95,15 @@ def _examples(context: BaselineContext) -> list[Mapping[str, Any]]:
 
 def extractive_baseline(context: BaselineContext, method: str) -> list[str]:
     """LexRank / LSA / TextRank: one sentence of each query's relevant mega-document (sumy)."""
-    from hf_querygen.baselines.intent_description import extract_descriptions
-
     return extract_descriptions(_examples(context), method)
 
 
 def copy_query_baseline(context: BaselineContext) -> list[str]:
-    from hf_querygen.baselines.intent_description import copy_query
-
     return copy_query(_examples(context))
 
 
 def oracle_baseline(context: BaselineContext) -> list[str]:
     """ORACLE: reads the reference (best relevant sentence by ROUGE-L F1); labelled as such."""
-    from hf_querygen.baselines.intent_description import oracle_sentences
-
     return oracle_sentences(_examples(context))
 
 

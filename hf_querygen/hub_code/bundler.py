@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..registry import Registry
 from .source import (
     BundleError,
     _annotation_nodes,
@@ -391,8 +392,6 @@ def _render_externals(keys: set[tuple], plan: _Plan) -> list[str]:
 
 def _registries(bundler: _Bundler) -> list[tuple[tuple[str, int], str]]:
     """Bundled module-level registries (their lazy module lists name library modules)."""
-    from ..registry import Registry
-
     found = []
     for key in bundler.plan.unit_file:
         unit = bundler.source.module(key[0]).units[key[1]]

@@ -51,7 +51,8 @@ from transformers.generation.logits_process import (
 )
 from transformers.modeling_outputs import Seq2SeqLMOutput
 
-from ..nn.cache import RecurrentStateCache
+from ..errors import InvalidInputError
+from ..nn.cache import CACHE_NAME, RecurrentStateCache
 
 
 @dataclass
@@ -313,8 +314,6 @@ class RecurrentGenerationMixin(GenerationMixin):
     ) -> tuple[torch.Tensor, RecurrentStateCache]:
         """One call of the plain greedy loop: ``forward(..., use_cache=True)`` -> (logits (B, T, C), cache).
         A model may compute the same without building its output object."""
-        from ..nn.cache import CACHE_NAME
-
         outputs = self(
             decoder_input_ids=decoder_input_ids,
             attention_mask=attention_mask,
@@ -326,8 +325,6 @@ class RecurrentGenerationMixin(GenerationMixin):
         return outputs.logits, getattr(outputs, CACHE_NAME)
 
     def _check_generation_arguments(self, generation_config, kwargs: dict) -> None:
-        from ..errors import InvalidInputError
-
         for name in ("num_beams", "num_return_sequences", "max_new_tokens", "max_length"):
             # a call argument overrides the generation config passed in (the model's own is valid)
             value = kwargs[name] if name in kwargs else getattr(generation_config, name, None)
@@ -340,8 +337,6 @@ class RecurrentGenerationMixin(GenerationMixin):
                 )
 
     def _check_input_ids(self, input_ids) -> None:
-        from ..errors import InvalidInputError
-
         if not isinstance(input_ids, torch.Tensor):
             raise InvalidInputError(
                 f"generate(): input_ids must be a torch.LongTensor of shape (batch, source_length), got "
@@ -377,8 +372,6 @@ class RecurrentGenerationMixin(GenerationMixin):
 
     @staticmethod
     def _check_attention_mask(input_ids, attention_mask) -> None:
-        from ..errors import InvalidInputError
-
         if attention_mask is None or not isinstance(attention_mask, torch.Tensor):
             return
         if attention_mask.shape != input_ids.shape:

@@ -25,6 +25,8 @@ from typing import Any, ClassVar
 from transformers import Pipeline
 
 from ..errors import InvalidInputError
+from ..model_folder import load_trained
+from ..tasks.base import TASKS, Task, get_task
 
 #: transformers' "no limit" placeholder for model_max_length is int(1e30); anything above is no limit
 _NO_LIMIT = 10**9
@@ -32,8 +34,6 @@ _NO_LIMIT = 10**9
 
 def model_family(model: Any) -> str:
     """The decoding family of ``model`` (as :meth:`hf_querygen.tasks.base.Task.family_of`)."""
-    from ..tasks.base import Task
-
     return Task.family_of(Task(), model.config)
 
 
@@ -58,8 +58,6 @@ def check_pipeline_model(
     labels = _model_labels(model)
     if family in families and (family != "tagging" or tag_labels is None or labels == set(tag_labels)):
         return
-    from ..tasks.base import TASKS
-
     serving = sorted({task.pipeline_task for _, task in TASKS.items() if _serves(task, family, labels)})
     if family == "tagging":
         family = f"tagging family, labels {sorted(labels)}"
@@ -132,8 +130,6 @@ class TaskPipeline(Pipeline):
 
     @property
     def task_object(self):
-        from ..tasks.base import get_task
-
         return get_task(self.task_name)
 
     def __call__(self, inputs: Any, *args: Any, **kwargs: Any) -> Any:
@@ -200,8 +196,6 @@ def load_pipeline(task: str, model_dir: Any, **kwargs: Any) -> Pipeline:
     model and tokenizer to the pipeline. ``kwargs`` go to ``transformers.pipeline``.
     """
     from transformers import pipeline
-
-    from ..model_folder import load_trained
 
     model, tokenizer, _ = load_trained(model_dir)
     return pipeline(task, model=model, tokenizer=tokenizer, **kwargs)

@@ -32,6 +32,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import InvalidInputError
+from ..tasks.q2id_task import as_source
 from ._task_pipeline import TaskPipeline
 
 TASK_NAME = "intent-description"
@@ -58,8 +59,6 @@ class IntentDescriptionPipeline(TaskPipeline):
         return preprocess, forward, postprocess
 
     def preprocess(self, inputs: Mapping[str, Any] | str, retriever: Any = None) -> dict[str, Any]:  # type: ignore[override]
-        from ..tasks.q2id_task import as_source
-
         bare = isinstance(inputs, str) or (isinstance(inputs, Mapping) and "relevant_documents" not in inputs)
         if bare and retriever is not None:
             query = inputs if isinstance(inputs, str) else inputs.get("query")

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..tokenization import register_tokenizers
 from ._task_pipeline import TaskPipeline
 
 TASK_NAME = "keyword-query-generation"
@@ -39,8 +40,6 @@ def register_pipeline() -> None:
     """Register the ``keyword-query-generation`` task (called at ``import hf_querygen``)."""
     from transformers import AutoModelForSeq2SeqLM, AutoModelForTokenClassification
     from transformers.pipelines import PIPELINE_REGISTRY
-
-    from ..tokenization import register_tokenizers
 
     PIPELINE_REGISTRY.register_pipeline(
         TASK_NAME,

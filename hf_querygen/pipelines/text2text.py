@@ -24,6 +24,7 @@ from transformers import Pipeline
 from ..errors import InvalidInputError
 from ..inference import as_max_length
 from ..tasks.seq2seq import decode_extended, encode_sources
+from ..tasks.text2text_task import Text2TextTask
 from ._task_pipeline import check_pipeline_model, guard_inputs, max_source_length
 
 TASK_NAME = "query-reformulation"
@@ -52,8 +53,6 @@ class QueryReformulationPipeline(Pipeline):
     def __call__(self, inputs: Any, *args: Any, **kwargs: Any) -> Any:
         """Shared input rules (:mod:`hf_querygen.pipelines._task_pipeline`): ``[]`` -> ``[]``, an empty or
         whitespace-only text -> ``[]`` (no generated text), over-long texts cut with one warning."""
-        from ..tasks.text2text_task import Text2TextTask
-
         default = inspect.signature(Text2TextTask.__init__).parameters["max_source_length"].default
         limit = kwargs.get("max_source_length") or max_source_length(self.model, self.tokenizer, default)
         inputs, empty = guard_inputs(inputs, limit, self.pipeline_task_name)

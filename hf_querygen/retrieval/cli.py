@@ -7,6 +7,12 @@ import json
 import sys
 from pathlib import Path
 
+from hf_querygen._fs import check_output_dir
+from hf_querygen.errors import CorpusFormatError, InvalidInputError
+from hf_querygen.retrieval import Index
+from hf_querygen.retrieval.index import INDEX_KIND
+from hf_querygen.retrieval.params import parse_params
+
 from ..cli import non_negative_int, positive_int
 
 
@@ -57,8 +63,6 @@ TSV_HEADERS = (("id", "text"), ("docid", "text"), ("doc_id", "text"), ("_id", "t
 def _document_lines(path: Path):
     """(line number, text) of each line, decoded strictly as UTF-8 (a BOM at the start is dropped);
     a line that is not UTF-8 or holds a NUL byte is a CorpusFormatError naming file and line."""
-    from hf_querygen.errors import CorpusFormatError, InvalidInputError
-
     try:
         handle = path.open("rb")
     except OSError as err:
@@ -79,8 +83,6 @@ def _document_lines(path: Path):
 
 
 def _read_documents(path: Path, text_field: str, id_field: str) -> tuple[list[str], list | None]:
-    from hf_querygen.errors import CorpusFormatError, InvalidInputError
-
     if not path.is_file():
         raise InvalidInputError(f"documents file not found: {path}")
     suffix = path.suffix.lower()
@@ -136,17 +138,11 @@ def _read_documents(path: Path, text_field: str, id_field: str) -> tuple[list[st
 
 
 def _parse_params(ranker: str, pairs: list[str]) -> dict:
-    from hf_querygen.retrieval.params import parse_params
-
     return parse_params(ranker, pairs)
 
 
 def _build(args: argparse.Namespace) -> int:
     import time
-
-    from hf_querygen._fs import check_output_dir
-    from hf_querygen.retrieval import Index
-    from hf_querygen.retrieval.index import INDEX_KIND
 
     check_output_dir(args.output, INDEX_KIND, args.overwrite, what="index")  # before reading the input
     texts, ids = _read_documents(args.input, args.text_field, args.id_field)
@@ -162,8 +158,6 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _search(args: argparse.Namespace) -> int:
-    from hf_querygen.retrieval import Index
-
     params = _parse_params(args.ranker, args.param)  # before opening the index
     index = Index.open(args.index)
     queries = args.queries or [line.rstrip("\n") for line in sys.stdin]

@@ -12,7 +12,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from .._fs import check_writable_dir
 from ..cli import non_negative_int, positive_int, unit_float
+from ..errors import InvalidInputError
 
 
 def add_commands(subparsers: argparse._SubParsersAction) -> None:
@@ -49,8 +51,6 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _synthesize(args: argparse.Namespace) -> int:
-    from .._fs import check_writable_dir
-    from ..errors import InvalidInputError
     from .corpus import build_question_corpus, seed_length_prior
     from .kqgm import KQGMConfig
     from .pipeline import SynthesisConfig, synthesize

@@ -26,7 +26,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..corpora import load_corpus
 from ..corpora._base import normalize_for_matching, quiet_progress
+from .kqgm import LengthPrior
 
 __all__ = [
     "QUESTION_CONFIGS",
@@ -60,8 +62,6 @@ def _normalise_batch(batch: dict) -> dict:
 
 def _rows(config: str, data_dir: str | os.PathLike | None) -> datasets.Dataset:
     """All splits of one wikianswers config as (id, question, text, group) rows."""
-    from .. import load_corpus
-
     parts = []
     for ds in load_corpus("wikianswers", config, data_dir=data_dir).values():
         # wellformedness rows have no cluster: each question is its own upstream group.
@@ -75,8 +75,6 @@ def _rows(config: str, data_dir: str | os.PathLike | None) -> datasets.Dataset:
 
 def load_seed_pairs(data_dir: str | os.PathLike | None = None, splits=None) -> datasets.Dataset:
     """T_0 (``seed_pairs``), the given splits concatenated (default: all), with a ``text`` column."""
-    from .. import load_corpus
-
     dd = load_corpus("wikianswers", "seed_pairs", data_dir=data_dir)
     splits = list(splits or dd.keys())
     ds = datasets.concatenate_datasets([dd[s] for s in splits])
@@ -86,8 +84,6 @@ def load_seed_pairs(data_dir: str | os.PathLike | None = None, splits=None) -> d
 
 def seed_length_prior(data_dir: str | os.PathLike | None = None):
     """P(s) of the KQGM (Sec. 5) from the keyword-query lengths of T_0 train (never the test split)."""
-    from .kqgm import LengthPrior
-
     seeds = load_seed_pairs(data_dir, splits=["train"])
     return LengthPrior.from_lengths(len(normalize_for_matching(k).split()) for k in seeds["keyword_query"])
 

@@ -34,6 +34,7 @@ import numpy as np
 
 from ..corpora.wikianswers import WH_WORDS
 from ..errors import InvalidInputError
+from .phrases import phrase_words
 
 __all__ = [
     "QUESTION_WORDS",
@@ -365,8 +366,6 @@ class KeywordQueryGenerator:
 
 def keyword_string(units: Sequence[str]) -> str:
     """A keyword query as text: units joined by spaces, phrases written as words."""
-    from .phrases import phrase_words
-
     return " ".join(w for u in units for w in phrase_words(u))
 
 

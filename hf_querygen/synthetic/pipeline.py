@@ -38,6 +38,7 @@ import numpy as np
 
 from ..errors import InvalidInputError
 from .filters import SearchIndex, keyword_query_filter
+from .filters import top_l as select_top_l
 from .kqgm import (
     CollectionStatistics,
     KeywordQueryGenerator,
@@ -305,8 +306,6 @@ def synthesize(
         return datasets.Dataset.from_parquet([str(p) for p in paths if p.exists()], features=FEATURES)
     full = datasets.Dataset.from_parquet([str(p) for p in paths], features=FEATURES)
     if top_l is not None:
-        from .filters import top_l as select_top_l
-
         top_dir = out / "data" / "top_l"
         top_dir.mkdir(parents=True, exist_ok=True)
         select_top_l(full, top_l).to_parquet(str(top_dir / "train.parquet"))

@@ -257,15 +257,11 @@ class Task:
     def pretraining_data(self, name: str, data: TaskData) -> tuple[datasets.Dataset, dict[str, Any]]:
         """Extra pairs named ``name`` (task columns) to pretrain on before the task's own TRAIN split
         (``train_preset(pretrain_on=name)``): the dataset and counts to report."""
-        from ..errors import InvalidInputError
-
         raise InvalidInputError(f"task {self.name!r} has no pretraining data named {name!r}")
 
     def word_vectors(self, name: str, data: TaskData, vector_size: int) -> Any:
         """gensim ``KeyedVectors`` named ``name`` with ``vector_size`` dimensions for this task's words
         (``train_preset(word_vectors=name)``)."""
-        from ..errors import InvalidInputError
-
         raise InvalidInputError(f"task {self.name!r} has no word vectors named {name!r}")
 
     # ------------------------------------------------------------ choosing a decoding on validation

@@ -12,6 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..errors import InvalidInputError
+from ..text import normalize_for_matching
+
 __all__ = [
     "BLEU_SIGNATURE",
     "FRAME_SLOT",
@@ -133,16 +136,12 @@ FRAME_SLOT = "X"
 
 def fill_frame(frame: str, keyword_query: str) -> str:
     """``frame`` ("what is X") with its :data:`FRAME_SLOT` replaced by the normalised keyword query."""
-    from ..text import normalize_for_matching
-
     return " ".join(normalize_for_matching(keyword_query) if t == FRAME_SLOT else t for t in frame.split())
 
 
 def echo_keyword_queries(keyword_queries: Sequence[str]) -> list[str]:
     """The keyword query unchanged: the floor any keyword-to-question model must beat (a table row in
     ``baselines.k2q`` and the floor of the decoding choice, ``K2QTask.selection_floor``)."""
-    from ..errors import InvalidInputError
-
     if isinstance(keyword_queries, str):
         raise InvalidInputError("echo_keyword_queries: pass a list of keyword queries, not one string")
     return [str(k) for k in keyword_queries]
@@ -151,7 +150,5 @@ def echo_keyword_queries(keyword_queries: Sequence[str]) -> list[str]:
 def keeps_keywords(question: str, keyword_query: str) -> bool:
     """Whether every word of ``keyword_query`` occurs in ``question`` (normalised text): a question that
     drops one asks about something else than the user typed."""
-    from ..text import normalize_for_matching
-
     asked = set(normalize_for_matching(question).split())
     return all(word in asked for word in normalize_for_matching(keyword_query).split())

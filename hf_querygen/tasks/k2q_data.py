@@ -25,6 +25,10 @@ from collections.abc import Sequence
 
 import datasets
 
+from ..corpora import load_corpus
+from ..corpora._base import normalize_for_matching
+from ..errors import InvalidInputError
+
 __all__ = [
     "HUMAN_SPLITS",
     "SPLIT_FEATURES",
@@ -46,8 +50,6 @@ _FEATURES = datasets.Features(
 
 def t0_test(data_dir: str | os.PathLike | None = None, split: str = "test") -> datasets.Dataset:
     """T_0 ``split`` (default the test split) as ``id``/``keywords``/``references``."""
-    from .. import load_corpus
-
     ds = load_corpus("wikianswers", "seed_pairs", data_dir=data_dir)[split]
     return datasets.Dataset.from_dict(
         {
@@ -63,9 +65,6 @@ def nl2kw_reversed_test(
     data_dir: str | os.PathLike | None = None, split: str = "test", language: str = "en"
 ) -> datasets.Dataset:
     """``nl2kw`` ``split`` reversed: human keyword query -> its topic's question(s) (module docstring)."""
-    from .. import load_corpus
-    from ..corpora._base import normalize_for_matching
-
     ds = load_corpus("nl2kw", language, data_dir=data_dir)[split]
     questions: dict[str, list[str]] = {}
     for topic, question in zip(ds["topic_id"], ds["nl_query"], strict=True):
@@ -110,8 +109,6 @@ def as_training_split(
 ) -> datasets.Dataset:
     """A :class:`K2QTask` split: ``keyword_query``, ``question`` (the first reference, the training
     target) and ``references`` (all of them, for scoring)."""
-    from ..errors import InvalidInputError
-
     if len(keyword_queries) != len(references):
         raise InvalidInputError(
             f"as_training_split: {len(keyword_queries)} keyword queries but {len(references)} reference lists"

@@ -13,7 +13,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .base import TASKS
+from ..errors import InvalidInputError
+from ..inference import as_max_length, encoded_batches, output_vocab_size_of_model
+from .base import TASKS, TaskData
 from .k2q import (
     FRAME_SLOT,
     NoRepeatSourceWordsProcessor,
@@ -103,9 +105,7 @@ class K2QTask(Text2TextTask):
         (:meth:`selection_splits`)."""
         import datasets
 
-        from ..errors import InvalidInputError
         from ..tokenization import output_vocab_size_of, train_word_tokenizer
-        from .base import TaskData
         from .k2q_data import HUMAN_SPLITS
 
         if options:
@@ -205,8 +205,6 @@ class K2QTask(Text2TextTask):
         """
         import torch
 
-        from ..errors import InvalidInputError
-        from ..inference import as_max_length, encoded_batches, output_vocab_size_of_model
         from .seq2seq import decode_extended_batch
 
         if strategy not in self.strategies:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidInputError
 from ..text import normalize_for_matching
+from ..word_vectors import train_word2vec
 
 if TYPE_CHECKING:
     import datasets
@@ -115,8 +116,9 @@ def build_synthetic_dataset(
             )
         return datasets.load_dataset(str(out), "all", split="train")
     from ..retrieval import Index
-    from ..synthetic.cli import _length_prior
-    from ..synthetic.corpus import build_question_corpus
+
+    # P(s) of the KQGM: the keyword-query lengths of the seed pairs' train split
+    from ..synthetic.corpus import build_question_corpus, seed_length_prior
     from ..synthetic.pipeline import synthesize
 
     corpus = build_question_corpus(data_dir)
@@ -125,7 +127,7 @@ def build_synthetic_dataset(
         index = Index.open(index_path)
     else:
         index = Index.from_texts(corpus.questions["text"], ids=corpus.questions["id"], path=index_path)
-    return synthesize(corpus.questions, out, config, _length_prior(data_dir), index)
+    return synthesize(corpus.questions, out, config, seed_length_prior(data_dir), index)
 
 
 def synthetic_pairs(
@@ -155,8 +157,6 @@ def word_vectors(
     """gensim ``KeyedVectors`` (skip-gram word2vec or fastText, ``vector_size`` dimensions) trained on
     normalised Q questions + nl2kw TRAIN questions and keyword queries; cached under ``cache_dir``
     (default ``$HF_QUERYGEN_CACHE/word-vectors``) by a hash of the texts and settings."""
-    from ..word_vectors import train_word2vec
-
     if kind not in WORD_VECTOR_KINDS:
         raise InvalidInputError(f"word_vectors: kind {kind!r} is not one of {WORD_VECTOR_KINDS}")
     texts = (

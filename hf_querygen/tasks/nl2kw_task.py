@@ -13,8 +13,21 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..errors import InvalidInputError
+from ..inference import encoded_batches, generate_batches, output_vocab_size_of_model
+from ..text import normalize_for_matching
 from .base import TASKS, Task, TaskData
-from .nl2kw import TAG_LABELS
+from .nl2kw import (
+    TAG_LABELS,
+    KeywordLengthPrior,
+    KeywordQuery,
+    MinKeywordsLogitsProcessor,
+    decode_dual_decoder_ids,
+    encode_nl2kw,
+    fit_keyword_order,
+    unique_words,
+)
+from .nl2kw_resources import in_domain_texts, synthetic_pairs, word_vectors
 
 if TYPE_CHECKING:
     import datasets
@@ -45,8 +58,6 @@ def tagged_words(
     tag_logits: torch.Tensor, attention_mask: torch.Tensor, source_words: Sequence[Sequence[str]]
 ) -> list[list[str]]:
     """Words whose argmax tag is KEYWORD (tag_logits (B, S, 2), attention_mask (B, S)), unique, in order."""
-    from .nl2kw import unique_words
-
     tags = (tag_logits.argmax(-1) == 1) & attention_mask.bool()
     return [
         unique_words(w for w, keep in zip(words, row, strict=False) if keep)
@@ -92,17 +103,13 @@ class NL2KWTask(Task):
         INPUT vocabulary only, so that word vectors and pretraining reach words nl2kw train lacks; the
         output vocabulary is unchanged. ``state["length_prior"]`` is the
         :class:`~hf_querygen.tasks.nl2kw.KeywordLengthPrior` of TRAIN."""
-        from ..errors import InvalidInputError
         from ..tokenization import train_word_tokenizer, word_tokenize
-        from .nl2kw import KeywordLengthPrior, fit_keyword_order
 
         if options:
             raise TypeError(f"NL2KWTask.prepare: unknown options {sorted(options)}")
         train = splits["train"]
         sources = list(train["nl_query"])
         if vocabulary == "in-domain":
-            from .nl2kw_resources import in_domain_texts
-
             sources += in_domain_texts(splits, data_dir)
         elif vocabulary is not None:
             raise InvalidInputError(
@@ -124,8 +131,6 @@ class NL2KWTask(Task):
         return TaskData(self, splits, tokenizer, state)
 
     def encode(self, data: TaskData, family: str) -> datasets.DatasetDict:
-        from .nl2kw import encode_nl2kw
-
         encoded = encode_nl2kw(
             data.splits,
             data.tokenizer,
@@ -144,7 +149,6 @@ class NL2KWTask(Task):
 
     def model_config(self, preset: str, data: TaskData, **overrides: Any) -> PretrainedConfig:
         from ..presets import config_from_preset
-        from .nl2kw import TAG_LABELS
 
         tokenizer = data.tokenizer
         # every special id the tokenizer has, also for a tagger: the Trainer otherwise "aligns" the config
@@ -179,10 +183,7 @@ class NL2KWTask(Task):
         """``"k2q-synthetic"``: the K2Q synthetic question -> keyword-query pairs (no nl2kw validation or
         test question). Keyword words that are neither in the question nor in the generator's output
         vocabulary are dropped: the generator would only learn to emit [UNK] for them."""
-        from ..errors import InvalidInputError
-        from ..text import normalize_for_matching
         from ..tokenization import word_tokenize
-        from .nl2kw_resources import synthetic_pairs
 
         if name not in self.PRETRAINING_DATA:
             raise InvalidInputError(f"nl2kw: no pretraining data {name!r}; known: {self.PRETRAINING_DATA}")
@@ -208,9 +209,6 @@ class NL2KWTask(Task):
     def word_vectors(self, name: str, data: TaskData, vector_size: int) -> Any:
         """``"in-domain-word2vec"`` / ``"in-domain-fasttext"``: skip-gram vectors trained on the question
         corpus Q and nl2kw TRAIN (never validation / test)."""
-        from ..errors import InvalidInputError
-        from .nl2kw_resources import word_vectors
-
         if name not in self.WORD_VECTORS:
             raise InvalidInputError(f"nl2kw: no word vectors {name!r}; known: {self.WORD_VECTORS}")
         kind = name.removeprefix("in-domain-")
@@ -234,8 +232,6 @@ class NL2KWTask(Task):
         length prior) forbids ending before that many words (:meth:`min_keywords_processor`)."""
         import torch
 
-        from ..inference import encoded_batches, generate_batches, output_vocab_size_of_model
-
         max_source_length = max_source_length or self.max_source_length
         # the decoding saved with the model (``hf-querygen train --system``: config.task_decoding) is
         # the default; explicit arguments win
@@ -245,8 +241,6 @@ class NL2KWTask(Task):
             model.eval()
         results: list[list[KeywordQuery]] = [[] for _ in inputs]
         if family == "tagging":
-            from .nl2kw import KeywordQuery
-
             for indices, batch, source_words in encoded_batches(
                 model, tokenizer, inputs, batch_size, max_source_length
             ):
@@ -309,9 +303,6 @@ class NL2KWTask(Task):
         ``min_keywords``: an int (the same minimum for every query) or ``{"prior": scale}``: ``scale`` x
         the keyword count the model's TRAINING length prior expects for the query's length
         (``config.keyword_length_prior``, saved by training)."""
-        from ..errors import InvalidInputError
-        from .nl2kw import KeywordLengthPrior, MinKeywordsLogitsProcessor
-
         lengths = (batch["attention_mask"].sum(1) - 1).tolist()  # words (the final [EOS] is not one)
         if isinstance(min_keywords, int) and not isinstance(min_keywords, bool) and min_keywords >= 0:
             minimum = [min_keywords] * len(lengths)
@@ -352,8 +343,6 @@ class NL2KWTask(Task):
         tagged: Sequence[str] | None = None,
     ) -> KeywordQuery:
         """One generated id sequence (+ the joint model's tagged words) -> :class:`KeywordQuery`."""
-        from ..text import normalize_for_matching
-        from .nl2kw import KeywordQuery, decode_dual_decoder_ids, unique_words
         from .seq2seq import decode_extended
 
         if self.family_of(config) in POINTER_FAMILIES:

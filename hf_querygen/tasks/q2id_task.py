@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidInputError
+from ..inference import as_max_length
 from .base import TASKS, Task, TaskData
 
 if TYPE_CHECKING:
@@ -219,9 +220,17 @@ class Q2IDTask(Task):
     output_vocab_size = 5_000
 
     def __init__(self, caps: Q2IDCaps | None = None) -> None:
-        from .q2id import Q2IDCaps
+        # the default caps are built on first use: tasks.q2id loads torch, and the registered instance is
+        # made when this module is imported (so registering the task stays light)
+        self._caps = caps
 
-        self.caps = caps or Q2IDCaps()
+    @property
+    def caps(self) -> Q2IDCaps:
+        if self._caps is None:
+            from .q2id import Q2IDCaps
+
+            self._caps = Q2IDCaps()
+        return self._caps
 
     # ------------------------------------------------------------ preparation
     def prepare(
@@ -311,7 +320,6 @@ class Q2IDTask(Task):
         (:func:`~hf_querygen.tasks.q2id.restate_query`)."""
         import torch
 
-        from ..inference import as_max_length
         from .q2id import Q2IDCollator, decode_description, encode_q2id, restate_query
 
         if isinstance(inputs, Mapping):

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 import torch
 from transformers import LogitsProcessor, LogitsProcessorList
 
+from ..tokenization import train_word_tokenizer
 from .segmentation import (
     BIO_LABELS,
     BREAK_TOKEN,
@@ -35,7 +36,7 @@ from .segmentation import (
     segmentation_to_target,
     target_tokens_to_breaks,
 )
-from .seq2seq import decode_extended
+from .seq2seq import Seq2SeqCollator, decode_extended, encode_seq2seq, encode_sources, extended_target_ids
 
 if TYPE_CHECKING:
     import datasets
@@ -116,8 +117,6 @@ def train_segmentation_tokenizer(
     know (the input of every unseen word); with 1 ``[UNK]`` never occurs in training and its embedding
     stays at its random initialisation.
     """
-    from ..tokenization import train_word_tokenizer
-
     return train_word_tokenizer(
         queries,
         target_texts=[segmentation_to_target(reference) for reference in references],
@@ -131,8 +130,6 @@ def encode_for_seq2seq(
 ) -> datasets.Dataset:
     """Model columns for the encoder-decoder: source = ``query``, target = the reference with ``|``
     tokens (labels in the output vocabulary; the paper's model does not copy)."""
-    from .seq2seq import encode_seq2seq
-
     with_targets = dataset.map(
         lambda batch: {TARGET_COLUMN: [segmentation_to_target(s) for s in batch[reference_column]]},
         batched=True,
@@ -147,7 +144,6 @@ def encode_for_tagging(
 ) -> datasets.Dataset:
     """Model columns for the BIO tagger: ``input_ids``, ``attention_mask``, ``labels`` (one B/I id
     per word, -100 on ``[EOS]``)."""
-    from .seq2seq import encode_sources
 
     def encode(batch):
         encoded = encode_sources(batch["query"], tokenizer)
@@ -170,8 +166,6 @@ def encode_for_tagging(
 
 def encode_queries(queries: Sequence[str], tokenizer: PreTrainedTokenizerFast) -> dict[str, list]:
     """Encoder inputs of raw queries, with a check that tokens and whitespace words line up."""
-    from .seq2seq import encode_sources
-
     encoded = encode_sources([" ".join(query.split()) for query in queries], tokenizer)
     for query, source_words in zip(queries, encoded["source_words"], strict=True):
         if len(query.split()) != len(source_words):
@@ -190,8 +184,6 @@ def _word_token_ids(
     label of that word would have (:func:`hf_querygen.tasks.seq2seq.extended_target_ids`), i.e. its
     output-vocabulary id, or for a copy model and a word outside the output vocabulary
     ``output_vocab_size + `` its first source position."""
-    from .seq2seq import extended_target_ids
-
     vocab = tokenizer.get_vocab()
     copies = getattr(model.config, "copy", "none") != "none"
     size = model.config.output_vocab_size
@@ -276,8 +268,6 @@ def segment_breaks(
 ) -> list[list[int]]:
     """Break vector of each query (words = whitespace split) by an encoder-decoder or tagger segmenter;
     ``constrained`` / ``num_beams`` / ``pool_word_probability``: see :func:`seq2seq_batch_breaks`."""
-    from .seq2seq import Seq2SeqCollator
-
     encoded = encode_queries(queries, tokenizer)
     collator = Seq2SeqCollator(pad_token_id=tokenizer.pad_token_id)
     model.eval()

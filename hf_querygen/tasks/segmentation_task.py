@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..text import BIO_LABELS
+from ..text import BIO_LABELS, BREAK_TOKEN, breaks_to_segments
 from .base import TASKS, Task, TaskData
 
 if TYPE_CHECKING:
@@ -97,7 +97,6 @@ class SegmentationTask(Task):
 
     def model_config(self, preset: str, data: TaskData, **overrides: Any) -> PretrainedConfig:
         from ..presets import config_from_preset
-        from ..text import BIO_LABELS
 
         tokenizer = data.tokenizer
         # every special id the tokenizer has, also for a tagger: the Trainer otherwise "aligns" the config
@@ -139,7 +138,6 @@ class SegmentationTask(Task):
 
         constrained / num_beams / pool_word_probability: see
         :func:`hf_querygen.tasks.segmentation_neural.seq2seq_batch_breaks` (ignored by a tagger)."""
-        from ..text import breaks_to_segments
         from .segmentation_neural import segment_breaks
 
         if generation_kwargs:
@@ -165,8 +163,6 @@ class SegmentationTask(Task):
         )
 
     def as_text(self, output: Sequence[str]) -> str:
-        from ..text import BREAK_TOKEN
-
         return BREAK_TOKEN.join(output)
 
     def score(

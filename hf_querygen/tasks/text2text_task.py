@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..inference import generate_texts
+from ..text import normalize_for_matching
 from .base import TASKS, Task, TaskData
 
 if TYPE_CHECKING:
@@ -110,8 +112,6 @@ class Text2TextTask(Task):
         """Generated text per input (a list of ``n`` with ``num_return_sequences=n``). The decoding saved
         with the model (``config.task_decoding``: e.g. k2q's no-repeat and length settings chosen on
         validation) is the default; ``generation_kwargs`` override it."""
-        from ..inference import generate_texts
-
         generation_kwargs = {**dict(getattr(model.config, "task_decoding", None) or {}), **generation_kwargs}
         texts = generate_texts(
             model,
@@ -129,7 +129,6 @@ class Text2TextTask(Task):
     ) -> dict[str, float]:
         from ..metrics.exact_match import exact_match
         from ..metrics.sacrebleu_metric import corpus_bleu
-        from ..text import normalize_for_matching
 
         predicted = [normalize_for_matching(p) for p in predictions]
         gold = [normalize_for_matching(r) for r in references]

@@ -8,7 +8,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._fs import check_output_dir
 from ..model_folder import TOKENIZER_FINGERPRINT_KEY, tokenizer_fingerprint
+from ..tasks.base import get_task, task_for_corpus
 
 if TYPE_CHECKING:  # torch/transformers/datasets cost seconds at import
     import datasets
@@ -77,9 +79,6 @@ def train_model(
     import shutil
 
     import torch
-
-    from .._fs import check_output_dir
-    from ..tasks.base import get_task, task_for_corpus
 
     output_dir = Path(output_dir)
     check_output_dir(output_dir, MODEL_FOLDER_KIND, overwrite, what="--output-dir")  # before any work

@@ -8,7 +8,11 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._fs import atomic_output_dir
+from .._registration import register_all
 from ..model_folder import TOKENIZER_FINGERPRINT_KEY, tokenizer_fingerprint
+from ..tasks.base import TaskData
+from ..tasks.nl2kw_resources import load_word_vectors
 from ..utils import TRAINING_METADATA_FILE
 
 if TYPE_CHECKING:  # torch/transformers/datasets cost seconds at import
@@ -29,8 +33,6 @@ def model_for_config(config: Any) -> PreTrainedModel:
     """A freshly initialised model for ``config`` through the Auto classes (encoder-decoders:
     ``AutoModelForSeq2SeqLM``, the rest ``AutoModelForTokenClassification``); seed first."""
     from transformers import AutoModelForSeq2SeqLM, AutoModelForTokenClassification
-
-    from .._registration import register_all
 
     register_all()
     auto = (
@@ -91,8 +93,6 @@ def train_preset(
     config = task.model_config(preset, data, **dict(preset_overrides or {}))
     model = model_for_config(config)
     if word_vectors is not None:
-        from ..tasks.nl2kw_resources import load_word_vectors
-
         embedding = model.get_input_embeddings()
         vectors = task.word_vectors(word_vectors, data, embedding.weight.shape[1])
         load_word_vectors(embedding, data.tokenizer.get_vocab(), vectors, freeze=freeze_embeddings)
@@ -173,8 +173,6 @@ def _pretrain(
     import datasets
     from safetensors.torch import load_file
 
-    from ..tasks.base import TaskData
-
     weights = output_dir / "model.safetensors"
     if weights.is_file():
         loaded = model.load_state_dict(load_file(str(weights)), strict=False)
@@ -229,7 +227,6 @@ def save_model_folder(
     (:class:`~hf_querygen.errors.OutputExistsError`) unless ``overwrite`` and the library wrote it (then
     it is replaced only once the new one is complete); a folder holding anything else is never replaced.
     """
-    from .._fs import atomic_output_dir
     from ..hub import card_kwargs_from_training, render_model_card
 
     directory = Path(directory)

@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..errors import InvalidInputError
 from ..specs import FAMILY_FIELD
 
 if TYPE_CHECKING:  # torch/transformers/datasets cost seconds at import
@@ -382,8 +383,6 @@ def check_resumable_checkpoint(checkpoint: str | Path, config: Any) -> None:
     """Refuse to resume from ``checkpoint`` when it cannot continue this training exactly: its
     optimizer state is missing (the optimizer would restart silently) or the model config differs
     (the weights would be loaded into another model, or fail deep inside torch)."""
-    from ..errors import InvalidInputError
-
     checkpoint = Path(checkpoint)
     fix = f"delete {checkpoint.parent} to train from scratch, or train into another --output-dir"
     if not (checkpoint / "optimizer.pt").is_file():

@@ -3,6 +3,7 @@ Table 3 ablations as config settings; registered with AutoConfig and AutoModelFo
 
 from ...specs import MODELS, ModelSpec
 from .._papers import ZHANG2020
+from .._tiny import Q2ID_SOURCE_KEYS, q2id_row, tiny_q2id_model_inputs
 from .configuration_ctrsgen import CtrsGenConfig
 from .modeling_ctrsgen import (
     CtrsGenDecoder,
@@ -27,8 +28,6 @@ def _family(config: CtrsGenConfig) -> str:
 
 
 def _register_spec() -> ModelSpec:
-    from .._tiny import Q2ID_SOURCE_KEYS, q2id_row, tiny_q2id_model_inputs
-
     return MODELS.register(
         "ctrsgen",
         ModelSpec(

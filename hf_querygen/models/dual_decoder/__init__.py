@@ -2,6 +2,7 @@
 
 from ...specs import MODELS, ModelSpec
 from .._papers import LIU2018
+from .._tiny import copyable_positions, tiny_labels, tiny_source
 from .configuration_dual_decoder import LIU2018_DUAL_DECODER, DualDecoderConfig
 from .modeling_dual_decoder import (
     DualDecoderForKeywordGeneration,
@@ -17,8 +18,6 @@ def _tiny_config(**overrides) -> DualDecoderConfig:
 def _tiny_inputs(config: DualDecoderConfig, seed: int = 0) -> dict:
     """Labels ``[V + pos(e_1) .. V + pos(sentinel), g_1 .. g_k, EOS]`` (pointer part, then generator part)."""
     import torch
-
-    from .._tiny import copyable_positions, tiny_labels, tiny_source
 
     vocab = config.output_vocab_size
     input_ids, mask = tiny_source(config.vocab_size, seed, config.pad_token_id, config.eos_token_id)

@@ -2,6 +2,7 @@
 
 from ...specs import MODELS, ModelSpec
 from .._papers import LIU2018_JOINT
+from .._tiny import copyable_positions, tiny_labels, tiny_source
 from .configuration_joint_seq2seq_tagger import JointSeq2SeqTaggerConfig
 from .modeling_joint_seq2seq_tagger import (
     JointSeq2SeqTaggerForConditionalGeneration,
@@ -26,8 +27,6 @@ def _tiny_config(**overrides) -> JointSeq2SeqTaggerConfig:
 
 def _tiny_inputs(config: JointSeq2SeqTaggerConfig, seed: int = 0) -> dict:
     """Seq2seq labels with one copy id per row where possible: the tags derive from it (a keyword)."""
-    from .._tiny import copyable_positions, tiny_labels, tiny_source
-
     input_ids, mask = tiny_source(config.vocab_size, seed, config.pad_token_id, config.eos_token_id)
     copyable = copyable_positions(input_ids, mask, config.output_vocab_size, config.eos_token_id)
     rows = []

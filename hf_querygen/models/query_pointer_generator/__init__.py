@@ -3,6 +3,7 @@ switch), registered with AutoConfig and AutoModelForSeq2SeqLM."""
 
 from ...specs import MODELS, ModelSpec
 from .._papers import ZHANG2020_PG
+from .._tiny import Q2ID_SOURCE_KEYS, q2id_row, tiny_q2id_model_inputs
 from .configuration_query_pointer_generator import QueryPointerGeneratorConfig
 from .modeling_query_pointer_generator import (
     QueryPointerGeneratorEncoder,
@@ -21,8 +22,6 @@ def _tiny_config(**overrides) -> QueryPointerGeneratorConfig:
 
 
 def _register_spec() -> ModelSpec:
-    from .._tiny import Q2ID_SOURCE_KEYS, q2id_row, tiny_q2id_model_inputs
-
     return MODELS.register(
         "query_pointer_generator",
         ModelSpec(

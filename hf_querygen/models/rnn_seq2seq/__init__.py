@@ -4,6 +4,7 @@ copy none|CopyNet) registered with AutoConfig and AutoModelForSeq2SeqLM."""
 from ...specs import MODELS, ModelSpec
 from ...tokenization import JiebaWordTokenizer
 from .._papers import SONG2017
+from .._tiny import copyable_positions, tiny_labels, tiny_source
 from .configuration_rnn_seq2seq import RNNSeq2SeqConfig
 from .modeling_rnn_seq2seq import (
     RNNSeq2SeqEncoder,
@@ -29,8 +30,6 @@ def _tiny_config(**overrides) -> RNNSeq2SeqConfig:
 
 def _tiny_inputs(config: RNNSeq2SeqConfig, seed: int = 0) -> dict:
     import torch
-
-    from .._tiny import copyable_positions, tiny_labels, tiny_source
 
     input_ids, mask = tiny_source(config.vocab_size, seed, config.pad_token_id, config.eos_token_id)
     generator = torch.Generator().manual_seed(seed + 1)

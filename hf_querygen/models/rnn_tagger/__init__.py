@@ -2,6 +2,7 @@
 
 from ...specs import MODELS, ModelSpec
 from .._papers import LIN2017
+from .._tiny import tiny_source
 from .configuration_rnn_tagger import RNNTaggerConfig
 from .modeling_rnn_tagger import RNNTaggerForTokenClassification, RNNTaggerPreTrainedModel
 
@@ -20,8 +21,6 @@ def _tiny_config(**overrides) -> RNNTaggerConfig:
 
 def _tiny_inputs(config: RNNTaggerConfig, seed: int = 0) -> dict:
     import torch
-
-    from .._tiny import tiny_source
 
     input_ids, mask = tiny_source(config.vocab_size, seed, config.pad_token_id, eos_token_id=3)
     generator = torch.Generator().manual_seed(seed + 1)
