@@ -244,18 +244,6 @@ def _cut_by_the_bundler(module: str, target: str) -> bool:
     return within(module, BUNDLED) and not within(module, training) and within(target, training)
 
 
-#: files being split in a parallel branch: exempt until that branch lands (the merge removes this set)
-BEING_SPLIT = frozenset(
-    {
-        "hf_querygen/models/ctrsgen/modeling_ctrsgen.py",
-        "hf_querygen/models/dual_decoder/modeling_dual_decoder.py",
-        "hf_querygen/models/rnn_seq2seq/modeling_rnn_seq2seq.py",
-        "hf_querygen/tasks/nl2kw.py",
-        "hf_querygen/corpora/nl2kw.py",
-    }
-)
-
-
 def _module_path(module: str) -> Path:
     path = PACKAGE.parent / Path(*module.split("."))
     return path / "__init__.py" if (path / "__init__.py").is_file() else path.with_suffix(".py")
@@ -426,8 +414,6 @@ def _local_imports() -> tuple[list[str], list[str], dict[tuple[str, str], list[s
     heavy packages it adds; unjustified; LOCAL_IMPORT_ALLOWED key -> the imports it allows)."""
     justified, unjustified, allowed = [], [], defaultdict(list)
     for path in sorted(PACKAGE.rglob("*.py")):
-        if path.relative_to(PACKAGE.parent).as_posix() in BEING_SPLIT:
-            continue
         module = _module_name(path)
         own = _heavy_closure(_with_packages(module))
         for node in _function_local(_tree(module)):
