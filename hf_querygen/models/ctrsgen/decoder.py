@@ -24,7 +24,6 @@ from torch import nn
 from ...nn.attention import AdditiveAttention, LuongAttention, masked_softmax
 from ...nn.coverage import PointerGeneratorMixture
 from ...nn.encoder import WordEmbeddings, build_rnn
-from ...nn.labels import IGNORE_INDEX
 from .configuration_ctrsgen import CtrsGenConfig
 from .encoder import CtrsGenEncoderOutput
 
@@ -228,24 +227,3 @@ class CopyInputs:
     attention: torch.Tensor
     source_ids: torch.Tensor
     features: torch.Tensor
-
-
-def _copy_nll(
-    mixture: PointerGeneratorMixture,
-    inputs: CopyInputs,
-    labels: torch.LongTensor,
-    num_items_in_batch: int | torch.Tensor | None,
-) -> torch.Tensor:
-    """Token NLL of ``labels`` (B, Z) under the pointer-generator mixture, normalised like
-    :func:`~hf_querygen.nn.loss.token_nll` (by the label tokens, or ``num_items_in_batch``)."""
-    flat = labels.reshape(-1)
-    log_probs = mixture.label_log_probs(
-        inputs.vocab_scores, inputs.attention, inputs.source_ids, inputs.features, flat
-    )
-    kept = flat != IGNORE_INDEX
-    total = -(log_probs * kept).sum()
-    if num_items_in_batch is None:
-        num_items_in_batch = kept.sum()
-    if isinstance(num_items_in_batch, torch.Tensor):
-        num_items_in_batch = num_items_in_batch.to(total.device)
-    return total / num_items_in_batch

@@ -33,7 +33,7 @@ from ...nn.labels import mask_labels, shift_labels_right
 from ...nn.loss import token_nll
 from .._generation import RecurrentGenerationMixin
 from .configuration_ctrsgen import CtrsGenConfig
-from .decoder import CtrsGenDecoder, _copy_nll
+from .decoder import CtrsGenDecoder
 from .encoder import CtrsGenEncoder, CtrsGenEncoderOutput
 
 
@@ -201,7 +201,15 @@ class CtrsGenForIntentDescription(CtrsGenPreTrainedModel, RecurrentGenerationMix
                     self.config.output_vocab_size,
                     self.config.unk_token_id,
                 )
-                loss = _copy_nll(self.decoder.copy_mixture, copy_inputs, labels, num_items_in_batch)
+                flat = labels.reshape(-1)
+                loss = self.decoder.copy_mixture.label_nll(
+                    copy_inputs.vocab_scores,
+                    copy_inputs.attention,
+                    copy_inputs.source_ids,
+                    copy_inputs.features,
+                    flat,
+                    num_items_in_batch,
+                )
             else:
                 loss = token_nll(scores, labels, num_items_in_batch)
         if not return_dict:
