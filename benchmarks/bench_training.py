@@ -7,7 +7,8 @@ One step = forward with labels, backward, Adam update, at the reproduction sizes
   vocabulary 14,062 / output vocabulary 4,000 as in ``results/ding2018``), sources of 3-8 words and
   targets of 8-14 tokens, 15% of the target tokens copies. "before" is the step-by-step teacher-forcing
   loop (:func:`lean_decoders.stepwise_rnn_scores`: attention, selective read, RNN, output layer, joint
-  softmax and scatter inside the loop) + the same loss; "library" is ``model(**batch, labels=labels)``.
+  softmax and scatter inside the loop) + the same loss; "library" is ``model(**batch, labels=labels)``
+  (the output layer after the loop, log p read at the labels only).
 * dual decoder (Liu'18: embeddings 60, BiLSTM 128; nl2kw vocabulary sizes 4,847 / 3,713): "before" is the
   library's forward + the loss as two cross-entropies over the extended rows (the old ``dual_loss``),
   "library" the one-gather loss.

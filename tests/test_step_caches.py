@@ -142,12 +142,40 @@ def test_vectorised_teacher_forcing_equals_the_step_by_step_loop(variant):
     reference_loss = model.compute_loss_from_scores(reference_scores, labels)
     reference_loss.backward()
     assert abs(output.loss.item() - reference_loss.item()) <= 1e-6
+    logits = output.logits
+    if model.config.copy == "copynet":  # training reads log p(label) only: the rows come in eval mode
+        assert logits is None
+        with torch.no_grad():
+            logits = model.eval()(input_ids=input_ids, attention_mask=attention_mask, labels=labels).logits
     finite = torch.isfinite(reference_scores)
-    assert torch.equal(finite, torch.isfinite(output.logits))
-    assert torch.allclose(output.logits[finite], reference_scores[finite], atol=1e-5)
+    assert torch.equal(finite, torch.isfinite(logits))
+    assert torch.allclose(logits[finite], reference_scores[finite], atol=1e-5)
     for name, p in model.named_parameters():
         if p.grad is not None:
             assert torch.allclose(new_grads[name], p.grad, atol=1e-6), name
+
+
+@pytest.mark.parametrize("bad", ["dead_slot", "out_of_range"])
+def test_copynet_training_and_eval_reject_the_same_labels_with_the_same_error(bad):
+    """Training reads log p(label) without the rows whose -inf marks a dead copy slot: it checks the labels
+    from the source instead, and must refuse exactly what the full rows refuse."""
+    model = rnn_model("copynet")
+    input_ids, attention_mask = source(model)
+    labels = rnn_labels(model, input_ids)
+    source_length = input_ids.shape[1]
+    lengths = attention_mask.sum(1)
+    # a padded position of the shortest source is dead; one past V + S is outside every row
+    row = int(lengths.argmin())
+    labels[row, 3] = OUTPUT_VOCAB + source_length - 1 if bad == "dead_slot" else OUTPUT_VOCAB + source_length
+    assert int(lengths[row]) < source_length
+    messages = []
+    for training in (True, False):
+        model.train(training)
+        with pytest.raises(ValueError) as error:
+            model(input_ids=input_ids, attention_mask=attention_mask, labels=labels)
+        messages.append(str(error.value))
+    assert messages[0] == messages[1]
+    assert ("cannot hold probability" if bad == "dead_slot" else "output classes") in messages[0]
 
 
 def test_copynet_selective_read_from_scores_equals_the_one_from_joint_probabilities():

@@ -221,6 +221,47 @@ class CopyNet(nn.Module):
             return CopyNetOutput(log_probs.squeeze(1), copy_probs.squeeze(1), generate_probs.squeeze(1))
         return CopyNetOutput(log_probs, copy_probs, generate_probs)
 
+    def label_log_probs(
+        self,
+        generate_scores: torch.Tensor,
+        state: torch.Tensor,
+        keys: torch.Tensor,
+        mask: torch.Tensor,
+        labels: torch.Tensor,
+        projected_keys: torch.Tensor | None = None,
+        targets: tuple[torch.Tensor, torch.Tensor] | None = None,
+        source_input_ids: torch.Tensor | None = None,
+        first_positions: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """log p(labels) under :meth:`forward`'s distribution without its (B, T, V + S) rows (their fills,
+        scatter, floored log and backward were ~30% of a training step): generate_scores (B, T, V), state
+        (B, T, Hs), keys (B, S, Hk), mask (B, S), labels (B, T) extended ids (negative = ignored, scored as
+        id 0) -> (log-probabilities (B, T), copy probabilities (B, T, S)). The joint normaliser of Gu Eq.
+        (4)-(6) is a log-sum-exp over both modes; the label's mass is its generate probability plus the copy
+        probability of every position whose mass goes to it, floored as in :meth:`forward`. ``targets`` as
+        :meth:`copy_targets` returns, else built from ``source_input_ids`` / ``first_positions``."""
+        mask = mask.bool()
+        vocab_size = self.output_vocab_size
+        generate = generate_scores.float()
+        copy = self.copy_scores(state, keys, projected_keys).float()
+        copy = copy.masked_fill(~mask.unsqueeze(1), float("-inf"))  # (B, T, S)
+        # log of the joint normaliser; the shift is a constant for autograd, so the backward over the
+        # (B, T, V) scores is one multiply (logsumexp's recomputes the exponentials)
+        shift = torch.maximum(generate.amax(-1, keepdim=True), copy.amax(-1, keepdim=True)).detach()
+        mass = (generate - shift).exp().sum(-1, keepdim=True) + (copy - shift).exp().sum(-1, keepdim=True)
+        log_normaliser = mass.log() + shift  # (B, T, 1)
+        copy_probs = (copy - log_normaliser).exp()  # (B, T, S), 0 at padding
+        labels = labels.clamp_min(0)
+        in_vocab = labels < vocab_size
+        generated = (
+            generate.gather(-1, labels.clamp_max(vocab_size - 1).unsqueeze(-1)) - log_normaliser
+        ).exp().squeeze(-1) * in_vocab
+        if targets is None:
+            targets = self.copy_targets(source_input_ids, first_positions, mask)
+        index = targets[0]
+        copied = (copy_probs * (index.unsqueeze(1) == labels.unsqueeze(-1))).sum(-1)
+        return floored_log(generated + copied), copy_probs
+
     def selective_read_from_scores(
         self,
         ids: torch.Tensor,

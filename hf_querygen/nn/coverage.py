@@ -18,7 +18,8 @@ import torch
 from torch import nn
 
 from .attention import AttentionOutput, masked_softmax
-from .labels import IGNORE_INDEX, floored_log
+from .labels import floored_log
+from .loss import label_token_nll
 
 
 class CoverageAttention(nn.Module):
@@ -136,13 +137,7 @@ class PointerGeneratorMixture(nn.Module):
         inputs of :meth:`label_log_probs`; normalised like :func:`~hf_querygen.nn.loss.token_nll` (by the
         label tokens, or ``num_items_in_batch`` that the Trainer passes)."""
         log_probs = self.label_log_probs(vocab_logits, attention, source_ids, features, labels)
-        kept = labels != IGNORE_INDEX
-        total = -(log_probs * kept).sum()
-        if num_items_in_batch is None:
-            num_items_in_batch = kept.sum()
-        if isinstance(num_items_in_batch, torch.Tensor):
-            num_items_in_batch = num_items_in_batch.to(total.device)
-        return total / num_items_in_batch
+        return label_token_nll(log_probs, labels, num_items_in_batch)
 
 
 def copyable_labels(

@@ -22,6 +22,29 @@ def token_nll(
     total = F.cross_entropy(
         scores.flatten(0, -2).float(), labels.flatten(), ignore_index=IGNORE_INDEX, reduction="sum"
     )
+    return _per_label_token(total, labels, num_items_in_batch)
+
+
+def label_token_nll(
+    label_log_probs: torch.Tensor,
+    labels: torch.LongTensor,
+    num_items_in_batch: int | torch.Tensor | None = None,
+) -> torch.Tensor:
+    """The NLL of :func:`token_nll` from log p(label) already read at each label: label_log_probs and labels
+    of one shape (any), labels IGNORE_INDEX where no loss is taken (their log-probabilities are ignored,
+    whatever they hold). For the copy models, whose training reads their mixture at the labels only."""
+    if label_log_probs.shape != labels.shape:
+        raise ValueError(
+            f"label log-probabilities {tuple(label_log_probs.shape)} do not match labels "
+            f"{tuple(labels.shape)}"
+        )
+    total = -torch.where(labels != IGNORE_INDEX, label_log_probs.float(), 0.0).sum()
+    return _per_label_token(total, labels, num_items_in_batch)
+
+
+def _per_label_token(
+    total: torch.Tensor, labels: torch.LongTensor, num_items_in_batch: int | torch.Tensor | None
+) -> torch.Tensor:
     if num_items_in_batch is None:
         num_items_in_batch = (labels != IGNORE_INDEX).sum()
     if isinstance(num_items_in_batch, torch.Tensor):
@@ -29,4 +52,4 @@ def token_nll(
     return total / num_items_in_batch
 
 
-__all__ = ["token_nll"]
+__all__ = ["label_token_nll", "token_nll"]

@@ -166,10 +166,12 @@ class RNNSeq2SeqDecoder(nn.Module):
         encoder_outputs: RecurrentEncoderOutput,
         statics: dict[str, torch.Tensor] | None = None,
         attentional: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
         """rnn_output (B, [T,] H), context (B, [T,] H_out) -> (scores (B, [T,] C), attentional vector h~
         or None, copy probabilities (B, [T,] S) or None); ``attentional`` when the step loop computed it
-        already (input feeding), ``statics`` from :meth:`_per_source`."""
+        already (input feeding), ``statics`` from :meth:`_per_source`. With ``labels`` (B, T) (CopyNet
+        only) the first item is log p(labels) (B, T) instead of the scores: what training reads."""
         statics = statics or {}
         if context is None:
             features = rnn_output
@@ -185,6 +187,19 @@ class RNNSeq2SeqDecoder(nn.Module):
         if self.copynet is None:
             return scores, attentional, None
         targets = statics.get("copy_targets")
+        if labels is not None:
+            label_log_probs, copy_probs = self.copynet.label_log_probs(
+                scores,
+                rnn_output,
+                encoder_outputs.last_hidden_state,
+                encoder_outputs.attention_mask,
+                labels,
+                projected_keys=statics.get("copy_keys"),
+                targets=None if targets is None else (targets, statics["copy_dead"]),
+                source_input_ids=encoder_outputs.source_input_ids,
+                first_positions=encoder_outputs.first_positions,
+            )
+            return label_log_probs, attentional, copy_probs
         copied = self.copynet(
             scores,
             rnn_output,
@@ -206,10 +221,12 @@ class RNNSeq2SeqDecoder(nn.Module):
         decoder_input_ids: torch.LongTensor,
         encoder_outputs: RecurrentEncoderOutput,
         state: dict[str, torch.Tensor],
+        labels: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """decoder_input_ids (B, T) in the extended space (ids >= V copy a source position), state from
         :meth:`initial_state` or the cache -> (scores (B, T, C), state after the last step; it carries the
-        per-source tensors of :meth:`_per_source` too).
+        per-source tensors of :meth:`_per_source` too). With ``labels`` (B, T) (CopyNet) the first item is
+        log p(labels) (B, T) read without the (B, T, V + S) rows.
 
         The step loop runs only what feeds the next step's RNN input (attention read with s_{t-1}, the
         input-feeding vector, the selective read); the output layer, CopyNet's joint softmax and its
@@ -235,7 +252,7 @@ class RNNSeq2SeqDecoder(nn.Module):
             context = (
                 self.attention(outputs, keys, mask, projected_keys).context if self.uses_attention else None
             )
-            scores, _, _ = self._scores(outputs, context, encoder_outputs, statics)
+            scores, _, _ = self._scores(outputs, context, encoder_outputs, statics, labels=labels)
             return scores, dict(new_state, **statics)
 
         additive = isinstance(self.attention, AdditiveAttention)
@@ -286,7 +303,7 @@ class RNNSeq2SeqDecoder(nn.Module):
             return None if not steps or steps[0] is None else torch.stack(steps, dim=1)
 
         scores, _, copy_probs = self._scores(
-            stacked(outputs), stacked(contexts), encoder_outputs, statics, stacked(attentionals)
+            stacked(outputs), stacked(contexts), encoder_outputs, statics, stacked(attentionals), labels
         )
         if self.selective_read:
             state["copy_probs"] = copy_probs[:, -1]

@@ -17,10 +17,11 @@ from transformers import PreTrainedModel
 from transformers.modeling_outputs import Seq2SeqLMOutput
 
 from ...nn.cache import RecurrentStateCache, pick_cache, with_cache
+from ...nn.copy import live_copy_slots
 from ...nn.encoder import RecurrentEncoderOutput, RecurrentSourceEncoder, RNNEncoder, WordEmbeddings
 from ...nn.initialization import init_uniform_weights
 from ...nn.labels import IGNORE_INDEX, mask_labels, shift_labels_right
-from ...nn.loss import token_nll
+from ...nn.loss import label_token_nll, token_nll
 from .._generation import ExtendedSpaceLMOutput, RecurrentGenerationMixin
 from .configuration_rnn_seq2seq import RNNSeq2SeqConfig
 from .decoder import RNNSeq2SeqDecoder
@@ -118,12 +119,14 @@ class RNNSeq2SeqForConditionalGeneration(RNNSeq2SeqPreTrainedModel, RecurrentGen
         encoder_outputs: RecurrentEncoderOutput,
         cache: RecurrentStateCache | None,
         use_cache: bool = True,
+        labels: torch.LongTensor | None = None,
     ) -> tuple[torch.Tensor, RecurrentStateCache | None]:
         """Decode ``decoder_input_ids`` (B, T) from the state in ``cache`` (None or empty: the start) ->
-        (scores (B, T, C), the cache holding the new state, or None without ``use_cache``)."""
+        (scores (B, T, C), the cache holding the new state, or None without ``use_cache``); with ``labels``
+        (CopyNet) log p(labels) (B, T) instead of the scores."""
         resuming = cache is not None and cache.get_seq_length() > 0
         state = dict(cache.items()) if resuming else self.decoder.initial_state(encoder_outputs)
-        scores, state = self.decoder(decoder_input_ids, encoder_outputs, state)
+        scores, state = self.decoder(decoder_input_ids, encoder_outputs, state, labels)
         if not use_cache:
             return scores, None
         cache = cache if cache is not None else RecurrentStateCache()
@@ -164,30 +167,33 @@ class RNNSeq2SeqForConditionalGeneration(RNNSeq2SeqPreTrainedModel, RecurrentGen
                 "and the model has no copy mechanism: map such words to [UNK]"
             )
         if self.config.copy == "copynet":
-            if labels.numel() and int(labels.max()) >= scores.shape[-1]:
-                raise ValueError(
-                    f"label id {int(labels.max())} is outside the {scores.shape[-1]} output classes"
-                )
+            _check_copy_label_range(labels, scores.shape[-1])
             label_scores = scores.gather(-1, labels.clamp(0, scores.shape[-1] - 1).unsqueeze(-1)).squeeze(-1)
-            dead = torch.isneginf(label_scores) & (labels != IGNORE_INDEX)
-            if bool(dead.any()):
-                row, step = dead.nonzero()[0].tolist()
-                raise ValueError(
-                    f"label {int(labels[row, step])} at batch row {row}, step {step} is a copy slot "
-                    "that cannot hold "
-                    "probability (a padded, repeated or in-vocabulary source position); labels must use "
-                    "the first "
-                    "occurrence of an out-of-vocabulary word and the vocabulary id of an in-vocabulary one"
-                )
+            _check_copy_labels_alive(labels, torch.isneginf(label_scores))
             # the rows are log-probabilities already: the NLL is the gathered label score (a cross-entropy
             # would re-normalise every (B, T, V + S) row for nothing)
-            if num_items_in_batch is None:
-                num_items_in_batch = (labels != IGNORE_INDEX).sum()
-            total = -torch.where(labels != IGNORE_INDEX, label_scores.float(), 0.0).sum()
-            if isinstance(num_items_in_batch, torch.Tensor):
-                num_items_in_batch = num_items_in_batch.to(total.device)
-            return total / num_items_in_batch
+            return label_token_nll(label_scores, labels, num_items_in_batch)
         return token_nll(scores, labels, num_items_in_batch)
+
+    def _checked_copy_labels(
+        self, labels: torch.LongTensor, encoder_outputs: RecurrentEncoderOutput
+    ) -> torch.LongTensor:
+        """labels (B, T) masked and checked as :meth:`compute_loss_from_scores` checks them, from the source
+        alone (training never builds the rows whose -inf marks a dead slot)."""
+        labels = mask_labels(labels, self.config.pad_token_id)
+        vocab_size = self.config.output_vocab_size
+        source_ids = encoder_outputs.source_input_ids
+        _check_copy_label_range(labels, vocab_size + source_ids.shape[1])
+        live = live_copy_slots(
+            source_ids,
+            encoder_outputs.first_positions,
+            encoder_outputs.attention_mask,
+            vocab_size,
+            self.config.unk_token_id,
+        )  # (B, S)
+        slot_alive = live.gather(1, (labels - vocab_size).clamp_min(0))
+        _check_copy_labels_alive(labels, (labels >= vocab_size) & ~slot_alive)
+        return labels
 
     def forward(
         self,
@@ -247,18 +253,49 @@ class RNNSeq2SeqForConditionalGeneration(RNNSeq2SeqPreTrainedModel, RecurrentGen
             use_cache = labels is None
 
         past_key_values = pick_cache(past_key_values, cache)
-        scores, new_cache = self._cached_decode(
-            decoder_input_ids, encoder_outputs, past_key_values, use_cache
-        )
-
-        loss = None
-        if labels is not None:
-            loss = self.compute_loss_from_scores(scores, labels, num_items_in_batch)
+        if labels is not None and self.config.copy == "copynet":
+            if labels.shape != decoder_input_ids.shape:
+                raise ValueError(
+                    f"labels {tuple(labels.shape)} do not match the decoder steps "
+                    f"{tuple(decoder_input_ids.shape)}"
+                )
+            labels = self._checked_copy_labels(labels, encoder_outputs)  # before they are decoder inputs
+        # CopyNet in training reads log p(label) only (the (B, T, V + S) rows were ~30% of a step); eval
+        # mode and generation get the rows
+        if self.training and labels is not None and self.config.copy == "copynet":
+            label_log_probs, new_cache = self._cached_decode(
+                decoder_input_ids, encoder_outputs, past_key_values, use_cache, labels
+            )
+            scores, loss = None, label_token_nll(label_log_probs, labels, num_items_in_batch)
+        else:
+            scores, new_cache = self._cached_decode(
+                decoder_input_ids, encoder_outputs, past_key_values, use_cache
+            )
+            loss = None
+            if labels is not None:
+                loss = self.compute_loss_from_scores(scores, labels, num_items_in_batch)
 
         if not return_dict:
             return tuple(value for value in (loss, scores, new_cache) if value is not None)
         output_class = ExtendedSpaceLMOutput if self.logits_are_log_probs else Seq2SeqLMOutput
         return output_class(loss=loss, logits=scores, **with_cache(new_cache))
+
+
+def _check_copy_label_range(labels: torch.Tensor, n_classes: int) -> None:
+    if labels.numel() and int(labels.max()) >= n_classes:
+        raise ValueError(f"label id {int(labels.max())} is outside the {n_classes} output classes")
+
+
+def _check_copy_labels_alive(labels: torch.Tensor, dead: torch.Tensor) -> None:
+    """dead (B, T) True where a label points at a slot that cannot hold probability."""
+    dead = dead & (labels != IGNORE_INDEX)
+    if bool(dead.any()):
+        row, step = dead.nonzero()[0].tolist()
+        raise ValueError(
+            f"label {int(labels[row, step])} at batch row {row}, step {step} is a copy slot that cannot hold "
+            "probability (a padded, repeated or in-vocabulary source position); labels must use the first "
+            "occurrence of an out-of-vocabulary word and the vocabulary id of an in-vocabulary one"
+        )
 
 
 __all__ = [
