@@ -32,6 +32,13 @@ if TYPE_CHECKING:
 __all__ = ["K2Q", "K2QTask"]
 
 
+#: question frames the keyword fallback may use, all among the 15 most frequent frames around the keyword
+#: words in the training pairs (synthetic + reversed nl2kw train): the one-slot frame ``what X`` (the
+#: most frequent, the ``frame`` row of Table 2) and two with the article and question mark the users'
+#: TREC descriptions start with; which one (if any) is chosen on validation with the rest of the decoding
+FALLBACK_FRAMES = ("what X", "what is the X ?", "what are the X ?")
+
+
 class K2QTask(Text2TextTask):
     """Keyword query -> question (Ding & Balog ICTIR'18): the :class:`Text2TextTask` encoding and
     copy-aware decoding, several references per example, ROUGE / BLEU scores (:func:`k2q_scores`).
@@ -48,9 +55,9 @@ class K2QTask(Text2TextTask):
     #: the decodings tried on VALIDATION after training (:func:`hf_querygen.training.choose_decoding`):
     #: greedy with and without guards against degenerate repeats ("capital capital capital", "the the":
     #: :class:`NoRepeatSourceWordsProcessor`, ``no_repeat_ngram_size``, ``repetition_penalty``), with
-    #: every keyword word required (``copy_all_source_words``), and 4-beam searches; the one with the
-    #: largest worst-split gain over the echoed keyword query (:meth:`selection_splits`) is saved with
-    #: the model as ``config.task_decoding``
+    #: every keyword word required (``copy_all_source_words``), 4-beam searches, and the keyword fallback
+    #: in three frames (:data:`FALLBACK_FRAMES`); the one with the largest worst-split gain over the
+    #: echoed keyword query (:meth:`selection_splits`) is saved with the model as ``config.task_decoding``
     decoding_grid: tuple[dict[str, Any], ...] = (
         {},
         {"no_repeat_source_words": True},
@@ -59,8 +66,14 @@ class K2QTask(Text2TextTask):
         {"no_repeat_source_words": True, "copy_all_source_words": True},
         {"no_repeat_source_words": True, "copy_all_source_words": True, "num_beams": 4},
         {"no_repeat_source_words": True, "no_repeat_ngram_size": 2, "num_beams": 4},
-        {"keyword_fallback": "what X"},
-        {"keyword_fallback": "what X", "num_beams": 4, "no_repeat_source_words": True},
+        *(
+            entry
+            for frame in FALLBACK_FRAMES
+            for entry in (
+                {"keyword_fallback": frame},
+                {"keyword_fallback": frame, "num_beams": 4, "no_repeat_source_words": True},
+            )
+        ),
     )
 
     def __init__(self) -> None:

@@ -28,7 +28,7 @@ from hf_querygen.metrics.retrieval import paired_test
 from hf_querygen.metrics.rouge import rouge_per_example
 from hf_querygen.model_folder import load_trained
 from hf_querygen.tasks.base import TaskData
-from hf_querygen.tasks.k2q import k2q_scores
+from hf_querygen.tasks.k2q import fill_frame, k2q_scores
 from hf_querygen.tasks.k2q_task import K2Q
 from hf_querygen.training import TRAINING_METADATA_FILE, choose_decoding, save_model_folder
 
@@ -70,6 +70,12 @@ def main(model_dir: str, out_json: str, budget: str | None = None) -> None:
             model.config.task_decoding = None
             outputs[f"{row}_greedy"] = K2Q.predict(model, tokenizer, sources, **GREEDY)
             model.config.task_decoding = dict(chosen)
+            fallback = chosen.get("keyword_fallback")
+            if fallback:  # the share of questions that are the keyword query in the fallback frame
+                framed = [fill_frame(fallback, source) for source in sources]
+                evaluation.setdefault("keyword_fallback_share", {})[name] = sum(
+                    question == filled for question, filled in zip(outputs[row], framed, strict=True)
+                ) / len(framed)
             evaluation.setdefault("examples", {})[name] = [
                 {"keyword_query": s, "question": q, "references": r}
                 for s, q, r in list(zip(sources, outputs[row], references, strict=True))[:12]

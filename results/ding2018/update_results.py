@@ -2,12 +2,12 @@
 
 The full 3-seed reproduction of the new recipe did not fit the CPU budget (NOTES.md); this script
 keeps every row of the last full run (results.json as committed: SDM, TBM, EDNet, AttNet, CopyNet,
-config, figures) and adds, from ``finalize_long_run.py``'s outputs, one row per long run (1 seed) and
-the keyword query echoed and the most frequent question frame (from the first run's output), with
-``row_provenance`` saying where each row comes from; it plots the runs' curves (curves.png) and
-re-renders results.md.
+config, figures) and adds, from ``finalize_long_run.py``'s outputs, one row per long run and the keyword
+query echoed and the most frequent question frame (from the first run's output), with ``row_provenance``
+saying where each row comes from; a ROW named several times is one row over those runs (seeds: mean, std,
+n); it plots the runs' curves (curves.png) and re-renders results.md.
 
-    python results/ding2018/update_results.py ROW=EVALUATION_JSON:MODEL_DIR [ROW=...] [fallback_rates=JSON]
+    python results/ding2018/update_results.py ROW=EVALUATION_JSON:MODEL_DIR [ROW=...]
 """
 
 from __future__ import annotations
@@ -16,19 +16,25 @@ import json
 import sys
 from pathlib import Path
 
-from hf_querygen.experiments._report import pyplot, write_results
+from hf_querygen.experiments._report import aggregate, pyplot, write_results
 from hf_querygen.experiments.ding2018 import render_markdown
 
 HERE = Path(__file__).parent
 OLD_NETWORK = "last full run: 64/64/128, 400 steps, selected on validation LOSS (the old recipe; not rerun)"
 
 
-def cells(scores_by_split: dict) -> dict:
-    return {
-        f"{split}/{metric}": {"mean": value, "std": 0.0, "n": 1}
-        for split in ("t0", "nl2kw")
-        for metric, value in scores_by_split[split].items()
-    }
+def cells(runs_scores: list[dict]) -> dict:
+    """One cell per test split and metric over the runs (seeds): mean, std, n."""
+    return aggregate(
+        [
+            {
+                f"{split}/{metric}": value
+                for split in ("t0", "nl2kw")
+                for metric, value in scores_by_split[split].items()
+            }
+            for scores_by_split in runs_scores
+        ]
+    )
 
 
 def plot_curves(runs: dict[str, list[dict]], path: Path) -> dict:
@@ -90,23 +96,18 @@ def provenance(metadata: dict, evaluation: dict) -> str:
 def main(*arguments: str) -> None:
     document = json.loads((HERE / "results.json").read_text())
     config = document["config"]
-    runs: dict[str, tuple[dict, dict, list]] = {}
-    fallback_rates: dict[str, dict[str, float]] = {}
-    model_dirs: dict[str, str] = {}
+    # row -> its runs (seeds), each (evaluation, training metadata, log history, model dir)
+    runs: dict[str, list[tuple[dict, dict, list, str]]] = {}
     for argument in arguments:
         row, paths = argument.split("=", 1)
-        if row == "fallback_rates":  # model dir -> split -> share of outputs that are the frame fallback
-            fallback_rates = json.loads(Path(paths).read_text())
-            continue
         evaluation_json, model_dir = paths.split(":", 1)
         evaluation = json.loads(Path(evaluation_json).read_text())
         metadata = json.loads(Path(model_dir, "hf_querygen_training.json").read_text())
         log_history = json.loads(Path(model_dir, "log_history.json").read_text())
-        runs[row] = (evaluation, metadata, log_history)
-        model_dirs[row] = model_dir
-    first = next(iter(runs.values()))[0]
+        runs.setdefault(row, []).append((evaluation, metadata, log_history, model_dir))
+    first = next(iter(runs.values()))[0][0]
     for key in ("echo", "frame"):
-        document["systems"][key] = cells(first["rows"][key])
+        document["systems"][key] = cells([first["rows"][key]])
     provenances = {
         "sdm": "last full run (deterministic; unchanged by this update)",
         "tbm": "last full run (deterministic; unchanged by this update)",
@@ -116,32 +117,46 @@ def main(*arguments: str) -> None:
         "(the most frequent one-slot frame of the 51,657 synthetic pairs)",
     }
     long_runs = {}
-    for row, (evaluation, metadata, _) in runs.items():
-        model_row = metadata["system"].split("/")[1]
-        document["systems"][row] = cells(evaluation["rows"][model_row])
-        provenances[row] = provenance(metadata, evaluation)
-        shares = fallback_rates.get(model_dirs[row])
-        if shares:
-            provenances[row] += "; outputs that are the keyword-fallback frame: " + ", ".join(
-                f"{split} {share:.0%}" for split, share in shares.items()
-            )
-        long_runs[row] = {
-            "metadata": {k: metadata[k] for k in metadata if k not in ("synthetic_set",)},
-            "synthetic_set": metadata.get("synthetic_set", {}).get("fingerprint"),
-            "decoding_selection": evaluation["decoding_selection"],
-            "validation": {
-                name: {split: scores for split, scores in by_split.items() if "validation" in split}
-                for name, by_split in evaluation["rows"].items()
-            },
-            "paired_tests": evaluation.get("paired_tests"),
-            "keyword_fallback_share": fallback_rates.get(model_dirs[row]),
-            "queries": evaluation["queries"],
-        }
+    for row, seeds in runs.items():
+        model_row = seeds[0][1]["system"].split("/")[1]
+        document["systems"][row] = cells([evaluation["rows"][model_row] for evaluation, *_ in seeds])
+        described = []
+        for evaluation, metadata, _, _ in seeds:
+            text = provenance(metadata, evaluation)
+            shares = evaluation.get("keyword_fallback_share")
+            if shares:
+                text += "; outputs that are the keyword-fallback frame: " + ", ".join(
+                    f"{split} {share:.0%}" for split, share in shares.items()
+                )
+            described.append(text)
+        provenances[row] = (
+            described[0] if len(seeds) == 1 else f"{len(seeds)} seeds (mean ± std): " + " | ".join(described)
+        )
+        long_runs[row] = [
+            {
+                "metadata": {k: metadata[k] for k in metadata if k not in ("synthetic_set",)},
+                "synthetic_set": metadata.get("synthetic_set", {}).get("fingerprint"),
+                "decoding_selection": evaluation["decoding_selection"],
+                "validation": {
+                    name: {split: scores for split, scores in by_split.items() if "validation" in split}
+                    for name, by_split in evaluation["rows"].items()
+                },
+                "paired_tests": evaluation.get("paired_tests"),
+                "keyword_fallback_share": evaluation.get("keyword_fallback_share"),
+                "queries": evaluation["queries"],
+            }
+            for evaluation, metadata, _, _ in seeds
+        ]
     config["row_provenance"] = provenances
     config["long_runs"] = long_runs
     config.pop("long_run", None)
     config["curves"] = plot_curves(
-        {row: history for row, (_, _, history) in runs.items()}, HERE / "curves.png"
+        {
+            row if len(seeds) == 1 else f"{row} (seed {metadata['seed']})": history
+            for row, seeds in runs.items()
+            for _, metadata, history, _ in seeds
+        },
+        HERE / "curves.png",
     )
     write_results(document, HERE, render_markdown(document))
 
