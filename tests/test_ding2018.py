@@ -9,6 +9,7 @@ import math
 import datasets
 import pytest
 
+from hf_querygen.errors import InvalidInputError
 from hf_querygen.experiments import (
     ding2018,
     ding2018_analysis,
@@ -94,6 +95,13 @@ def test_human_pairs_join_train_and_validation_only_when_asked():
         task.prepare(
             datasets.DatasetDict(train=splits["train"], validation=splits["validation"]), human_pairs=True
         )
+    # n copies of the human TRAIN pairs (upsampling), validation once
+    tripled = task.prepare(splits, human_pairs=3)
+    assert tripled.splits["train"]["question"] == ["what a b"] + ["who d", "why d"] * 3
+    assert tripled.references("validation") == human.references("validation")
+    for bad in (-1, 1.5, "2"):
+        with pytest.raises(InvalidInputError, match="human_pairs"):
+            task.prepare(splits, human_pairs=bad)
 
 
 def test_table_scores_prefix_each_test_split():

@@ -103,7 +103,7 @@ class K2QTask(Text2TextTask):
         output_vocab_size: int | None = None,
         min_frequency: int = 1,
         max_output_vocab_size: int | None = None,
-        human_pairs: bool = False,
+        human_pairs: bool | int = False,
         **options: Any,
     ):
         """Word tokenizer on TRAIN: every word seen ``min_frequency`` times (targets first: the decoder's
@@ -113,9 +113,10 @@ class K2QTask(Text2TextTask):
         ``human_pairs``: append the splits ``nl2kw_train`` / ``nl2kw_validation``
         (:data:`~hf_querygen.tasks.k2q_data.HUMAN_SPLITS`,
         :func:`~hf_querygen.tasks.k2q_data.nl2kw_reversed_pairs`) to train / validation; without it
-        ``nl2kw_train`` is dropped (never trained on). The two validation sources stay as the splits
-        ``t0_validation`` and ``nl2kw_validation`` too, where the decoding is chosen
-        (:meth:`selection_splits`)."""
+        ``nl2kw_train`` is dropped (never trained on); an integer n appends the human train pairs n times
+        (upsampling users' topics against the synthetic pairs; validation once). The two validation
+        sources stay as the splits ``t0_validation`` and ``nl2kw_validation`` too, where the decoding is
+        chosen (:meth:`selection_splits`)."""
         import datasets
 
         from ..tokenization import output_vocab_size_of, train_word_tokenizer
@@ -129,12 +130,17 @@ class K2QTask(Text2TextTask):
             splits["t0_validation"] = original["validation"]
         if HUMAN_SPLITS["validation"] in original:
             splits[HUMAN_SPLITS["validation"]] = original[HUMAN_SPLITS["validation"]]
+        if not isinstance(human_pairs, int) or human_pairs < 0:  # a bool is an int: True = 1 copy
+            raise InvalidInputError(
+                f"K2QTask.prepare: human_pairs must be a bool or a number of copies >= 0, got {human_pairs!r}"
+            )
         if human_pairs:
             missing = [name for name in HUMAN_SPLITS.values() if name not in original]
             if missing:
                 raise InvalidInputError(f"K2QTask.prepare(human_pairs=True): the splits lack {missing}")
             for split, name in HUMAN_SPLITS.items():
-                splits[split] = datasets.concatenate_datasets([splits[split], original[name]])
+                copies = int(human_pairs) if split == "train" else 1
+                splits[split] = datasets.concatenate_datasets([splits[split], *[original[name]] * copies])
         train = splits["train"]
 
         def build(size: int | None):
