@@ -167,6 +167,8 @@ def _train_command(args: argparse.Namespace) -> int:
                 training_overrides=system.training_overrides,
                 prepare_options=system.prepare_options,
                 train_options=system.train_options,
+                decoding_grid=system.decoding_grid,
+                decoding_metric=system.decoding_metric,
             )
     elif args.budget or args.task_corpus_only:
         raise SystemExit("--budget and --task-corpus-only go with --system")

@@ -57,6 +57,10 @@ class System:
         training_preset: name in ``TRAINING_PRESETS`` (default: the preset's own, if any).
         training_overrides: ``Seq2SeqTrainingArguments`` fields on top of it.
         decoding: keyword arguments of ``Task.predict`` (e.g. ``{"constrained": False}``).
+        decoding_grid: decodings (each on top of ``decoding``) one of which is chosen on VALIDATION after
+            training by :func:`hf_querygen.training.choose_decoding` and saved with the model; None: the
+            task's ``decoding_grid`` (k2q's; empty for most tasks: ``decoding`` as it is).
+        decoding_metric: the score that choice maximises (default: the task's ``primary_metric``).
         decodes_model_of: key of a trainable system of the same table whose trained model this row
             decodes (with its own ``decoding``) instead of training one.
         inputs: keys of systems whose outputs a baseline combines (run before it).
@@ -80,6 +84,8 @@ class System:
     training_preset: str | None = None
     training_overrides: Mapping[str, Any] = field(default_factory=dict)
     decoding: Mapping[str, Any] = field(default_factory=dict)
+    decoding_grid: tuple[Mapping[str, Any], ...] | None = None
+    decoding_metric: str | None = None
     decodes_model_of: str | None = None
     inputs: tuple[str, ...] = ()
     deterministic: bool = True

@@ -144,8 +144,9 @@ def test_tiny_reproduction_and_pipeline_equals_table(tiny_zhang2020, data_dir, t
 
 def test_train_system_ctrsgen_copy_selects_on_validation_rouge_and_saves_its_decoding(data_dir, tmp_path):
     """`train --system zhang2020/ctrsgen_copy` (tiny sizes) trains the row's recipe: the copy family, the
-    run's caps and output vocabulary, the best checkpoint by validation ROUGE (not the loss), and the row's
-    decoding saved as the model's task decoding."""
+    run's caps and output vocabulary, the best checkpoint by validation ROUGE (not the loss), and the
+    decoding chosen on validation from the row's grid (what the table's report chooses) saved as the model's
+    task decoding."""
     from hf_querygen.cli import main
     from hf_querygen.systems import get_system
 
@@ -169,7 +170,12 @@ def test_train_system_ctrsgen_copy_selects_on_validation_rouge_and_saves_its_dec
     assert metadata["family"] == "hierarchical-copy" and config["copy"] is True
     assert metadata["output_vocab_size"] == zhang2020.OUTPUT_VOCAB_SIZE
     assert metadata["prepare_options"]["caps"] == zhang2020.CAPS
-    assert config["task_decoding"] == dict(system.decoding)
+    # the decoding is chosen on validation after training from the row's grid, as the table's report does
+    assert config["task_decoding"] == metadata["decoding"]
+    assert config["task_decoding"] in [dict(entry) for entry in system.decoding_grid]
+    assert [row["decoding"] for row in metadata["decoding_selection"]] == [
+        {**system.decoding, **entry} for entry in system.decoding_grid
+    ]
     assert metadata["selected_on"] == "eval_rouge_goal"
     curve = metadata["evaluations"]
     assert len(curve) == 3 and all({"eval_loss", "eval_rouge_goal", "eval_rougeL_f"} <= set(e) for e in curve)
@@ -182,14 +188,13 @@ def test_train_system_ctrsgen_copy_selects_on_validation_rouge_and_saves_its_dec
     # the decoding is chosen on validation (never test) and saved; test is decoded once with it
     from hf_querygen.experiments import zhang2020_copy
 
-    grid = [{"num_beams": 1, "no_repeat_ngram_size": 2}, {"num_beams": 2, "no_repeat_ngram_size": 3}]
-    report = zhang2020_copy.report(folder, data_dir, limit=4, grid=grid)
+    trained_choice = config["task_decoding"]
+    report = zhang2020_copy.report(folder, data_dir, limit=6)  # the 6 validation queries training saw
     rows = report["decoding_grid_validation"]
-    # every decoding with and without the query restated before the generated words
-    assert [row["decoding"] for row in rows] == [
-        variant for g in grid for variant in (g, {**g, "restate_query": True})
-    ]
+    assert [row["decoding"] for row in rows] == [dict(entry) for entry in system.decoding_grid]
     assert report["decoding"] == max(rows, key=lambda row: row["scores"]["rouge_goal"])["decoding"]
+    # the report's choice is train --system's: the same grid, metric, validation split and tie rule
+    assert report["decoding"] == trained_choice
     assert json.loads((folder / "config.json").read_text())["task_decoding"] == report["decoding"]
     assert set(report["scores"]["test"]) == {"ctrsgen_copy", *zhang2020_systems.DEFAULT_MODEL_BASELINES}
     for baseline in zhang2020_systems.DEFAULT_MODEL_BASELINES:

@@ -72,6 +72,9 @@ class SyntheticData:
     cache: Path
     tag: str
     num_proc: int | None = None
+    #: search threads of the keyword-query filter (SDM over Q; None: every core): most of the set's build
+    #: time, and its output does not depend on them (:func:`hf_querygen.synthetic.synthesize`)
+    threads: int | None = None
     sets: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def synthetic_set(self, variant: str):
@@ -82,7 +85,7 @@ class SyntheticData:
         if name not in self.sets:
             config = SynthesisConfig(
                 kqgm=kqgm_config(name), seed=0, num_candidates=20, top_n=100, shard_size=5000,
-                num_proc=self.num_proc, threads=1,
+                num_proc=self.num_proc, threads=self.threads,
             )  # fmt: skip
             index = self.index if uses_kqf(name) else None
             self.sets[name] = synthesize(
@@ -116,7 +119,14 @@ def load_synthetic_data(data_dir: Any, settings: Mapping[str, Any]) -> Synthetic
     else:
         index = Index.from_texts(questions["text"], ids=questions["id"], path=index_path, show_progress=False)
     return SyntheticData(
-        corpus, questions, index, seed_length_prior(data_dir), cache, tag, settings.get("num_proc")
+        corpus,
+        questions,
+        index,
+        seed_length_prior(data_dir),
+        cache,
+        tag,
+        settings.get("num_proc"),
+        settings.get("synthesis_threads"),
     )
 
 

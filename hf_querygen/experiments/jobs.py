@@ -142,7 +142,9 @@ def train_and_score(
     # the row's decoding: a task with a decoding grid chooses it on validation (k2q's guards against
     # repeats), and the table reports the decoding saved with the model, as the pipeline uses it
     chosen, decoding_rows = (
-        choose_decoding(model, data, system.decoding) if system.in_table else (dict(system.decoding), [])
+        choose_decoding(model, data, system.decoding, system.decoding_grid, system.decoding_metric)
+        if system.in_table
+        else (dict(system.decoding), [])
     )
     if chosen:
         model.config.task_decoding = dict(chosen)

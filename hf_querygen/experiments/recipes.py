@@ -53,6 +53,8 @@ class TrainingRecipe:
             "early_stopping_patience": self.early_stopping_patience,
             "group_by_length": self.group_by_length,
             "decoding": self.decoding,
+            "decoding_grid": self.system.decoding_grid,
+            "decoding_metric": self.system.decoding_metric,
             "extra_metadata": self.metadata,
         }
 

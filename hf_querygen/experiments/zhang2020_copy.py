@@ -3,11 +3,12 @@ on VALIDATION, its test scores beside copying the query and TextRank, and paired
 
 ``python -m hf_querygen.experiments.zhang2020_copy MODEL_DIR [--out FILE] [--data-dir DIR]``
 
-1. decode the q2id VALIDATION split with every decoding of :data:`DECODING_GRID` (beam size,
-   ``no_repeat_ngram_size``, a minimum length), each with and without ``restate_query`` (the query put
-   before the generated words), and keep the best by ``rouge_goal`` (the mean of ROUGE-1
-   recall, ROUGE-L recall and ROUGE-L F1, the three scores the model is judged on); it is saved into the
-   model folder as ``config.task_decoding`` (``Task.predict`` and the pipeline decode with it by default);
+1. decode the q2id VALIDATION split with every decoding of :data:`DECODING_GRID` (the row's
+   ``System.decoding_grid``: beam size, ``no_repeat_ngram_size``, a minimum length, each with and without
+   ``restate_query``, the query put before the generated words), and keep the best by ``rouge_goal`` (the
+   mean of ROUGE-1 recall, ROUGE-L recall and ROUGE-L F1, the three scores the model is judged on): the
+   choice ``train --system zhang2020/ctrsgen_copy`` made already; it is saved into the model folder as
+   ``config.task_decoding`` (``Task.predict`` and the pipeline decode with it by default);
 2. decode the TEST split once, with that decoding;
 3. score copying the query and TextRank (the zhang2020 table's baselines) on both splits and test the
    model against each with the paired randomization test (and the paired t-test the tables use) on
@@ -30,27 +31,16 @@ from hf_querygen._registration import register_all
 from hf_querygen.baselines.intent_description import copy_query, extract_descriptions
 from hf_querygen.experiments.zhang2020_analysis import collection_documents
 from hf_querygen.experiments.zhang2020_report import render_markdown
-from hf_querygen.experiments.zhang2020_systems import DEFAULT_MODEL
+from hf_querygen.experiments.zhang2020_systems import COPY_DECODING_GRID, DEFAULT_MODEL
 from hf_querygen.tasks.base import get_task
 from hf_querygen.tasks.q2id_task import DocumentRetriever, Q2IDTaskData
-from hf_querygen.training import ROUGE_GOAL_METRICS
+from hf_querygen.training.task_training import with_rouge_goal
 
-#: decodings tried on validation: beam search or greedy, the n-gram blocking every zhang2020 row uses (2) or a
-#: looser one (3), and a minimum length (ROUGE recall against ~40-word descriptions rewards longer outputs)
-DECODING_GRID: tuple[dict[str, int], ...] = tuple(
-    {"num_beams": beams, "no_repeat_ngram_size": ngram, "min_new_tokens": minimum}
-    for beams in (1, 4)
-    for ngram in (2, 3)
-    for minimum in (0, 15)
-)
+#: decodings tried on validation: the row's own (System.decoding_grid), what `train --system` chooses from
+DECODING_GRID: tuple[dict[str, Any], ...] = COPY_DECODING_GRID
 #: the scores the significance tests compare
 COMPARED_METRICS = ("rouge1_recall", "rougeL_recall", "rougeL_f")
 BASELINES = ("copy_query", "textrank")
-
-
-def rouge_goal(scores: Mapping[str, float]) -> float:
-    """The mean of ROUGE-1 recall, ROUGE-L recall and ROUGE-L F1 (what ``select_on="rouge_goal"`` uses)."""
-    return sum(scores[m] for m in ROUGE_GOAL_METRICS) / len(ROUGE_GOAL_METRICS)
 
 
 def baseline_outputs(name: str, examples: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -66,24 +56,29 @@ def select_decoding(
     data: Any,
     grid: Sequence[Mapping[str, Any]] = DECODING_GRID,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Decode VALIDATION with every decoding of ``grid``: (the best by rouge_goal, every row's scores)."""
+    """Decode VALIDATION with every decoding of ``grid``: (the best by rouge_goal, every row's scores), the
+    choice :func:`hf_querygen.training.choose_decoding` makes after `train --system` (the same grid,
+    metric and tie rule: the first best), with every score kept for the report. ``restate_query`` is
+    applied after generate, so decodings that differ only in it share one decode."""
     from hf_querygen.tasks.q2id import restate_query
 
     task = data.task
     sources, references = data.sources("validation"), data.references("validation")
+    decoded: dict[str, tuple[list[str], float]] = {}
     rows = []
     for decoding in grid:
-        started = time.perf_counter()
-        outputs = task.predict(model, tokenizer, sources, **dict(decoding))
-        seconds = time.perf_counter() - started
-        # restate_query is applied after generate: each decoding is scored with and without it
-        restated = [restate_query(src["query"], text) for src, text in zip(sources, outputs, strict=True)]
-        for restate, texts in ((False, outputs), (True, restated)):
-            scores = task.score(texts, references, sources)
-            scores["rouge_goal"] = rouge_goal(scores)
-            chosen = {**dict(decoding), "restate_query": True} if restate else dict(decoding)
-            rows.append({"decoding": chosen, "scores": scores, "seconds": seconds})
-    best = max(rows, key=lambda row: row["scores"]["rouge_goal"])
+        generation = {key: value for key, value in decoding.items() if key != "restate_query"}
+        key = json.dumps(generation, sort_keys=True)
+        if key not in decoded:
+            started = time.perf_counter()
+            outputs = task.predict(model, tokenizer, sources, **generation)
+            decoded[key] = (outputs, time.perf_counter() - started)
+        outputs, seconds = decoded[key]
+        if decoding.get("restate_query"):
+            outputs = [restate_query(src["query"], text) for src, text in zip(sources, outputs, strict=True)]
+        scores = with_rouge_goal(task.score(outputs, references, sources))
+        rows.append({"decoding": dict(decoding), "scores": scores, "seconds": seconds})
+    best = max(rows, key=lambda row: row["scores"]["rouge_goal"])  # max keeps the first of equal scores
     return dict(best["decoding"]), rows
 
 
@@ -137,9 +132,7 @@ def report(
         per_query = {name: task.per_example_scores(texts, references) for name, texts in outputs.items()}
         document["scores"][split] = {}
         for name, texts in outputs.items():
-            scores = task.score(texts, references, sources)
-            scores["rouge_goal"] = rouge_goal(scores)
-            document["scores"][split][name] = scores
+            document["scores"][split][name] = with_rouge_goal(task.score(texts, references, sources))
         document["outputs"][split] = outputs
         document["significance"][split] = {
             baseline: {

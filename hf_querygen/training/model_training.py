@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -55,6 +55,8 @@ def train_model(
     prepare_options: Mapping[str, Any] | None = None,
     train_options: Mapping[str, Any] | None = None,
     decoding: Mapping[str, Any] | None = None,
+    decoding_grid: Sequence[Mapping[str, Any]] | None = None,
+    decoding_metric: str | None = None,
     splits: datasets.DatasetDict | None = None,
     early_stopping_patience: int | None = 3,
     extra_metadata: Mapping[str, Any] | None = None,
@@ -67,7 +69,9 @@ def train_model(
     is written). ``prepare_options`` go to ``Task.prepare``, ``train_options`` to :func:`train_preset`
     (a paper system's own, ``System.prepare_options`` / ``train_options``); ``decoding`` (a system's
     ``Task.predict`` keyword arguments) is saved as ``config.task_decoding``, the model's default
-    decoding. ``splits``: the train / validation (and other) splits to train on instead of
+    decoding, unless ``decoding_grid`` (else the task's) chooses it on validation by ``decoding_metric``
+    (:func:`choose_decoding`; a system's ``System.decoding_grid`` / ``decoding_metric``).
+    ``splits``: the train / validation (and other) splits to train on instead of
     ``task.load(corpus)`` (a paper system's own data:
     :func:`hf_querygen.experiments.recipes.training_recipe`);
     ``extra_metadata`` goes into the saved training JSON (e.g. the synthetic set's name, size and
@@ -133,7 +137,7 @@ def train_model(
     model.generation_config.num_beams = num_beams
     # a task with a decoding grid (k2q: no-repeat / repetition-penalty settings) picks its default
     # decoding on VALIDATION; it is saved with the model as config.task_decoding
-    decoding, decoding_rows = choose_decoding(model, data, decoding)
+    decoding, decoding_rows = choose_decoding(model, data, decoding, decoding_grid, decoding_metric)
     if decoding:
         model.config.task_decoding = dict(decoding)
     metadata: dict[str, Any] = {

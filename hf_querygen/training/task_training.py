@@ -138,6 +138,13 @@ def train_preset(
 ROUGE_GOAL_METRICS = ("rouge1_recall", "rougeL_recall", "rougeL_f")
 
 
+def with_rouge_goal(scores: dict[str, float]) -> dict[str, float]:
+    """``scores`` plus ``rouge_goal`` (the mean of :data:`ROUGE_GOAL_METRICS`) when they have ROUGE."""
+    if all(metric in scores for metric in ROUGE_GOAL_METRICS):
+        scores["rouge_goal"] = sum(scores[m] for m in ROUGE_GOAL_METRICS) / len(ROUGE_GOAL_METRICS)
+    return scores
+
+
 def _validation_scorer(
     data: TaskData, select_on: str, decoding: Mapping[str, Any]
 ) -> Callable[[PreTrainedModel], dict[str, float]]:
@@ -147,9 +154,7 @@ def _validation_scorer(
 
     def score(model: PreTrainedModel) -> dict[str, float]:
         outputs = task.predict(model, data.tokenizer, sources, **dict(decoding))
-        scores = task.score(outputs, references, sources)
-        if all(metric in scores for metric in ROUGE_GOAL_METRICS):
-            scores["rouge_goal"] = sum(scores[m] for m in ROUGE_GOAL_METRICS) / len(ROUGE_GOAL_METRICS)
+        scores = with_rouge_goal(task.score(outputs, references, sources))
         if select_on not in scores:
             raise ValueError(f"select_on={select_on!r} is not one of the task's scores {sorted(scores)}")
         return scores
@@ -247,28 +252,38 @@ def save_model_folder(
 
 
 def choose_decoding(
-    model: PreTrainedModel, data: TaskData, base: Mapping[str, Any] | None = None
+    model: PreTrainedModel,
+    data: TaskData,
+    base: Mapping[str, Any] | None = None,
+    grid: Sequence[Mapping[str, Any]] | None = None,
+    metric: str | None = None,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The decoding of ``task.decoding_grid`` (each entry on top of ``base``) chosen on VALIDATION, and
-    one row per entry: ``{"decoding", "criterion", "by_split", "floor"}``. Ties: the earlier, simpler
-    entry. ``(base, [])`` for a task without a grid or data without its selection splits.
+    """The decoding of ``grid`` (default ``task.decoding_grid``; each entry on top of ``base``) chosen on
+    VALIDATION, and one row per entry: ``{"decoding", "criterion", "by_split", "floor"}``. Ties: the
+    earlier, simpler entry. ``(base, [])`` without a grid or without the selection splits. A system
+    brings its own grid and metric through its train options (``decoding_grid``, ``decoding_metric``;
+    zhang2020/ctrsgen_copy), so that ``train --system`` decodes as its table row does.
 
-    Each of ``task.selection_splits(data)`` is scored on its own with ``task.primary_metric``. With a
+    Each of ``task.selection_splits(data)`` is scored on its own with ``metric`` (default
+    ``task.primary_metric``; ``"rouge_goal"`` is :func:`with_rouge_goal`'s). With a
     ``task.selection_floor`` (k2q: the keyword query echoed) the criterion is the WORST split's gain over
     that floor: a decoding that wins on one source of queries but loses to the trivial output on another
     (k2q: QALD questions vs users' TREC topics) is not chosen over one that beats it on both; without a
     floor, the mean of the splits' scores."""
     task = data.task
-    grid = tuple(task.decoding_grid or ())
+    grid = tuple(task.decoding_grid if grid is None else grid)
     names = tuple(name for name in task.selection_splits(data) if name in data.splits)
     if not grid or not names:
         return dict(base or {}), []
-    metric = task.primary_metric
+    metric = metric or task.primary_metric
     sources = {name: data.sources(name) for name in names}
     references = {name: data.references(name) for name in names}
 
     def score(name: str, outputs: Sequence[Any]) -> float:
-        return task.score(outputs, references[name], sources[name])[metric]
+        scores = with_rouge_goal(task.score(outputs, references[name], sources[name]))
+        if metric not in scores:
+            raise ValueError(f"decoding metric {metric!r} is not one of the task's scores {sorted(scores)}")
+        return scores[metric]
 
     floors = {name: task.selection_floor(sources[name]) for name in names}
     floor = {name: score(name, outputs) for name, outputs in floors.items() if outputs is not None}
