@@ -115,7 +115,8 @@ def render_markdown(document: dict) -> str:
         "paper reports, F1 and mean output length in words beside it. The paper's numbers are on its own "
         "5,000/100/258 split with documents ~11x longer and a model trained to convergence; ours are "
         f"from models of {config.get('model_sizes')} trained for "
-        f"{config.get('training', {}).get('max_steps')} steps (best validation loss kept), decoded "
+        f"up to {config.get('training', {}).get('max_steps')} steps (the checkpoint with the best "
+        f"validation {config.get('selected_on', 'loss')} kept), decoded "
         f"greedily with {config.get('decoding')}, under the caps {config.get('caps')}; rows run with "
         f"fewer seeds: {config.get('seeds_per_system') or 'none'}. Compare rows with each other, not with "
         "the paper (see NOTES.md).",
