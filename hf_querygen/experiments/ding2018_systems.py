@@ -31,6 +31,7 @@ EXTRA_ROW_LABELS = {
     "attnet_recipe": "AttNet, the train --system recipe (1 seed)",
     "copynet_recipe": "CopyNet, the train --system recipe (1 seed)",
     "copynet_human_5000": "CopyNet + nl2kw train pairs, 5,000 steps (1 seed)",
+    "copynet_human_x4": "CopyNet + nl2kw train pairs x4 (upsampled), 2,000 steps (1 seed)",
 }
 #: copynet_human's training steps under the full budget (chosen on validation, see its System)
 COPYNET_HUMAN_STEPS = 2000
