@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import logging
 import os
 import statistics
 from collections.abc import Mapping, Sequence
@@ -19,6 +20,8 @@ from hf_querygen.errors import InvalidInputError
 from hf_querygen.experiments.tables import Budget, Fold
 from hf_querygen.synthetic.filters import top_l
 from hf_querygen.text import normalize_for_matching
+
+logger = logging.getLogger(__name__)
 
 #: Fig. 5's data configurations (Sec. 6.1), in the paper's order
 VARIANTS = ("baseline", "par", "par_ph", "par_ph_kqf", "par_ph_kqf_tdf")
@@ -168,6 +171,7 @@ def folds(task: Any, budget: Budget, data_dir: Any) -> list[Fold]:
         nl2kw_reversed_pairs,
         nl2kw_reversed_test,
         t0_test,
+        without_evaluation_overlap,
     )
 
     settings = budget.settings
@@ -183,12 +187,20 @@ def folds(task: Any, budget: Budget, data_dir: Any) -> list[Fold]:
     for name, ds in k2q_test_sets(data_dir).items():
         splits[name] = as_training_split(ds["keywords"], ds["references"])
     # the human pairs (reversed nl2kw TRAIN, one pair per question; its VALIDATION for selection): only
-    # the rows with the prepare option human_pairs use them (K2QTask.prepare drops them otherwise)
-    splits["nl2kw_train"] = nl2kw_reversed_pairs(data_dir, "train")
+    # the rows with the prepare option human_pairs use them (K2QTask.prepare drops them otherwise). The
+    # nl2kw corpus holds QALD questions of T_0's validation and test splits: such pairs are removed
+    # (train: against every evaluation split, by question or keyword query; validation: against the tests)
+    tests = [splits[name] for name in ("t0", "nl2kw")]
     human_validation = nl2kw_reversed_test(data_dir, "validation")
-    splits["nl2kw_validation"] = as_training_split(
-        human_validation["keywords"], human_validation["references"]
+    splits["nl2kw_validation"], removed_validation = without_evaluation_overlap(
+        as_training_split(human_validation["keywords"], human_validation["references"]), tests, False
     )
+    splits["nl2kw_train"], removed_train = without_evaluation_overlap(
+        nl2kw_reversed_pairs(data_dir, "train"),
+        [splits["validation"], splits["nl2kw_validation"], *tests],
+    )
+    overlap_removed = {"nl2kw_train": removed_train, "nl2kw_validation": removed_validation}
+    logger.info("ding2018: human pairs removed for overlapping evaluation splits: %s", overlap_removed)
     caps = {
         "validation": budget.max_validation,
         "nl2kw_validation": budget.max_validation,
@@ -203,7 +215,13 @@ def folds(task: Any, budget: Budget, data_dir: Any) -> list[Fold]:
         Fold(
             None,
             datasets.DatasetDict(splits),
-            {"synthetic": synthetic, "training_metadata": synthetic_set_metadata(synthetic, pairs, settings)},
+            {
+                "synthetic": synthetic,
+                "training_metadata": {
+                    **synthetic_set_metadata(synthetic, pairs, settings),
+                    "human_pairs_removed_for_overlap": overlap_removed,
+                },
+            },
         )
     ]
 

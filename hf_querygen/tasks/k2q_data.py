@@ -141,6 +141,26 @@ def nl2kw_reversed_pairs(
     return as_training_split(keywords, references)
 
 
+def without_evaluation_overlap(
+    split: datasets.Dataset, evaluation: Sequence[datasets.Dataset], keyword_queries: bool = True
+) -> tuple[datasets.Dataset, int]:
+    """``split`` (an :func:`as_training_split`) without the pairs that share a question (any reference,
+    normalised) with an ``evaluation`` split, or, with ``keyword_queries``, their keyword query: the
+    reversed nl2kw corpus holds QALD questions that T_0's validation and test splits hold too (144 of
+    T_0's 189 test questions are in nl2kw train), so its pairs must not train or select a model that is
+    scored on them. -> (the kept pairs, how many were removed)."""
+    questions = {normalize_for_matching(q) for ds in evaluation for refs in ds["references"] for q in refs}
+    keywords = {normalize_for_matching(k) for ds in evaluation for k in ds["keyword_query"]}
+
+    def clean(example: dict) -> bool:
+        if keyword_queries and normalize_for_matching(example["keyword_query"]) in keywords:
+            return False
+        return not any(normalize_for_matching(q) in questions for q in example["references"])
+
+    kept = split.filter(clean, desc="removing pairs that overlap evaluation splits")
+    return kept, len(split) - len(kept)
+
+
 #: splits a k2q fold may carry besides train / validation / tests: the human pairs that the prepare
 #: option ``human_pairs`` adds to train and validation (:meth:`K2QTask.prepare`)
 HUMAN_SPLITS = {"train": "nl2kw_train", "validation": "nl2kw_validation"}
