@@ -23,6 +23,7 @@ from hf_querygen.tasks.base import get_task
 from hf_querygen.tasks.k2q import k2q_scores
 from hf_querygen.tasks.k2q_data import as_training_split
 from hf_querygen.tasks.k2q_task import K2QTask
+from hf_querygen.text import normalize_for_matching
 
 
 def _pairs(questions, scores):
@@ -102,6 +103,22 @@ def test_human_pairs_join_train_and_validation_only_when_asked():
     for bad in (-1, 1.5, "2"):
         with pytest.raises(InvalidInputError, match="human_pairs"):
             task.prepare(splits, human_pairs=bad)
+
+
+def test_human_pairs_lose_what_an_evaluation_split_holds():
+    from hf_querygen.tasks.k2q_data import without_evaluation_overlap
+
+    human = as_training_split(
+        ["capital france", "obama wife", "tallest building"],
+        [["What is the capital of France?"], ["who is obama's wife", "Who is Obama married to?"], ["x"]],
+    )
+    test = as_training_split(["Obama, wife"], [["Who is Obama married to ?"]])
+    selection = as_training_split(["capital  FRANCE"], [["which city is the capital"]])
+    kept, removed = without_evaluation_overlap(human, [test, selection])
+    # a shared reference question (any of a pair's references, normalised) or keyword query removes it
+    assert kept["keyword_query"] == ["tallest building"] and removed == 2
+    kept, removed = without_evaluation_overlap(human, [selection], keyword_queries=False)
+    assert removed == 0 and len(kept) == 3
 
 
 def test_table_scores_prefix_each_test_split():
@@ -209,7 +226,23 @@ def test_quick_reproduction_end_to_end(tmp_path, data_dir):
     assert [o["score"] for o in out] == sorted((o["score"] for o in out), reverse=True)
 
     # trivial rows are computed, not copied: echo scores the keyword query itself
-    t0 = ding2018.folds(get_task("k2q"), budget, data_dir)[0].splits["t0"]
+    fold = ding2018.folds(get_task("k2q"), budget, data_dir)[0]
+    t0 = fold.splits["t0"]
+    # the human pairs share no question or keyword query with what the models are scored or selected on
+    removed = fold.extras["training_metadata"]["human_pairs_removed_for_overlap"]
+    assert set(removed) == {"nl2kw_train", "nl2kw_validation"}
+    evaluated = {
+        normalize_for_matching(text)
+        for name in ("validation", "t0", "nl2kw")
+        for column in ("keyword_query", "question")
+        for text in fold.splits[name][column]
+    }
+    human_texts = {
+        normalize_for_matching(t)
+        for c in ("keyword_query", "question")
+        for t in fold.splits["nl2kw_train"][c]
+    }
+    assert not human_texts & evaluated
     echo = json.loads(next((tmp_path / "out" / "runs").glob("echo-*.json")).read_text())
     assert echo["outputs"]["t0"] == t0["keyword_query"]
     expected = k2q_scores(t0["keyword_query"], t0["references"])["ROUGE-L"]
