@@ -122,11 +122,12 @@ SYSTEMS = register_systems(
         System("ding2018/attnet", label=LABELS["attnet"], preset="ding2018-attnet", cost=1.5, **_NEURAL),
         System("ding2018/copynet", label=LABELS["copynet"], preset="ding2018-copynet", cost=2, **_NEURAL),
         # not in the paper: CopyNet on the synthetic pairs plus the human pairs of the reversed nl2kw
-        # TRAIN split (its validation split joins T_0's for checkpoint selection; its test is never used).
-        # 2,000 steps under the full budget (Budget.own_recipe), chosen on validation: the worst
-        # validation source's gain over the echoed keyword query is +0.027 at 2,000 steps and +0.026 at
-        # 5,000 (the same run continued; an earlier 2,041-step run: +0.036): longer training fits the
-        # QALD-style questions better and users' topics no better (results/ding2018/NOTES.md)
+        # TRAIN split (its validation split joins T_0's for checkpoint selection; its test is never used;
+        # pairs sharing a question or keyword query with T_0 or the tests are removed by the fold).
+        # 2,000 steps under the full budget (Budget.own_recipe), chosen on validation before that removal:
+        # the worst validation source's gain over the echoed keyword query was +0.027 at 2,000 steps and
+        # +0.026 at 5,000: longer training fitted QALD-style questions better and users' topics no better
+        # (results/ding2018/NOTES.md)
         System(
             "ding2018/copynet_human",
             label=LABELS["copynet_human"],

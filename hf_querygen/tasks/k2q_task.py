@@ -32,11 +32,13 @@ if TYPE_CHECKING:
 __all__ = ["K2Q", "K2QTask"]
 
 
-#: question frames the keyword fallback may use, all among the 15 most frequent frames around the keyword
-#: words in the training pairs (synthetic + reversed nl2kw train): the one-slot frame ``what X`` (the
-#: most frequent, the ``frame`` row of Table 2) and two with the article and question mark the users'
-#: TREC descriptions start with; which one (if any) is chosen on validation with the rest of the decoding
-FALLBACK_FRAMES = ("what X", "what is the X ?", "what are the X ?")
+#: what the keyword fallback may return when no candidate question keeps every keyword word: the keyword
+#: query itself (``X``: do not rewrite what the model cannot rewrite faithfully) or the query in a question
+#: frame among the 15 most frequent around the keyword words of the training pairs (synthetic + reversed
+#: nl2kw train): the one-slot frame ``what X`` (the most frequent, the ``frame`` row of Table 2) and two
+#: with the article and question mark the users' TREC descriptions start with; which one (if any) is chosen
+#: on validation with the rest of the decoding
+FALLBACK_FRAMES = ("X", "what X", "what is the X ?", "what are the X ?")
 
 
 class K2QTask(Text2TextTask):

@@ -7,7 +7,9 @@ query echoed and the most frequent question frame (from the first run's output),
 saying where each row comes from; a ROW named several times is one row over those runs (seeds: mean, std,
 n); it plots the runs' curves (curves.png) and re-renders results.md.
 
-    python results/ding2018/update_results.py ROW=EVALUATION_JSON:MODEL_DIR [ROW=...]
+    python results/ding2018/update_results.py ROW=EVALUATION_JSON:MODEL_DIR [ROW=...] [drop=ROW ...]
+
+``drop=ROW`` removes a row an earlier update added (e.g. one whose run is withdrawn).
 """
 
 from __future__ import annotations
@@ -100,6 +102,9 @@ def main(*arguments: str) -> None:
     runs: dict[str, list[tuple[dict, dict, list, str]]] = {}
     for argument in arguments:
         row, paths = argument.split("=", 1)
+        if row == "drop":
+            document["systems"].pop(paths, None)
+            continue
         evaluation_json, model_dir = paths.split(":", 1)
         evaluation = json.loads(Path(evaluation_json).read_text())
         metadata = json.loads(Path(model_dir, "hf_querygen_training.json").read_text())
