@@ -20,7 +20,7 @@ from hf_querygen.experiments import (
 from hf_querygen.experiments.runner import run_reproduction, table_scores
 from hf_querygen.experiments.tables import Budget
 from hf_querygen.tasks.base import get_task
-from hf_querygen.tasks.k2q import k2q_scores
+from hf_querygen.tasks.k2q import fill_frame, k2q_scores, keeps_keywords
 from hf_querygen.tasks.k2q_data import as_training_split
 from hf_querygen.tasks.k2q_task import K2QTask
 from hf_querygen.text import normalize_for_matching
@@ -220,10 +220,22 @@ def test_quick_reproduction_end_to_end(tmp_path, data_dir):
     from transformers import pipeline
 
     generate = pipeline("question-generation", model=str(models / "copynet-seed0"))
-    out = generate("capital france", num_return_sequences=3, strategy="distinct-beam")
+    # the search itself (the saved keyword fallback, if any, switched off): distinct questions, best first
+    out = generate("capital france", num_return_sequences=3, strategy="distinct-beam", keyword_fallback=None)
     texts = [o["generated_text"] for o in out]
     assert 2 <= len(out) <= 3 and len(set(texts)) == len(texts)
     assert [o["score"] for o in out] == sorted((o["score"] for o in out), reverse=True)
+    # with the saved decoding: every question keeps the keywords, or the one fallback stands in for them
+    fallback = json.loads((models / "copynet-seed0" / "config.json").read_text())["task_decoding"].get(
+        "keyword_fallback"
+    )
+    out = generate("capital france", num_return_sequences=3, strategy="distinct-beam")
+    assert 1 <= len(out) <= 3
+    if fallback is not None:
+        framed = fill_frame(fallback, "capital france")
+        assert all(keeps_keywords(o["generated_text"], "capital france") for o in out) or [
+            o["generated_text"] for o in out
+        ] == [framed]
 
     # trivial rows are computed, not copied: echo scores the keyword query itself
     fold = ding2018.folds(get_task("k2q"), budget, data_dir)[0]
