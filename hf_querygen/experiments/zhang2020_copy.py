@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -34,7 +33,7 @@ from hf_querygen.experiments.zhang2020_report import render_markdown
 from hf_querygen.experiments.zhang2020_systems import COPY_DECODING_GRID, DEFAULT_MODEL
 from hf_querygen.tasks.base import get_task
 from hf_querygen.tasks.q2id_task import DocumentRetriever, Q2IDTaskData
-from hf_querygen.training.task_training import with_rouge_goal
+from hf_querygen.training.task_training import choose_decoding, with_rouge_goal
 
 #: decodings tried on validation: the row's own (System.decoding_grid), what `train --system` chooses from
 DECODING_GRID: tuple[dict[str, Any], ...] = COPY_DECODING_GRID
@@ -48,38 +47,6 @@ def baseline_outputs(name: str, examples: Sequence[Mapping[str, Any]]) -> list[s
     if name == "copy_query":
         return copy_query(list(examples))
     return extract_descriptions(list(examples), name)
-
-
-def select_decoding(
-    model: Any,
-    tokenizer: Any,
-    data: Any,
-    grid: Sequence[Mapping[str, Any]] = DECODING_GRID,
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Decode VALIDATION with every decoding of ``grid``: (the best by rouge_goal, every row's scores), the
-    choice :func:`hf_querygen.training.choose_decoding` makes after `train --system` (the same grid,
-    metric and tie rule: the first best), with every score kept for the report. ``restate_query`` is
-    applied after generate, so decodings that differ only in it share one decode."""
-    from hf_querygen.tasks.q2id import restate_query
-
-    task = data.task
-    sources, references = data.sources("validation"), data.references("validation")
-    decoded: dict[str, tuple[list[str], float]] = {}
-    rows = []
-    for decoding in grid:
-        generation = {key: value for key, value in decoding.items() if key != "restate_query"}
-        key = json.dumps(generation, sort_keys=True)
-        if key not in decoded:
-            started = time.perf_counter()
-            outputs = task.predict(model, tokenizer, sources, **generation)
-            decoded[key] = (outputs, time.perf_counter() - started)
-        outputs, seconds = decoded[key]
-        if decoding.get("restate_query"):
-            outputs = [restate_query(src["query"], text) for src, text in zip(sources, outputs, strict=True)]
-        scores = with_rouge_goal(task.score(outputs, references, sources))
-        rows.append({"decoding": dict(decoding), "scores": scores, "seconds": seconds})
-    best = max(rows, key=lambda row: row["scores"]["rouge_goal"])  # max keeps the first of equal scores
-    return dict(best["decoding"]), rows
 
 
 def _load(model_dir: Path) -> tuple[Any, Any]:
@@ -109,7 +76,9 @@ def report(
         for split in ("validation", "test"):
             splits[split] = splits[split].select(range(min(limit, len(splits[split]))))
     data = Q2IDTaskData(task, splits, tokenizer)
-    decoding, rows = select_decoding(model, tokenizer, data, grid)
+    # the choice train --system makes (the same function, grid and metric), every validation score kept
+    decoding, chosen_rows = choose_decoding(model, data, None, grid, "rouge_goal")
+    rows = [{"decoding": row["decoding"], "scores": row["scores"]["validation"]} for row in chosen_rows]
     if save_decoding:
         model.config.task_decoding = dict(decoding)
         model.config.save_pretrained(model_dir)  # config.json only: the weights are untouched

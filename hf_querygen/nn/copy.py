@@ -160,13 +160,18 @@ class CopyNet(nn.Module):
         return torch.tanh(self.copy_projection(keys))
 
     def copy_scores(
-        self, state: torch.Tensor, keys: torch.Tensor, projected_keys: torch.Tensor | None = None
+        self,
+        state: torch.Tensor,
+        keys: torch.Tensor,
+        projected_keys: torch.Tensor | None = None,
+        mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """state (B, T, Hs), keys (B, S, Hk), optional :meth:`project_keys` (B, S, Hs) -> psi_c (B, T, S),
-        Gu Eq. (8)."""
+        Gu Eq. (8); with ``mask`` (B, S) bool, -inf at the padded positions."""
         if projected_keys is None:
             projected_keys = self.project_keys(keys)
-        return torch.bmm(state, projected_keys.transpose(1, 2))
+        scores = torch.bmm(state, projected_keys.transpose(1, 2))
+        return scores if mask is None else scores.masked_fill(~mask.unsqueeze(1), float("-inf"))
 
     def copy_targets(
         self, source_input_ids: torch.Tensor, first_positions: torch.Tensor, mask: torch.Tensor
@@ -202,9 +207,7 @@ class CopyNet(nn.Module):
                 f"generate scores have {vocab_size} columns; CopyNet expects {self.output_vocab_size}"
             )
         mask = mask.bool()
-        copy_scores = self.copy_scores(state, keys, projected_keys).masked_fill(
-            ~mask.unsqueeze(1), float("-inf")
-        )  # -inf at padding
+        copy_scores = self.copy_scores(state, keys, projected_keys, mask)  # -inf at padding
         # float32: the probability floor below must survive (it underflows in half precision)
         joint = torch.softmax(
             torch.cat([generate_scores, copy_scores], dim=-1).float(), dim=-1
@@ -243,8 +246,7 @@ class CopyNet(nn.Module):
         mask = mask.bool()
         vocab_size = self.output_vocab_size
         generate = generate_scores.float()
-        copy = self.copy_scores(state, keys, projected_keys).float()
-        copy = copy.masked_fill(~mask.unsqueeze(1), float("-inf"))  # (B, T, S)
+        copy = self.copy_scores(state, keys, projected_keys, mask).float()  # (B, T, S), -inf at padding
         # log of the joint normaliser; the shift is a constant for autograd, so the backward over the
         # (B, T, V) scores is one multiply (logsumexp's recomputes the exponentials)
         shift = torch.maximum(generate.amax(-1, keepdim=True), copy.amax(-1, keepdim=True)).detach()

@@ -259,7 +259,8 @@ def choose_decoding(
     metric: str | None = None,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The decoding of ``grid`` (default ``task.decoding_grid``; each entry on top of ``base``) chosen on
-    VALIDATION, and one row per entry: ``{"decoding", "criterion", "by_split", "floor"}``. Ties: the
+    VALIDATION, and one row per entry: ``{"decoding", "criterion", "by_split", "floor", "scores"}``
+    (``scores``: every score of each split, ``by_split``: the metric). Ties: the
     earlier, simpler entry. ``(base, [])`` without a grid or without the selection splits. A system
     brings its own grid and metric through its train options (``decoding_grid``, ``decoding_metric``;
     zhang2020/ctrsgen_copy), so that ``train --system`` decodes as its table row does.
@@ -279,14 +280,16 @@ def choose_decoding(
     sources = {name: data.sources(name) for name in names}
     references = {name: data.references(name) for name in names}
 
-    def score(name: str, outputs: Sequence[Any]) -> float:
+    def scores_of(name: str, outputs: Sequence[Any]) -> dict[str, float]:
         scores = with_rouge_goal(task.score(outputs, references[name], sources[name]))
         if metric not in scores:
             raise ValueError(f"decoding metric {metric!r} is not one of the task's scores {sorted(scores)}")
-        return scores[metric]
+        return scores
 
     floors = {name: task.selection_floor(sources[name]) for name in names}
-    floor = {name: score(name, outputs) for name, outputs in floors.items() if outputs is not None}
+    floor = {
+        name: scores_of(name, outputs)[metric] for name, outputs in floors.items() if outputs is not None
+    }
     # each candidate is measured as itself: a decoding saved earlier (config.task_decoding, the default
     # of Task.predict) must not fill in the keys a candidate leaves out
     config = getattr(model, "config", None)
@@ -297,15 +300,24 @@ def choose_decoding(
         rows = []
         for candidate in grid:
             decoding = {**dict(base or {}), **candidate}
-            by_split = {
-                name: score(name, task.predict(model, data.tokenizer, sources[name], **decoding))
+            scores = {
+                name: scores_of(name, task.predict(model, data.tokenizer, sources[name], **decoding))
                 for name in names
             }
+            by_split = {name: split_scores[metric] for name, split_scores in scores.items()}
             if floor:
                 criterion = min(by_split[name] - floor[name] for name in names)
             else:
                 criterion = sum(by_split.values()) / len(by_split)
-            rows.append({"decoding": decoding, "criterion": criterion, "by_split": by_split, "floor": floor})
+            rows.append(
+                {
+                    "decoding": decoding,
+                    "criterion": criterion,
+                    "by_split": by_split,
+                    "floor": floor,
+                    "scores": scores,
+                }
+            )
     finally:
         if config is not None:
             config.task_decoding = saved
