@@ -285,7 +285,9 @@ def _generate_command(args: argparse.Namespace) -> int:
             kwargs["num_beams"] = args.num_beams
         if args.max_new_tokens is not None:
             kwargs["max_new_tokens"] = args.max_new_tokens
-        if args.num_return_sequences > max(args.num_beams or model.generation_config.num_beams or 1, 1):
+        generation = getattr(model, "generation_config", None)  # None: a model that does not decode
+        beams = args.num_beams or getattr(generation, "num_beams", None) or 1
+        if generation is not None and args.num_return_sequences > max(beams, 1):
             raise SystemExit(
                 "--num-return-sequences cannot exceed --num-beams (beam search returns its beams)"
             )

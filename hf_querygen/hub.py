@@ -19,7 +19,7 @@ from typing import Any
 from huggingface_hub import EvalResult, HfApi, ModelCard, ModelCardData
 
 from ._registration import register_all
-from .specs import MODELS
+from .specs import MODELS, auto_class_name
 from .tasks.base import get_task
 from .utils import TRAINING_METADATA_FILE
 
@@ -125,11 +125,7 @@ def render_model_card(
         tables.append(_metrics_table(evaluation["metrics"], f"Split `{evaluation['split']}` of {where}"))
     table = "\n\n".join(tables)
     repo = repo_id or "REPO_ID"
-    auto_class = (
-        "AutoModelForSeq2SeqLM"
-        if getattr(config, "is_encoder_decoder", False)
-        else ("AutoModelForTokenClassification")
-    )
+    auto_class = auto_class_name(config)
     usage = (
         f'model = {auto_class}.from_pretrained("{repo}")\n'
         f'tokenizer = AutoTokenizer.from_pretrained("{repo}")\n'

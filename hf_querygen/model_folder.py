@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import ModelFolderError
+from .specs import auto_class_name
 from .utils import TRAINING_METADATA_FILE
 
 if TYPE_CHECKING:  # torch/transformers cost seconds at import
@@ -249,7 +250,8 @@ def load_trained(model_dir: str | Path) -> tuple[PreTrainedModel, PreTrainedToke
 
     A missing, incomplete or corrupted folder raises :class:`~hf_querygen.errors.ModelFolderError`
     naming the folder and the file (:func:`check_model_folder`)."""
-    from transformers import AutoConfig, AutoModelForSeq2SeqLM, AutoModelForTokenClassification, AutoTokenizer
+    import transformers
+    from transformers import AutoConfig, AutoTokenizer
 
     from ._registration import register_all
 
@@ -261,11 +263,7 @@ def load_trained(model_dir: str | Path) -> tuple[PreTrainedModel, PreTrainedToke
         config = AutoConfig.from_pretrained(model_dir)
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise _folder_file_error(model_dir, "config.json", f"cannot be loaded ({err})") from err
-    auto = (
-        AutoModelForSeq2SeqLM
-        if getattr(config, "is_encoder_decoder", False)
-        else AutoModelForTokenClassification
-    )
+    auto = getattr(transformers, auto_class_name(config))
     try:
         model, info = auto.from_pretrained(model_dir, output_loading_info=True)
     except (OSError, ValueError, KeyError, RuntimeError) as err:

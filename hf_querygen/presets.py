@@ -133,6 +133,15 @@ _PRESETS: dict[str, dict[str, Any]] = {
         "copy": "copynet",
         "copy_selective_read": True,
     },
+    # not in Ding & Balog: which question frame to put a keyword query in (tasks.k2q, models.question_frames);
+    # 40 frames of the training pairs, 32-unit embeddings and query representation
+    "ding2018-question-frames": {
+        "model_type": "question_frames",
+        "num_frames": 40,
+        "embedding_size": 32,
+        "hidden_size": 32,
+        "dropout": 0.1,
+    },
     # Lin et al. eCOM'17 Sec. 4.1: one-hot input, 2-layer tanh RNN of 1024, dropout 0.05, no attention.
     # A one-hot input times the first-layer matrix equals an embedding lookup, so embeddings of 1024 and
     # an untied (separate) source / target table stand in for it; the encoder is unidirectional (Fig. 2).
@@ -207,6 +216,8 @@ _TRAINING_PRESETS: dict[str, dict[str, Any]] = {
     "ding2018-ednet": dict(_DING2018_TRAINING),
     "ding2018-attnet": dict(_DING2018_TRAINING),
     "ding2018-copynet": dict(_DING2018_TRAINING),
+    # ~6.6K pairs and a few thousand weights: a higher rate, epochs decide (the row sets how many)
+    "ding2018-question-frames": {**_ADAM, "learning_rate": 5e-3, "per_device_train_batch_size": 64},
     # Lin'17: Adam, learning rate 1e-4, 50,000 epochs; batch size and clipping not stated
     "lin2017-segmenter": {
         **_ADAM,

@@ -176,6 +176,17 @@ def family_of(config: Any) -> str:
     return saved if isinstance(saved, str) else generic_family(config)
 
 
+def auto_class_name(config: Any) -> str:
+    """The name of the ``transformers`` Auto class that builds and loads ``config``'s model: its package's
+    (:attr:`ModelSpec.auto_class`), else ``AutoModelForSeq2SeqLM`` for an encoder-decoder and
+    ``AutoModelForTokenClassification`` for the rest."""
+    spec = spec_for_config(config)
+    if spec is not None:
+        return spec.auto_class
+    encoder_decoder = getattr(config, "is_encoder_decoder", False)
+    return "AutoModelForSeq2SeqLM" if encoder_decoder else "AutoModelForTokenClassification"
+
+
 def card_paper(model_type: str) -> CardPaper:
     """The paper the card of a ``model_type`` model cites (:data:`UNKNOWN_PAPER` if none is declared)."""
     for _name, spec in MODELS.items():
@@ -190,6 +201,7 @@ __all__ = [
     "UNKNOWN_PAPER",
     "CardPaper",
     "ModelSpec",
+    "auto_class_name",
     "card_paper",
     "family_of",
     "generic_family",

@@ -73,6 +73,11 @@ class System:
             share one prepared data set.
         train_options: keyword arguments of :func:`hf_querygen.training.train_preset` (``pretrain_on``,
             ``pretrain_steps``, ``word_vectors``, ``freeze_embeddings``).
+        fold_settings: budget settings that ``train --system`` gives this row's fold on top of the
+            budget's (:func:`hf_querygen.experiments.recipes.training_recipe`): a row that does not use a
+            costly part of the shared fold need not build it (ding2018's question-frame row: no synthetic
+            set). The runner's one fold serves every row, so they may only leave out what the row's
+            ``prepare_options`` drop anyway.
     """
 
     name: str
@@ -94,6 +99,7 @@ class System:
     cost: float = 1.0
     prepare_options: Mapping[str, Any] = field(default_factory=dict)
     train_options: Mapping[str, Any] = field(default_factory=dict)
+    fold_settings: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         kinds = [self.preset is not None, self.baseline is not None, self.decodes_model_of is not None]

@@ -198,3 +198,8 @@ def break_fusion(votes: Sequence[tuple[int, str]], query: str) -> list[int]:
     arithmetic (2 * break votes >= total), so ties are exact whatever the vote total."""
     break_votes, vote_total = break_vote_counts(votes, query)
     return [1 if 2 * count >= vote_total else 0 for count in break_votes]
+
+
+#: the slot of a one-slot question frame ("what is X"): where a keyword query goes (the k2q task's frames,
+#: the question-frame model's labels)
+FRAME_SLOT = "X"

@@ -242,7 +242,7 @@ def test_quick_reproduction_end_to_end(tmp_path, data_dir):
     t0 = fold.splits["t0"]
     # the human pairs share no question or keyword query with what the models are scored or selected on
     removed = fold.extras["training_metadata"]["human_pairs_removed_for_overlap"]
-    assert set(removed) == {"nl2kw_train", "nl2kw_validation"}
+    assert set(removed) == {"nl2kw_train", "nl2kw_validation", "seed_train", "seed_validation"}
     evaluated = {
         normalize_for_matching(text)
         for name in ("validation", "t0", "nl2kw")
@@ -255,6 +255,18 @@ def test_quick_reproduction_end_to_end(tmp_path, data_dir):
         for t in fold.splits["nl2kw_train"][c]
     }
     assert not human_texts & evaluated
+    # T_0's own train pairs (the question-frame row trains on them) share nothing with the tests and
+    # the validation splits that select that row
+    selecting = {
+        normalize_for_matching(text)
+        for name in ("t0", "nl2kw", "seed_validation", "nl2kw_validation")
+        for column in ("keyword_query", "question")
+        for text in fold.splits[name][column]
+    }
+    seed_texts = {
+        normalize_for_matching(t) for c in ("keyword_query", "question") for t in fold.splits["seed_train"][c]
+    }
+    assert not seed_texts & selecting and len(fold.splits["seed_train"]) > 0
     echo = json.loads(next((tmp_path / "out" / "runs").glob("echo-*.json")).read_text())
     assert echo["outputs"]["t0"] == t0["keyword_query"]
     expected = k2q_scores(t0["keyword_query"], t0["references"])["ROUGE-L"]
@@ -267,16 +279,23 @@ def test_quick_reproduction_end_to_end(tmp_path, data_dir):
     from hf_querygen.experiments.recipes import training_recipe
     from hf_querygen.training import train_model
 
-    for key in ("copynet", "copynet_human"):
+    for key in ("copynet", "copynet_human", "question_frames"):
         recipe = training_recipe(f"ding2018/{key}", "quick", data_dir, reproduction=reproduction)
         trained = tmp_path / f"trained-{key}"
-        metadata = train_model("ding2018-copynet", trained, task="k2q", seed=0, **recipe.train_model_kwargs())
-        saved = json.loads((models / f"{key}-seed0" / "hf_querygen_training.json").read_text())
-        for field in ("data_fingerprint", "synthetic_set", "recipe", "system", "budget"):
-            assert metadata[field] == saved[field], field
-        assert (
-            metadata["synthetic_set"]["pairs"] == 200 and len(metadata["synthetic_set"]["fingerprint"]) == 40
+        metadata = train_model(
+            recipe.system.preset, trained, task="k2q", seed=0, **recipe.train_model_kwargs()
         )
+        saved = json.loads((models / f"{key}-seed0" / "hf_querygen_training.json").read_text())
+        for field in ("data_fingerprint", "recipe", "system", "budget"):
+            assert metadata[field] == saved[field], field
+        if key == "question_frames":  # its train --system fold does not build the synthetic set it drops
+            assert metadata["synthetic_set"] is None and metadata["train_examples"] == saved["train_examples"]
+        else:
+            assert metadata["synthetic_set"] == saved["synthetic_set"]
+            assert (
+                metadata["synthetic_set"]["pairs"] == 200
+                and len(metadata["synthetic_set"]["fingerprint"]) == 40
+            )
         ours = json.loads((trained / "config.json").read_text())
         theirs = json.loads((models / f"{key}-seed0" / "config.json").read_text())
         assert ours == theirs  # sizes, vocabularies, and the decoding chosen on validation

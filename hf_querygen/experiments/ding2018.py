@@ -86,7 +86,8 @@ FULL_BUDGET = Budget(
     seeds=3,
     patience=4,
     training_overrides=FULL_TRAINING,
-    own_recipe=("copynet_human",),  # its step budget (ding2018_systems.COPYNET_HUMAN_STEPS)
+    # their own schedules (ding2018_systems.COPYNET_HUMAN_STEPS, QUESTION_FRAMES_TRAINING)
+    own_recipe=("copynet_human", "question_frames"),
     preset_overrides={
         **{key: FULL_MODEL for key in ("ednet", "attnet", "copynet", "copynet_human")},
         "fig5_copynet": FIG5_MODEL,

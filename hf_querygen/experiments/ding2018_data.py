@@ -175,13 +175,19 @@ def folds(task: Any, budget: Budget, data_dir: Any) -> list[Fold]:
     )
 
     settings = budget.settings
-    synthetic = _synthetic(data_dir, settings)
-    pairs = synthetic.synthetic_set("par_ph_kqf")
-    if settings.get("train_pairs"):
-        pairs = select_top_l(pairs, int(settings["train_pairs"]), "tdf")
+    # setting synthetic_pairs=False: a fold for rows that do not train on the synthetic set (the
+    # question-frame row's train --system), which is then neither built nor read
+    synthetic = _synthetic(data_dir, settings) if settings.get("synthetic_pairs", True) else None
+    if synthetic is not None:
+        pairs = synthetic.synthetic_set("par_ph_kqf")
+        if settings.get("train_pairs"):
+            pairs = select_top_l(pairs, int(settings["train_pairs"]), "tdf")
+        train = pairs_split(pairs)
+    else:
+        train = as_training_split([], [])
     seeds = datasets.concatenate_datasets([t0_test(data_dir, "train"), t0_test(data_dir, "validation")])
     splits = {
-        "train": pairs_split(pairs),
+        "train": train,
         "validation": as_training_split(seeds["keywords"], seeds["references"]),
     }
     for name, ds in k2q_test_sets(data_dir).items():
@@ -199,7 +205,22 @@ def folds(task: Any, budget: Budget, data_dir: Any) -> list[Fold]:
         nl2kw_reversed_pairs(data_dir, "train"),
         [splits["validation"], splits["nl2kw_validation"], *tests],
     )
-    overlap_removed = {"nl2kw_train": removed_train, "nl2kw_validation": removed_validation}
+    # T_0's own train / validation pairs, for the rows that train on them (prepare option seed_pairs):
+    # the same removal, since the nl2kw corpus holds QALD questions
+    seed_train, seed_validation = (t0_test(data_dir, split) for split in ("train", "validation"))
+    splits["seed_validation"], removed_seed_validation = without_evaluation_overlap(
+        as_training_split(seed_validation["keywords"], seed_validation["references"]), tests, False
+    )
+    splits["seed_train"], removed_seed_train = without_evaluation_overlap(
+        as_training_split(seed_train["keywords"], seed_train["references"]),
+        [splits["seed_validation"], splits["nl2kw_validation"], *tests],
+    )
+    overlap_removed = {
+        "nl2kw_train": removed_train,
+        "nl2kw_validation": removed_validation,
+        "seed_train": removed_seed_train,
+        "seed_validation": removed_seed_validation,
+    }
     logger.info("ding2018: human pairs removed for overlapping evaluation splits: %s", overlap_removed)
     caps = {
         "validation": budget.max_validation,
@@ -207,6 +228,8 @@ def folds(task: Any, budget: Budget, data_dir: Any) -> list[Fold]:
         "t0": budget.max_test,
         "nl2kw": budget.max_test,
         "nl2kw_train": budget.max_train,
+        "seed_train": budget.max_train,
+        "seed_validation": budget.max_validation,
     }
     for split, cap in caps.items():
         if cap is not None and len(splits[split]) > cap:
@@ -216,9 +239,13 @@ def folds(task: Any, budget: Budget, data_dir: Any) -> list[Fold]:
             None,
             datasets.DatasetDict(splits),
             {
-                "synthetic": synthetic,
+                **({"synthetic": synthetic} if synthetic is not None else {}),
                 "training_metadata": {
-                    **synthetic_set_metadata(synthetic, pairs, settings),
+                    **(
+                        synthetic_set_metadata(synthetic, pairs, settings)
+                        if synthetic is not None
+                        else {"synthetic_set": None}
+                    ),
                     "human_pairs_removed_for_overlap": overlap_removed,
                 },
             },

@@ -21,9 +21,20 @@ LABELS = {
     "attnet": "AttNet",
     "copynet": "CopyNet",
     "copynet_human": "CopyNet + nl2kw train pairs",
+    "question_frames": "learned question frame (T_0 + nl2kw train pairs)",
 }
-#: the rows of our table, in print order (the paper's five, two trivial rows, one with human pairs)
-TABLE_ORDER = ("echo", "frame", "sdm", "tbm", "ednet", "attnet", "copynet", "copynet_human")
+#: the rows of our table, in print order (the paper's five, two trivial rows, two with human pairs)
+TABLE_ORDER = (
+    "echo",
+    "frame",
+    "sdm",
+    "tbm",
+    "ednet",
+    "attnet",
+    "copynet",
+    "copynet_human",
+    "question_frames",
+)
 #: rows a results document may add beside the table's (single long runs of a row, one seed each:
 #: results/ding2018/update_results.py), printed after the table's rows
 EXTRA_ROW_LABELS = {
@@ -35,6 +46,16 @@ EXTRA_ROW_LABELS = {
 }
 #: copynet_human's training steps under the full budget (chosen on validation, see its System)
 COPYNET_HUMAN_STEPS = 2000
+#: the question-frame row's data: T_0 train + nl2kw train pairs, no synthetic pairs (K2QTask.prepare)
+QUESTION_FRAMES_DATA = {"human_pairs": True, "seed_pairs": True, "synthetic_pairs": False}
+#: its schedule under every budget (Budget.own_recipe): 20 epochs of ~6.5K pairs, the best epoch by
+#: validation ROUGE-L
+QUESTION_FRAMES_TRAINING = {
+    "num_train_epochs": 20,
+    "max_steps": -1,
+    "eval_strategy": "epoch",
+    "save_strategy": "epoch",
+}
 #: greedy decoding: the paper feeds the keyword query in and takes "the most probable question"
 GREEDY = {"num_beams": 1, "do_sample": False}
 
@@ -136,6 +157,25 @@ SYSTEMS = register_systems(
             prepare_options={"human_pairs": True},
             training_overrides={"max_steps": COPYNET_HUMAN_STEPS},
             **_NEURAL,
+        ),
+        # not in the paper: the question-frame model (models.question_frames): the keyword query in the frame
+        # a small network chooses for it among the 40 most frequent of its training pairs, T_0's train pairs
+        # (QALD) and the reversed nl2kw train pairs (users' topics), no synthetic pairs (their lemmatised
+        # WikiAnswers frames, "what be X", are not how users ask); the epoch is chosen by the worst gain over
+        # the echoed keyword query among T_0's own validation pairs and nl2kw validation (selection_criterion,
+        # as the decodings of the other rows are). It never drops a keyword, cannot write words between them
+        System(
+            "ding2018/question_frames",
+            "k2q",
+            LABELS["question_frames"],
+            preset="ding2018-question-frames",
+            evaluate_on=TEST_SPLITS,
+            cost=0.2,
+            prepare_options=QUESTION_FRAMES_DATA,
+            training_overrides=QUESTION_FRAMES_TRAINING,
+            decoding_grid=(),
+            train_options={"select_on": "selection_criterion"},
+            fold_settings={"synthetic_pairs": False},
         ),
     ]
 )

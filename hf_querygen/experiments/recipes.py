@@ -5,6 +5,7 @@ it for one row outside the runner (:func:`training_recipe` -> :class:`TrainingRe
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -121,6 +122,8 @@ def training_recipe(
     if not system.trainable:
         raise InvalidInputError(f"system {system.name!r} is not trained (a baseline or a decoding variant)")
     chosen = reproduction.budgets[name]
+    if system.fold_settings:  # what this row's fold may leave out (System.fold_settings)
+        chosen = dataclasses.replace(chosen, settings={**chosen.settings, **system.fold_settings})
     fold = _folds(reproduction, chosen, data_dir)[0]
     settings = row_settings(reproduction, system, chosen)
     return TrainingRecipe(

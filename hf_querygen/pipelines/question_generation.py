@@ -80,12 +80,17 @@ class QuestionGenerationPipeline(TaskPipeline):
 
 def register_pipeline() -> None:
     """Register the ``question-generation`` task (called at ``import hf_querygen``)."""
-    from transformers import AutoModelForSeq2SeqLM, AutoModelForTokenClassification
+    from transformers import (
+        AutoModelForSeq2SeqLM,
+        AutoModelForSequenceClassification,
+        AutoModelForTokenClassification,
+    )
     from transformers.pipelines import PIPELINE_REGISTRY
 
     PIPELINE_REGISTRY.register_pipeline(
         TASK_NAME,
         pipeline_class=QuestionGenerationPipeline,
-        pt_model=(AutoModelForSeq2SeqLM, AutoModelForTokenClassification),
+        # encoder-decoders and the question-frame model (a classifier over frames)
+        pt_model=(AutoModelForSeq2SeqLM, AutoModelForTokenClassification, AutoModelForSequenceClassification),
         type="text",
     )

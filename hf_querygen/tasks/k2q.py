@@ -13,16 +13,19 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import InvalidInputError
-from ..text import normalize_for_matching
+from ..text import FRAME_SLOT, normalize_for_matching
 
 __all__ = [
     "BLEU_SIGNATURE",
     "FRAME_SLOT",
     "NoRepeatSourceWordsProcessor",
+    "best_frame_ids",
     "echo_keyword_queries",
     "fill_frame",
+    "frequent_question_frames",
     "k2q_scores",
     "keeps_keywords",
+    "question_frame_around",
 ]
 
 
@@ -130,10 +133,6 @@ class NoRepeatSourceWordsProcessor:
         return scores.masked_fill(banned, float("-inf"))
 
 
-#: the slot of a one-slot question frame ("what is X"): where the keyword query goes
-FRAME_SLOT = "X"
-
-
 def fill_frame(frame: str, keyword_query: str) -> str:
     """``frame`` ("what is X") with its :data:`FRAME_SLOT` replaced by the normalised keyword query."""
     return " ".join(normalize_for_matching(keyword_query) if t == FRAME_SLOT else t for t in frame.split())
@@ -152,3 +151,59 @@ def keeps_keywords(question: str, keyword_query: str) -> bool:
     drops one asks about something else than the user typed."""
     asked = set(normalize_for_matching(question).split())
     return all(word in asked for word in normalize_for_matching(keyword_query).split())
+
+
+def question_frame_around(keyword_query: str, question: str) -> str | None:
+    """The one-slot frame of ``question`` around ``keyword_query``: the question's words before its first
+    keyword word, :data:`FRAME_SLOT`, its words after the last one ("What are the side effects of
+    ibuprofen?" for "side effects ibuprofen" -> "what are the X"); ``None`` when no keyword word occurs.
+    Words between the keywords are dropped: filling the frame writes the keyword query as typed."""
+    keywords = set(normalize_for_matching(keyword_query).split())
+    words = normalize_for_matching(question).split()
+    positions = [i for i, word in enumerate(words) if word in keywords]
+    if not positions:
+        return None
+    return " ".join([*words[: positions[0]], FRAME_SLOT, *words[positions[-1] + 1 :]])
+
+
+def frequent_question_frames(keyword_queries: Sequence[str], questions: Sequence[str], k: int) -> list[str]:
+    """The keyword query unchanged (``X``) and the ``k - 1`` one-slot frames (:func:`question_frame_around`)
+    that the most DISTINCT questions of the pairs share: a frame that only one information need uses
+    ("find job openings for X surveyors", the query variants of one topic) counts once, so the frames
+    are the ones that transfer to new topics. Ties by the frame text (deterministic)."""
+    if len(keyword_queries) != len(questions):
+        raise InvalidInputError(
+            f"frequent_question_frames: {len(keyword_queries)} keyword queries, {len(questions)} questions"
+        )
+    if not isinstance(k, int) or k < 1:
+        raise InvalidInputError(f"frequent_question_frames: k must be an integer >= 1, got {k!r}")
+    askers: dict[str, set[str]] = {}
+    for keyword_query, question in zip(keyword_queries, questions, strict=True):
+        frame = question_frame_around(keyword_query, question)
+        if frame is not None and frame != FRAME_SLOT:
+            askers.setdefault(frame, set()).add(normalize_for_matching(question))
+    ranked = sorted(askers, key=lambda frame: (-len(askers[frame]), frame))
+    return [FRAME_SLOT, *ranked[: k - 1]]
+
+
+def best_frame_ids(
+    frames: Sequence[str], keyword_queries: Sequence[str], references: Sequence[Sequence[str]]
+) -> list[list[int]]:
+    """Per keyword query, the indices of the ``frames`` whose filled question (:func:`fill_frame`) has the
+    best ROUGE-L F against the example's references (max over them, Table 2's metric); ties all count
+    (the question-frame model's training targets)."""
+    from ..metrics.rouge import rouge_per_example
+
+    if len(keyword_queries) != len(references):
+        raise InvalidInputError(
+            f"best_frame_ids: {len(keyword_queries)} keyword queries, {len(references)} reference lists"
+        )
+    filled = [fill_frame(frame, query) for query in keyword_queries for frame in frames]
+    repeated = [list(refs) for refs in references for _ in frames]
+    scores = [row["rougeL_f_max"] for row in rouge_per_example(filled, repeated, rouge_types=("rougeL",))]
+    out = []
+    for start in range(0, len(scores), len(frames)):
+        row = scores[start : start + len(frames)]
+        top = max(row)
+        out.append([i for i, score in enumerate(row) if score >= top - 1e-12])
+    return out

@@ -31,6 +31,7 @@ from ..errors import InvalidInputError
 
 __all__ = [
     "HUMAN_SPLITS",
+    "SEED_SPLITS",
     "SPLIT_FEATURES",
     "as_training_split",
     "k2q_test_sets",
@@ -164,3 +165,6 @@ def without_evaluation_overlap(
 #: splits a k2q fold may carry besides train / validation / tests: the human pairs that the prepare
 #: option ``human_pairs`` adds to train and validation (:meth:`K2QTask.prepare`)
 HUMAN_SPLITS = {"train": "nl2kw_train", "validation": "nl2kw_validation"}
+#: T_0's own train / validation splits, which a reproduction fold carries apart besides its validation
+#: split (their union): the prepare option ``seed_pairs`` trains on the first and selects on the second
+SEED_SPLITS = {"train": "seed_train", "validation": "seed_validation"}

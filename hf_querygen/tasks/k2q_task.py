@@ -19,8 +19,10 @@ from .base import TASKS, TaskData
 from .k2q import (
     FRAME_SLOT,
     NoRepeatSourceWordsProcessor,
+    best_frame_ids,
     echo_keyword_queries,
     fill_frame,
+    frequent_question_frames,
     k2q_scores,
     keeps_keywords,
 )
@@ -52,6 +54,8 @@ class K2QTask(Text2TextTask):
 
     primary_metric = "ROUGE-L"
     pipeline_task = "question-generation"
+    #: encoder-decoders (EDNet / AttNet / CopyNet) and the question-frame model (a frame per query)
+    families = ("seq2seq", "frames")
     #: decoding strategies of :meth:`generate_questions` (and of ``pipeline("question-generation")``)
     strategies = ("beam", "distinct-beam", "sample")
     #: the decodings tried on VALIDATION after training (:func:`hf_querygen.training.choose_decoding`):
@@ -106,6 +110,8 @@ class K2QTask(Text2TextTask):
         min_frequency: int = 1,
         max_output_vocab_size: int | None = None,
         human_pairs: bool | int = False,
+        seed_pairs: bool = False,
+        synthetic_pairs: bool = True,
         **options: Any,
     ):
         """Word tokenizer on TRAIN: every word seen ``min_frequency`` times (targets first: the decoder's
@@ -116,33 +122,57 @@ class K2QTask(Text2TextTask):
         (:data:`~hf_querygen.tasks.k2q_data.HUMAN_SPLITS`,
         :func:`~hf_querygen.tasks.k2q_data.nl2kw_reversed_pairs`) to train / validation; without it
         ``nl2kw_train`` is dropped (never trained on); an integer n appends the human train pairs n times
-        (upsampling users' topics against the synthetic pairs; validation once). The two validation
-        sources stay as the splits ``t0_validation`` and ``nl2kw_validation`` too, where the decoding is
-        chosen (:meth:`selection_splits`)."""
+        (upsampling users' topics against the synthetic pairs; validation once). ``seed_pairs``: train on
+        T_0's train pairs too (the fold's split ``seed_train``), which the reproduction otherwise uses for
+        validation: validation is then T_0's validation split alone (``seed_validation``;
+        :data:`~hf_querygen.tasks.k2q_data.SEED_SPLITS`). ``synthetic_pairs=False``: the fold's own
+        ``train`` split (the reproduction's synthetic pairs; T_0 train under :meth:`load`) is not trained
+        on. The two validation sources stay as the splits ``t0_validation`` and ``nl2kw_validation``
+        too, where the decoding is chosen (:meth:`selection_splits`)."""
         import datasets
 
         from ..tokenization import output_vocab_size_of, train_word_tokenizer
-        from .k2q_data import HUMAN_SPLITS
+        from .k2q_data import HUMAN_SPLITS, SEED_SPLITS
 
         if options:
             raise TypeError(f"K2QTask.prepare: unknown options {sorted(options)}")
-        original = splits
-        splits = datasets.DatasetDict({k: v for k, v in splits.items() if k not in HUMAN_SPLITS.values()})
-        if "validation" in original:
-            splits["t0_validation"] = original["validation"]
-        if HUMAN_SPLITS["validation"] in original:
-            splits[HUMAN_SPLITS["validation"]] = original[HUMAN_SPLITS["validation"]]
+        for name, value in (("seed_pairs", seed_pairs), ("synthetic_pairs", synthetic_pairs)):
+            if not isinstance(value, bool):
+                raise InvalidInputError(f"K2QTask.prepare: {name} must be True or False, got {value!r}")
         if not isinstance(human_pairs, int) or human_pairs < 0:  # a bool is an int: True = 1 copy
             raise InvalidInputError(
                 f"K2QTask.prepare: human_pairs must be a bool or a number of copies >= 0, got {human_pairs!r}"
             )
+        added = [
+            *(HUMAN_SPLITS.values() if human_pairs else ()),
+            *(SEED_SPLITS.values() if seed_pairs else ()),
+        ]
+        missing = [name for name in added if name not in splits]
+        if missing:
+            option = "human_pairs" if set(missing) & set(HUMAN_SPLITS.values()) else "seed_pairs"
+            raise InvalidInputError(f"K2QTask.prepare({option}=True): the splits lack {missing}")
+        original = splits
+        extra = {*HUMAN_SPLITS.values(), *SEED_SPLITS.values()}
+        splits = datasets.DatasetDict({k: v for k, v in splits.items() if k not in extra})
+        if seed_pairs:  # T_0 train becomes training data: only T_0's own validation split selects
+            splits["validation"] = original[SEED_SPLITS["validation"]]
+        if not synthetic_pairs:
+            splits["train"] = splits["train"].select([])
+        if "validation" in splits:
+            splits["t0_validation"] = splits["validation"]
+        if HUMAN_SPLITS["validation"] in original:
+            splits[HUMAN_SPLITS["validation"]] = original[HUMAN_SPLITS["validation"]]
         if human_pairs:
-            missing = [name for name in HUMAN_SPLITS.values() if name not in original]
-            if missing:
-                raise InvalidInputError(f"K2QTask.prepare(human_pairs=True): the splits lack {missing}")
             for split, name in HUMAN_SPLITS.items():
                 copies = int(human_pairs) if split == "train" else 1
                 splits[split] = datasets.concatenate_datasets([splits[split], *[original[name]] * copies])
+        if seed_pairs:
+            splits["train"] = datasets.concatenate_datasets([splits["train"], original[SEED_SPLITS["train"]]])
+        if len(splits["train"]) == 0:
+            raise InvalidInputError(
+                "K2QTask.prepare(synthetic_pairs=False): nothing left to train on "
+                "(add human_pairs or seed_pairs)"
+            )
         train = splits["train"]
 
         def build(size: int | None):
@@ -157,6 +187,49 @@ class K2QTask(Text2TextTask):
         if max_output_vocab_size is not None and output_vocab_size_of(tokenizer) > max_output_vocab_size:
             tokenizer = build(max_output_vocab_size)
         return TaskData(self, splits, tokenizer, {"output_vocab_size": output_vocab_size_of(tokenizer)})
+
+    def model_config(self, preset: str, data: TaskData, **overrides: Any) -> Any:
+        """The preset's config sized for ``data``; a question-frame model also gets its frames: the
+        ``num_frames`` most frequent of the TRAIN pairs (:func:`~hf_querygen.tasks.k2q.
+        frequent_question_frames`), unless ``frames`` is given."""
+        config = super().model_config(preset, data, **overrides)
+        if self.family_of(config) == "frames":
+            if "frames" not in overrides:
+                train = data.splits["train"]
+                frames = frequent_question_frames(
+                    train[self.source_column], train[self.reference_column], config.num_frames
+                )
+                config = type(config).from_dict({**config.to_dict(), "frames": frames})
+            data.state["frames"] = list(config.frames)
+            data._encoded.clear()
+        return config
+
+    def encode(self, data: TaskData, family: str) -> datasets.DatasetDict:
+        """``seq2seq``: the :class:`Text2TextTask` encoding; ``frames``: the keyword query's words and, as
+        ``labels``, the frames whose filled question scores best against the references
+        (:func:`~hf_querygen.tasks.k2q.best_frame_ids`)."""
+        if family != "frames":
+            return super().encode(data, family)
+        import datasets
+
+        from .seq2seq import encode_sources
+
+        if "frames" not in data.state:
+            raise InvalidInputError("k2q: the frames encoding needs the model config first (model_config)")
+        frames = data.state["frames"]
+        out = {}
+        for name, split in data.splits.items():
+            sources = [str(s) for s in split[self.source_column]]
+            encoded = encode_sources(sources, data.tokenizer, self.max_source_length)
+            labels = best_frame_ids(frames, sources, self.split_references(split))
+            out[name] = datasets.Dataset.from_dict(
+                {
+                    "input_ids": encoded["input_ids"],
+                    "attention_mask": encoded["attention_mask"],
+                    "labels": labels,
+                }
+            )
+        return datasets.DatasetDict(out)
 
     def selection_splits(self, data: Any) -> tuple[str, ...]:
         """T_0 (QALD) validation and the reversed nl2kw validation (users' TREC topics), each on its own:
@@ -235,6 +308,10 @@ class K2QTask(Text2TextTask):
         kwargs = as_max_length(
             {**dict(getattr(model.config, "task_decoding", None) or {}), **generation_kwargs}
         )
+        if self.family_of(model.config) == "frames":
+            return self._frame_questions(
+                model, tokenizer, inputs, batch_size, max_source_length, strategy, overgenerate, kwargs
+            )
         no_repeat_source_words = bool(kwargs.pop("no_repeat_source_words", False))
         fallback = kwargs.pop("keyword_fallback", None)
         if fallback is not None and (
@@ -322,6 +399,60 @@ class K2QTask(Text2TextTask):
                     results[i].append(item)
                     if len(results[i]) == wanted:
                         break
+        return results
+
+    def _frame_questions(
+        self,
+        model: Any,
+        tokenizer: Any,
+        inputs: Sequence[str],
+        batch_size: int,
+        max_source_length: int | None,
+        strategy: str,
+        overgenerate: int,
+        kwargs: dict[str, Any],
+    ) -> list[list[dict[str, Any]]]:
+        """:meth:`generate_questions` for a question-frame model: each query in its likeliest frames
+        (``score``: log p(frame | query)). ``beam`` / ``distinct-beam``: the top ``num_return_sequences``
+        frames (every frame gives a distinct question, so no over-generation is needed); ``sample``:
+        ``num_return_sequences * overgenerate`` frames drawn from p(frame | query) (``temperature``),
+        duplicates dropped, sorted by score. Word-level generation settings (``no_repeat_ngram_size``,
+        ``max_new_tokens``, ...) do not apply: the question is the query as typed in a frame."""
+        import torch
+
+        wanted = kwargs.get("num_return_sequences")
+        wanted = 1 if wanted is None else wanted
+        if not isinstance(wanted, int) or wanted < 1:
+            raise InvalidInputError(f"k2q: num_return_sequences must be an integer >= 1, got {wanted!r}")
+        beams = kwargs.get("num_beams") or 1
+        if not isinstance(beams, int) or beams < 1:
+            raise InvalidInputError(f"k2q: num_beams must be an integer >= 1, got {beams!r}")
+        temperature = kwargs.get("temperature") or 1.0
+        if not isinstance(temperature, int | float) or temperature <= 0:
+            raise InvalidInputError(f"k2q: temperature must be a number > 0, got {temperature!r}")
+        frames = list(model.config.frames)
+        results: list[list[dict[str, Any]]] = [[] for _ in inputs]
+        model.eval()
+        for indices, batch, _ in encoded_batches(
+            model, tokenizer, list(inputs), batch_size, max_source_length or self.max_source_length
+        ):
+            with torch.no_grad():
+                log_probs = model(batch["input_ids"], batch["attention_mask"]).logits.float().log_softmax(-1)
+            for row, i in enumerate(indices):
+                if strategy == "sample":
+                    draws = torch.multinomial(
+                        (log_probs[row] / temperature).softmax(-1), wanted * overgenerate, replacement=True
+                    ).tolist()
+                    chosen = sorted(set(draws), key=lambda f: -float(log_probs[row, f]))[:wanted]
+                else:
+                    chosen = log_probs[row].topk(min(wanted, len(frames))).indices.tolist()
+                seen: set[str] = set()
+                for frame in chosen:
+                    text = fill_frame(frames[frame], inputs[i])
+                    if text in seen:
+                        continue
+                    seen.add(text)
+                    results[i].append({"generated_text": text, "score": float(log_probs[row, frame])})
         return results
 
     def evaluate(

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from .._fs import atomic_output_dir
 from .._registration import register_all
 from ..model_folder import TOKENIZER_FINGERPRINT_KEY, tokenizer_fingerprint
+from ..specs import auto_class_name
 from ..tasks.base import TaskData
 from ..tasks.nl2kw_resources import load_word_vectors
 from ..utils import TRAINING_METADATA_FILE
@@ -30,16 +31,12 @@ LOG_HISTORY_FILE = "log_history.json"
 
 # ---------------------------------------------------------------- presets on task data
 def model_for_config(config: Any) -> PreTrainedModel:
-    """A freshly initialised model for ``config`` through the Auto classes (encoder-decoders:
-    ``AutoModelForSeq2SeqLM``, the rest ``AutoModelForTokenClassification``); seed first."""
-    from transformers import AutoModelForSeq2SeqLM, AutoModelForTokenClassification
+    """A freshly initialised model for ``config`` through its Auto class
+    (:func:`hf_querygen.specs.auto_class_name`); seed first."""
+    import transformers
 
     register_all()
-    auto = (
-        AutoModelForSeq2SeqLM
-        if getattr(config, "is_encoder_decoder", False)
-        else AutoModelForTokenClassification
-    )
+    auto = getattr(transformers, auto_class_name(config))
     return auto.from_config(config)
 
 
@@ -145,12 +142,30 @@ def with_rouge_goal(scores: dict[str, float]) -> dict[str, float]:
     return scores
 
 
+#: ``select_on="selection_criterion"``: the checkpoint is chosen by what :func:`choose_decoding` maximises,
+#: the WORST selection split's gain over the task's floor (k2q: the echoed keyword query), not by one
+#: pooled validation score that the larger source of queries dominates
+SELECTION_CRITERION = "selection_criterion"
+
+
 def _validation_scorer(
     data: TaskData, select_on: str, decoding: Mapping[str, Any]
 ) -> Callable[[PreTrainedModel], dict[str, float]]:
     """model -> the task's scores on the VALIDATION split (decoded by ``task.predict`` with ``decoding``),
-    plus ``rouge_goal`` when the scores have ROUGE."""
+    plus ``rouge_goal`` when the scores have ROUGE; with ``select_on="selection_criterion"``, that
+    criterion (:data:`SELECTION_CRITERION`) and the metric of each selection split."""
     task, sources, references = data.task, data.sources("validation"), data.references("validation")
+    if select_on == SELECTION_CRITERION:
+        measure = _selection_measure(data)
+        if measure is None:
+            raise ValueError(f"select_on={select_on!r}: the task has no selection splits in this data")
+
+        def criterion(model: PreTrainedModel) -> dict[str, float]:
+            row = measure(model, dict(decoding))
+            by_split = {f"{name} {measure.metric}": value for name, value in row["by_split"].items()}
+            return {SELECTION_CRITERION: row["criterion"], **by_split}
+
+        return criterion
 
     def score(model: PreTrainedModel) -> dict[str, float]:
         outputs = task.predict(model, data.tokenizer, sources, **dict(decoding))
@@ -273,23 +288,9 @@ def choose_decoding(
     floor, the mean of the splits' scores."""
     task = data.task
     grid = tuple(task.decoding_grid if grid is None else grid)
-    names = tuple(name for name in task.selection_splits(data) if name in data.splits)
-    if not grid or not names:
+    measure = _selection_measure(data, metric)
+    if not grid or measure is None:
         return dict(base or {}), []
-    metric = metric or task.primary_metric
-    sources = {name: data.sources(name) for name in names}
-    references = {name: data.references(name) for name in names}
-
-    def scores_of(name: str, outputs: Sequence[Any]) -> dict[str, float]:
-        scores = with_rouge_goal(task.score(outputs, references[name], sources[name]))
-        if metric not in scores:
-            raise ValueError(f"decoding metric {metric!r} is not one of the task's scores {sorted(scores)}")
-        return scores
-
-    floors = {name: task.selection_floor(sources[name]) for name in names}
-    floor = {
-        name: scores_of(name, outputs)[metric] for name, outputs in floors.items() if outputs is not None
-    }
     # each candidate is measured as itself: a decoding saved earlier (config.task_decoding, the default
     # of Task.predict) must not fill in the keys a candidate leaves out
     config = getattr(model, "config", None)
@@ -297,32 +298,62 @@ def choose_decoding(
     if config is not None:
         config.task_decoding = None
     try:
-        rows = []
-        for candidate in grid:
-            decoding = {**dict(base or {}), **candidate}
-            scores = {
-                name: scores_of(name, task.predict(model, data.tokenizer, sources[name], **decoding))
-                for name in names
-            }
-            by_split = {name: split_scores[metric] for name, split_scores in scores.items()}
-            if floor:
-                criterion = min(by_split[name] - floor[name] for name in names)
-            else:
-                criterion = sum(by_split.values()) / len(by_split)
-            rows.append(
-                {
-                    "decoding": decoding,
-                    "criterion": criterion,
-                    "by_split": by_split,
-                    "floor": floor,
-                    "scores": scores,
-                }
-            )
+        rows = [measure(model, {**dict(base or {}), **candidate}) for candidate in grid]
     finally:
         if config is not None:
             config.task_decoding = saved
     best = max(rows, key=lambda row: row["criterion"])  # max keeps the first of equal scores
     return dict(best["decoding"]), rows
+
+
+class _SelectionMeasure:
+    """(model, decoding) -> ``{"decoding", "criterion", "by_split", "floor", "scores"}`` on the task's
+    selection splits (:func:`choose_decoding`'s rows): each split scored on its own with ``metric``; the
+    criterion is the worst split's gain over the task's floor, or without a floor the splits' mean."""
+
+    def __init__(self, data: TaskData, names: tuple[str, ...], metric: str) -> None:
+        self.data, self.names, self.metric = data, names, metric
+        self.sources = {name: data.sources(name) for name in names}
+        self.references = {name: data.references(name) for name in names}
+        floors = {name: data.task.selection_floor(self.sources[name]) for name in names}
+        self.floor = {
+            name: self.scores_of(name, outputs)[metric]
+            for name, outputs in floors.items()
+            if outputs is not None
+        }
+
+    def scores_of(self, name: str, outputs: Sequence[Any]) -> dict[str, float]:
+        scores = with_rouge_goal(self.data.task.score(outputs, self.references[name], self.sources[name]))
+        if self.metric not in scores:
+            raise ValueError(
+                f"decoding metric {self.metric!r} is not one of the task's scores {sorted(scores)}"
+            )
+        return scores
+
+    def __call__(self, model: PreTrainedModel, decoding: dict[str, Any]) -> dict[str, Any]:
+        task, tokenizer = self.data.task, self.data.tokenizer
+        scores = {
+            name: self.scores_of(name, task.predict(model, tokenizer, self.sources[name], **decoding))
+            for name in self.names
+        }
+        by_split = {name: split_scores[self.metric] for name, split_scores in scores.items()}
+        if self.floor:
+            criterion = min(by_split[name] - self.floor[name] for name in self.names)
+        else:
+            criterion = sum(by_split.values()) / len(by_split)
+        return {
+            "decoding": decoding,
+            "criterion": criterion,
+            "by_split": by_split,
+            "floor": self.floor,
+            "scores": scores,
+        }
+
+
+def _selection_measure(data: TaskData, metric: str | None = None) -> _SelectionMeasure | None:
+    """The measure of the task's selection splits present in ``data`` (None when there are none)."""
+    names = tuple(name for name in data.task.selection_splits(data) if name in data.splits)
+    return _SelectionMeasure(data, names, metric or data.task.primary_metric) if names else None
 
 
 def data_fingerprint(data: TaskData) -> str:

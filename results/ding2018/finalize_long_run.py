@@ -1,4 +1,5 @@
-"""Score a long ding2018 CopyNet run (``train --system ding2018/<row>``) of results/ding2018/NOTES.md.
+"""Score a ding2018 run (``train --system ding2018/<row>``: the long CopyNet runs, the question-frame model)
+of results/ding2018/NOTES.md.
 
 The decoding is chosen again with :func:`hf_querygen.training.choose_decoding` on the two VALIDATION
 sources apart (T_0 validation, reversed nl2kw validation: the worst source's gain over the echoed keyword
@@ -27,6 +28,7 @@ from hf_querygen.experiments.recipes import training_recipe
 from hf_querygen.metrics.retrieval import paired_test
 from hf_querygen.metrics.rouge import rouge_per_example
 from hf_querygen.model_folder import load_trained
+from hf_querygen.systems import get_system
 from hf_querygen.tasks.base import TaskData
 from hf_querygen.tasks.k2q import fill_frame, k2q_scores
 from hf_querygen.tasks.k2q_task import K2Q
@@ -45,20 +47,32 @@ def main(model_dir: str, out_json: str, budget: str | None = None) -> None:
     torch.set_num_threads(1)
     started = time.time()
     model, tokenizer, metadata = load_trained(model_dir)
-    system = metadata["system"]  # ding2018/copynet_human or ding2018/copynet
+    system = metadata["system"]  # ding2018/copynet_human, ding2018/copynet, ding2018/question_frames, ...
     row = system.split("/")[1]
     recipe = training_recipe(system, budget)
     splits = recipe.splits
-    validation = datasets.concatenate_datasets([splits["validation"], splits["nl2kw_validation"]])
+    # the row's own validation sources, as its training prepared them (the question-frame row trains on
+    # T_0 train, so T_0's validation split alone selects for it)
+    prepared = K2Q.prepare(splits, **recipe.prepare_options).splits
+    names = K2Q.selection_splits(TaskData(K2Q, prepared, tokenizer))
+    validation = prepared["validation"]
+    selection = {name: prepared[name] for name in names}
     # the decoding is chosen on the two validation sources apart (K2QTask.selection_splits: the worst
-    # source's gain over the echoed keyword query decides)
-    selection = {"t0_validation": splits["validation"], "nl2kw_validation": splits["nl2kw_validation"]}
+    # source's gain over the echoed keyword query decides), from the row's own grid (none for the
+    # question-frame model: a frame per query, nothing to decode)
     data = TaskData(K2Q, datasets.DatasetDict(validation=validation, **selection), tokenizer)
-    chosen, rows = choose_decoding(model, data, GREEDY)
+    seq2seq = metadata.get("family") != "frames"
+    chosen, rows = choose_decoding(model, data, GREEDY if seq2seq else {}, get_system(system).decoding_grid)
     # the test decodings below are what the saved model gives: the choice is its default from here on
     model.config.task_decoding = dict(chosen)
     evaluation: dict = {"decoding": chosen, "decoding_selection": rows, "rows": {}}
-    frame = FrameBaseline.from_pairs(splits["train"]["keyword_query"], splits["train"]["question"])
+    # the "frame" row: the most frequent frame of the synthetic pairs (the CopyNet recipe's train split)
+    synthetic = (
+        splits["train"]
+        if len(splits["train"])
+        else training_recipe("ding2018/copynet", budget).splits["train"]
+    )
+    frame = FrameBaseline.from_pairs(synthetic["keyword_query"], synthetic["question"])
     evaluation["frame"] = frame.frame
     # validation: the trivial rows here; the model's validation ROUGE-L is the grid's (decoding_selection)
     named = {"validation": validation, **selection, "t0": splits["t0"], "nl2kw": splits["nl2kw"]}
@@ -67,9 +81,10 @@ def main(model_dir: str, out_json: str, budget: str | None = None) -> None:
         outputs = {"echo": echo_keyword_queries(sources), "frame": frame.generate(sources)}
         if name in ("t0", "nl2kw"):
             outputs[row] = K2Q.predict(model, tokenizer, sources)  # the saved default decoding
-            model.config.task_decoding = None
-            outputs[f"{row}_greedy"] = K2Q.predict(model, tokenizer, sources, **GREEDY)
-            model.config.task_decoding = dict(chosen)
+            if seq2seq:
+                model.config.task_decoding = None
+                outputs[f"{row}_greedy"] = K2Q.predict(model, tokenizer, sources, **GREEDY)
+                model.config.task_decoding = dict(chosen)
             fallback = chosen.get("keyword_fallback")
             if fallback:  # the share of questions that are the keyword query in the fallback frame
                 framed = [fill_frame(fallback, source) for source in sources]
@@ -89,11 +104,11 @@ def main(model_dir: str, out_json: str, budget: str | None = None) -> None:
             }
             evaluation.setdefault("paired_tests", {})[name] = {
                 f"{model_row} vs {floor}": paired_test(per_query[model_row], per_query[floor])
-                for model_row in (row, f"{row}_greedy")
+                for model_row in ((row, f"{row}_greedy") if seq2seq else (row,))
                 for floor in ("echo", "frame")
             }
     evaluation["queries"] = {q: K2Q.predict(model, tokenizer, [q], return_scores=True)[0] for q in QUERIES}
-    model.config.task_decoding = dict(chosen)
+    model.config.task_decoding = dict(chosen) or None
     metadata = {
         **metadata,
         "decoding": chosen,

@@ -75,7 +75,50 @@ def plot_curves(runs: dict[str, list[dict]], path: Path) -> dict:
     return curves
 
 
+def plot_frame_curves(runs: dict[str, list[dict]], floors: dict[str, float], path: Path) -> dict:
+    """The question-frame runs: validation ROUGE-L of each source (T_0's own validation pairs, nl2kw
+    validation) against epochs, one line per seed, beside the echoed keyword query (dashed)."""
+    plt = pyplot("Plotting the question-frame curves")
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    curves = {}
+    for index, (run, log_history) in enumerate(runs.items()):
+        evals = [e for e in log_history if "eval_selection_criterion" in e]
+        curves[run] = {"epochs": [e["epoch"] for e in evals]}
+        for ax, source in zip(axes, ("t0_validation", "nl2kw_validation"), strict=True):
+            values = [e[f"eval_{source} ROUGE-L"] for e in evals]
+            curves[run][source] = values
+            ax.plot(curves[run]["epochs"], values, marker="o", color=f"C{index}", label=run)
+    for ax, source in zip(axes, ("t0_validation", "nl2kw_validation"), strict=True):
+        ax.axhline(floors[source], color="gray", linestyle="--", label="keyword query echoed")
+        ax.set_xlabel("epoch")
+        ax.set_ylabel(f"{source} ROUGE-L F")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle(
+        "ding2018 question-frame model: validation ROUGE-L by source (the epoch kept: best worst gain)"
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return curves
+
+
+def frame_provenance(metadata: dict, evaluation: dict) -> str:
+    """How a question-frame run was trained and selected (its training JSON)."""
+    sizes = metadata["recipe"]["preset_overrides"]
+    return (
+        f"1 seed: `train --system {metadata['system']} --seed {metadata['seed']}` (question-frame model, "
+        f"preset ding2018-question-frames{', overrides ' + json.dumps(sizes) if sizes else ''}), "
+        f"{metadata['train_examples']:,} pairs (T_0 train + nl2kw train, no synthetic pairs), "
+        f"{metadata['epochs']:.0f} epochs run; the epoch with the best worst validation source's gain over "
+        f"the echoed keyword query kept (step {metadata.get('best_checkpoint_step')}); "
+        f"{metadata['seconds']:.0f} s on 1 thread"
+    )
+
+
 def provenance(metadata: dict, evaluation: dict) -> str:
+    if metadata.get("family") == "frames":
+        return frame_provenance(metadata, evaluation)
     limit = metadata.get("time_limit_s")
     stopped = (
         f"stopped by the time limit ({limit / 60:.0f} min) at step {metadata['global_steps']}"
@@ -114,6 +157,7 @@ def main(*arguments: str) -> None:
     for key in ("echo", "frame"):
         document["systems"][key] = cells([first["rows"][key]])
     provenances = {
+        **config.get("row_provenance", {}),  # rows not named here keep theirs
         "sdm": "last full run (deterministic; unchanged by this update)",
         "tbm": "last full run (deterministic; unchanged by this update)",
         **{key: OLD_NETWORK for key in ("ednet", "attnet", "copynet")},
@@ -121,7 +165,7 @@ def main(*arguments: str) -> None:
         "frame": f"computed on the full test sets by finalize_long_run.py: frame '{first['frame']}' "
         "(the most frequent one-slot frame of the 51,657 synthetic pairs)",
     }
-    long_runs = {}
+    long_runs = dict(config.get("long_runs", {}))
     for row, seeds in runs.items():
         model_row = seeds[0][1]["system"].split("/")[1]
         document["systems"][row] = cells([evaluation["rows"][model_row] for evaluation, *_ in seeds])
@@ -140,7 +184,7 @@ def main(*arguments: str) -> None:
         long_runs[row] = [
             {
                 "metadata": {k: metadata[k] for k in metadata if k not in ("synthetic_set",)},
-                "synthetic_set": metadata.get("synthetic_set", {}).get("fingerprint"),
+                "synthetic_set": (metadata.get("synthetic_set") or {}).get("fingerprint"),
                 "decoding_selection": evaluation["decoding_selection"],
                 "validation": {
                     name: {split: scores for split, scores in by_split.items() if "validation" in split}
@@ -152,17 +196,28 @@ def main(*arguments: str) -> None:
             }
             for evaluation, metadata, _, _ in seeds
         ]
-    config["row_provenance"] = provenances
-    config["long_runs"] = long_runs
+    dropped = [paths for row, paths in (a.split("=", 1) for a in arguments) if row == "drop"]
+    config["row_provenance"] = {row: text for row, text in provenances.items() if row not in dropped}
+    config["long_runs"] = {row: value for row, value in long_runs.items() if row not in dropped}
     config.pop("long_run", None)
-    config["curves"] = plot_curves(
-        {
+
+    def histories(family_is_frames: bool) -> dict[str, list]:
+        return {
             row if len(seeds) == 1 else f"{row} (seed {metadata['seed']})": history
             for row, seeds in runs.items()
             for _, metadata, history, _ in seeds
-        },
-        HERE / "curves.png",
-    )
+            if (metadata.get("family") == "frames") == family_is_frames
+        }
+
+    if histories(False):  # the seq2seq runs' curves (curves.png): replotted when such runs are named
+        config["curves"] = plot_curves(histories(False), HERE / "curves.png")
+    if histories(True):
+        floors = first["rows"]["echo"]
+        config["question_frame_curves"] = plot_frame_curves(
+            histories(True),
+            {source: floors[source]["ROUGE-L"] for source in ("t0_validation", "nl2kw_validation")},
+            HERE / "question_frames_curves.png",
+        )
     write_results(document, HERE, render_markdown(document))
 
 
