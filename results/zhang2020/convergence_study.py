@@ -4,8 +4,9 @@
 
 Each RUN_DIR is a folder written by ``hf-querygen train --system zhang2020/ctrsgen_copy --set copy=false
 --set embedding_size=E --set hidden_size=H --set decoder_hidden_size=H`` (its ``log_history.json``), or a
-Trainer checkpoint of an interrupted run (its ``trainer_state.json``). Writes ``convergence.json`` (the
-curves: training loss, validation loss and the decoded validation ROUGE at every evaluation),
+Trainer checkpoint of an interrupted run (its ``trainer_state.json``), or of ``loosened_caps.py``.
+Adds the named runs to ``convergence.json`` (the curves: training loss, validation loss and the
+decoded validation ROUGE at every evaluation; runs not named keep theirs),
 ``convergence.png`` and prints a markdown table. Validation only: nothing here reads the test split.
 """
 
@@ -33,14 +34,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("runs", nargs="+", help="NAME=RUN_DIR")
     parser.add_argument("--out", default=str(Path(__file__).resolve().parent))
     args = parser.parse_args(argv)
-    study = {}
+    out = Path(args.out)
+    # the runs named here join (or replace) the curves already in convergence.json
+    saved = out / "convergence.json"
+    study = json.loads(saved.read_text()) if saved.is_file() else {}
     for item in args.runs:
         name, run = item.split("=", 1)
         curves = training_curves(log_history(Path(run)))
         for row in curves["validation"]:
             row["rouge_goal"] = rouge_goal(row)
         study[name] = curves
-    out = Path(args.out)
     (out / "convergence.json").write_text(json.dumps(study, indent=1) + "\n")
 
     import matplotlib
@@ -56,7 +59,9 @@ def main(argv: list[str] | None = None) -> None:
     left.set(xlabel="step (16 queries)", ylabel="validation loss (NLL per word)")
     right.set(xlabel="step (16 queries)", ylabel="validation rouge_goal (%)")
     left.legend(), right.legend()
-    figure.suptitle("CtrsGen on q2id at three sizes: validation loss and decoded ROUGE (greedy, no-repeat 2)")
+    figure.suptitle(
+        "CtrsGen on q2id: validation loss and decoded ROUGE (greedy, no-repeat 2) by size and caps"
+    )
     figure.tight_layout()
     figure.savefig(out / "convergence.png", dpi=110)
 
