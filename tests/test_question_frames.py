@@ -151,7 +151,9 @@ def test_bad_decoding_arguments_are_named(generate_questions):
     with pytest.raises(InvalidInputError, match="num_return_sequences"):
         generate_questions("pizza recipe", num_return_sequences=0)
     with pytest.raises(InvalidInputError, match="temperature"):
-        generate_questions("pizza recipe", strategy="sample", temperature=-1.0)
+        generate_questions("pizza recipe", strategy="sample", temperature=0)
+    with pytest.raises(InvalidInputError, match="num_beams"):
+        generate_questions("pizza recipe", num_beams=0)
 
 
 def _fold() -> datasets.DatasetDict:

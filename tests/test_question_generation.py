@@ -195,6 +195,8 @@ def test_bad_arguments_are_named(generate_questions):
         generate_questions("capital france", num_return_sequences=0)
     with pytest.raises(InvalidInputError, match="overgenerate"):
         generate_questions("capital france", overgenerate=0)
+    with pytest.raises(InvalidInputError, match="num_beams"):
+        generate_questions("capital france", num_beams=0)
     with pytest.raises(TypeError, match="unknown arguments"):
         generate_questions("capital france", beams=3)
 

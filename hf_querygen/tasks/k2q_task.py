@@ -329,7 +329,9 @@ class K2QTask(Text2TextTask):
         if strategy == "sample":
             kwargs.update(do_sample=True, num_beams=1, num_return_sequences=wanted * overgenerate)
         else:
-            beams = kwargs.get("num_beams") or getattr(model.generation_config, "num_beams", 1) or 1
+            beams = kwargs.get("num_beams")
+            if beams is None:  # an explicit 0 is an error below, not the default
+                beams = getattr(model.generation_config, "num_beams", 1) or 1
             if not isinstance(beams, int) or beams < 1:
                 raise InvalidInputError(f"k2q: num_beams must be an integer >= 1, got {beams!r}")
             beams = max(beams, wanted * (overgenerate if strategy == "distinct-beam" else 1))
@@ -424,11 +426,12 @@ class K2QTask(Text2TextTask):
         wanted = 1 if wanted is None else wanted
         if not isinstance(wanted, int) or wanted < 1:
             raise InvalidInputError(f"k2q: num_return_sequences must be an integer >= 1, got {wanted!r}")
-        beams = kwargs.get("num_beams") or 1
-        if not isinstance(beams, int) or beams < 1:
+        beams = kwargs.get("num_beams")
+        if beams is not None and (not isinstance(beams, int) or isinstance(beams, bool) or beams < 1):
             raise InvalidInputError(f"k2q: num_beams must be an integer >= 1, got {beams!r}")
-        temperature = kwargs.get("temperature") or 1.0
-        if not isinstance(temperature, int | float) or temperature <= 0:
+        temperature = kwargs.get("temperature")
+        temperature = 1.0 if temperature is None else temperature
+        if not isinstance(temperature, int | float) or isinstance(temperature, bool) or temperature <= 0:
             raise InvalidInputError(f"k2q: temperature must be a number > 0, got {temperature!r}")
         frames = list(model.config.frames)
         results: list[list[dict[str, Any]]] = [[] for _ in inputs]
