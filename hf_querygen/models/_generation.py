@@ -265,45 +265,47 @@ class RecurrentGenerationMixin(GenerationMixin):
         encoder_outputs = self.get_encoder()(input_ids, **encoder_kwargs)
         device = input_ids.device
         batch_size = input_ids.shape[0]
-        # one buffer for the whole sequence instead of a cat per token
-        sequences = torch.full((batch_size, max_length), pad_id, dtype=torch.long, device=device)
-        sequences[:, 0] = start_id
-        never = torch.tensor(self.never_generated_ids(), dtype=torch.long, device=device)
-        eos = torch.tensor(eos_ids, dtype=torch.long, device=device)
-        unfinished = torch.ones(batch_size, dtype=torch.bool, device=device)
-        suppress = None  # (C,) 0 / -inf: the never-generated ids, built at the first step (C known then)
+        never = self.never_generated_ids()
+        eos = torch.tensor(eos_ids, dtype=torch.long, device=device) if len(eos_ids) > 1 else None
+        # the ids set to -inf at each step: the never-generated ones, below min_length the [EOS] ids too (one
+        # index_fill per step, the scores SuppressTokens / MinLength leave; a bool-mask fill costs several
+        # times more on a (64, C) batch); None where nothing is suppressed
+        suppress = torch.tensor(never, dtype=torch.long, device=device) if never else None
+        suppress_eos = (
+            torch.tensor(never + eos_ids, dtype=torch.long, device=device) if min_length > 1 else None
+        )
+        step_ids = torch.full((batch_size, 1), start_id, dtype=torch.long, device=device)
+        generated = [step_ids]  # (B, 1) ids per step, concatenated once at the end
+        unfinished: torch.Tensor | None = None  # (B, 1) bool, from the first [EOS] on (until then: every row)
         cache = None
         length = 1
         while length < max_length:
             # the cache has consumed every id but the last one
-            step_logits, cache = self._generation_step(
-                sequences[:, :length] if cache is None else sequences[:, length - 1 : length],
-                encoder_outputs,
-                attention_mask,
-                cache,
-            )
-            logits = step_logits[:, -1, :].float()  # the processors below work out of place
-            if suppress is None:
-                suppress = torch.zeros(logits.shape[-1], dtype=logits.dtype, device=device)
-                suppress[never] = float("-inf")
-            # one add instead of an index_fill per step: the same scores (x + -inf = -inf, x + 0 = x)
-            scores = logits + suppress if len(never) else logits
-            if length < min_length:
-                scores = scores.index_fill(-1, eos, float("-inf"))
-            best, next_tokens = scores.max(dim=-1)
-            if len(never) or length < min_length:
+            step_logits, cache = self._generation_step(step_ids, encoder_outputs, attention_mask, cache)
+            logits = step_logits.select(1, -1).float()  # the processors below work out of place
+            eos_masked = length < min_length
+            processing = suppress_eos if eos_masked else suppress
+            scores = logits if processing is None else logits.index_fill(-1, processing, float("-inf"))
+            best, step_ids = scores.max(dim=-1, keepdim=True)
+            restored = False
+            if processing is not None:
                 # a row the processors emptied (every score -inf) gets its unprocessed scores back
                 dead = torch.isneginf(best)
                 if bool(dead.any()):
-                    next_tokens = torch.where(dead, logits.argmax(dim=-1), next_tokens)
-            next_tokens = torch.where(unfinished, next_tokens, pad_id)
-            sequences[:, length] = next_tokens
+                    step_ids = torch.where(dead, logits.argmax(dim=-1, keepdim=True), step_ids)
+                    restored = True
+            if unfinished is not None:  # finished rows are padded
+                step_ids = torch.where(unfinished, step_ids, pad_id)
+            generated.append(step_ids)
             length += 1
-            if len(eos):
-                unfinished &= next_tokens != eos[0] if len(eos) == 1 else ~torch.isin(next_tokens, eos)
-                if not bool(unfinished.any()):
-                    break
-        return sequences[:, :length]
+            # below min_length [EOS] is -inf in every scored row: only a restored row can have ended
+            if eos_ids and (restored or not eos_masked):
+                ended = step_ids == eos_ids[0] if eos is None else torch.isin(step_ids, eos)
+                if unfinished is not None or bool(ended.any()):
+                    unfinished = ~ended if unfinished is None else unfinished & ~ended
+                    if not bool(unfinished.any()):
+                        break
+        return torch.cat(generated, dim=1)
 
     def _generation_step(
         self,

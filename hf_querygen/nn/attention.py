@@ -106,8 +106,9 @@ class AdditiveAttention(nn.Module):
         mask (B, S) bool, ``project_keys(keys)`` (B, S, A) -> (context (B, Hk), weights (B, S)); the
         same operations as :meth:`forward`, for step-by-step decoders that call it at every token."""
         hidden = torch.tanh(projected_keys + self.query_projection(query).unsqueeze(1))  # (B, S, A)
-        scores = self.energy(hidden).squeeze(-1).masked_fill(~mask, float("-inf"))
-        weights = torch.softmax(scores, dim=-1).masked_fill(~mask, 0.0)
+        padding = ~mask  # once for both fills
+        scores = self.energy(hidden).squeeze(-1).masked_fill(padding, float("-inf"))
+        weights = torch.softmax(scores, dim=-1).masked_fill(padding, 0.0)
         return torch.bmm(weights.unsqueeze(1), keys).squeeze(1), weights
 
 

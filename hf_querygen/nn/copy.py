@@ -105,15 +105,20 @@ def extended_to_input_ids(
             f"{tuple(ids.shape)} and {tuple(source_input_ids.shape)}"
         )
     source_length = source_input_ids.shape[1]
-    if ids.numel() and int(ids.max()) >= output_vocab_size + source_length:
-        raise ValueError(
-            f"extended id {int(ids.max())} is beyond output_vocab_size + source length = "
-            f"{output_vocab_size} + {source_length}"
-        )
+    lowest = 0
+    if ids.numel():
+        # one reduction for both bounds (generation calls this at every token, where no id is negative)
+        bounds = torch.aminmax(ids)
+        lowest, highest = int(bounds.min), int(bounds.max)
+        if highest >= output_vocab_size + source_length:
+            raise ValueError(
+                f"extended id {highest} is beyond output_vocab_size + source length = "
+                f"{output_vocab_size} + {source_length}"
+            )
     positions = (ids - output_vocab_size).clamp(0, source_length - 1)
     copied = source_input_ids.gather(1, positions)
     mapped = torch.where(ids >= output_vocab_size, copied, ids)
-    return mapped.masked_fill(ids < 0, unk_token_id)
+    return mapped.masked_fill(ids < 0, unk_token_id) if lowest < 0 else mapped
 
 
 def positions_matching_ids(

@@ -68,10 +68,14 @@ class _DecoderState:
         names = cls.FIELDS + cls.STATIC_FIELDS
         return cls(**{name: cache.get(name) for name in names}, length=cache.get_seq_length())
 
-    def to_cache(self, cache: RecurrentStateCache) -> None:
-        states = {name: getattr(self, name) for name in self.FIELDS + self.STATIC_FIELDS}
+    def to_cache(self, cache: RecurrentStateCache, static: bool = True) -> None:
+        """Write the state into ``cache``; ``static=False`` leaves out the per-source fields (a step resumed
+        from ``cache`` has not changed them)."""
+        names = self.FIELDS + self.STATIC_FIELDS if static else self.FIELDS
+        states = {name: getattr(self, name) for name in names}
         cache.update(**{name: tensor for name, tensor in states.items() if tensor is not None})
-        cache.mark_static(*(name for name in self.STATIC_FIELDS if states[name] is not None))
+        if static:
+            cache.mark_static(*(name for name in self.STATIC_FIELDS if states[name] is not None))
 
     def reserve(self, steps: int) -> None:
         """Make room for ``steps`` more pointer states in the step buffers (capacity doubles, so the
@@ -83,7 +87,8 @@ class _DecoderState:
 
         def grown(buffer: torch.Tensor) -> torch.Tensor:
             bigger = buffer.new_zeros(buffer.shape[0], capacity, *buffer.shape[2:])
-            bigger[:, : self.length] = buffer[:, : self.length]
+            if self.length:  # nothing to copy into the first buffer of a generation
+                bigger[:, : self.length] = buffer[:, : self.length]
             return bigger
 
         self.pointer_states = grown(self.pointer_states)
@@ -178,15 +183,14 @@ class DualDecoderDecoding:
         self, decoder_input_ids: torch.LongTensor, encoder_outputs: RecurrentEncoderOutput
     ) -> torch.Tensor:
         """(B, T) extended ids -> (B, T, E): a pointed-at position is embedded as its source word."""
-        config = self.config
         # outside training the embedding dropout is the identity: skip the two module calls
         embed = self.embeddings if self.training else self.embeddings.embedding
         return embed(
             extended_to_input_ids(
                 decoder_input_ids,
                 encoder_outputs.source_input_ids,
-                config.output_vocab_size,
-                config.unk_token_id,
+                self.output_vocab_size,
+                self.unk_token_id,
             )
         )
 

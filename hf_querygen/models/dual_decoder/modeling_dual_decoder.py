@@ -87,6 +87,14 @@ class DualDecoderForKeywordGeneration(
     def __init__(self, config: DualDecoderConfig):
         super().__init__(config)
         hidden, encoder_size = config.hidden_size, 2 * config.hidden_size
+        # what the decoding reads at every generated token, as plain attributes: a transformers 5 config
+        # attribute read costs about a microsecond, several per token (fixed at init, like the modules)
+        self.output_vocab_size: int = config.output_vocab_size
+        self.pointer_only: bool = config.pointer_only
+        self.pad_token_id: int = config.pad_token_id
+        self.decoder_start_token_id: int = config.decoder_start_token_id
+        self.eos_token_id: int = config.eos_token_id
+        self.unk_token_id: int = config.unk_token_id
         # one table for encoder and both decoders (Sec. 5.1: "shared the same word embeddings"); it is
         # registered once, under the encoder, and reached by the decoders through ``self.embeddings``
         self.encoder = DualDecoderEncoder(

@@ -33,6 +33,15 @@ class DualDecoderStepDecoding(DualDecoderDecoding):
             inputs, (hidden, cell), rnn.weight_ih_l0, rnn.weight_hh_l0, rnn.bias_ih_l0, rnn.bias_hh_l0
         )
 
+    def _never_target_ids(self, device: torch.device) -> torch.Tensor:
+        """[PAD] and the decoder start, never generator targets, as an index tensor on ``device``: built once
+        per device, not at every generated token."""
+        never = self.__dict__.get("_never_target_index")  # not a buffer: not in the state dict
+        if never is None or never.device != device:
+            never = torch.tensor([self.pad_token_id, self.decoder_start_token_id], device=device)
+            self.__dict__["_never_target_index"] = never
+        return never
+
     def _step_state(
         self, encoder_outputs: RecurrentEncoderOutput, source_mask: torch.Tensor
     ) -> _DecoderState:
@@ -43,8 +52,8 @@ class DualDecoderStepDecoding(DualDecoderDecoding):
         state.pointer_keys = self.pointer_attention.project_keys(encoder_states)
         own_index = torch.arange(source_mask.shape[1], device=source_mask.device)
         state.pointer_dead = ~(source_mask & (encoder_outputs.first_positions == own_index))
-        state.sentinel_ids = self.config.output_vocab_size + source_mask.long().sum(dim=1, keepdim=True) - 1
-        if self.config.pointer_only:
+        state.sentinel_ids = self.output_vocab_size + source_mask.long().sum(dim=1, keepdim=True) - 1
+        if self.pointer_only:
             state.pointer_state_keys = state.pointer_states[..., :0]
         else:
             state.source_keys = self.source_attention.project_keys(encoder_states)
@@ -70,9 +79,8 @@ class DualDecoderStepDecoding(DualDecoderDecoding):
 
         Returns log-probs (B, T, V + S), the generator phase of each step (B, T) and the new state.
         """
-        config = self.config
-        vocab, eos_token_id = config.output_vocab_size, config.eos_token_id
-        has_generator = not config.pointer_only
+        vocab = self.output_vocab_size
+        has_generator = not self.pointer_only
         encoder_states = encoder_outputs.last_hidden_state
         first_positions = encoder_outputs.first_positions
         batch_size, n_steps = decoder_input_ids.shape
@@ -86,24 +94,25 @@ class DualDecoderStepDecoding(DualDecoderDecoding):
         state.reserve(n_steps)
         out = encoder_states.new_full((batch_size, n_steps, vocab + source_mask.shape[1]), float("-inf"))
         if has_generator:
-            never = torch.tensor(
-                [config.pad_token_id, config.decoder_start_token_id], device=encoder_states.device
-            )
+            never = self._never_target_ids(encoder_states.device)
         for t in range(n_steps):
             phase = generator_phase[:, t]
             keep = phase.unsqueeze(1)  # (B, 1): the pointer has finished
             n_generating = int(phase.sum())
             slot = state.length
+            step_input = embedded[:, t]
             if n_generating < batch_size:  # some row still points (Eq. 1-4)
                 pointer_hidden, pointer_cell = self._lstm_step(
-                    self.pointer_rnn, embedded[:, t], state.pointer_hidden, state.pointer_cell
+                    self.pointer_rnn, step_input, state.pointer_hidden, state.pointer_cell
                 )
                 _, weights = self.pointer_attention.step(
                     pointer_hidden, encoder_states, source_mask, state.pointer_keys
                 )  # Eq. (2)-(3)
                 probs = torch.zeros_like(weights).scatter_add_(-1, first_positions, weights)  # Eq. (4)
                 pointer_log_probs = floored_log(probs).masked_fill_(state.pointer_dead, float("-inf"))
-                out[:, t, vocab:] = pointer_log_probs.masked_fill_(keep, float("-inf"))
+                if n_generating:  # the rows past the sentinel point nowhere
+                    pointer_log_probs.masked_fill_(keep, float("-inf"))
+                out[:, t, vocab:] = pointer_log_probs
                 state.pointer_states[:, slot] = pointer_hidden
                 state.pointer_states_mask[:, slot] = ~phase
                 if has_generator:
@@ -118,7 +127,7 @@ class DualDecoderStepDecoding(DualDecoderDecoding):
             state.length = slot + 1
             if n_generating and has_generator:  # Eq. (5)-(12)
                 generator_hidden, generator_cell = self._lstm_step(
-                    self.generator_rnn, embedded[:, t], state.generator_hidden, state.generator_cell
+                    self.generator_rnn, step_input, state.generator_hidden, state.generator_cell
                 )
                 source_context, _ = self.source_attention.step(
                     generator_hidden, encoder_states, source_mask, state.source_keys
@@ -143,7 +152,7 @@ class DualDecoderStepDecoding(DualDecoderDecoding):
                     state.generator_hidden, state.generator_cell = generator_hidden, generator_cell
                 out[:, t, :vocab] = generator_log_probs
             elif n_generating:  # pointer-only: after the sentinel only [EOS] (probability 1)
-                out[:, t, eos_token_id] = torch.where(phase, 0.0, float("-inf"))
+                out[:, t, self.eos_token_id] = torch.where(phase, 0.0, float("-inf"))
             state.in_generator = phase
         return out, generator_phase, state
 
@@ -156,7 +165,8 @@ class DualDecoderStepDecoding(DualDecoderDecoding):
     ) -> tuple[torch.Tensor, torch.Tensor, RecurrentStateCache]:
         """Decode ``decoder_input_ids`` (B, T) from the state in ``cache`` (None or empty: the start) ->
         (log-probs (B, T, V + S), generator phase (B, T), the cache holding the new state)."""
-        if cache is not None and cache.get_seq_length() > 0:
+        resuming = cache is not None and cache.get_seq_length() > 0
+        if resuming:
             state = _DecoderState.from_cache(cache)
         else:
             state = self._step_state(encoder_outputs, source_mask)
@@ -165,6 +175,6 @@ class DualDecoderStepDecoding(DualDecoderDecoding):
         )
         if cache is None:
             cache = RecurrentStateCache()
-        state.to_cache(cache)
+        state.to_cache(cache, static=not resuming)  # the per-source fields are in the cache already
         cache.advance(decoder_input_ids.shape[1])
         return log_probs, generator_phase, cache

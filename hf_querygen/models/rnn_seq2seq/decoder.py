@@ -37,6 +37,11 @@ class RNNSeq2SeqDecoder(nn.Module):
         self.attend_before_rnn = self.uses_attention and config.attention_query == "previous"
         self.input_feeding = config.input_feeding
         self.selective_read = config.copy == "copynet" and config.copy_selective_read
+        # what every decoding step reads, as plain attributes (a transformers 5 config attribute read costs
+        # about a microsecond)
+        self.cell_type: str = config.cell
+        self.output_vocab_size: int = config.output_vocab_size
+        self.unk_token_id: int = config.unk_token_id
         self.embed_tokens = WordEmbeddings(
             config.vocab_size, config.embedding_size, config.pad_token_id, config.dropout
         )
@@ -74,6 +79,8 @@ class RNNSeq2SeqDecoder(nn.Module):
             if config.copy == "copynet"
             else None
         )
+        #: the :data:`STATIC_STATES` this decoder keeps in its state (fixed by the configuration)
+        self.kept_static_states = tuple(name for name in self.STATIC_STATES if self._needs_static(name))
 
     # -- state ------------------------------------------------------------------------------
     def initial_state(self, encoder_outputs: RecurrentEncoderOutput) -> dict[str, torch.Tensor]:
@@ -119,7 +126,7 @@ class RNNSeq2SeqDecoder(nn.Module):
         LSTM / GRU runs the fused cell kernel (a third of the module call's cost at batch 1; the same gates,
         float rounding may differ in the last bit), deeper stacks the module."""
         rnn = self.rnn
-        if rnn.num_layers != 1 or self.config.cell not in ("lstm", "gru"):
+        if rnn.num_layers != 1 or self.cell_type not in ("lstm", "gru"):
             output, rnn_state = self._run_rnn(rnn_input.unsqueeze(1), state)
             return output.squeeze(1), rnn_state
         weights = (rnn.weight_ih_l0, rnn.weight_hh_l0, rnn.bias_ih_l0, rnn.bias_hh_l0)
@@ -140,7 +147,7 @@ class RNNSeq2SeqDecoder(nn.Module):
     ) -> dict[str, torch.Tensor]:
         """The projected attention keys (the key half of the score), CopyNet's tanh(W_c h_j) (Gu Eq. 8)
         and scatter plan, from ``state`` when a cached step computed them already, else computed now."""
-        if all(name in state for name in self.STATIC_STATES if self._needs_static(name)):
+        if all(name in state for name in self.kept_static_states):
             return {name: state[name] for name in self.STATIC_STATES if name in state}
         keys = encoder_outputs.last_hidden_state
         statics = {}
@@ -183,7 +190,8 @@ class RNNSeq2SeqDecoder(nn.Module):
                     self.attentional_projection(torch.cat([context, rnn_output], dim=-1))
                 )
             features = attentional  # Luong Eq. (5)
-        scores = self.output_projection(self.feature_dropout(features))
+        # outside training the dropout is the identity: skip its module call (once per generated token)
+        scores = self.output_projection(self.feature_dropout(features) if self.training else features)
         if self.copynet is None:
             return scores, attentional, None
         targets = statics.get("copy_targets")
@@ -234,10 +242,7 @@ class RNNSeq2SeqDecoder(nn.Module):
         keys = encoder_outputs.last_hidden_state
         mask = encoder_outputs.attention_mask.bool()
         token_ids = extended_to_input_ids(
-            decoder_input_ids,
-            encoder_outputs.source_input_ids,
-            self.config.output_vocab_size,
-            self.config.unk_token_id,
+            decoder_input_ids, encoder_outputs.source_input_ids, self.output_vocab_size, self.unk_token_id
         )
         # outside training the embedding dropout is the identity and the mapped ids are valid: skip the
         # module's checks (a host sync per generated token)
@@ -300,7 +305,10 @@ class RNNSeq2SeqDecoder(nn.Module):
             contexts.append(context)
 
         def stacked(steps: list) -> torch.Tensor | None:
-            return None if not steps or steps[0] is None else torch.stack(steps, dim=1)
+            if not steps or steps[0] is None:
+                return None
+            # generation feeds one token per call: a view, not a stack's copy
+            return steps[0].unsqueeze(1) if len(steps) == 1 else torch.stack(steps, dim=1)
 
         scores, _, copy_probs = self._scores(
             stacked(outputs), stacked(contexts), encoder_outputs, statics, stacked(attentionals), labels

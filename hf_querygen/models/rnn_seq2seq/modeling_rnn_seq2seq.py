@@ -130,8 +130,12 @@ class RNNSeq2SeqForConditionalGeneration(RNNSeq2SeqPreTrainedModel, RecurrentGen
         if not use_cache:
             return scores, None
         cache = cache if cache is not None else RecurrentStateCache()
-        cache.update(**state)
-        cache.mark_static(*(name for name in self.decoder.STATIC_STATES if name in state))
+        statics = self.decoder.kept_static_states
+        if resuming:  # the per-source tensors are in the cache already, unchanged
+            cache.update(**{name: tensor for name, tensor in state.items() if name not in statics})
+        else:
+            cache.update(**state)
+            cache.mark_static(*statics)
         cache.advance(decoder_input_ids.shape[1])
         return scores, cache
 
