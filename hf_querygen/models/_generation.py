@@ -277,11 +277,12 @@ class RecurrentGenerationMixin(GenerationMixin):
         step_ids = torch.full((batch_size, 1), start_id, dtype=torch.long, device=device)
         generated = [step_ids]  # (B, 1) ids per step, concatenated once at the end
         unfinished: torch.Tensor | None = None  # (B, 1) bool, from the first [EOS] on (until then: every row)
+        source_mask = attention_mask.bool()  # once, not at every step
         cache = None
         length = 1
         while length < max_length:
             # the cache has consumed every id but the last one
-            step_logits, cache = self._generation_step(step_ids, encoder_outputs, attention_mask, cache)
+            step_logits, cache = self._generation_step(step_ids, encoder_outputs, source_mask, cache)
             logits = step_logits.select(1, -1).float()  # the processors below work out of place
             eos_masked = length < min_length
             processing = suppress_eos if eos_masked else suppress
@@ -314,8 +315,8 @@ class RecurrentGenerationMixin(GenerationMixin):
         attention_mask: torch.Tensor,
         cache: RecurrentStateCache | None,
     ) -> tuple[torch.Tensor, RecurrentStateCache]:
-        """One call of the plain greedy loop: ``forward(..., use_cache=True)`` -> (logits (B, T, C), cache).
-        A model may compute the same without building its output object."""
+        """One call of the plain greedy loop: ``forward(..., use_cache=True)`` -> (logits (B, T, C), cache);
+        ``attention_mask`` (B, S) bool. A model may compute the same without building its output object."""
         outputs = self(
             decoder_input_ids=decoder_input_ids,
             attention_mask=attention_mask,

@@ -65,8 +65,9 @@ class _DecoderState:
 
     @classmethod
     def from_cache(cls, cache: RecurrentStateCache) -> _DecoderState:
+        states = dict(cache.items())  # one copy, then plain dict look-ups
         names = cls.FIELDS + cls.STATIC_FIELDS
-        return cls(**{name: cache.get(name) for name in names}, length=cache.get_seq_length())
+        return cls(**{name: states.get(name) for name in names}, length=cache.get_seq_length())
 
     def to_cache(self, cache: RecurrentStateCache, static: bool = True) -> None:
         """Write the state into ``cache``; ``static=False`` leaves out the per-source fields (a step resumed

@@ -256,10 +256,8 @@ class DualDecoderForKeywordGeneration(
         cache: RecurrentStateCache | None,
     ) -> tuple[torch.Tensor, RecurrentStateCache]:
         """What ``forward(..., use_cache=True)`` computes for the plain greedy loop, without the output
-        object: (log-probs (B, T, V + S), cache)."""
-        log_probs, _, cache = self._cached_decode(
-            decoder_input_ids, encoder_outputs, attention_mask.bool(), cache
-        )
+        object: (log-probs (B, T, V + S), cache); ``attention_mask`` (B, S) bool (converted by the loop)."""
+        log_probs, _, cache = self._cached_decode(decoder_input_ids, encoder_outputs, attention_mask, cache)
         return log_probs, cache
 
     def prepare_decoder_input_ids_from_labels(self, labels: torch.LongTensor) -> torch.LongTensor:
