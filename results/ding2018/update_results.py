@@ -22,6 +22,7 @@ from hf_querygen.experiments._report import aggregate, pyplot, write_results
 from hf_querygen.experiments.ding2018 import render_markdown
 
 HERE = Path(__file__).parent
+SIZE_FIELDS = ("embedding_size", "hidden_size", "decoder_hidden_size", "dropout")
 OLD_NETWORK = "last full run: 64/64/128, 400 steps, selected on validation LOSS (the old recipe; not rerun)"
 
 
@@ -116,16 +117,18 @@ def frame_provenance(metadata: dict, evaluation: dict) -> str:
     )
 
 
-def provenance(metadata: dict, evaluation: dict) -> str:
+def provenance(metadata: dict, evaluation: dict, model_dir: str) -> str:
     if metadata.get("family") == "frames":
         return frame_provenance(metadata, evaluation)
+    # the sizes the model has (a run may set them on top of the recipe's: train --set)
+    config = json.loads(Path(model_dir, "config.json").read_text())
     limit = metadata.get("time_limit_s")
     stopped = (
         f"stopped by the time limit ({limit / 60:.0f} min) at step {metadata['global_steps']}"
         if limit and metadata["global_steps"] < metadata["recipe"]["training_overrides"]["max_steps"]
         else f"all {metadata['global_steps']} steps"
     )
-    sizes = metadata["recipe"]["preset_overrides"]
+    sizes = {**metadata["recipe"]["preset_overrides"], **{k: config[k] for k in SIZE_FIELDS}}
     criterion = max(r["criterion"] for r in evaluation["decoding_selection"])
     return (
         f"1 seed: `train --system {metadata['system']} --seed {metadata['seed']}` "
@@ -170,8 +173,8 @@ def main(*arguments: str) -> None:
         model_row = seeds[0][1]["system"].split("/")[1]
         document["systems"][row] = cells([evaluation["rows"][model_row] for evaluation, *_ in seeds])
         described = []
-        for evaluation, metadata, _, _ in seeds:
-            text = provenance(metadata, evaluation)
+        for evaluation, metadata, _, model_dir in seeds:
+            text = provenance(metadata, evaluation, model_dir)
             shares = evaluation.get("keyword_fallback_share")
             if shares:
                 text += "; outputs that are the keyword-fallback frame: " + ", ".join(
