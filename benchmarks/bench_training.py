@@ -22,7 +22,16 @@ One step = forward with labels, backward, Adam update, at the reproduction sizes
 Both paths run on the same batches, interleaved, medians; the losses of the two paths are compared with
 dropout off. Absolute times move with the machine's load (recorded); the ratios are the figures.
 
-    python benchmarks/bench_training.py [--steps 20] [--output benchmarks/training_cpu_results.json]
+* CtrsGen (Zhang'20, with ``--ctrsgen-before PATH``): the zhang2020 run's CtrsGen (64-unit embeddings and
+  GRUs, the run's contrast setting) and its default model ctrsgen_copy (128 units, copy=True), on real q2id
+  training batches of 16 queries under the run's caps (``zhang2020_systems.CAPS``) and 2,000 output words.
+  One step = zero_grad, forward with labels, backward, gradient clipping at 5.0 and AdamW (the stock
+  Trainer's step under the zhang2020 training preset). "before" is the library at PATH (a checkout of the
+  code before, e.g. ``git worktree add --detach /tmp/before <commit>``), "library" this checkout: each runs
+  in its own process on the same pickled batches with the same initial weights, the two processes
+  alternating; the losses of the first batches (no dropout in these presets) are compared across them.
+
+    python benchmarks/bench_training.py [--steps 20] [--ctrsgen-before PATH] [--output ...json]
 """
 
 from __future__ import annotations
@@ -180,6 +189,126 @@ def measure(model, before, after, batches, steps_per_repetition: int, repetition
     }
 
 
+#: the zhang2020 run's CtrsGen sizes (hf_querygen/experiments/zhang2020.py: 64 units for every trained row;
+#: ctrsgen_copy keeps its own, zhang2020_systems.COPY_SIZES)
+CTRSGEN_SETTINGS = {
+    "ctrsgen_zhang2020": ("zhang2020", {"embedding_size": 64, "hidden_size": 64, "decoder_hidden_size": 64}),
+    "ctrsgen_copy_zhang2020": ("zhang2020-ctrsgen-copy", None),
+}
+
+
+def ctrsgen_batches(path: Path, steps: int) -> None:
+    """Real q2id training batches of 16 queries under the zhang2020 run's caps and output vocabulary,
+    pickled to ``path`` for the worker processes (labels past the output vocabulary kept for the copy model,
+    as the q2id task encodes them for the copy family)."""
+    import pickle
+
+    import hf_querygen
+    from hf_querygen.experiments.zhang2020_systems import CAPS, OUTPUT_VOCAB_SIZE
+    from hf_querygen.tasks.q2id import Q2IDCaps, Q2IDCollator, encode_q2id_dataset, train_q2id_tokenizer
+
+    train = hf_querygen.load_corpus("q2id")["train"]
+    tokenizer = train_q2id_tokenizer(train, output_vocab_size=OUTPUT_VOCAB_SIZE)
+    examples = train.select(range(16 * steps))
+    collate = Q2IDCollator(tokenizer.pad_token_id)
+    batches = {}
+    for copy in (False, True):
+        encoded = encode_q2id_dataset(
+            examples, tokenizer, Q2IDCaps(**CAPS), output_vocab_size=len(tokenizer) if copy else None
+        )
+        batches[copy] = [
+            dict(collate([encoded[i] for i in range(16 * s, 16 * s + 16)])) for s in range(steps)
+        ]
+    data = {"vocab_size": len(tokenizer), "output_vocab_size": OUTPUT_VOCAB_SIZE, "batches": batches}
+    path.write_bytes(pickle.dumps(data))
+
+
+def ctrsgen_worker(setting: str, batches_path: str, steps: int, repetitions: int, threads: int) -> dict:
+    """One process: the library on PYTHONPATH, timed on the pickled batches -> per-repetition seconds per step
+    and the losses of the first batches under the initial weights."""
+    import pickle
+
+    import torch
+    from transformers import AutoModelForSeq2SeqLM
+
+    from hf_querygen.experiments.zhang2020_systems import CONTRAST_SETTING, COPY_SIZES
+    from hf_querygen.presets import config_from_preset
+
+    torch.set_num_threads(threads)
+    data = pickle.loads(Path(batches_path).read_bytes())
+    preset, sizes = CTRSGEN_SETTINGS[setting]
+    copy = sizes is None
+    config = config_from_preset(
+        preset,
+        vocab_size=data["vocab_size"],
+        output_vocab_size=data["output_vocab_size"],
+        **CONTRAST_SETTING,
+        **(COPY_SIZES if copy else sizes),
+    )
+    torch.manual_seed(0)
+    model = AutoModelForSeq2SeqLM.from_config(config).train()
+    batches = data["batches"][copy][:steps]
+    with torch.no_grad():  # training mode (the copy model's label-only loss); these presets have no dropout
+        losses = [float(model(**batch).loss) for batch in batches[:4]]
+    optimizer = torch.optim.AdamW(model.parameters(), lr=2e-3, weight_decay=0.0)
+
+    def run():
+        for batch in batches:
+            optimizer.zero_grad(set_to_none=True)
+            model(**batch).loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
+            optimizer.step()
+
+    run()  # warm-up
+    times = []
+    for _ in range(repetitions):
+        started = time.perf_counter()
+        run()
+        times.append((time.perf_counter() - started) / len(batches))
+    return {"seconds_per_step": times, "losses": losses}
+
+
+def measure_ctrsgen(before_path: str, steps: int, repetitions: int, rounds: int, threads: int) -> dict:
+    """Before (the library at ``before_path``) vs this checkout, alternating worker processes."""
+    import subprocess
+    import tempfile
+
+    here = Path(__file__).resolve()
+    results = {}
+    with tempfile.TemporaryDirectory() as folder:
+        batches_path = Path(folder) / "batches.pkl"
+        ctrsgen_batches(batches_path, steps)
+        trees = {"before": str(Path(before_path).resolve()), "library": str(here.parent.parent)}
+        for setting in CTRSGEN_SETTINGS:
+            runs: dict[str, list[dict]] = {name: [] for name in trees}
+            for _ in range(rounds):
+                for name, tree in trees.items():
+                    command = [sys.executable, str(here), "--ctrsgen-worker", setting, str(batches_path)]
+                    command += ["--steps", str(steps), "--repetitions", str(repetitions)]
+                    command += ["--threads", str(threads)]
+                    environment = {**os.environ, "PYTHONPATH": tree}
+                    output = subprocess.run(
+                        command, env=environment, check=True, capture_output=True, text=True
+                    )
+                    runs[name].append(json.loads(output.stdout.strip().splitlines()[-1]))
+            medians = {
+                name: statistics.median(t for run in worker_runs for t in run["seconds_per_step"])
+                for name, worker_runs in runs.items()
+            }
+            gaps = [
+                abs(a - b)
+                for a, b in zip(runs["before"][0]["losses"], runs["library"][0]["losses"], strict=True)
+            ]
+            results[setting] = {
+                "before_ms_per_step": round(1000 * medians["before"], 2),
+                "library_ms_per_step": round(1000 * medians["library"], 2),
+                "speedup": round(medians["before"] / medians["library"], 3),
+                "max_loss_difference_without_dropout": max(gaps),
+                "timed_steps_per_side": sum(len(run["seconds_per_step"]) for run in runs["library"]) * steps,
+            }
+    return results
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=1)
@@ -188,7 +317,16 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--pg-batch-size", type=int, default=16, help="queries per PG step (the run's)")
     parser.add_argument("--output", default=None)
+    parser.add_argument(
+        "--ctrsgen-before", default=None, help="a checkout of the library before, for the CtrsGen rows"
+    )
+    parser.add_argument("--ctrsgen-rounds", type=int, default=3, help="worker processes per side and model")
+    parser.add_argument("--ctrsgen-worker", nargs=2, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.ctrsgen_worker:
+        result = ctrsgen_worker(*args.ctrsgen_worker, args.steps, args.repetitions, args.threads)
+        print(json.dumps(result))
+        return result
 
     import torch
     from lean_decoders import stepwise_rnn_scores
@@ -245,12 +383,20 @@ def main(argv: list[str] | None = None) -> dict:
             dual, old_dual_loss, library, dual_batches, args.steps, args.repetitions
         ),
         "pg_zhang2020": measure(pg, pg_before, library, pg_batches, args.steps, args.repetitions),
-        "load_average_before_after": [list(load_before), list(os.getloadavg())],
     }
+    if args.ctrsgen_before:
+        results.update(
+            measure_ctrsgen(
+                args.ctrsgen_before, args.steps, args.repetitions, args.ctrsgen_rounds, args.threads
+            )
+        )
+    results["load_average_before_after"] = [list(load_before), list(os.getloadavg())]
     print(json.dumps(results, indent=2))
     print("\n| model | before ms/step | library ms/step | speed-up | loss difference (no dropout) |")
     print("|---|---|---|---|---|")
-    for name in ("copynet_ding2018", "dual_decoder_liu2018", "pg_zhang2020"):
+    for name in ("copynet_ding2018", "dual_decoder_liu2018", "pg_zhang2020", *CTRSGEN_SETTINGS):
+        if name not in results:
+            continue
         row = results[name]
         print(
             f"| {name} | {row['before_ms_per_step']} | {row['library_ms_per_step']} | {row['speedup']} | "

@@ -171,6 +171,17 @@ class LuongAttention(nn.Module):
         weights, scores = masked_softmax(self.compute_scores(query, keys, projected_keys), mask)
         return _finish(weights, scores, keys, squeeze)
 
+    def step(
+        self, query: torch.Tensor, keys: torch.Tensor, mask: torch.Tensor, projected_keys: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """One decoding step without the shape checks: query (B, Hq), keys (B, S, Hk), mask (B, S) bool,
+        ``project_keys(keys)`` -> (context (B, Hk), weights (B, S)); the same operations as :meth:`forward`
+        (see :meth:`AdditiveAttention.step`)."""
+        scores = self.compute_scores(query.unsqueeze(1), keys, projected_keys).squeeze(1)
+        padding = ~mask  # once for both fills
+        weights = torch.softmax(scores.masked_fill(padding, float("-inf")), dim=-1).masked_fill(padding, 0.0)
+        return torch.bmm(weights.unsqueeze(1), keys).squeeze(1), weights
+
 
 class LocalPredictiveAttention(LuongAttention):
     """Luong et al. (2015) local-p attention, the attention of Song et al. (SIGIR'17).

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence
 from transformers.utils import ModelOutput
 
 from .copy import first_occurrence_positions
@@ -83,17 +83,41 @@ class WordEmbeddings(nn.Module):
         return self.dropout(self.embedding(input_ids))
 
 
+def pad_packed_outputs(packed: PackedSequence, lengths: torch.Tensor, total_length: int) -> torch.Tensor:
+    """``pad_packed_sequence(packed, batch_first=True, total_length=...)[0]`` as one row gather: packed
+    (sum(lengths), H) data, lengths (B,) of the original (unsorted) batch -> (B, total_length, H), zero at
+    padding; the same values and gradients. torch's version copies every time step into the padded tensor
+    in place, and the backward of each copy clones the whole gradient: O(S^2) per batch (a quarter of a
+    copy CtrsGen step's backward, whose word states are read); an index_select's backward is one index_add."""
+    data = packed.data
+    device = data.device
+    batch_sizes = packed.batch_sizes.to(device)
+    first_rows = torch.cumsum(batch_sizes, 0) - batch_sizes  # packed row of each time step's first entry
+    steps = torch.arange(total_length, device=device)
+    # where each original row sits in the length-sorted batch that packing made
+    sorted_position = (
+        packed.unsorted_indices.to(device)
+        if packed.unsorted_indices is not None
+        else torch.arange(lengths.shape[0], device=device)
+    )
+    rows = first_rows[steps.clamp_max(batch_sizes.shape[0] - 1)].unsqueeze(0) + sorted_position.unsqueeze(1)
+    valid = steps.unsqueeze(0) < lengths.to(device).unsqueeze(1)
+    rows = torch.where(valid, rows, data.shape[0])  # padding reads the zero row appended below
+    padded = torch.cat([data, data.new_zeros(1, *data.shape[1:])]).index_select(0, rows.flatten())
+    return padded.view(*rows.shape, *data.shape[1:])
+
+
 @dataclass
 class RNNEncoderOutput:
     """What :class:`RNNEncoder` returns; every tensor is batch-first.
 
-    outputs: (B, S, H_out) per-position states, zero at padded positions.
+    outputs: (B, S, H_out) per-position states, zero at padded positions (None when not asked for).
     final_hidden: (B, num_layers, H_out); for a bidirectional encoder the last dim is
         [forward h_n ; backward h_1] (the source summary of Liu et al. 2018, Eq. 1).
     final_cell: same shape as ``final_hidden`` for an LSTM, else None.
     """
 
-    outputs: torch.Tensor
+    outputs: torch.Tensor | None
     final_hidden: torch.Tensor
     final_cell: torch.Tensor | None = None
 
@@ -127,9 +151,12 @@ class RNNEncoder(nn.Module):
         state = state.view(self.num_layers, self.num_directions, batch_size, self.hidden_size)
         return state.permute(2, 0, 1, 3).reshape(batch_size, self.num_layers, self.output_size)
 
-    def forward(self, inputs_embeds: torch.Tensor, attention_mask: torch.Tensor) -> RNNEncoderOutput:
+    def forward(
+        self, inputs_embeds: torch.Tensor, attention_mask: torch.Tensor, return_outputs: bool = True
+    ) -> RNNEncoderOutput:
         """inputs_embeds (B, S, E), attention_mask (B, S) with 1 at real tokens (left-aligned, i.e.
-        right padding) -> :class:`RNNEncoderOutput`."""
+        right padding) -> :class:`RNNEncoderOutput`. ``return_outputs=False``: ``outputs`` is None (a caller
+        that reads only the final states skips unpacking the per-position states)."""
         if inputs_embeds.dim() != 3 or attention_mask.shape != inputs_embeds.shape[:2]:
             raise ValueError(
                 f"RNNEncoder expects inputs_embeds (B, S, E) and attention_mask (B, S); got "
@@ -144,9 +171,9 @@ class RNNEncoder(nn.Module):
             return RNNEncoderOutput(outputs, hidden, None)
         packed = pack_padded_sequence(inputs_embeds, lengths.cpu(), batch_first=True, enforce_sorted=False)
         packed_outputs, state = self.rnn(packed)
-        outputs, _ = pad_packed_sequence(
-            packed_outputs, batch_first=True, total_length=inputs_embeds.shape[1]
-        )
+        outputs = None
+        if return_outputs:
+            outputs = pad_packed_outputs(packed_outputs, lengths, inputs_embeds.shape[1])
         # with enforce_sorted=False torch returns h_n already in the original batch order
         if isinstance(state, tuple):
             hidden, cell = state

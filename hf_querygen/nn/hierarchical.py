@@ -53,11 +53,11 @@ def compact_rows(
 
 @dataclass
 class WordLevelOutput:
-    """word_states: (B, D, S, L, H_out) per-word states h_{u,l}, zero at padding;
+    """word_states: (B, D, S, L, H_out) per-word states h_{u,l}, zero at padding (None when not asked for);
     sentence_embeddings: (B, D, S, H_out) e_u = [last forward; last backward] word state, zero at padding;
     sentence_mask: (B, D, S) True at real (non-empty) sentences."""
 
-    word_states: torch.Tensor
+    word_states: torch.Tensor | None
     sentence_embeddings: torch.Tensor
     sentence_mask: torch.Tensor
 
@@ -74,8 +74,11 @@ class HierarchicalEncoder(nn.Module):
         self.output_size = self.word_encoder.output_size
         self.sentence_encoder = RNNEncoder(self.output_size, hidden_size, 1, cell, bidirectional)
 
-    def encode_words(self, embeddings: torch.Tensor, mask: torch.Tensor) -> WordLevelOutput:
-        """embeddings (B, D, S, L, E), mask (B, D, S, L) -> :class:`WordLevelOutput`."""
+    def encode_words(
+        self, embeddings: torch.Tensor, mask: torch.Tensor, word_states: bool = True
+    ) -> WordLevelOutput:
+        """embeddings (B, D, S, L, E), mask (B, D, S, L) -> :class:`WordLevelOutput`. ``word_states=False``
+        skips building the per-word states (a model that reads only the sentence embeddings)."""
         if embeddings.dim() != 5 or mask.shape != embeddings.shape[:4]:
             raise ValueError(
                 f"encode_words expects embeddings (B, D, S, L, E) and mask (B, D, S, L); got "
@@ -84,18 +87,19 @@ class HierarchicalEncoder(nn.Module):
         batch, docs, sents, words, _ = embeddings.shape
         flat_mask = mask.reshape(-1, words).bool()
         sentence_mask = flat_mask.any(dim=1)
-        word_states = embeddings.new_zeros(batch * docs * sents, words, self.output_size)
+        states = embeddings.new_zeros(batch * docs * sents, words, self.output_size) if word_states else None
         sentence_embeddings = embeddings.new_zeros(batch * docs * sents, self.output_size)
         if bool(sentence_mask.any()):
             # only real sentences go through the RNN: padded document / sentence slots cost nothing
             real = sentence_mask.nonzero().flatten()
             encoded = self.word_encoder(
-                embeddings.reshape(-1, words, embeddings.shape[-1])[real], flat_mask[real]
+                embeddings.reshape(-1, words, embeddings.shape[-1])[real], flat_mask[real], word_states
             )
-            word_states = word_states.index_copy(0, real, encoded.outputs)
+            if word_states:
+                states = states.index_copy(0, real, encoded.outputs)
             sentence_embeddings = sentence_embeddings.index_copy(0, real, encoded.final_hidden[:, -1])
         return WordLevelOutput(
-            word_states.view(batch, docs, sents, words, self.output_size),
+            states.view(batch, docs, sents, words, self.output_size) if word_states else None,
             sentence_embeddings.view(batch, docs, sents, self.output_size),
             sentence_mask.view(batch, docs, sents),
         )

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ...nn.attention import AdditiveAttention, LuongAttention, masked_softmax
+from ...nn.attention import AdditiveAttention, LuongAttention
 from ...nn.coverage import PointerGeneratorMixture
 from ...nn.encoder import WordEmbeddings, build_rnn
 from .configuration_ctrsgen import CtrsGenConfig
@@ -43,6 +43,14 @@ class CtrsGenDecoder(nn.Module):
     def __init__(self, config: CtrsGenConfig):
         super().__init__()
         self.config = config
+        # the settings read at every decoder step, as plain attributes: a transformers config attribute read
+        # costs ~1-2 us, paid several times per step and per training step
+        self.joint = config.decoder_attention == "concat"
+        self.use_query = config.use_query
+        self.contrast_lambda = config.contrast_lambda
+        self.renormalized = config.contrast_combination == "renormalized"
+        self.word_context = config.document_context == "word" and not self.joint
+        self.copy = config.copy
         states, hidden, attention = (
             config.encoder_output_size,
             config.decoder_hidden_size,
@@ -83,56 +91,55 @@ class CtrsGenDecoder(nn.Module):
         self, previous: torch.Tensor, encoder_outputs: CtrsGenEncoderOutput, cached: dict
     ) -> tuple[torch.Tensor, tuple[torch.Tensor, ...] | None]:
         """previous h^s_{z-1} (B, H_d) -> the context fed to the GRU and the output layer (B, context_size),
-        plus (alpha^r, beta, beta*alpha) each (B, U) for the contrast attention."""
-        config = self.config
-        relevant = encoder_outputs.last_hidden_state
-        relevant_mask = encoder_outputs.relevant_mask.bool()
-        if config.decoder_attention == "concat":
-            context = self.joint_attention(
+        plus (alpha^r, beta, beta*alpha) each (B, U) for the contrast attention. Runs once per decoder step:
+        everything that does not depend on the step (masks, key projections, the contrast penalty term)
+        comes from :meth:`precompute`, and the attentions run their ``step`` (no shape checks)."""
+        if self.joint:
+            context, _ = self.joint_attention.step(
                 previous, cached["joint_keys"], cached["joint_mask"], cached["joint_projected"]
             )
-            return context.context, None
+            return context, None
+        relevant = encoder_outputs.last_hidden_state
+        relevant_mask = cached["relevant_mask"]
         pieces, attention_query = [], previous
-        if config.use_query:
-            query = self.query_attention(
-                previous,
-                encoder_outputs.query_states,
-                encoder_outputs.attention_mask.bool(),
-                cached["query_projected"],
+        if self.use_query:
+            query_context, _ = self.query_attention.step(
+                previous, encoder_outputs.query_states, cached["query_mask"], cached["query_projected"]
             )  # Eq. (5)-(6)
-            pieces.append(query.context)
-            attention_query = torch.cat([query.context, previous], dim=-1)
-        alpha = self.relevant_attention(
+            pieces.append(query_context)
+            attention_query = torch.cat([query_context, previous], dim=-1)
+        _, alpha = self.relevant_attention.step(
             attention_query, relevant, relevant_mask, cached["relevant_projected"]
-        ).weights
+        )
         # Eq. (8)-(10): lambda Sim(s_u, y_<z) - (1 - lambda) m_u, softmax over the relevant sentences
         generated_similarity = torch.bmm(cached["similarity_keys"], previous.unsqueeze(2)).squeeze(2)
-        lam = config.contrast_lambda
-        contrast_scores = lam * generated_similarity - (1.0 - lam) * encoder_outputs.contrast_penalty
-        beta, _ = masked_softmax(contrast_scores.unsqueeze(1), relevant_mask)
-        beta = beta.squeeze(1)
+        contrast_scores = self.contrast_lambda * generated_similarity - cached["contrast_penalty"]
+        padding = cached["relevant_padding"]
+        beta = torch.softmax(contrast_scores.masked_fill(padding, float("-inf")), dim=-1).masked_fill(
+            padding, 0.0
+        )
         weights = beta * alpha  # Eq. (12)
-        if config.contrast_combination == "renormalized":
+        if self.renormalized:
             weights = weights / weights.sum(dim=1, keepdim=True).clamp_min(1e-12)
-        if config.document_context == "word":
+        if self.word_context:
             word_states = encoder_outputs.relevant_word_states  # (B, U, L, H_e)
             batch, sentences, words, size = word_states.shape
-            word_context = self.word_attention(
+            word_context, _ = self.word_attention.step(
                 previous.unsqueeze(1).expand(batch, sentences, -1).reshape(batch * sentences, -1),
-                word_states.reshape(batch * sentences, words, size),
-                encoder_outputs.relevant_word_mask.bool().reshape(batch * sentences, words),
+                cached["word_keys"],
+                cached["word_mask"],
                 cached["word_projected"],
-            ).context.view(batch, sentences, size)
-            document = torch.bmm(weights.unsqueeze(1), word_context).squeeze(1)
+            )
+            document = torch.bmm(weights.unsqueeze(1), word_context.view(batch, sentences, size)).squeeze(1)
         else:
             document = torch.bmm(weights.unsqueeze(1), relevant).squeeze(1)  # c^d, Eq. (12)
         pieces.append(document)
         return torch.cat(pieces, dim=-1), (alpha, beta, weights)
 
     def precompute(self, encoder_outputs: CtrsGenEncoderOutput) -> dict:
-        """Step-independent projections of the encoder states (computed once per forward call)."""
-        config = self.config
-        if config.decoder_attention == "concat":
+        """Step-independent parts of every decoder step (computed once per forward call): projections of
+        the encoder states, boolean masks and the contrast penalty (1 - lambda) m_u of Eq. (8)."""
+        if self.joint:
             keys = torch.cat([encoder_outputs.query_states, encoder_outputs.last_hidden_state], dim=1)
             mask = torch.cat(
                 [encoder_outputs.attention_mask.bool(), encoder_outputs.relevant_mask.bool()], dim=1
@@ -143,15 +150,22 @@ class CtrsGenDecoder(nn.Module):
                 "joint_projected": self.joint_attention.project_keys(keys),
             }
         relevant = encoder_outputs.last_hidden_state
+        relevant_mask = encoder_outputs.relevant_mask.bool()
         cached = {
             "relevant_projected": self.relevant_attention.project_keys(relevant),
             "similarity_keys": self.generation_similarity(relevant),  # h^r_u W_5 (B, U, H_d)
+            "relevant_mask": relevant_mask,
+            "relevant_padding": ~relevant_mask,
+            "contrast_penalty": (1.0 - self.contrast_lambda) * encoder_outputs.contrast_penalty,
         }
-        if config.use_query:
+        if self.use_query:
             cached["query_projected"] = self.query_attention.project_keys(encoder_outputs.query_states)
-        if config.document_context == "word":
-            word_states = encoder_outputs.relevant_word_states
-            cached["word_projected"] = self.word_attention.project_keys(word_states.flatten(0, 1))
+            cached["query_mask"] = encoder_outputs.attention_mask.bool()
+        if self.word_context:
+            word_keys = encoder_outputs.relevant_word_states.flatten(0, 1)  # (B * U, L, H_e)
+            cached["word_keys"] = word_keys
+            cached["word_mask"] = encoder_outputs.relevant_word_mask.bool().flatten(0, 1)
+            cached["word_projected"] = self.word_attention.project_keys(word_keys)
         return cached
 
     def forward(
@@ -167,26 +181,33 @@ class CtrsGenDecoder(nn.Module):
         mixture's inputs or None). With ``copy`` the scores are log P over all ``vocab_size`` token ids
         (See Eq. 9), or None with ``copy_distribution=False`` (training needs only P(label))."""
         cached = self.precompute(encoder_outputs)
-        step_features, recorded, states = [], [], []
-        for z in range(embedded.shape[1]):
+        contexts, recorded, states = [], [], []
+        # one GRU step = torch.gru_cell on the nn.GRU's own weights: the same operations as nn.GRU over one
+        # step (bit-identical), without the module call and the (1, B, .) reshapes at every step
+        rnn = self.rnn
+        cell_weights = (rnn.weight_ih_l0, rnn.weight_hh_l0, rnn.bias_ih_l0, rnn.bias_hh_l0)
+        # unbind once: one backward node for all steps, not a zero-filled (B, Z, E) gradient per step
+        for step_input in embedded.unbind(1):
             context, weights = self._contexts(hidden, encoder_outputs, cached)
-            rnn_input = torch.cat([embedded[:, z], context], dim=-1).unsqueeze(1)
-            output, state = self.rnn(rnn_input, hidden.unsqueeze(0).contiguous())  # Eq. (2)
-            hidden = state.squeeze(0)
+            hidden = torch.gru_cell(
+                torch.cat([step_input, context], dim=-1), hidden, *cell_weights
+            )  # Eq. (2)
             states.append(hidden)
-            step_features.append(torch.cat([embedded[:, z], hidden, context], dim=-1))
+            contexts.append(context)
             if return_weights and weights is not None:
                 recorded.append(weights)
+        states = torch.stack(states, dim=1)  # (B, Z, H_d)
         # Eq. (4) for all steps in one matrix product: nothing recurrent depends on the output layer, and
-        # one (B * Z, F) x (F, W) product is much cheaper on CPU than Z small ones
-        features = torch.stack(step_features, dim=1)
+        # one (B * Z, F) x (F, W) product is much cheaper on CPU than Z small ones; the features are
+        # joined once here, not per step
+        features = torch.cat([embedded, states, torch.stack(contexts, dim=1)], dim=-1)
         scores = self.output_projection(self.feature_dropout(features))
         copy_inputs = None
-        if self.config.copy:
-            copy_inputs = self.copy_inputs(scores, torch.stack(states, dim=1), embedded, encoder_outputs)
-        if self.config.copy and not copy_distribution:
+        if self.copy:
+            copy_inputs = self.copy_inputs(scores, states, embedded, encoder_outputs)
+        if self.copy and not copy_distribution:
             scores = None
-        elif self.config.copy:
+        elif self.copy:
             log_probs, _ = self.copy_mixture(
                 copy_inputs.vocab_scores,
                 copy_inputs.attention,

@@ -22,7 +22,7 @@ from transformers.utils import ModelOutput
 from ...errors import InvalidInputError
 from ...nn.attention import masked_softmax
 from ...nn.encoder import RNNEncoder, WordEmbeddings
-from ...nn.hierarchical import HierarchicalEncoder, compact_rows
+from ...nn.hierarchical import HierarchicalEncoder, WordLevelOutput, compact_rows
 from .configuration_ctrsgen import CtrsGenConfig
 
 
@@ -42,6 +42,8 @@ class CtrsGenEncoderOutput(ModelOutput):
     sentence_salience: (B, U) gamma_u of the query-aware encoder attention.
     copy_states: (B, S, H_e) word states of the copy sources (query words, then the relevant words), only
         with ``copy``; copy_mask (B, S) and copy_ids (B, S) their mask and token ids.
+    decoder_inputs_embeds: (B, Z, E) e(y_{z-1}) of the ``decoder_input_ids`` the encoder was given (the
+        model's forward passes them with tied embeddings: see :meth:`CtrsGenEncoder.embed`), else None.
     """
 
     last_hidden_state: torch.FloatTensor | None = None
@@ -56,6 +58,7 @@ class CtrsGenEncoderOutput(ModelOutput):
     copy_states: torch.FloatTensor | None = None
     copy_mask: torch.LongTensor | None = None
     copy_ids: torch.LongTensor | None = None
+    decoder_inputs_embeds: torch.FloatTensor | None = None
 
 
 def _check_nested(name: str, ids: torch.Tensor | None, mask: torch.Tensor | None) -> None:
@@ -79,6 +82,15 @@ def _pad_words(tensor: torch.Tensor, length: int) -> torch.Tensor:
     if missing <= 0:
         return tensor
     return torch.cat([tensor, tensor.new_zeros(*tensor.shape[:2], missing, *tensor.shape[3:])], dim=2)
+
+
+def _pad_nested(tensor: torch.Tensor, sentences: int, words: int) -> torch.Tensor:
+    """(B, D, S, L, ...) -> (B, D, sentences, words, ...) with zeros (False) appended on the two axes."""
+    missing_sentences, missing_words = sentences - tensor.shape[2], words - tensor.shape[3]
+    if missing_sentences == 0 and missing_words == 0:
+        return tensor
+    pad = [0, 0] * (tensor.dim() - 4) + [0, missing_words, 0, missing_sentences]
+    return nn.functional.pad(tensor, pad)
 
 
 class CtrsGenEncoder(nn.Module):
@@ -111,32 +123,63 @@ class CtrsGenEncoder(nn.Module):
     def _irrelevant_hierarchy(self) -> HierarchicalEncoder:
         return getattr(self, "irrelevant_encoder", self.relevant_encoder)
 
-    def _embed_nested(self, ids: torch.Tensor) -> torch.Tensor:
-        return self.embed_tokens(ids.flatten(0, 1)).view(*ids.shape, -1)
+    def embed(self, *input_ids: torch.Tensor | None) -> list[torch.Tensor | None]:
+        """Embeddings of several id tensors (any shapes; None passes through) from ONE lookup: the backward
+        of every lookup zero-fills and then adds a dense (vocab_size, E) gradient of the whole table, and a
+        batch touches ~1K of its ~37K rows, so one lookup for the query, the documents and the decoder
+        inputs saves three such passes per training step (same values; dropout draws one mask for all)."""
+        given = [ids for ids in input_ids if ids is not None]
+        if not given:
+            return [None] * len(input_ids)
+        flat = self.embed_tokens(torch.cat([ids.reshape(-1) for ids in given]))
+        pieces = iter(flat.split([ids.numel() for ids in given]))
+        return [None if ids is None else next(pieces).view(*ids.shape, flat.shape[-1]) for ids in input_ids]
 
-    def _relevant_sentences(
-        self, relevant_input_ids, relevant_attention_mask, irrelevant_input_ids, irrelevant_attention_mask
-    ):
-        """-> word states (B, U, L, H_e), word mask (B, U, L), word ids (B, U, L), sentence embeddings
-        (B, U, H_e), mask (B, U): the relevant mega-document (Sec. 4.3), with the irrelevant documents
-        appended for ReIrCon."""
-        sets = [(relevant_input_ids, relevant_attention_mask)]
-        if self.config.irrelevant_as_relevant and irrelevant_input_ids is not None:
-            sets.append((irrelevant_input_ids, irrelevant_attention_mask))
-        words, word_masks, word_ids, sentences, sentence_masks = [], [], [], [], []
-        for ids, mask in sets:
-            if ids.numel() == 0:
+    def _encode_words(self, jobs: list[tuple[HierarchicalEncoder, torch.Tensor, torch.Tensor, bool]]):
+        """jobs: (hierarchy, embeddings (B, D, S, L, E), mask (B, D, S, L), word states wanted) -> one
+        :class:`WordLevelOutput` per job. The document sets that one hierarchy reads (the relevant and the
+        irrelevant documents with the shared encoder) go through ONE word-level RNN call, padded to common
+        sentence / word counts (padding slots never enter the RNN): a packed RNN's per-word-step work is
+        then paid once per training step, not once per set. Word states are built only where wanted."""
+        levels: list[WordLevelOutput | None] = [None] * len(jobs)
+        for hierarchy in dict.fromkeys(job[0] for job in jobs):  # each hierarchy once, in order
+            mine = [i for i, job in enumerate(jobs) if job[0] is hierarchy]
+            word_states = any(jobs[i][3] for i in mine)
+            if len(mine) == 1:
+                _, embedded, mask, _ = jobs[mine[0]]
+                levels[mine[0]] = hierarchy.encode_words(embedded, mask, word_states)
                 continue
-            level = self.relevant_encoder.encode_words(self._embed_nested(ids), mask.bool())
-            words.append(level.word_states.flatten(1, 2))
-            word_masks.append(mask.bool().flatten(1, 2))
-            word_ids.append(ids.flatten(1, 2))
+            sents = max(jobs[i][1].shape[2] for i in mine)
+            words = max(jobs[i][1].shape[3] for i in mine)
+            embedded = torch.cat([_pad_nested(jobs[i][1], sents, words) for i in mine], dim=1)
+            mask = torch.cat([_pad_nested(jobs[i][2], sents, words) for i in mine], dim=1)
+            level = hierarchy.encode_words(embedded, mask, word_states)
+            start = 0
+            for i in mine:
+                docs, own_sents, own_words = jobs[i][2].shape[1:4]
+                span = slice(start, start + docs)
+                start += docs
+                levels[i] = WordLevelOutput(
+                    level.word_states[:, span, :own_sents, :own_words] if jobs[i][3] else None,
+                    level.sentence_embeddings[:, span, :own_sents],
+                    level.sentence_mask[:, span, :own_sents],
+                )
+        return levels
+
+    def _relevant_sentences(self, document_sets, with_words: bool):
+        """document_sets: (ids (B, M, T, L), mask, :class:`WordLevelOutput`) of the relevant documents (and
+        for ReIrCon the irrelevant ones, appended) -> word states (B, U, L, H_e), word mask (B, U, L), word
+        ids (B, U, L), sentence embeddings (B, U, H_e), mask (B, U): the relevant mega-document (Sec. 4.3).
+        The three word-level tensors are None unless ``with_words`` (only copy and the word context read
+        them)."""
+        words, word_masks, word_ids, sentences, sentence_masks = [], [], [], [], []
+        for ids, mask, level in document_sets:
+            if with_words:
+                words.append(level.word_states.flatten(1, 2))
+                word_masks.append(mask.bool().flatten(1, 2))
+                word_ids.append(ids.flatten(1, 2))
             sentences.append(level.sentence_embeddings.flatten(1, 2))
             sentence_masks.append(level.sentence_mask.flatten(1, 2))
-        length = max(w.shape[2] for w in words)
-        words = torch.cat([_pad_words(w, length) for w in words], dim=1)
-        word_masks = torch.cat([_pad_words(m, length) for m in word_masks], dim=1)
-        word_ids = torch.cat([_pad_words(i, length) for i in word_ids], dim=1)
         sentences, sentence_masks = torch.cat(sentences, dim=1), torch.cat(sentence_masks, dim=1)
         empty = (~sentence_masks.any(dim=1)).nonzero().flatten().tolist()
         if empty:
@@ -144,21 +187,32 @@ class CtrsGenEncoder(nn.Module):
                 f"CtrsGen: batch rows {empty} have no relevant sentence; every query needs at least one "
                 "relevant document with a word in it (Zhang'20 Sec. 3.1, M >= 1)"
             )
+        compact_sentences, compact_mask = compact_rows(sentences, sentence_masks)
+        if not with_words:
+            return None, None, None, compact_sentences, compact_mask
+        length = max(w.shape[2] for w in words)
+        words = torch.cat([_pad_words(w, length) for w in words], dim=1)
+        word_masks = torch.cat([_pad_words(m, length) for m in word_masks], dim=1)
+        word_ids = torch.cat([_pad_words(i, length) for i in word_ids], dim=1)
         compact_words, _ = compact_rows(words, sentence_masks)
         compact_word_mask, _ = compact_rows(word_masks, sentence_masks)
         compact_word_ids, _ = compact_rows(word_ids, sentence_masks)
-        compact_sentences, compact_mask = compact_rows(sentences, sentence_masks)
         return compact_words, compact_word_mask, compact_word_ids, compact_sentences, compact_mask
 
-    def _irrelevant_states(self, ids: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """ids/mask (B, N, K, L) -> irrelevant sentence states h^i (B, V, H_e) and mask (B, V) (Sec. 4.4)."""
+    def _irrelevant_states(
+        self, ids: torch.Tensor, mask: torch.Tensor, level: WordLevelOutput | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """ids/mask (B, N, K, L) -> irrelevant sentence states h^i (B, V, H_e) and mask (B, V) (Sec. 4.4).
+        ``level``: their word level when the forward has encoded it already (:meth:`_encode_words`)."""
         hierarchy = self._irrelevant_hierarchy()
-        batch, docs, sents = ids.shape[:3]
+        batch = ids.shape[0]
         if ids.numel() == 0 or not bool(mask.any()):
             return ids.new_zeros(batch, 1, self.config.encoder_output_size, dtype=torch.float), ids.new_zeros(
                 batch, 1, dtype=torch.bool
             )
-        level = hierarchy.encode_words(self._embed_nested(ids), mask.bool())
+        if level is None:
+            (embedded,) = self.embed(ids)
+            level = hierarchy.encode_words(embedded, mask.bool(), word_states=False)
         if self.config.irrelevant_encoding == "per_document":
             # each irrelevant document is its own sentence sequence: no interaction between documents
             embeddings, sentence_mask = compact_rows(
@@ -203,9 +257,12 @@ class CtrsGenEncoder(nn.Module):
         relevant_attention_mask: torch.Tensor | None = None,
         irrelevant_input_ids: torch.LongTensor | None = None,
         irrelevant_attention_mask: torch.Tensor | None = None,
+        decoder_input_ids: torch.LongTensor | None = None,
         **kwargs,
     ) -> CtrsGenEncoderOutput:
-        """See the module docstring for shapes. Masks default to ``ids != pad_token_id``."""
+        """See the module docstring for shapes. Masks default to ``ids != pad_token_id``. With
+        ``decoder_input_ids`` (B, Z) their embeddings come back as ``decoder_inputs_embeds``, from the same
+        lookup as the encoder's inputs (:meth:`embed`)."""
         config = self.config
         pad = config.pad_token_id
         if relevant_input_ids is None:
@@ -222,18 +279,49 @@ class CtrsGenEncoder(nn.Module):
                 f"relevant_input_ids {relevant_input_ids.shape[0]}"
             )
 
+        if config.use_query and input_ids is None:
+            raise InvalidInputError("CtrsGen with use_query=True needs input_ids (the query words)")
+        reads_irrelevant = irrelevant_input_ids is not None and (
+            config.irrelevant_as_relevant or config.encodes_irrelevant
+        )
+        query_embeds, relevant_embeds, irrelevant_embeds, decoder_inputs_embeds = self.embed(
+            input_ids if config.use_query else None,
+            relevant_input_ids,
+            irrelevant_input_ids if reads_irrelevant else None,
+            decoder_input_ids,
+        )
+        keep_words = config.document_context == "word" and config.decoder_attention == "contrast"
+        with_words = keep_words or config.copy
+        document_sets = [(relevant_input_ids, relevant_embeds, relevant_attention_mask)]
+        if config.irrelevant_as_relevant and irrelevant_input_ids is not None:
+            document_sets.append((irrelevant_input_ids, irrelevant_embeds, irrelevant_attention_mask))
+        document_sets = [(ids, embedded, mask.bool()) for ids, embedded, mask in document_sets if ids.numel()]
+        jobs = [(self.relevant_encoder, embedded, mask, with_words) for _, embedded, mask in document_sets]
+        contrast = (
+            config.encodes_irrelevant
+            and irrelevant_input_ids is not None
+            and irrelevant_input_ids.numel() > 0
+            and bool(irrelevant_attention_mask.any())
+        )
+        if contrast:
+            jobs.append(
+                (self._irrelevant_hierarchy(), irrelevant_embeds, irrelevant_attention_mask.bool(), False)
+            )
+        levels = self._encode_words(jobs)
         words, word_mask, word_ids, sentences, relevant_mask = self._relevant_sentences(
-            relevant_input_ids, relevant_attention_mask, irrelevant_input_ids, irrelevant_attention_mask
+            [
+                (ids, mask, level)
+                for (ids, _, mask), level in zip(document_sets, levels[: len(document_sets)], strict=True)
+            ],
+            with_words,
         )
         relevant = self.relevant_encoder.encode_sentences(sentences, relevant_mask)  # h^r_u (B, U, H_e)
 
         query_states = query_mask = None
         if config.use_query:
-            if input_ids is None:
-                raise InvalidInputError("CtrsGen with use_query=True needs input_ids (the query words)")
             if attention_mask is None:
                 attention_mask = (input_ids != pad).long()
-            encoded = self.query_encoder(self.embed_tokens(input_ids), attention_mask)
+            encoded = self.query_encoder(query_embeds, attention_mask)
             query_states, query_mask = encoded.outputs, attention_mask
             query_vector = encoded.final_hidden[:, -1]  # x^q = [last fwd; last bwd], Sec. 4.2
             salience_scores = torch.bmm(relevant, self.salience(query_vector).unsqueeze(2)).squeeze(2)
@@ -247,13 +335,12 @@ class CtrsGenEncoder(nn.Module):
 
         if config.encodes_irrelevant and irrelevant_input_ids is not None:
             irrelevant, irrelevant_mask = self._irrelevant_states(
-                irrelevant_input_ids, irrelevant_attention_mask
+                irrelevant_input_ids, irrelevant_attention_mask, levels[-1] if contrast else None
             )
             penalty = self.contrast_penalty(relevant, relevant_mask, irrelevant, irrelevant_mask)
         else:
             penalty = relevant.new_zeros(relevant_mask.shape)
 
-        keep_words = config.document_context == "word" and config.decoder_attention == "contrast"
         copy_states = copy_mask = copy_ids = None
         if config.copy:
             # the copy sources: query words (with their [EOS]) then the relevant words, in reading order;
@@ -277,4 +364,5 @@ class CtrsGenEncoder(nn.Module):
             copy_states=copy_states,
             copy_mask=copy_mask.long() if copy_mask is not None else None,
             copy_ids=copy_ids,
+            decoder_inputs_embeds=decoder_inputs_embeds,
         )

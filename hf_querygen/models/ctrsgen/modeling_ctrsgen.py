@@ -153,7 +153,13 @@ class CtrsGenForIntentDescription(CtrsGenPreTrainedModel, RecurrentGenerationMix
             training mode given labels (the loss reads the mixture at the labels only).
         """
         return_dict = self.config.return_dict if return_dict is None else return_dict
+        if decoder_input_ids is None and labels is not None:
+            decoder_input_ids = self.prepare_decoder_input_ids_from_labels(labels)
+        embedded = None
         if encoder_outputs is None:
+            # with tied embeddings the decoder inputs share the encoder's lookup (one dense gradient of the
+            # table per step, not one per use: CtrsGenEncoder.embed)
+            tied = self.config.tie_word_embeddings
             encoder_outputs = self.encoder(
                 input_ids,
                 attention_mask,
@@ -161,22 +167,21 @@ class CtrsGenForIntentDescription(CtrsGenPreTrainedModel, RecurrentGenerationMix
                 relevant_attention_mask,
                 irrelevant_input_ids,
                 irrelevant_attention_mask,
+                decoder_input_ids=decoder_input_ids if tied else None,
             )
+            embedded = encoder_outputs.decoder_inputs_embeds
         elif not isinstance(encoder_outputs, CtrsGenEncoderOutput):
             encoder_outputs = CtrsGenEncoderOutput(*encoder_outputs)
         if decoder_input_ids is None:
-            if labels is None:
-                raise InvalidInputError(
-                    "CtrsGenForIntentDescription.forward needs decoder_input_ids or labels"
-                )
-            decoder_input_ids = self.prepare_decoder_input_ids_from_labels(labels)
+            raise InvalidInputError("CtrsGenForIntentDescription.forward needs decoder_input_ids or labels")
         if use_cache is None:
             use_cache = labels is None
 
         past_key_values = pick_cache(past_key_values, cache)  # <= 5.23 / >= 5.24 name of the state
         resuming = past_key_values is not None and past_key_values.get_seq_length() > 0
         hidden = past_key_values["hidden"] if resuming else encoder_outputs.initial_state
-        embedded = self._decoder_embeddings()(decoder_input_ids)
+        if embedded is None:
+            embedded = self._decoder_embeddings()(decoder_input_ids)
         # a copy model in training needs only log P(label): the distribution over every token id (most of
         # the step's time on CPU) is computed in eval mode and for generation, where logits are read
         full = not (self.config.copy and self.training and labels is not None)
