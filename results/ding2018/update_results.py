@@ -40,28 +40,30 @@ def cells(runs_scores: list[dict]) -> dict:
     )
 
 
-def plot_curves(runs: dict[str, list[dict]], path: Path) -> dict:
-    """Training / validation loss and validation ROUGE-L (greedy) against steps, one line per run."""
+def curve_of(log_history: list[dict]) -> dict:
+    """One run's curves from its Trainer log history: validation loss and ROUGE-L (greedy) per evaluation,
+    and the logged training loss."""
+    evals = [e for e in log_history if "eval_loss" in e]
+    return {
+        "steps": [e["step"] for e in evals],
+        "epochs": [e.get("epoch") for e in evals],
+        "eval_loss": [e["eval_loss"] for e in evals],
+        "eval_ROUGE-L": [e["eval_ROUGE-L"] for e in evals],
+        "train_loss": [[e["step"], e["loss"]] for e in log_history if "loss" in e and "eval_loss" not in e],
+    }
+
+
+def plot_curves(curves: dict[str, dict], path: Path) -> None:
+    """Training / validation loss and validation ROUGE-L (greedy) against steps, one line per run
+    (:func:`curve_of`; curves saved before the training loss was kept have no faint line)."""
     plt = pyplot("Plotting the ding2018 curves")
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
-    curves = {}
-    for index, (row, log_history) in enumerate(runs.items()):
+    for index, (row, curve) in enumerate(curves.items()):
         color = f"C{index}"
-        train = [(e["step"], e["loss"]) for e in log_history if "loss" in e and "eval_loss" not in e]
-        evals = [e for e in log_history if "eval_loss" in e]
+        train = curve.get("train_loss") or []
         axes[0].plot([s for s, _ in train], [v for _, v in train], color=color, alpha=0.35)
-        axes[0].plot(
-            [e["step"] for e in evals], [e["eval_loss"] for e in evals], marker="o", color=color, label=row
-        )
-        axes[1].plot(
-            [e["step"] for e in evals], [e["eval_ROUGE-L"] for e in evals], marker="o", color=color, label=row
-        )
-        curves[row] = {
-            "steps": [e["step"] for e in evals],
-            "epochs": [e.get("epoch") for e in evals],
-            "eval_loss": [e["eval_loss"] for e in evals],
-            "eval_ROUGE-L": [e["eval_ROUGE-L"] for e in evals],
-        }
+        axes[0].plot(curve["steps"], curve["eval_loss"], marker="o", color=color, label=row)
+        axes[1].plot(curve["steps"], curve["eval_ROUGE-L"], marker="o", color=color, label=row)
     axes[0].set_xlabel("step (batch 64)")
     axes[0].set_ylabel("cross-entropy (faint: training)")
     axes[1].set_xlabel("step (batch 64)")
@@ -73,7 +75,6 @@ def plot_curves(runs: dict[str, list[dict]], path: Path) -> dict:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
-    return curves
 
 
 def plot_frame_curves(runs: dict[str, list[dict]], floors: dict[str, float], path: Path) -> dict:
@@ -123,11 +124,13 @@ def provenance(metadata: dict, evaluation: dict, model_dir: str) -> str:
     # the sizes the model has (a run may set them on top of the recipe's: train --set)
     config = json.loads(Path(model_dir, "config.json").read_text())
     limit = metadata.get("time_limit_s")
-    stopped = (
-        f"stopped by the time limit ({limit / 60:.0f} min) at step {metadata['global_steps']}"
-        if limit and metadata["global_steps"] < metadata["recipe"]["training_overrides"]["max_steps"]
-        else f"all {metadata['global_steps']} steps"
-    )
+    steps, budget = metadata["global_steps"], metadata["recipe"]["training_overrides"]["max_steps"]
+    if steps >= budget:
+        stopped = f"all {steps} steps"
+    elif limit and metadata.get("seconds", 0) >= 0.95 * limit:
+        stopped = f"stopped by the time limit ({limit / 60:.0f} min) at step {steps}"
+    else:
+        stopped = f"{steps} of {budget} steps (early stopping: no better validation ROUGE-L in 4 evaluations)"
     sizes = {**metadata["recipe"]["preset_overrides"], **{k: config[k] for k in SIZE_FIELDS}}
     criterion = max(r["criterion"] for r in evaluation["decoding_selection"])
     return (
@@ -212,8 +215,15 @@ def main(*arguments: str) -> None:
             if (metadata.get("family") == "frames") == family_is_frames
         }
 
-    if histories(False):  # the seq2seq runs' curves (curves.png): replotted when such runs are named
-        config["curves"] = plot_curves(histories(False), HERE / "curves.png")
+    if histories(False):  # the seq2seq runs' curves (curves.png): the named runs join the saved ones
+        saved = config.get("curves", {})
+        curves = {name: curve for name, curve in saved.items() if name.split(" (")[0] not in dropped}
+        curves.update({name: curve_of(history) for name, history in histories(False).items()})
+        plot_curves(curves, HERE / "curves.png")
+        # results.json keeps the validation curves; the training loss is in each run's log_history.json
+        config["curves"] = {
+            name: {k: v for k, v in curve.items() if k != "train_loss"} for name, curve in curves.items()
+        }
     if histories(True):
         floors = first["rows"]["echo"]
         config["question_frame_curves"] = plot_frame_curves(
