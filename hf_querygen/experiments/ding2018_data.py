@@ -185,7 +185,10 @@ def folds(task: Any, budget: Budget, data_dir: Any) -> list[Fold]:
         train = pairs_split(pairs)
     else:
         train = as_training_split([], [])
-    seeds = datasets.concatenate_datasets([t0_test(data_dir, "train"), t0_test(data_dir, "validation")])
+    # T_0's train and validation pairs: read once, their union is the validation split, and they are
+    # also carried apart (below) for the rows that train on T_0's train pairs
+    seed_train, seed_validation = (t0_test(data_dir, split) for split in ("train", "validation"))
+    seeds = datasets.concatenate_datasets([seed_train, seed_validation])
     splits = {
         "train": train,
         "validation": as_training_split(seeds["keywords"], seeds["references"]),
@@ -207,7 +210,6 @@ def folds(task: Any, budget: Budget, data_dir: Any) -> list[Fold]:
     )
     # T_0's own train / validation pairs, for the rows that train on them (prepare option seed_pairs):
     # the same removal, since the nl2kw corpus holds QALD questions
-    seed_train, seed_validation = (t0_test(data_dir, split) for split in ("train", "validation"))
     splits["seed_validation"], removed_seed_validation = without_evaluation_overlap(
         as_training_split(seed_validation["keywords"], seed_validation["references"]), tests, False
     )

@@ -50,8 +50,9 @@ def masked_softmax(scores: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tens
     instead of NaN."""
     if mask.dim() == scores.dim() - 1:
         mask = mask.unsqueeze(1)
-    masked_scores = scores.masked_fill(~mask, float("-inf"))
-    weights = torch.softmax(masked_scores, dim=-1).masked_fill(~mask, 0.0)
+    padding = ~mask  # once for both fills (step-by-step decoders call this at every token)
+    masked_scores = scores.masked_fill(padding, float("-inf"))
+    weights = torch.softmax(masked_scores, dim=-1).masked_fill(padding, 0.0)
     return weights, masked_scores
 
 
@@ -106,9 +107,7 @@ class AdditiveAttention(nn.Module):
         mask (B, S) bool, ``project_keys(keys)`` (B, S, A) -> (context (B, Hk), weights (B, S)); the
         same operations as :meth:`forward`, for step-by-step decoders that call it at every token."""
         hidden = torch.tanh(projected_keys + self.query_projection(query).unsqueeze(1))  # (B, S, A)
-        padding = ~mask  # once for both fills
-        scores = self.energy(hidden).squeeze(-1).masked_fill(padding, float("-inf"))
-        weights = torch.softmax(scores, dim=-1).masked_fill(padding, 0.0)
+        weights, _ = masked_softmax(self.energy(hidden).squeeze(-1), mask)  # (B, S) scores and mask
         return torch.bmm(weights.unsqueeze(1), keys).squeeze(1), weights
 
 
@@ -178,8 +177,7 @@ class LuongAttention(nn.Module):
         ``project_keys(keys)`` -> (context (B, Hk), weights (B, S)); the same operations as :meth:`forward`
         (see :meth:`AdditiveAttention.step`)."""
         scores = self.compute_scores(query.unsqueeze(1), keys, projected_keys).squeeze(1)
-        padding = ~mask  # once for both fills
-        weights = torch.softmax(scores.masked_fill(padding, float("-inf")), dim=-1).masked_fill(padding, 0.0)
+        weights, _ = masked_softmax(scores, mask)  # (B, S) scores and mask
         return torch.bmm(weights.unsqueeze(1), keys).squeeze(1), weights
 
 

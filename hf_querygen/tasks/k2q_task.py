@@ -43,6 +43,14 @@ __all__ = ["K2Q", "K2QTask"]
 FALLBACK_FRAMES = ("X", "what X", "what is the X ?", "what are the X ?")
 
 
+def _count(name: str, value: Any) -> int:
+    """A count setting of the decoding (``num_return_sequences``, ``num_beams``, ``overgenerate``): an
+    integer >= 1, not a bool."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidInputError(f"k2q: {name} must be an integer >= 1, got {value!r}")
+    return value
+
+
 class K2QTask(Text2TextTask):
     """Keyword query -> question (Ding & Balog ICTIR'18): the :class:`Text2TextTask` encoding and
     copy-aware decoding, several references per example, ROUGE / BLEU scores (:func:`k2q_scores`).
@@ -200,8 +208,7 @@ class K2QTask(Text2TextTask):
                     train[self.source_column], train[self.reference_column], config.num_frames
                 )
                 config = type(config).from_dict({**config.to_dict(), "frames": frames})
-            data.state["frames"] = list(config.frames)
-            data._encoded.clear()
+            data.state["frames"] = list(config.frames)  # super() has cleared the cached encodings
         return config
 
     def encode(self, data: TaskData, family: str) -> datasets.DatasetDict:
@@ -303,14 +310,25 @@ class K2QTask(Text2TextTask):
 
         if strategy not in self.strategies:
             raise InvalidInputError(f"k2q: strategy {strategy!r} is not one of {self.strategies}")
-        if not isinstance(overgenerate, int) or overgenerate < 1:
-            raise InvalidInputError(f"k2q: overgenerate must be an integer >= 1, got {overgenerate!r}")
+        _count("overgenerate", overgenerate)
         kwargs = as_max_length(
             {**dict(getattr(model.config, "task_decoding", None) or {}), **generation_kwargs}
         )
+        wanted = kwargs.pop("num_return_sequences", None)
+        wanted = 1 if wanted is None else _count("num_return_sequences", wanted)
+        if kwargs.get("num_beams") is not None:  # an explicit 0 is an error, not the default
+            _count("num_beams", kwargs["num_beams"])
         if self.family_of(model.config) == "frames":
             return self._frame_questions(
-                model, tokenizer, inputs, batch_size, max_source_length, strategy, overgenerate, kwargs
+                model,
+                tokenizer,
+                inputs,
+                batch_size,
+                max_source_length,
+                strategy,
+                overgenerate,
+                wanted,
+                kwargs,
             )
         no_repeat_source_words = bool(kwargs.pop("no_repeat_source_words", False))
         fallback = kwargs.pop("keyword_fallback", None)
@@ -322,18 +340,10 @@ class K2QTask(Text2TextTask):
                 f"(e.g. 'what is {FRAME_SLOT}'), got {fallback!r}"
             )
         copy_all_source_words = bool(kwargs.pop("copy_all_source_words", False))
-        wanted = kwargs.pop("num_return_sequences", None)
-        wanted = 1 if wanted is None else wanted
-        if not isinstance(wanted, int) or wanted < 1:
-            raise InvalidInputError(f"k2q: num_return_sequences must be an integer >= 1, got {wanted!r}")
         if strategy == "sample":
             kwargs.update(do_sample=True, num_beams=1, num_return_sequences=wanted * overgenerate)
         else:
-            beams = kwargs.get("num_beams")
-            if beams is None:  # an explicit 0 is an error below, not the default
-                beams = getattr(model.generation_config, "num_beams", 1) or 1
-            if not isinstance(beams, int) or beams < 1:
-                raise InvalidInputError(f"k2q: num_beams must be an integer >= 1, got {beams!r}")
+            beams = kwargs.get("num_beams") or getattr(model.generation_config, "num_beams", 1) or 1
             beams = max(beams, wanted * (overgenerate if strategy == "distinct-beam" else 1))
             kwargs.update(do_sample=False, num_beams=beams, num_return_sequences=beams)
         kwargs.update(return_dict_in_generate=True, output_scores=True)
@@ -412,23 +422,18 @@ class K2QTask(Text2TextTask):
         max_source_length: int | None,
         strategy: str,
         overgenerate: int,
+        wanted: int,
         kwargs: dict[str, Any],
     ) -> list[list[dict[str, Any]]]:
         """:meth:`generate_questions` for a question-frame model: each query in its likeliest frames
-        (``score``: log p(frame | query)). ``beam`` / ``distinct-beam``: the top ``num_return_sequences``
+        (``score``: log p(frame | query)); ``wanted``: ``num_return_sequences`` and ``kwargs`` the rest of the
+        call's settings, both checked by the caller. ``beam`` / ``distinct-beam``: the top ``wanted``
         frames (every frame gives a distinct question, so no over-generation is needed); ``sample``:
         ``num_return_sequences * overgenerate`` frames drawn from p(frame | query) (``temperature``),
         duplicates dropped, sorted by score. Word-level generation settings (``no_repeat_ngram_size``,
         ``max_new_tokens``, ...) do not apply: the question is the query as typed in a frame."""
         import torch
 
-        wanted = kwargs.get("num_return_sequences")
-        wanted = 1 if wanted is None else wanted
-        if not isinstance(wanted, int) or wanted < 1:
-            raise InvalidInputError(f"k2q: num_return_sequences must be an integer >= 1, got {wanted!r}")
-        beams = kwargs.get("num_beams")
-        if beams is not None and (not isinstance(beams, int) or isinstance(beams, bool) or beams < 1):
-            raise InvalidInputError(f"k2q: num_beams must be an integer >= 1, got {beams!r}")
         temperature = kwargs.get("temperature")
         temperature = 1.0 if temperature is None else temperature
         if not isinstance(temperature, int | float) or isinstance(temperature, bool) or temperature <= 0:

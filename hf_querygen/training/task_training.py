@@ -154,7 +154,6 @@ def _validation_scorer(
     """model -> the task's scores on the VALIDATION split (decoded by ``task.predict`` with ``decoding``),
     plus ``rouge_goal`` when the scores have ROUGE; with ``select_on="selection_criterion"``, that
     criterion (:data:`SELECTION_CRITERION`) and the metric of each selection split."""
-    task, sources, references = data.task, data.sources("validation"), data.references("validation")
     if select_on == SELECTION_CRITERION:
         measure = _selection_measure(data)
         if measure is None:
@@ -166,6 +165,8 @@ def _validation_scorer(
             return {SELECTION_CRITERION: row["criterion"], **by_split}
 
         return criterion
+
+    task, sources, references = data.task, data.sources("validation"), data.references("validation")
 
     def score(model: PreTrainedModel) -> dict[str, float]:
         outputs = task.predict(model, data.tokenizer, sources, **dict(decoding))

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ...nn.attention import AdditiveAttention, LuongAttention
+from ...nn.attention import AdditiveAttention, LuongAttention, masked_softmax
 from ...nn.coverage import PointerGeneratorMixture
 from ...nn.encoder import WordEmbeddings, build_rnn
 from .configuration_ctrsgen import CtrsGenConfig
@@ -114,10 +114,7 @@ class CtrsGenDecoder(nn.Module):
         # Eq. (8)-(10): lambda Sim(s_u, y_<z) - (1 - lambda) m_u, softmax over the relevant sentences
         generated_similarity = torch.bmm(cached["similarity_keys"], previous.unsqueeze(2)).squeeze(2)
         contrast_scores = self.contrast_lambda * generated_similarity - cached["contrast_penalty"]
-        padding = cached["relevant_padding"]
-        beta = torch.softmax(contrast_scores.masked_fill(padding, float("-inf")), dim=-1).masked_fill(
-            padding, 0.0
-        )
+        beta, _ = masked_softmax(contrast_scores, relevant_mask)
         weights = beta * alpha  # Eq. (12)
         if self.renormalized:
             weights = weights / weights.sum(dim=1, keepdim=True).clamp_min(1e-12)
@@ -155,7 +152,6 @@ class CtrsGenDecoder(nn.Module):
             "relevant_projected": self.relevant_attention.project_keys(relevant),
             "similarity_keys": self.generation_similarity(relevant),  # h^r_u W_5 (B, U, H_d)
             "relevant_mask": relevant_mask,
-            "relevant_padding": ~relevant_mask,
             "contrast_penalty": (1.0 - self.contrast_lambda) * encoder_outputs.contrast_penalty,
         }
         if self.use_query:
