@@ -16,6 +16,8 @@ from hypothesis import strategies as st
 from hf_querygen.corpora import normalize_for_matching
 from hf_querygen.errors import InvalidInputError, ModelFolderError
 from hf_querygen.retrieval import Index, analyze
+from hf_querygen.retrieval import stats as stats_module
+from hf_querygen.retrieval.stats import CollectionStats
 
 SMALL = {"show_progress": False, "heap_size": 15_000_000, "num_threads": 1}
 
@@ -104,6 +106,73 @@ def test_sdm_fuzzed_against_reference(docs, query, window):
     expected = reference_sdm(docs, query, mu=10.0, window=window)
     got = index.score(" ".join(query), ranker="sdm", mu=10.0, window=window)
     np.testing.assert_allclose(got, expected, rtol=1e-12)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    docs=st.lists(st.lists(st.sampled_from("abcd"), min_size=1, max_size=12), min_size=1, max_size=8),
+    query=st.lists(st.sampled_from("abcde"), min_size=2, max_size=4),
+    rows=st.lists(st.integers(0, 7), min_size=1, max_size=3),
+)
+def test_sdm_with_the_pair_table_on_a_few_candidates_fuzzed_against_reference(docs, query, rows):
+    # every term in the pair table (min cf 1) and few candidates: tf from the candidates' own tokens,
+    # cf of #1 and #uw8 from the table
+    rows = [r % len(docs) for r in rows]
+    with _pair_min_cf(1):
+        index = Index.from_texts([" ".join(d) for d in docs], **SMALL)
+    assert len(index.stats.pair_terms) == len({t for d in docs for t in d})
+    expected = reference_sdm(docs, query, mu=10.0)
+    got = index.score(" ".join(query), rows=rows, ranker="sdm", mu=10.0)
+    np.testing.assert_allclose(got, [expected[r] for r in rows], rtol=1e-12)
+
+
+class _pair_min_cf:
+    """Build indexes with this pair-table threshold (Index.from_texts has no argument for it)."""
+
+    def __init__(self, value: int):
+        self.value = value
+
+    def __enter__(self):
+        self.saved, stats_module.PAIR_MIN_CF = stats_module.PAIR_MIN_CF, self.value
+
+    def __exit__(self, *exc):
+        stats_module.PAIR_MIN_CF = self.saved
+
+
+def test_pair_table_counts_equal_exact_window_counts(corpus):
+    terms = [text.split() for text in corpus]
+    vocab = sorted({t for d in terms for t in d})
+    ids = np.array([vocab.index(t) for d in terms for t in d], dtype=np.int32)
+    lengths = np.array([len(d) for d in terms])
+    table = CollectionStats.from_token_ids(vocab, ids, lengths, pair_min_cf=1)
+    exact = CollectionStats.from_token_ids(vocab, ids, lengths, pair_min_cf=10**9)
+    assert len(table.pair_terms) == len(vocab) and not len(exact.pair_terms)
+    rng = np.random.default_rng(0)
+    candidates = np.sort(rng.choice(len(terms), 5, replace=False))
+    for a in range(len(vocab)):
+        for b in range(len(vocab)):
+            for width, ordered in ((1, True), (8, False)):
+                cf, docs = exact.window_matches(a, b, width, ordered)
+                assert table.window_cf(a, b, width, ordered) == cf
+                got_cf, got_tf = table.window_tf(a, b, width, ordered, candidates)
+                assert got_cf == cf
+                np.testing.assert_array_equal(got_tf, [np.sum(docs == d) for d in candidates])
+            # a reach outside the table is counted exactly
+            assert table.window_cf(a, b, 3, True) == exact.window_matches(a, b, 3, True)[0]
+
+
+def test_pair_table_is_saved_and_checked(tmp_path):
+    with _pair_min_cf(1):
+        index = Index.from_texts(["a b c a b", "b a x", "c c"], path=tmp_path / "ix", **SMALL)
+    reopened = Index.open(tmp_path / "ix")
+    np.testing.assert_array_equal(reopened.stats.pair_follow, index.stats.pair_follow)
+    assert reopened.stats.window_cf(0, 1, 1, True) == 2  # #1(a b): twice in the first document
+    (tmp_path / "ix" / "stats" / "pair_follow.npy").unlink()
+    with pytest.raises(ModelFolderError, match="pair_follow.npy"):
+        Index.open(tmp_path / "ix")
+    np.save(tmp_path / "ix" / "stats" / "pair_follow.npy", np.zeros((2, 1, 1), dtype=np.int64))
+    with pytest.raises(ModelFolderError, match="pair_follow.npy"):  # the manifest's sizes, then the shape
+        Index.open(tmp_path / "ix")
 
 
 def test_window_counting_sides_agree(index):

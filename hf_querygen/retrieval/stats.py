@@ -14,7 +14,14 @@ memory-mapped, so reopening an index costs milliseconds whatever its size. With 
 * ``post_docs``    (P,)    int32  documents containing the term, ascending
 * ``post_tfs``     (P,)    int32  tf(t, d) for each posting
 
-plus ``vocab.txt`` (one term per line, line ``i`` = term id ``i``; terms never contain whitespace).
+plus ``vocab.txt`` (one term per line, line ``i`` = term id ``i``; terms never contain whitespace), and,
+when the collection has terms at least ``PAIR_MIN_CF`` frequent, the window counts of their pairs
+(the windows that are expensive to count at query time: every occurrence of the rarer term is read):
+
+* ``pair_terms``   (F,)       int32  the frequent terms (at most ``PAIR_MAX_TERMS``), ascending ids
+* ``pair_reaches`` (R,)       int64  the reaches counted (1: ``#1``; ``SDM_WINDOW - 1``: ``#uw8``)
+* ``pair_follow``  (R, F, F)  int64  ``[r, i, j]``: positions holding ``pair_terms[i]`` with
+  ``pair_terms[j]`` at one of the ``pair_reaches[r]`` positions after it in the same document
 Collection frequency ``cf(t) = pos_ptr[t+1] - pos_ptr[t]``, document frequency
 ``df(t) = doc_ptr[t+1] - doc_ptr[t]``, ``|D| = doc_offsets[d+1] - doc_offsets[d]``.
 
@@ -34,7 +41,16 @@ import numpy as np
 from hf_querygen.errors import ModelFolderError
 
 ARRAYS = ("tokens", "doc_offsets", "pos_ptr", "positions", "pos_doc", "doc_ptr", "post_docs", "post_tfs")
+#: optional (indexes built before them, or without frequent terms, have none: windows are counted exactly)
+PAIR_ARRAYS = ("pair_terms", "pair_reaches", "pair_follow")
 VOCAB_FILE = "vocab.txt"
+#: a term enters the pair table from this collection frequency on: below it, counting a window from the
+#: term's occurrences at query time costs well under a millisecond
+PAIR_MIN_CF = 5000
+#: at most this many terms (the most frequent): 2 x 512 x 512 int64 counts = 4 MiB on disk
+PAIR_MAX_TERMS = 512
+#: the reaches of SDM's default expressions: #1 (the next position) and #uw8 (the 7 after a start)
+PAIR_REACHES = (1, 7)
 
 
 class CollectionStats:
@@ -50,6 +66,12 @@ class CollectionStats:
         self.num_docs = len(self.doc_offsets) - 1
         self.num_tokens = int(self.doc_offsets[-1]) if self.num_docs else 0
         self.doc_lengths = np.diff(self.doc_offsets)
+        self.pair_terms = np.asarray(arrays.get("pair_terms", np.zeros(0, dtype=np.int32)))
+        self.pair_reaches = np.asarray(arrays.get("pair_reaches", np.zeros(0, dtype=np.int64)))
+        self.pair_follow = np.asarray(arrays.get("pair_follow", np.zeros((0, 0, 0), dtype=np.int64)))
+        #: term id -> its row in the pair table; reach -> its layer
+        self._pair_slot = {int(t): i for i, t in enumerate(self.pair_terms)}
+        self._pair_layer = {int(r): i for i, r in enumerate(self.pair_reaches)}
         self._window_cache: OrderedDict[tuple, tuple[int, np.ndarray]] = OrderedDict()
         self._window_cache_size = window_cache_size
         self._lock = threading.Lock()
@@ -57,9 +79,16 @@ class CollectionStats:
     # ------------------------------------------------------------------ building
     @classmethod
     def from_token_ids(
-        cls, vocab: Sequence[str], tokens: np.ndarray, doc_lengths: np.ndarray
+        cls,
+        vocab: Sequence[str],
+        tokens: np.ndarray,
+        doc_lengths: np.ndarray,
+        pair_min_cf: int | None = None,
     ) -> CollectionStats:
-        """Build every array from the concatenated term ids ``tokens`` (|C|,) and ``doc_lengths`` (D,)."""
+        """Build every array from the concatenated term ids ``tokens`` (|C|,) and ``doc_lengths`` (D,).
+
+        ``pair_min_cf``: the collection frequency from which terms enter the pair table (default
+        ``PAIR_MIN_CF``)."""
         tokens = np.asarray(tokens, dtype=np.int32)
         doc_lengths = np.asarray(doc_lengths, dtype=np.int64)
         num_docs, vocab_size = len(doc_lengths), len(vocab)
@@ -95,6 +124,12 @@ class CollectionStats:
             "post_docs": post_docs.astype(np.int32),
             "post_tfs": post_tfs,
         }
+        cf = np.diff(pos_ptr)
+        min_cf = PAIR_MIN_CF if pair_min_cf is None else pair_min_cf
+        frequent = np.flatnonzero(cf >= max(min_cf, 1))
+        if len(frequent):
+            frequent = np.sort(frequent[np.argsort(-cf[frequent], kind="stable")[:PAIR_MAX_TERMS]])
+            arrays.update(_pair_table(tokens, token_doc, doc_offsets, frequent.astype(np.int32), vocab_size))
         return cls(vocab, arrays)
 
     @classmethod
@@ -112,7 +147,7 @@ class CollectionStats:
     def save(self, folder: str | Path) -> None:
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
-        for name in ARRAYS:
+        for name in ARRAYS + (PAIR_ARRAYS if len(self.pair_terms) else ()):
             np.save(folder / f"{name}.npy", np.ascontiguousarray(getattr(self, name)))
         (folder / VOCAB_FILE).write_text("".join(term + "\n" for term in self.vocab), encoding="utf-8")
 
@@ -128,6 +163,16 @@ class CollectionStats:
                 raise ModelFolderError(f"index statistics file missing: {path}")
             try:
                 arrays[name] = np.load(path, mmap_mode="r", allow_pickle=False)
+            except (ValueError, OSError, EOFError) as err:
+                raise ModelFolderError(f"index statistics file is corrupted: {path} ({err})") from err
+        present = [name for name in PAIR_ARRAYS if (folder / f"{name}.npy").is_file()]
+        if present and len(present) < len(PAIR_ARRAYS):
+            missing = next(name for name in PAIR_ARRAYS if name not in present)
+            raise ModelFolderError(f"index statistics file missing: {folder / f'{missing}.npy'}")
+        for name in present:
+            path = folder / f"{name}.npy"
+            try:
+                arrays[name] = np.load(path, allow_pickle=False)  # a few MiB: read, not mapped
             except (ValueError, OSError, EOFError) as err:
                 raise ModelFolderError(f"index statistics file is corrupted: {path} ({err})") from err
         vocab_path = folder / VOCAB_FILE
@@ -248,12 +293,58 @@ class CollectionStats:
         nxt[inside] = pb[nxt_index[inside]]
         return np.asarray(docs[nxt <= np.minimum(pa + reach, doc_end - 1)])
 
+    def window_cf(self, a: int, b: int, width: int, ordered: bool) -> int:
+        """The collection frequency of a window expression (see :meth:`window_matches`): read from the
+        pair table when both terms and the reach are in it, else counted exactly."""
+        reach = width if ordered else width - 1
+        layer = self._pair_layer.get(reach)
+        i, j = self._pair_slot.get(a), self._pair_slot.get(b)
+        if layer is None or i is None or j is None:
+            return self.window_matches(a, b, width, ordered)[0]
+        table = self.pair_follow[layer]
+        if ordered or a == b:
+            return int(table[i, j])
+        return int(table[i, j] + table[j, i])
+
     def window_tf(
         self, a: int, b: int, width: int, ordered: bool, docs: np.ndarray
     ) -> tuple[int, np.ndarray]:
-        """``(cf, tf per document in docs)`` of a window expression (see :meth:`window_matches`)."""
-        cf, match_docs = self.window_matches(a, b, width, ordered)
-        return cf, count_lookup(match_docs, None, docs)
+        """``(cf, tf per document in docs)`` of a window expression (see :meth:`window_matches`).
+
+        tf comes from whichever reads fewer tokens: the given documents' own tokens, or every
+        occurrence of the rarer term (the collection-wide matches, cached)."""
+        docs = np.asarray(docs, dtype=np.int64)
+        if a < 0 or b < 0:
+            return 0, np.zeros(len(docs), dtype=np.int64)
+        candidate_tokens = int(self.doc_lengths[docs].sum())
+        if candidate_tokens > min(self.cf(a), self.cf(b)):
+            cf, match_docs = self.window_matches(a, b, width, ordered)
+            return cf, count_lookup(match_docs, None, docs)
+        reach = width if ordered else width - 1
+        tf = self._followed_in_docs(a, b, reach, docs)
+        if not ordered and a != b:
+            tf += self._followed_in_docs(b, a, reach, docs)
+        return self.window_cf(a, b, width, ordered), tf
+
+    def _followed_in_docs(self, a: int, b: int, reach: int, docs: np.ndarray) -> np.ndarray:
+        """Per document of ``docs`` (K,): the positions holding ``a`` with ``b`` at one of the ``reach``
+        positions after it, in that document -> (K,) int64 (:meth:`_starts_followed_by`, restricted)."""
+        lengths = self.doc_lengths[docs]
+        total = int(lengths.sum())
+        if not total or reach < 1:
+            return np.zeros(len(docs), dtype=np.int64)
+        owner = np.repeat(np.arange(len(docs)), lengths)  # (T,) the entry of docs each token belongs to
+        first = np.cumsum(lengths) - lengths
+        p = self.doc_offsets[docs][owner] + (np.arange(total) - first[owner])  # (T,) global positions
+        end = self.doc_offsets[docs + 1][owner]
+        holds_a = self.tokens[p] == a
+        p, end, owner = p[holds_a], end[holds_a], owner[holds_a]
+        found = np.zeros(len(p), dtype=bool)
+        last = len(self.tokens) - 1
+        for offset in range(1, reach + 1):
+            q = p + offset
+            found |= (self.tokens[np.minimum(q, last)] == b) & (q < end)
+        return np.bincount(owner[found], minlength=len(docs)).astype(np.int64)
 
 
 def count_lookup(sorted_docs: np.ndarray, counts: np.ndarray | None, docs: np.ndarray) -> np.ndarray:
@@ -275,6 +366,41 @@ def count_lookup(sorted_docs: np.ndarray, counts: np.ndarray | None, docs: np.nd
     hit[inside] = sorted_docs[left[inside]] == docs[inside]
     out[hit] = counts[left[hit]]
     return out
+
+
+def _pair_table(
+    tokens: np.ndarray, token_doc: np.ndarray, doc_offsets: np.ndarray, frequent: np.ndarray, vocab_size: int
+) -> dict[str, np.ndarray]:
+    """The pair table of the ``frequent`` term ids (F,) (module docstring): for each reach of
+    ``PAIR_REACHES``, how many positions hold term i with term j at one of the reach positions after it
+    (a start position counts once per j however often j occurs in its window). One pass over the
+    positions holding a frequent term per offset, on int16 slots (F <= PAIR_MAX_TERMS < 2**15)."""
+    num_frequent = len(frequent)
+    reach = max(PAIR_REACHES)
+    slot = np.full(vocab_size, -1, dtype=np.int16)
+    slot[frequent] = np.arange(num_frequent, dtype=np.int16)
+    # padded past the end, so that start + offset needs no bounds check
+    token_slot = np.concatenate([slot[tokens], np.full(reach, -1, dtype=np.int16)])
+    starts = np.flatnonzero(token_slot >= 0)
+    start_key = token_slot[starts].astype(np.int32) * num_frequent
+    room = doc_offsets[1:][token_doc[starts]] - starts - 1  # positions after the start in its document
+    counts = np.zeros(num_frequent * num_frequent, dtype=np.int64)
+    layers, seen = [], []
+    for offset in range(1, reach + 1):
+        follower = token_slot[starts + offset]
+        follower[room < offset] = -1
+        new = follower >= 0
+        for earlier in seen:  # j already in the window: this start was counted for j
+            new &= follower != earlier
+        counts += np.bincount(start_key[new] + follower[new], minlength=len(counts))
+        seen.append(follower)
+        if offset in PAIR_REACHES:
+            layers.append(counts.reshape(num_frequent, num_frequent).copy())
+    return {
+        "pair_terms": frequent,
+        "pair_reaches": np.asarray(PAIR_REACHES, dtype=np.int64),
+        "pair_follow": np.stack(layers),
+    }
 
 
 def _check_consistent(folder: Path, vocab: list[str], arrays: dict[str, np.ndarray]) -> None:
@@ -303,6 +429,15 @@ def _check_consistent(folder: Path, vocab: list[str], arrays: dict[str, np.ndarr
             raise bad(name, f"length {len(arrays[name])}, expected {postings}")
     if num_tokens and int(arrays["tokens"].max()) >= vocab_size:
         raise bad(VOCAB_FILE, f"{vocab_size} terms but tokens use id {int(arrays['tokens'].max())}")
+    if "pair_terms" in arrays:
+        terms, reaches, follow = arrays["pair_terms"], arrays["pair_reaches"], arrays["pair_follow"]
+        if terms.ndim != 1 or (len(terms) and (terms.min() < 0 or terms.max() >= vocab_size)):
+            raise bad("pair_terms", f"not a list of term ids below {vocab_size}")
+        if reaches.ndim != 1 or (len(reaches) and reaches.min() < 1):
+            raise bad("pair_reaches", "not a list of positive reaches")
+        expected = (len(reaches), len(terms), len(terms))
+        if follow.shape != expected:
+            raise bad("pair_follow", f"shape {follow.shape}, expected {expected}")
 
 
 def _stable_argsort(values: np.ndarray, bound: int) -> np.ndarray:
