@@ -1,7 +1,9 @@
 """Training-step time of CopyNet, the dual decoder and the query pointer-generator against the computation
 they ran before; CPU, JSON.
 
-One step = forward with labels, backward, Adam update, at the reproduction sizes (batch 64):
+One step = forward with labels, backward, Adam update, at the reproduction sizes (batch 64); "library" uses
+the optimizer the stock Trainer builds for the model's preset (the fused AdamW kernel), "before" the one it
+built before (``adamw_torch``, on CPU a Python loop over the parameters):
 
 * CopyNet (Ding'18: embeddings 100, BiGRU 200, GRU decoder 400, Bahdanau attention, selective read;
   vocabulary 14,062 / output vocabulary 4,000 as in ``results/ding2018``), sources of 3-8 words and
@@ -25,11 +27,13 @@ dropout off. Absolute times move with the machine's load (recorded); the ratios 
 * CtrsGen (Zhang'20, with ``--ctrsgen-before PATH``): the zhang2020 run's CtrsGen (64-unit embeddings and
   GRUs, the run's contrast setting) and its default model ctrsgen_copy (128 units, copy=True), on real q2id
   training batches of 16 queries under the run's caps (``zhang2020_systems.CAPS``) and 2,000 output words.
-  One step = zero_grad, forward with labels, backward, gradient clipping at 5.0 and AdamW (the stock
-  Trainer's step under the zhang2020 training preset). "before" is the library at PATH (a checkout of the
-  code before, e.g. ``git worktree add --detach /tmp/before <commit>``), "library" this checkout: each runs
+  One step = zero_grad, forward with labels, backward, gradient clipping at 5.0 and the optimizer the stock
+  Trainer builds for that checkout's training preset (its ``optim``: the fused AdamW kernel now). "before"
+  is the library at PATH (a checkout of the code before, e.g. ``git worktree add --detach /tmp/before
+  <commit>``), "library" this checkout: each runs
   in its own process on the same pickled batches with the same initial weights, the two processes
-  alternating; the losses of the first batches (no dropout in these presets) are compared across them.
+  alternating; the losses of the first batches (no dropout in these presets) are compared across them,
+  under the initial weights and after both sides' training steps.
 
     python benchmarks/bench_training.py [--steps 20] [--ctrsgen-before PATH] [--output ...json]
 """
@@ -161,17 +165,23 @@ def step_timer(model, loss_fn, batches, optimizer):
     return run
 
 
-def measure(model, before, after, batches, steps_per_repetition: int, repetitions: int) -> dict:
+def measure(model, before, after, batches, steps_per_repetition: int, repetitions: int, preset: str) -> dict:
+    """``before``: the old computation with the optimizer the Trainer built before (``adamw_torch``: on CPU
+    a Python loop over the parameters); ``library``: this checkout's loss with the optimizer the stock
+    Trainer builds for ``preset`` now."""
     import torch
 
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
+    optimizers = {
+        "before": torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.0),
+        "library": library_optimizer(model, preset, learning_rate=1e-4),
+    }
     model.eval()  # the loss comparison runs without dropout
     with torch.no_grad():
         gaps = [abs(float(before(model, b, y)) - float(after(model, b, y))) for b, y in batches[:4]]
     model.train()
     runs = {
-        "before": step_timer(model, before, batches[:steps_per_repetition], optimizer),
-        "library": step_timer(model, after, batches[:steps_per_repetition], optimizer),
+        "before": step_timer(model, before, batches[:steps_per_repetition], optimizers["before"]),
+        "library": step_timer(model, after, batches[:steps_per_repetition], optimizers["library"]),
     }
     runs["before"](), runs["library"]()  # warm-up
     times: dict[str, list[float]] = {name: [] for name in runs}
@@ -186,7 +196,12 @@ def measure(model, before, after, batches, steps_per_repetition: int, repetition
         "library_ms_per_step": round(1000 * medians["library"], 2),
         "speedup": round(medians["before"] / medians["library"], 3),
         "max_loss_difference_without_dropout": max(gaps),
+        "optimizers": {name: optimizer_name(optimizer) for name, optimizer in optimizers.items()},
     }
+
+
+def optimizer_name(optimizer) -> str:
+    return type(optimizer).__name__ + (" (fused)" if optimizer.defaults.get("fused") else "")
 
 
 #: the zhang2020 run's CtrsGen sizes (hf_querygen/experiments/zhang2020.py: 64 units for every trained row;
@@ -250,7 +265,7 @@ def ctrsgen_worker(setting: str, batches_path: str, steps: int, repetitions: int
     batches = data["batches"][copy][:steps]
     with torch.no_grad():  # training mode (the copy model's label-only loss); these presets have no dropout
         losses = [float(model(**batch).loss) for batch in batches[:4]]
-    optimizer = torch.optim.AdamW(model.parameters(), lr=2e-3, weight_decay=0.0)
+    optimizer = library_optimizer(model, preset, learning_rate=2e-3)
 
     def run():
         for batch in batches:
@@ -265,7 +280,35 @@ def ctrsgen_worker(setting: str, batches_path: str, steps: int, repetitions: int
         started = time.perf_counter()
         run()
         times.append((time.perf_counter() - started) / len(batches))
-    return {"seconds_per_step": times, "losses": losses}
+    with torch.no_grad():  # after (1 + repetitions) x steps updates: the two sides' training must agree
+        trained_losses = [float(model(**batch).loss) for batch in batches[:4]]
+    return {
+        "seconds_per_step": times,
+        "losses": losses,
+        "trained_losses": trained_losses,
+        "optimizer": optimizer_name(optimizer),
+    }
+
+
+def library_optimizer(model, preset: str, learning_rate: float):
+    """The optimizer the stock Trainer builds for this checkout's training preset (its ``optim``)."""
+    import tempfile
+
+    from transformers import Trainer, TrainingArguments
+
+    from hf_querygen.presets import training_arguments_from_preset
+
+    preset_arguments = training_arguments_from_preset(preset)
+    with tempfile.TemporaryDirectory() as folder:
+        arguments = TrainingArguments(
+            output_dir=folder,
+            optim=preset_arguments.get("optim", "adamw_torch"),
+            learning_rate=learning_rate,
+            weight_decay=preset_arguments.get("weight_decay", 0.0),
+            report_to="none",
+        )
+        optimizer_cls, optimizer_kwargs = Trainer.get_optimizer_cls_and_kwargs(arguments, model)
+    return optimizer_cls(model.parameters(), **optimizer_kwargs)
 
 
 def measure_ctrsgen(before_path: str, steps: int, repetitions: int, rounds: int, threads: int) -> dict:
@@ -304,6 +347,13 @@ def measure_ctrsgen(before_path: str, steps: int, repetitions: int, rounds: int,
                 "library_ms_per_step": round(1000 * medians["library"], 2),
                 "speedup": round(medians["before"] / medians["library"], 3),
                 "max_loss_difference_without_dropout": max(gaps),
+                "max_loss_difference_after_training": max(
+                    abs(a - b)
+                    for a, b in zip(
+                        runs["before"][0]["trained_losses"], runs["library"][0]["trained_losses"], strict=True
+                    )
+                ),
+                "optimizers": {name: worker_runs[0]["optimizer"] for name, worker_runs in runs.items()},
                 "timed_steps_per_side": sum(len(run["seconds_per_step"]) for run in runs["library"]) * steps,
             }
     return results
@@ -377,12 +427,20 @@ def main(argv: list[str] | None = None) -> dict:
         "steps_per_repetition": args.steps,
         "repetitions": args.repetitions,
         "copynet_ding2018": measure(
-            copynet, copynet_before, library, copynet_batches, args.steps, args.repetitions
+            copynet,
+            copynet_before,
+            library,
+            copynet_batches,
+            args.steps,
+            args.repetitions,
+            "ding2018-copynet",
         ),
         "dual_decoder_liu2018": measure(
-            dual, old_dual_loss, library, dual_batches, args.steps, args.repetitions
+            dual, old_dual_loss, library, dual_batches, args.steps, args.repetitions, "liu2018-dual-decoder"
         ),
-        "pg_zhang2020": measure(pg, pg_before, library, pg_batches, args.steps, args.repetitions),
+        "pg_zhang2020": measure(
+            pg, pg_before, library, pg_batches, args.steps, args.repetitions, "zhang2020-pg"
+        ),
     }
     if args.ctrsgen_before:
         results.update(

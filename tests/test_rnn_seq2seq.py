@@ -183,7 +183,7 @@ def test_presets_carry_the_papers_hyper_parameters():
     lin = config_from_preset("lin2017-segmenter")
     assert (lin.cell, lin.hidden_size, lin.num_encoder_layers, lin.dropout) == ("rnn", 1024, 2, 0.05)
     assert training_arguments_from_preset("liu2018-seq2seq") == {
-        "optim": "adamw_torch",
+        "optim": "adamw_torch_fused",
         "weight_decay": 0.0,
         "learning_rate": 1e-3,
         "per_device_train_batch_size": 64,
