@@ -1,18 +1,18 @@
 """The convergence study with the caps and output vocabulary loosened (issue 25; results/zhang2020/NOTES.md).
 
-64-unit CtrsGen without copy, as the study's 64-unit run (``train --system zhang2020/ctrsgen_copy
---set copy=false`` at 64 units: AdamW 2e-3, batch 16, the decoded validation ROUGE every 200 steps,
-the checkpoint with the best validation ``rouge_goal`` kept, up to 2,000 steps), but under the q2id
-task's default caps (10 relevant + 10 irrelevant documents x 6 sentences x 40 words, 64 target words)
-instead of the run's (4 + 3 x 4 x 25, 40), and a 5,000-word output vocabulary instead of 2,000.
+CtrsGen without copy at one of the study's three sizes, as the study's runs (``train --system
+zhang2020/ctrsgen_copy --set copy=false`` at that size: AdamW 2e-3, batch 16, the decoded validation ROUGE
+every 200 steps, the checkpoint with the best validation ``rouge_goal`` kept, up to 2,000 steps), but under
+the q2id task's default caps (10 relevant + 10 irrelevant documents x 6 sentences x 40 words, 64 target
+words) instead of the run's (4 + 3 x 4 x 25, 40), and a 5,000-word output vocabulary instead of 2,000.
 Validation only; the curves go into convergence.json with ``convergence_study.py``.
 
-    python results/zhang2020/loosened_caps.py OUT_DIR [--resume]
+    python results/zhang2020/loosened_caps.py OUT_DIR [--size 64|128|paper] [--minutes 45] [--resume]
 """
 
 from __future__ import annotations
 
-import sys
+import argparse
 import time
 
 import torch
@@ -21,23 +21,34 @@ from hf_querygen.experiments.recipes import training_recipe
 from hf_querygen.training import train_model
 
 LOOSENED = {"output_vocab_size": 5000, "caps": {}}  # {}: the task's default caps
-SIZE = {"copy": False, "embedding_size": 64, "hidden_size": 64, "decoder_hidden_size": 64}
+#: the study's sizes (embeddings / encoder GRUs / decoder GRU); "paper" = the zhang2020 preset's own
+SIZES = {
+    "64": {"embedding_size": 64, "hidden_size": 64, "decoder_hidden_size": 64},
+    "128": {"embedding_size": 128, "hidden_size": 128, "decoder_hidden_size": 128},
+    "paper": {"embedding_size": 300, "hidden_size": 256, "decoder_hidden_size": 256},
+}
 
 
-def main(out: str, resume: bool = False) -> None:
+def main(out: str, size: str = "64", minutes: float = 45, resume: bool = False) -> None:
     torch.set_num_threads(1)
     recipe = training_recipe("zhang2020/ctrsgen_copy", None)
     kwargs = recipe.train_model_kwargs()
     kwargs["prepare_options"] = {**kwargs["prepare_options"], **LOOSENED}
-    kwargs["preset_overrides"] = {**kwargs["preset_overrides"], **SIZE}
+    kwargs["preset_overrides"] = {**kwargs["preset_overrides"], "copy": False, **SIZES[size]}
     kwargs["training_overrides"] = {**kwargs["training_overrides"], "max_steps": 2000}
     kwargs["decoding_grid"] = ()  # the curves only: no decoding choice after training
     started = time.time()
     metadata = train_model(
-        recipe.system.preset, out, task="q2id", seed=0, resume=resume, time_limit=45 * 60, **kwargs
+        recipe.system.preset, out, task="q2id", seed=0, resume=resume, time_limit=minutes * 60, **kwargs
     )
     print("seconds", round(time.time() - started), "best step", metadata.get("best_checkpoint_step"))
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], "--resume" in sys.argv[2:])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out")
+    parser.add_argument("--size", choices=tuple(SIZES), default="64")
+    parser.add_argument("--minutes", type=float, default=45, help="training time limit")
+    parser.add_argument("--resume", action="store_true")
+    args = parser.parse_args()
+    main(args.out, args.size, args.minutes, args.resume)
