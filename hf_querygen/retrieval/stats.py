@@ -51,6 +51,8 @@ PAIR_MIN_CF = 5000
 PAIR_MAX_TERMS = 512
 #: the reaches of SDM's default expressions: #1 (the next position) and #uw8 (the 7 after a start)
 PAIR_REACHES = (1, 7)
+#: token positions per block while the pair table is counted
+PAIR_BLOCK = 1 << 20
 
 
 class CollectionStats:
@@ -381,25 +383,29 @@ def _pair_table(
     slot[frequent] = np.arange(num_frequent, dtype=np.int16)
     # padded past the end, so that start + offset needs no bounds check
     token_slot = np.concatenate([slot[tokens], np.full(reach, -1, dtype=np.int16)])
-    starts = np.flatnonzero(token_slot >= 0)
-    start_key = token_slot[starts].astype(np.int32) * num_frequent
-    room = doc_offsets[1:][token_doc[starts]] - starts - 1  # positions after the start in its document
-    counts = np.zeros(num_frequent * num_frequent, dtype=np.int64)
-    layers, seen = [], []
-    for offset in range(1, reach + 1):
-        follower = token_slot[starts + offset]
-        follower[room < offset] = -1
-        new = follower >= 0
-        for earlier in seen:  # j already in the window: this start was counted for j
-            new &= follower != earlier
-        counts += np.bincount(start_key[new] + follower[new], minlength=len(counts))
-        seen.append(follower)
-        if offset in PAIR_REACHES:
-            layers.append(counts.reshape(num_frequent, num_frequent).copy())
+    layers = np.zeros((len(PAIR_REACHES), num_frequent * num_frequent), dtype=np.int64)
+    # in blocks of positions: the per-offset temporaries stay a few MiB whatever the collection's size
+    for block in range(0, len(tokens), PAIR_BLOCK):
+        block_starts = block + np.flatnonzero(token_slot[block : min(block + PAIR_BLOCK, len(tokens))] >= 0)
+        start_key = token_slot[block_starts].astype(np.int32) * num_frequent
+        # positions after each start in its document
+        room = (doc_offsets[1:][token_doc[block_starts]] - block_starts - 1).astype(np.int32)
+        counts = np.zeros(num_frequent * num_frequent, dtype=np.int64)
+        seen = []
+        for offset in range(1, reach + 1):
+            follower = token_slot[block_starts + offset]
+            follower[room < offset] = -1
+            new = follower >= 0
+            for earlier in seen:  # j already in the window: this start was counted for j
+                new &= follower != earlier
+            counts += np.bincount(start_key[new] + follower[new], minlength=len(counts))
+            seen.append(follower)
+            if offset in PAIR_REACHES:
+                layers[PAIR_REACHES.index(offset)] += counts
     return {
         "pair_terms": frequent,
         "pair_reaches": np.asarray(PAIR_REACHES, dtype=np.int64),
-        "pair_follow": np.stack(layers),
+        "pair_follow": layers.reshape(len(PAIR_REACHES), num_frequent, num_frequent),
     }
 
 
