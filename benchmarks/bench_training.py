@@ -30,10 +30,9 @@ dropout off. Absolute times move with the machine's load (recorded); the ratios 
   One step = zero_grad, forward with labels, backward, gradient clipping at 5.0 and the optimizer the stock
   Trainer builds for that checkout's training preset (its ``optim``: the fused AdamW kernel now). "before"
   is the library at PATH (a checkout of the code before, e.g. ``git worktree add --detach /tmp/before
-  <commit>``), "library" this checkout: each runs
-  in its own process on the same pickled batches with the same initial weights, the two processes
-  alternating; the losses of the first batches (no dropout in these presets) are compared across them,
-  under the initial weights and after both sides' training steps.
+  <commit>``), "library" this checkout: each runs in its own process on the same pickled batches with the
+  same initial weights, the two processes alternating; the losses of the first batches (no dropout in these
+  presets) are compared across them, under the initial weights and after both sides' training steps.
 
     python benchmarks/bench_training.py [--steps 20] [--ctrsgen-before PATH] [--output ...json]
 """
@@ -311,6 +310,12 @@ def library_optimizer(model, preset: str, learning_rate: float):
     return optimizer_cls(model.parameters(), **optimizer_kwargs)
 
 
+def largest_gap(runs: dict[str, list[dict]], key: str) -> float:
+    """The largest difference between the two sides' losses ``key`` of the same batches (first rounds)."""
+    pairs = zip(runs["before"][0][key], runs["library"][0][key], strict=True)
+    return max(abs(a - b) for a, b in pairs)
+
+
 def measure_ctrsgen(before_path: str, steps: int, repetitions: int, rounds: int, threads: int) -> dict:
     """Before (the library at ``before_path``) vs this checkout, alternating worker processes."""
     import subprocess
@@ -338,21 +343,12 @@ def measure_ctrsgen(before_path: str, steps: int, repetitions: int, rounds: int,
                 name: statistics.median(t for run in worker_runs for t in run["seconds_per_step"])
                 for name, worker_runs in runs.items()
             }
-            gaps = [
-                abs(a - b)
-                for a, b in zip(runs["before"][0]["losses"], runs["library"][0]["losses"], strict=True)
-            ]
             results[setting] = {
                 "before_ms_per_step": round(1000 * medians["before"], 2),
                 "library_ms_per_step": round(1000 * medians["library"], 2),
                 "speedup": round(medians["before"] / medians["library"], 3),
-                "max_loss_difference_without_dropout": max(gaps),
-                "max_loss_difference_after_training": max(
-                    abs(a - b)
-                    for a, b in zip(
-                        runs["before"][0]["trained_losses"], runs["library"][0]["trained_losses"], strict=True
-                    )
-                ),
+                "max_loss_difference_without_dropout": largest_gap(runs, "losses"),
+                "max_loss_difference_after_training": largest_gap(runs, "trained_losses"),
                 "optimizers": {name: worker_runs[0]["optimizer"] for name, worker_runs in runs.items()},
                 "timed_steps_per_side": sum(len(run["seconds_per_step"]) for run in runs["library"]) * steps,
             }

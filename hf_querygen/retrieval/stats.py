@@ -159,22 +159,16 @@ class CollectionStats:
         :class:`~hf_querygen.errors.ModelFolderError` naming it."""
         folder = Path(folder)
         arrays = {}
-        for name in ARRAYS:
+        names = ARRAYS
+        if any((folder / f"{name}.npy").is_file() for name in PAIR_ARRAYS):
+            names += PAIR_ARRAYS  # a pair table is all of its files or a broken index
+        for name in names:
             path = folder / f"{name}.npy"
             if not path.is_file():
                 raise ModelFolderError(f"index statistics file missing: {path}")
+            mmap_mode = None if name in PAIR_ARRAYS else "r"  # the pair table is a few MiB: read, not mapped
             try:
-                arrays[name] = np.load(path, mmap_mode="r", allow_pickle=False)
-            except (ValueError, OSError, EOFError) as err:
-                raise ModelFolderError(f"index statistics file is corrupted: {path} ({err})") from err
-        present = [name for name in PAIR_ARRAYS if (folder / f"{name}.npy").is_file()]
-        if present and len(present) < len(PAIR_ARRAYS):
-            missing = next(name for name in PAIR_ARRAYS if name not in present)
-            raise ModelFolderError(f"index statistics file missing: {folder / f'{missing}.npy'}")
-        for name in present:
-            path = folder / f"{name}.npy"
-            try:
-                arrays[name] = np.load(path, allow_pickle=False)  # a few MiB: read, not mapped
+                arrays[name] = np.load(path, mmap_mode=mmap_mode, allow_pickle=False)
             except (ValueError, OSError, EOFError) as err:
                 raise ModelFolderError(f"index statistics file is corrupted: {path} ({err})") from err
         vocab_path = folder / VOCAB_FILE
@@ -238,7 +232,7 @@ class CollectionStats:
         if a < 0 or b < 0:
             result = (0, np.zeros(0, dtype=np.int32))
         else:
-            reach = width if ordered else width - 1
+            reach = window_reach(width, ordered)
             docs_a = self._starts_followed_by(a, b, reach)
             if not ordered and a != b:
                 docs_b = self._starts_followed_by(b, a, reach)
@@ -263,7 +257,6 @@ class CollectionStats:
             return np.zeros(0, dtype=np.int32)
         if side == "auto":
             side = "a" if cf_a <= cf_b or reach > 16 else "b"
-        last = len(self.tokens) - 1
         if side == "b":
             lo, hi = self.pos_ptr[b], self.pos_ptr[b + 1]
             qb = self.positions[lo:hi]
@@ -282,11 +275,7 @@ class CollectionStats:
         doc_end = self.doc_offsets[docs.astype(np.int64) + 1]  # one past p's document
         if reach <= 16:
             # short windows: look at the tokens after each p directly (monotone gathers, O(reach |A|))
-            found = np.zeros(len(pa), dtype=bool)
-            for offset in range(1, reach + 1):
-                q = pa + offset
-                found |= (self.tokens[np.minimum(q, last)] == b) & (q < doc_end)
-            return np.asarray(docs[found])
+            return np.asarray(docs[self._followed_within(pa, doc_end, b, reach)])
         # long windows: the first occurrence of b after p, by binary search (O(|A| log |B|))
         pb = self.positions[self.pos_ptr[b] : self.pos_ptr[b + 1]]
         nxt_index = np.searchsorted(pb, pa, side="right")
@@ -298,7 +287,7 @@ class CollectionStats:
     def window_cf(self, a: int, b: int, width: int, ordered: bool) -> int:
         """The collection frequency of a window expression (see :meth:`window_matches`): read from the
         pair table when both terms and the reach are in it, else counted exactly."""
-        reach = width if ordered else width - 1
+        reach = window_reach(width, ordered)
         layer = self._pair_layer.get(reach)
         i, j = self._pair_slot.get(a), self._pair_slot.get(b)
         if layer is None or i is None or j is None:
@@ -322,7 +311,7 @@ class CollectionStats:
         if candidate_tokens > min(self.cf(a), self.cf(b)):
             cf, match_docs = self.window_matches(a, b, width, ordered)
             return cf, count_lookup(match_docs, None, docs)
-        reach = width if ordered else width - 1
+        reach = window_reach(width, ordered)
         tf = self._followed_in_docs(a, b, reach, docs)
         if not ordered and a != b:
             tf += self._followed_in_docs(b, a, reach, docs)
@@ -340,13 +329,24 @@ class CollectionStats:
         p = self.doc_offsets[docs][owner] + (np.arange(total) - first[owner])  # (T,) global positions
         end = self.doc_offsets[docs + 1][owner]
         holds_a = self.tokens[p] == a
-        p, end, owner = p[holds_a], end[holds_a], owner[holds_a]
-        found = np.zeros(len(p), dtype=bool)
+        found = self._followed_within(p[holds_a], end[holds_a], b, reach)
+        return np.bincount(owner[holds_a][found], minlength=len(docs)).astype(np.int64)
+
+    def _followed_within(self, positions: np.ndarray, doc_end: np.ndarray, b: int, reach: int) -> np.ndarray:
+        """(N,) bool: whether ``b`` occurs at one of the ``reach`` positions after each of ``positions``
+        (N,), before its document's end ``doc_end`` (N,, one past the document)."""
+        found = np.zeros(len(positions), dtype=bool)
         last = len(self.tokens) - 1
         for offset in range(1, reach + 1):
-            q = p + offset
-            found |= (self.tokens[np.minimum(q, last)] == b) & (q < end)
-        return np.bincount(owner[found], minlength=len(docs)).astype(np.int64)
+            q = positions + offset
+            found |= (self.tokens[np.minimum(q, last)] == b) & (q < doc_end)
+        return found
+
+
+def window_reach(width: int, ordered: bool) -> int:
+    """How many positions after a start a window expression reads: ``#N`` reads N, ``#uwN`` the N-1
+    after its first position."""
+    return width if ordered else width - 1
 
 
 def count_lookup(sorted_docs: np.ndarray, counts: np.ndarray | None, docs: np.ndarray) -> np.ndarray:
