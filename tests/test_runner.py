@@ -89,6 +89,20 @@ def test_overwrite_starts_again(tiny_liu2018, data_dir, tmp_path):
     assert document["systems"]["dual_decoder"]["f1"]["n"] == 1
 
 
+def test_a_budgets_time_limit_stops_every_training_run(tiny_liu2018, data_dir, tmp_path):
+    # batch 8: one epoch of the 64 training pairs is 8 steps; a time limit already spent when training
+    # begins stops every run after its first step (which it keeps)
+    quick = tiny_liu2018.budgets["quick"]
+    overrides = {**quick.training_overrides, "per_device_train_batch_size": 8}
+    budget = dataclasses.replace(quick, training_overrides=overrides, time_limit_s=1e-9)
+    limited = dataclasses.replace(tiny_liu2018, budgets={"quick": budget, "full": budget})
+    out = tmp_path / "results"
+    run_reproduction(limited, out, quick=True, data_dir=data_dir, workers=1, progress=False)
+    for key in ("dual_decoder", "sequence_labeling"):
+        record = json.loads((out / "runs" / f"{key}-seed0.json").read_text())
+        assert record["training"]["global_steps"] == 1, key
+
+
 def test_interrupted_training_continues_from_its_last_checkpoint(data_dir, tmp_path):
     from hf_querygen.tasks.base import get_task
     from hf_querygen.training import train_preset

@@ -44,6 +44,9 @@ EXTRA_ROW_LABELS = {
     "copynet_human_5000": "CopyNet + nl2kw train pairs, 5,000 steps (1 seed)",
     "copynet_human_x4": "CopyNet + nl2kw train pairs x4 (upsampled), 2,000 steps (1 seed)",
     "copynet_paper_size": "CopyNet at the paper's sizes (100/200/400), the recipe otherwise (1 seed)",
+    "ednet_paper_budget_h200": "EDNet, the paper budget on an H200, 5 min (1 seed)",
+    "attnet_paper_budget_h200": "AttNet, the paper budget on an H200, 5 min (1 seed)",
+    "copynet_paper_budget_h200": "CopyNet, the paper budget on an H200, 5 min",
 }
 #: copynet_human's training steps under the full budget (chosen on validation, see its System)
 COPYNET_HUMAN_STEPS = 2000

@@ -20,7 +20,14 @@ from typing import TYPE_CHECKING, Any
 from .._fs import apply_umask
 from ..systems import BaselineContext, System
 from ..tasks.base import get_task
-from ..training import LogFileCallback, choose_decoding, data_fingerprint, save_model_folder, train_preset
+from ..training import (
+    LogFileCallback,
+    TimeLimitCallback,
+    choose_decoding,
+    data_fingerprint,
+    save_model_folder,
+    train_preset,
+)
 from .papers import get_reproduction
 from .recipes import _folds, recipe_metadata, row_settings
 from .tables import Budget, Fold, PaperTable
@@ -133,7 +140,10 @@ def train_and_score(
         early_stopping_patience=settings["early_stopping_patience"],
         group_by_length=settings["group_by_length"],
         resume=True,
-        callbacks=[LogFileCallback(out / "train.log", name)],
+        callbacks=[
+            LogFileCallback(out / "train.log", name),
+            *([TimeLimitCallback(budget.time_limit_s)] if budget.time_limit_s else []),
+        ],
         **settings["train_options"],
     )
     model = trainer.model

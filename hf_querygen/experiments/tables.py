@@ -51,6 +51,9 @@ class Budget:
     #: system keys trained with their own recipe: their ``training_overrides`` win over the budget's (so the
     #: row is what ``train --system`` trains)
     own_recipe: tuple[str, ...] = ()
+    #: seconds of training per run, then the run stops and keeps its best checkpoint by validation
+    #: (:class:`~hf_querygen.training.TimeLimitCallback`; e.g. a GPU lease); None: the schedule decides
+    time_limit_s: float | None = None
 
 
 @dataclass

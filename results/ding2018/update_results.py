@@ -8,12 +8,16 @@ saying where each row comes from; a ROW named several times is one row over thos
 n); it plots the runs' curves (curves.png) and re-renders results.md.
 
     python results/ding2018/update_results.py ROW=EVALUATION_JSON:MODEL_DIR [ROW=...] [drop=ROW ...]
+    python results/ding2018/update_results.py ROW=@RUNS_GLOB    # the runner's records, e.g. gpu_rows.py's
 
-``drop=ROW`` removes a row an earlier update added (e.g. one whose run is withdrawn).
+``drop=ROW`` removes a row an earlier update added (e.g. one whose run is withdrawn). ``ROW=@GLOB``: one
+row over the runner's records that GLOB matches (one per seed: ``OUT/runs/<system>-seed<s>.json``), its
+curves from ``OUT/train.log``.
 """
 
 from __future__ import annotations
 
+import glob
 import json
 import sys
 from pathlib import Path
@@ -58,8 +62,9 @@ def plot_curves(curves: dict[str, dict], path: Path) -> None:
     (:func:`curve_of`; curves saved before the training loss was kept have no faint line)."""
     plt = pyplot("Plotting the ding2018 curves")
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    palette = plt.get_cmap("tab20")  # more runs than the 10 default colours
     for index, (row, curve) in enumerate(curves.items()):
-        color = f"C{index}"
+        color = palette(index % 20)
         train = curve.get("train_loss") or []
         axes[0].plot([s for s, _ in train], [v for _, v in train], color=color, alpha=0.35)
         axes[0].plot(curve["steps"], curve["eval_loss"], marker="o", color=color, label=row)
@@ -71,7 +76,7 @@ def plot_curves(curves: dict[str, dict], path: Path) -> None:
     for ax in axes:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
-    fig.suptitle("ding2018 long runs (1 CPU core each): loss and validation ROUGE-L")
+    fig.suptitle("ding2018 long runs (1 CPU core each; H200: one GPU): loss and validation ROUGE-L")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -144,33 +149,87 @@ def provenance(metadata: dict, evaluation: dict, model_dir: str) -> str:
     )
 
 
+def record_provenance(records: list[dict]) -> str:
+    """How the runner's records of one row were trained (device, budget, time limit) and decoded."""
+    described = []
+    for record in records:
+        training, limit = record["training"], record.get("time_limit_s")
+        stopped = (
+            f"stopped by the time limit ({limit / 60:.0f} min)"
+            if limit and record["train_seconds"] >= 0.95 * limit
+            else "stopped by early stopping (no better validation ROUGE-L in 3 evaluations)"
+        )
+        criterion = max(row["criterion"] for row in record["decoding_selection"])
+        described.append(
+            f"seed {record['seed']}: {training['global_steps']:,} steps, {training['epochs']:.2f} epochs, "
+            f"{stopped}; decoding chosen on validation (worst source's gain over the echo, network alone "
+            f"{record['decoding_selection'][0]['criterion']:+.4f}, chosen {criterion:+.4f}): "
+            f"{json.dumps(record['decoding'])}"
+        )
+    first = records[0]
+    return (
+        f"{len(records)} seed(s), `results/ding2018/gpu_rows.py` (the runner's training and scoring, "
+        f"budget `{first['budget']}`: the paper's sizes and optimiser) on {first['device']}, runs in "
+        "parallel processes on the one device: " + " | ".join(described)
+    )
+
+
+def record_curves(records: list[dict], log_path: Path) -> dict[str, dict]:
+    """Each record's curves from the runner's ``train.log`` (JSON lines tagged with the run's name)."""
+    entries = [json.loads(line) for line in log_path.read_text().splitlines() if line.strip()]
+    curves = {}
+    for record in records:
+        name = f"{record['system']}-seed{record['seed']}"
+        history = [e for e in entries if e.get("run") == name]
+        curves[f"{name} ({record['device']})"] = curve_of(history)
+    return curves
+
+
 def main(*arguments: str) -> None:
     document = json.loads((HERE / "results.json").read_text())
     config = document["config"]
     # row -> its runs (seeds), each (evaluation, training metadata, log history, model dir)
     runs: dict[str, list[tuple[dict, dict, list, str]]] = {}
+    record_rows: dict[str, list[dict]] = {}
+    record_logs: dict[str, Path] = {}
     for argument in arguments:
         row, paths = argument.split("=", 1)
         if row == "drop":
             document["systems"].pop(paths, None)
+            continue
+        if paths.startswith("@"):
+            files = sorted(glob.glob(paths[1:]))
+            if not files:
+                raise SystemExit(f"{argument}: no record matches {paths[1:]}")
+            record_rows[row] = [json.loads(Path(f).read_text()) for f in files]
+            record_logs[row] = Path(files[0]).parent.parent / "train.log"
             continue
         evaluation_json, model_dir = paths.split(":", 1)
         evaluation = json.loads(Path(evaluation_json).read_text())
         metadata = json.loads(Path(model_dir, "hf_querygen_training.json").read_text())
         log_history = json.loads(Path(model_dir, "log_history.json").read_text())
         runs.setdefault(row, []).append((evaluation, metadata, log_history, model_dir))
-    first = next(iter(runs.values()))[0][0]
-    for key in ("echo", "frame"):
-        document["systems"][key] = cells([first["rows"][key]])
-    provenances = {
-        **config.get("row_provenance", {}),  # rows not named here keep theirs
-        "sdm": "last full run (deterministic; unchanged by this update)",
-        "tbm": "last full run (deterministic; unchanged by this update)",
-        **{key: OLD_NETWORK for key in ("ednet", "attnet", "copynet")},
-        "echo": "computed on the full test sets by finalize_long_run.py (no model)",
-        "frame": f"computed on the full test sets by finalize_long_run.py: frame '{first['frame']}' "
-        "(the most frequent one-slot frame of the 51,657 synthetic pairs)",
-    }
+    first = next(iter(runs.values()))[0][0] if runs else None
+    if first is not None:
+        for key in ("echo", "frame"):
+            document["systems"][key] = cells([first["rows"][key]])
+    provenances = dict(config.get("row_provenance", {}))  # rows not named here keep theirs
+    if first is not None:
+        provenances.update(
+            {
+                "sdm": "last full run (deterministic; unchanged by this update)",
+                "tbm": "last full run (deterministic; unchanged by this update)",
+                **{key: OLD_NETWORK for key in ("ednet", "attnet", "copynet")},
+                "echo": "computed on the full test sets by finalize_long_run.py (no model)",
+                "frame": f"computed on the full test sets by finalize_long_run.py: frame '{first['frame']}' "
+                "(the most frequent one-slot frame of the 51,657 synthetic pairs)",
+            }
+        )
+    new_curves = {}
+    for row, records in record_rows.items():
+        document["systems"][row] = cells([record["scores"] for record in records])
+        provenances[row] = record_provenance(records)
+        new_curves.update(record_curves(records, record_logs[row]))
     long_runs = dict(config.get("long_runs", {}))
     for row, seeds in runs.items():
         model_row = seeds[0][1]["system"].split("/")[1]
@@ -215,10 +274,11 @@ def main(*arguments: str) -> None:
             if (metadata.get("family") == "frames") == family_is_frames
         }
 
-    if histories(False):  # the seq2seq runs' curves (curves.png): the named runs join the saved ones
+    new_curves.update({name: curve_of(history) for name, history in histories(False).items()})
+    if new_curves:  # the seq2seq runs' curves (curves.png): the named runs join the saved ones
         saved = config.get("curves", {})
         curves = {name: curve for name, curve in saved.items() if name.split(" (")[0] not in dropped}
-        curves.update({name: curve_of(history) for name, history in histories(False).items()})
+        curves.update(new_curves)
         plot_curves(curves, HERE / "curves.png")
         # results.json keeps the validation curves; the training loss is in each run's log_history.json
         config["curves"] = {
