@@ -491,40 +491,57 @@ def test_read_only_index_folder_opens_for_search(tmp_path):
                 path.chmod(0o755 if path.is_dir() else 0o644)
 
 
-def test_documents_holding_the_chunk_document_mark_keep_their_terms_and_lengths():
-    # analyze_chunk separates documents with "\x00"; a text holding that character (it is a term
-    # character, not whitespace) makes the chunk count lengths per document instead
-    from hf_querygen.retrieval import Index
-    from hf_querygen.retrieval.analysis import DOCUMENT_MARK, analyze, analyze_chunk
-
-    texts = ["red fox", f"a {DOCUMENT_MARK} b", "", "Fox, red; FOX!", f"x{DOCUMENT_MARK}y"]
-    flat, index_texts, lengths = analyze_chunk(texts)
-    assert lengths == [len(analyze(t)) for t in texts]
-    assert flat == [term for t in texts for term in analyze(t)]
-    assert [t.split() for t in index_texts] == [analyze(t) for t in texts]
-    plain = ["red fox", "", "Fox, red; FOX!", "what's up"]
-    flat, _, lengths = analyze_chunk(plain)
-    assert lengths is None and flat.count(DOCUMENT_MARK) == len(plain) - 1
-    index = Index.from_texts(texts, show_progress=False)
-    assert list(index.stats.doc_lengths) == [len(analyze(t)) for t in texts]
-    assert index.stats.term_id(DOCUMENT_MARK) >= 0  # a real term here
-    assert [hit.row for hit in index.search("fox", k=5, ranker="ql")] == [3, 0]
-
-
-def test_a_real_mark_term_from_an_earlier_chunk_does_not_break_later_chunks(monkeypatch):
-    # chunk 1 holds the mark as a term (per-document lengths); chunk 2 separates its documents with
-    # the mark: its lengths must still come out right and the real term keep its id
+@pytest.mark.parametrize("chunk_size", [2, 8192])
+def test_chunk_analysis_splits_counts_and_numbers_terms_as_str_split(chunk_size, monkeypatch):
+    # the chunk's terms are split and counted in Arrow: empty, whitespace-only and padded documents,
+    # every whitespace the fast path keeps, "\x00" (a term character), the per-document path's
+    # characters (\x0b, \x1c) and non-ASCII text must give analyze()'s terms, lengths and vocabulary
     from hf_querygen.retrieval import Index
     from hf_querygen.retrieval import index as index_module
-    from hf_querygen.retrieval.analysis import DOCUMENT_MARK, analyze
+    from hf_querygen.retrieval.analysis import TermIds, analyze, analyze_chunk
+    from hf_querygen.retrieval.stats import CollectionStats
 
-    monkeypatch.setattr(index_module, "CHUNK_SIZE", 2)
-    texts = [f"a {DOCUMENT_MARK}", "b", "c d", "e", f"{DOCUMENT_MARK} f"]
-    index = Index.from_texts(iter(texts), show_progress=True)
-    assert list(index.stats.doc_lengths) == [len(analyze(t)) for t in texts]
-    assert [hit.row for hit in index.search("f", k=5, ranker="ql")] == [4]
-    mark = index.stats.term_id(DOCUMENT_MARK)
-    assert mark >= 0 and index.stats.vocab[mark] == DOCUMENT_MARK
+    texts = [
+        "red fox",
+        "",
+        "   ",
+        " \tFox,\r\nred;\x0cFOX! ",
+        "a \x00 b",
+        "x\x00y",
+        "é  Straße",
+        "p\x0bq\x1cr",
+    ]
+    for chunk in (texts[:-1], texts):  # the ASCII fast path (padded index texts), the per-document path
+        index_texts, ids, lengths = analyze_chunk(chunk, vocab := TermIds())
+        assert list(lengths) == [len(analyze(t)) for t in chunk]
+        assert [list(vocab)[i] for i in ids] == [term for t in chunk for term in analyze(t)]
+        assert [t.split() for t in index_texts] == [analyze(t) for t in chunk]
+    monkeypatch.setattr(index_module, "CHUNK_SIZE", chunk_size)
+    index = Index.from_texts(iter(texts), show_progress=False)
+    reference = CollectionStats.from_documents([analyze(t) for t in texts])
+    assert list(index.stats.vocab) == list(reference.vocab)
+    np.testing.assert_array_equal(index.stats.tokens, reference.tokens)
+    np.testing.assert_array_equal(index.stats.doc_lengths, reference.doc_lengths)
+    assert [hit.row for hit in index.search("fox", k=5, ranker="ql")] == [3, 0]
+    assert [hit.row for hit in index.search("x\x00y", k=5, ranker="ql")] == [5]
+
+
+@settings(max_examples=60, deadline=None)
+@given(texts=st.lists(st.text(alphabet=st.characters(max_codepoint=0x3000)), min_size=1, max_size=12))
+def test_chunk_analysis_fuzzed_against_analyze(texts):
+    from hf_querygen.retrieval.analysis import TermIds, analyze, analyze_chunk
+
+    texts = [t for t in texts if not any(0xD800 <= ord(c) <= 0xDFFF for c in t)]  # not UTF-8
+    _, ids, lengths = analyze_chunk(texts, vocab := TermIds())
+    assert list(lengths) == [len(analyze(t)) for t in texts]
+    assert [list(vocab)[i] for i in ids] == [term for t in texts for term in analyze(t)]
+
+
+def test_a_lone_surrogate_is_an_error_naming_the_chunk():
+    from hf_querygen.retrieval import Index
+
+    with pytest.raises(InvalidInputError, match="surrogates not allowed.*text 0"):
+        Index.from_texts(["a \ud800 b", "c"], show_progress=False)
 
 
 def test_chunk_analysis_drops_long_terms_only_where_they_are_and_names_a_non_string():

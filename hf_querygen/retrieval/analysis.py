@@ -122,56 +122,38 @@ def analyze_many(texts: list[str]) -> tuple[list[list[str]], list[str]]:
     return [text.split() if t is None else t for text, t in zip(index_texts, terms, strict=True)], index_texts
 
 
-#: separates documents in :func:`analyze_chunk`'s flat term list: not whitespace for ``str.split``, and
-#: a chunk whose texts contain it takes the per-document count instead
-DOCUMENT_MARK = "\x00"
-
-
-def analyze_chunk(texts: list[str]) -> tuple[list[str], list[str], list[int] | None]:
-    """A chunk's terms without a list per document: ``(flat, index_texts, lengths)``.
-
-    ``flat`` is every document's terms in order, documents separated by :data:`DOCUMENT_MARK` (one
-    ``str.split`` over the joined index texts, in C); ``lengths`` is None then (the marks give them).
-    If a text contains the mark itself, ``flat`` has no marks and ``lengths`` are the per-document term
-    counts. ``index_texts`` as :func:`analyze_many`. Raises ``TypeError`` naming the first non-string.
-    """
-    index_texts, _ = _index_texts(texts, "analyze_chunk")
-    separator = f" {DOCUMENT_MARK} "
-    joined = separator.join(index_texts)
-    if joined.count(DOCUMENT_MARK) == len(index_texts) - 1:
-        return joined.split(), index_texts, None
-    flat_terms = [text.split() for text in index_texts]
-    return [term for terms in flat_terms for term in terms], index_texts, [len(t) for t in flat_terms]
-
-
 class TermIds(dict):
     """term -> id, a term never seen before numbered ``len`` at its first lookup (ids in order of first
-    occurrence, ``list(term_ids)`` is the vocabulary): :func:`chunk_term_ids` maps a whole chunk in one
-    C-level pass, Python code running only for the chunk's new terms."""
-
-    _offset = 0  # entries that are not terms (a temporary document mark)
+    occurrence, ``list(term_ids)`` is the vocabulary)."""
 
     def __missing__(self, term: str) -> int:
-        term_id = self[term] = len(self) - self._offset
+        term_id = self[term] = len(self)
         return term_id
 
 
-def chunk_term_ids(vocab: TermIds, terms: list[str], marked: bool) -> np.ndarray:
-    """Ids of ``terms`` (:func:`analyze_chunk`'s ``flat``), new terms added to ``vocab`` in order of first
-    occurrence; with ``marked`` the document marks among them get -1 (a real term spelled like the mark,
-    from an earlier chunk, keeps its id)."""
-    if not terms:
-        return np.zeros(0, dtype=np.int32)
-    real = vocab.get(DOCUMENT_MARK)
-    if marked:
-        vocab[DOCUMENT_MARK] = -1
-        vocab._offset = 1 if real is None else 0
-    try:
-        return np.fromiter(map(vocab.__getitem__, terms), dtype=np.int32, count=len(terms))
-    finally:
-        if marked:
-            vocab._offset = 0
-            if real is None:
-                del vocab[DOCUMENT_MARK]
-            else:
-                vocab[DOCUMENT_MARK] = real
+def analyze_chunk(texts: list[str], vocab: TermIds) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """A chunk's analysis for the index: ``(index_texts, term_ids, lengths)``, every document's term ids
+    in order (int32; terms new to ``vocab`` added in order of first occurrence) and its term count.
+
+    ``index_texts`` as :func:`analyze_many`; their terms are split, de-duplicated and counted in Arrow
+    (C++), so Python code runs once per distinct term of the chunk rather than once per token. The split
+    is ``str.split()``'s: an index text's whitespace is ASCII whitespace that Arrow splits on too (the
+    characters where the two differ send a chunk to the per-document path, which joins terms with
+    spaces). Raises ``TypeError`` naming the first non-string.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    index_texts, _ = _index_texts(texts, "analyze_chunk")
+    trimmed = pc.ascii_trim_whitespace(pa.array(index_texts, type=pa.string()))
+    split = pc.ascii_split_whitespace(trimmed)
+    lengths = pc.list_value_length(split).to_numpy(zero_copy_only=False).astype(np.int64)
+    flat = pc.list_flatten(split)
+    empty = pc.equal(pc.binary_length(trimmed), 0).to_numpy(zero_copy_only=False)
+    if empty.any():  # Arrow splits "" into [""], str.split() into []
+        lengths[empty] = 0
+        flat = pc.filter(flat, pc.not_equal(flat, ""))
+    encoded = pc.dictionary_encode(flat)  # the distinct terms in order of first occurrence
+    distinct = encoded.dictionary.to_pylist()
+    ids = np.fromiter(map(vocab.__getitem__, distinct), dtype=np.int32, count=len(distinct))
+    return index_texts, ids[encoded.indices.to_numpy(zero_copy_only=False)], lengths

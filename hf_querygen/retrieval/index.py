@@ -52,7 +52,7 @@ from hf_querygen._fs import atomic_output_dir
 from hf_querygen.errors import InvalidInputError, ModelFolderError
 
 from . import params as params_layer
-from .analysis import TermIds, analyze, analyze_chunk, chunk_term_ids
+from .analysis import TermIds, analyze, analyze_chunk
 from .manifest import FORMAT_VERSION, META_FILE, read_manifest, write_manifest
 from .rankers import (
     BM25_DEFAULT_B,
@@ -188,20 +188,13 @@ class Index:
         try:
             for chunk in _chunks(texts, CHUNK_SIZE):
                 try:
-                    flat, index_texts, lengths = analyze_chunk(chunk)
-                except TypeError as err:
+                    index_texts, term_ids, lengths = analyze_chunk(chunk, vocab)
+                except (TypeError, UnicodeEncodeError) as err:  # a non-string, a lone surrogate
                     raise InvalidInputError(
                         f"Index.from_texts: {err} (text {row} is the chunk's first)"
                     ) from err
-                # term ids in one C-level map over the chunk's tokens (new terms numbered as met); with
-                # document marks in ``flat`` (not terms: -1), the document lengths come from their positions
-                term_ids = chunk_term_ids(vocab, flat, marked=lengths is None)
-                if lengths is None:
-                    marks = np.flatnonzero(term_ids < 0)
-                    lengths = np.diff(marks, prepend=-1, append=len(term_ids)) - 1
-                    term_ids = np.delete(term_ids, marks)
                 token_chunks.append(term_ids)
-                length_chunks.append(np.asarray(lengths, dtype=np.int64))
+                length_chunks.append(lengths)
                 # unbound methods: no bound-method object per call (the loop is tantivy's own cost)
                 for doc_row, index_text in enumerate(index_texts, start=row):
                     doc = document()
