@@ -103,6 +103,14 @@ def test_human_pairs_join_train_and_validation_only_when_asked():
     for bad in (-1, 1.5, "2"):
         with pytest.raises(InvalidInputError, match="human_pairs"):
             task.prepare(splits, human_pairs=bad)
+    # the further synthetic keyword queries per question: trained on only with synthetic_extra
+    splits["synthetic_extra"] = as_training_split(["b a"], [["what a b"]])
+    assert task.prepare(splits).splits["train"]["keyword_query"] == ["a b"]
+    assert task.prepare(splits, synthetic_extra=True).splits["train"]["keyword_query"] == ["a b", "b a"]
+    with pytest.raises(InvalidInputError, match="synthetic_extra"):
+        task.prepare(datasets.DatasetDict(train=splits["train"]), synthetic_extra=True)
+    with pytest.raises(InvalidInputError, match="synthetic_extra"):
+        task.prepare(splits, synthetic_extra=1)
 
 
 def test_human_pairs_lose_what_an_evaluation_split_holds():
@@ -305,6 +313,18 @@ def test_quick_reproduction_end_to_end(tmp_path, data_dir):
         assert all(weights[k].equal(reference[k]) for k in weights)
     human = json.loads((tmp_path / "trained-copynet_human" / "hf_querygen_training.json").read_text())
     assert human["train_examples"] == 200 + 20  # the synthetic pairs plus the (capped) human pairs
+    # the extra row copynet_kq3: its fold carries the further keyword queries of each question (the
+    # set built with 3 per question), which only its prepare option trains on
+    several = training_recipe("ding2018/copynet_kq3", "quick", data_dir, reproduction=reproduction)
+    further = several.splits["synthetic_extra"]
+    assert 0 < len(further) <= 2 * 200 and several.prepare_options["synthetic_extra"] is True
+    assert several.metadata["synthetic_extra_pairs"] == len(further)
+    train = several.splits["train"]
+    kept = dict(zip(train["question"], train["keyword_query"], strict=True))
+    assert all(kept[q] != k for q, k in zip(further["question"], further["keyword_query"], strict=True))
+    prepared = get_task("k2q").prepare(several.splits, **several.prepare_options)
+    assert len(prepared.splits["train"]) == 200 + len(further)
+    assert "synthetic_extra" not in get_task("k2q").prepare(several.splits).splits
     assert human["selected_on"] == "eval_ROUGE-L" and human["decoding_selection"]
 
 

@@ -211,6 +211,47 @@ def test_kqf_reference_by_exhaustive_search():
         assert res.chosen == int(np.argmax(rr)) and res.rank == ranks[res.chosen]
 
 
+def test_kqf_keep_adds_further_rank_one_candidates_and_keeps_the_same_choice():
+    texts = ["red car engine", "red car paint", "blue car engine", "red paint job"]
+    ids = ["q0", "q1", "q2", "q3"]
+    index = BruteForceIndex(texts, ids)
+    candidates = [
+        ["red", "paint job", "job", "paint job", "red job", "red paint job"],  # q3: rank 3, then 1, 1, ...
+        ["blue", "zzz"],  # q1: never retrieved
+        ["car engine", "blue", "blue car", "blue engine"],  # q2: rank 2, then 1, 1, 1
+    ]
+    one = keyword_query_filter(["q3", "q1", "q2"], candidates, index, top_n=3)
+    three = keyword_query_filter(["q3", "q1", "q2"], candidates, index, top_n=3, keep=3)
+    assert [(r.chosen, r.rank, r.retrieved) for r in one] == [(r.chosen, r.rank, r.retrieved) for r in three]
+    assert all(r.also == [] for r in one)
+    # q3: "paint job" kept (round 1), its repeat skipped, "job" and "red job" rank q3 first: 3 found
+    assert [j for j, _ in three[0].also] == [2, 4] and three[0].candidates_tried == 5
+    assert three[0].also[0][1] == ["q3"]  # each further candidate's own retrieved ids
+    assert three[1].also == [] and three[1].candidates_tried == 2
+    assert three[2].chosen == 1 and [j for j, _ in three[2].also] == [2, 3]
+    with pytest.raises(InvalidInputError, match="keep"):
+        keyword_query_filter(["q3"], candidates[:1], index, keep=0)
+
+
+def test_pipeline_with_several_keyword_queries_per_question(tmp_path):
+    single = _run(tmp_path, "one")
+    several = _run(tmp_path, "three", keyword_queries_per_question=3)
+    assert len(several) > len(single) and set(several["query_number"]) <= {1, 2, 3}
+    kept = several.filter(lambda row: row["query_number"] == 1)
+    for column in ("id", "keyword_query", "kqf_candidate", "kqf_rank", "tdf_score"):
+        assert kept[column] == single[column], column
+    by_question: dict = {}
+    for row in several:
+        by_question.setdefault(row["id"], []).append(row)
+    for rows in by_question.values():
+        assert [r["query_number"] for r in rows] == list(range(1, len(rows) + 1))
+        assert len({r["keyword_query"] for r in rows}) == len(rows)  # distinct keyword queries
+        assert all(r["kqf_rank"] == 1 for r in rows[1:])  # the further ones pass the filter
+    assert "Up to 3 keyword queries" in (tmp_path / "three" / "README.md").read_text()
+    with pytest.raises(InvalidInputError, match="needs the index"):
+        _run(tmp_path, "no-index", index=False, keyword_queries_per_question=2)
+
+
 def test_tdf_score_and_top_l():
     assert tdf_score(["a", "b", "c", "d"], {"a", "c", "x"}) == 0.5
     assert tdf_score([], {"a"}) == 0.0

@@ -80,26 +80,29 @@ class SyntheticData:
     threads: int | None = None
     sets: dict[str, Any] = dataclasses.field(default_factory=dict)
 
-    def synthetic_set(self, variant: str):
-        """The synthetic set of ``variant`` (built on first use, then read from the cache)."""
+    def synthetic_set(self, variant: str, per_question: int = 1):
+        """The synthetic set of ``variant`` (built on first use, then read from the cache); ``per_question``
+        > 1: up to that many keyword queries per question that pass the keyword query filter (column
+        ``query_number``; KQF variants only)."""
         from hf_querygen.synthetic import SynthesisConfig, synthesize
 
         name = "par_ph_kqf" if uses_kqf(variant) else variant  # +TDF is a selection of the KQF set
-        if name not in self.sets:
+        key = name if per_question == 1 else f"{name}-kq{per_question}"
+        if key not in self.sets:
             config = SynthesisConfig(
                 kqgm=kqgm_config(name), seed=0, num_candidates=20, top_n=100, shard_size=5000,
-                num_proc=self.num_proc, threads=self.threads,
+                num_proc=self.num_proc, threads=self.threads, keyword_queries_per_question=per_question,
             )  # fmt: skip
             index = self.index if uses_kqf(name) else None
-            self.sets[name] = synthesize(
+            self.sets[key] = synthesize(
                 self.questions,
-                self.cache / f"synthetic-{name}{self.tag}",
+                self.cache / f"synthetic-{key}{self.tag}",
                 config,
                 self.length_prior,
                 index,
                 progress=False,
             )
-        return self.sets[name]
+        return self.sets[key]
 
 
 def load_synthetic_data(data_dir: Any, settings: Mapping[str, Any]) -> SyntheticData:
@@ -166,6 +169,7 @@ def folds(task: Any, budget: Budget, data_dir: Any) -> list[Fold]:
     import datasets
 
     from hf_querygen.tasks.k2q_data import (
+        EXTRA_SYNTHETIC_SPLIT,
         as_training_split,
         k2q_test_sets,
         nl2kw_reversed_pairs,
@@ -178,11 +182,22 @@ def folds(task: Any, budget: Budget, data_dir: Any) -> list[Fold]:
     # setting synthetic_pairs=False: a fold for rows that do not train on the synthetic set (the
     # question-frame row's train --system), which is then neither built nor read
     synthetic = _synthetic(data_dir, settings) if settings.get("synthetic_pairs", True) else None
+    extra_splits = {}
     if synthetic is not None:
         pairs = synthetic.synthetic_set("par_ph_kqf")
         if settings.get("train_pairs"):
             pairs = select_top_l(pairs, int(settings["train_pairs"]), "tdf")
         train = pairs_split(pairs)
+        # setting keyword_queries_per_question k > 1: the further keyword queries of each question (2..k,
+        # from the set built with k) carried as their own split, for the rows with the prepare option
+        # synthetic_extra (K2QTask.prepare); the others drop it
+        per_question = int(settings.get("keyword_queries_per_question", 1))
+        if per_question > 1:
+            several = synthetic.synthetic_set("par_ph_kqf", per_question)
+            further = several.filter(
+                lambda numbers: [n > 1 for n in numbers], input_columns="query_number", batched=True
+            )
+            extra_splits[EXTRA_SYNTHETIC_SPLIT] = pairs_split(further)
     else:
         train = as_training_split([], [])
     # T_0's train and validation pairs: read once, their union is the validation split, and they are
@@ -192,6 +207,7 @@ def folds(task: Any, budget: Budget, data_dir: Any) -> list[Fold]:
     splits = {
         "train": train,
         "validation": as_training_split(seeds["keywords"], seeds["references"]),
+        **extra_splits,
     }
     for name, ds in k2q_test_sets(data_dir).items():
         splits[name] = as_training_split(ds["keywords"], ds["references"])
@@ -247,6 +263,11 @@ def folds(task: Any, budget: Budget, data_dir: Any) -> list[Fold]:
                         synthetic_set_metadata(synthetic, pairs, settings)
                         if synthetic is not None
                         else {"synthetic_set": None}
+                    ),
+                    **(
+                        {"synthetic_extra_pairs": len(extra_splits[EXTRA_SYNTHETIC_SPLIT])}
+                        if extra_splits
+                        else {}
                     ),
                     "human_pairs_removed_for_overlap": overlap_removed,
                 },

@@ -8,7 +8,11 @@ KQF: for each question q, m candidate keyword queries k_1..k_m; keep
 ``argmax_i 1 / rank(q, R(k_i))`` (Eq. 7), the first candidate on ties; a question whose q is not in
 any top-N list keeps its first candidate (rank 0 = "not retrieved"). Retrieval is batched by
 *rounds*: round j sends candidate j of every question that is still open, and a question leaves
-once a candidate ranks it first (its reciprocal rank cannot improve), the early exit.
+once a candidate ranks it first (its reciprocal rank cannot improve), the early exit. With ``keep`` k > 1
+a question stays open until k distinct candidates have ranked it first (or its candidates run out): the
+kept candidate is the same, and the further ones (``KQFResult.also``) give the question k keyword
+queries that all pass the filter (more training pairs per question, issue point "several keyword queries
+per question").
 
 TDF: ``P(k, q) = |C_q ∩ RR(k)| / |RR(k)|`` (Eq. 8) over the top N = 100 retrieved questions RR(k);
 C_q is q's cluster, q included. KQF already retrieved the top N for the kept candidate, so TDF
@@ -18,7 +22,7 @@ reuses those hits.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from ..errors import InvalidInputError
@@ -50,6 +54,9 @@ class KQFResult:
     rank: int
     retrieved: list[str]
     candidates_tried: int
+    #: with ``keep`` > 1: further candidates that rank q first, in candidate order, each with its
+    #: retrieved ids (the kept one excluded, at most ``keep - 1``)
+    also: list[tuple[int, list[str]]] = field(default_factory=list)
 
 
 def _rank_of(question_id: str, hits: Sequence[Hit]) -> int:
@@ -68,6 +75,7 @@ def keyword_query_filter(
     threads: int | None = None,
     progress: Callable[[int], None] | None = None,
     deduplicate: bool = True,
+    keep: int = 1,
 ) -> list[KQFResult]:
     """KQF, Eq. (7), with batched rounds and early exit (module docstring).
 
@@ -78,7 +86,14 @@ def keyword_query_filter(
     is skipped (its reciprocal rank cannot beat the earlier one: ties keep the first), and a string
     that several questions send in one round is retrieved once. KQGM draws few terms from short
     questions, so repeats are common (``benchmarks/bench_synthetic.py`` measures the saving).
+
+    ``keep``: a question leaves once this many distinct candidates ranked it first (module docstring);
+    the kept candidate does not depend on it.
     """
+    if not isinstance(keep, int) or isinstance(keep, bool) or keep < 1:
+        raise InvalidInputError(f"keyword_query_filter: keep must be an integer >= 1, got {keep!r}")
+    if keep > 1 and not deduplicate:
+        raise InvalidInputError("keyword_query_filter: keep > 1 needs deduplicate (distinct candidates)")
     if len(question_ids) != len(candidates):
         raise InvalidInputError(
             f"keyword_query_filter: {len(question_ids)} questions but {len(candidates)} candidate lists"
@@ -118,7 +133,9 @@ def keyword_query_filter(
             if rr > best_rr[i]:  # strict: the first candidate wins ties
                 best_rr[i] = rr
                 best[i].chosen, best[i].rank, best[i].retrieved = j, rank, [h.id for h in hits]
-            if rank != 1:
+            elif rank == 1:  # a further distinct candidate that ranks q first (only with keep > 1)
+                best[i].also.append((j, [h.id for h in hits]))
+            if rank != 1 or 1 + len(best[i].also) < keep:
                 still_open.append(i)
         open_rows = still_open  # a row without candidate j has no later candidate either
         if progress is not None:

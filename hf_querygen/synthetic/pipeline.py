@@ -72,6 +72,14 @@ FEATURES = datasets.Features(
         "tdf_score": datasets.Value("float32"),
     }
 )
+#: a set with several keyword queries per question (``SynthesisConfig.keyword_queries_per_question``):
+#: ``query_number`` 1 is the kept one (as in a one-per-question set), 2.. the further candidates that
+#: rank the question first, in candidate order
+MULTI_FEATURES = datasets.Features({**FEATURES, "query_number": datasets.Value("int32")})
+
+
+def _features(per_question: int) -> datasets.Features:
+    return MULTI_FEATURES if per_question > 1 else FEATURES
 
 
 @dataclass
@@ -89,10 +97,15 @@ class SynthesisConfig:
     batch_size: int = 1000
     phrase_min_count: int = 5
     phrase_threshold: float = 10.0
+    #: k: the kept keyword query and up to k - 1 further distinct candidates that rank the question
+    #: first by the keyword query filter (needs the index); 1 = the paper's one pair per question
+    keyword_queries_per_question: int = 1
 
     def to_dict(self) -> dict:
         out = asdict(self)
         out["kqgm"] = self.kqgm.to_dict()
+        if self.keyword_queries_per_question == 1:  # the manifests written before it existed stay valid
+            del out["keyword_queries_per_question"]
         return out
 
 
@@ -177,6 +190,17 @@ def synthesize(
         raise InvalidInputError(f"synthesize: questions lack columns {sorted(missing)}")
     if len(questions) == 0:
         raise InvalidInputError("synthesize: no questions")
+    per_question = config.keyword_queries_per_question
+    if not isinstance(per_question, int) or isinstance(per_question, bool) or per_question < 1:
+        raise InvalidInputError(
+            f"synthesize: keyword_queries_per_question must be an integer >= 1, got {per_question!r}"
+        )
+    if per_question > 1 and index is None:
+        raise InvalidInputError(
+            "synthesize: keyword_queries_per_question > 1 keeps the candidates that pass the keyword query "
+            "filter, which needs the index of Q"
+        )
+    features = _features(per_question)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     num_shards = math.ceil(len(questions) / config.shard_size)
@@ -256,32 +280,39 @@ def synthesize(
                     ranker=config.ranker,
                     threads=config.threads,
                     progress=bar.update,
+                    keep=per_question,
                 )
                 bar.close()
-                chosen = [r.chosen for r in kqf]
-                ranks = [r.rank for r in kqf]
-                tried = [r.candidates_tried for r in kqf]
                 clusters = with_candidates["cluster_id"]
+                # (question, candidate, rank of q, retrieved ids, query number): the kept candidate, then
+                # the further ones that rank q first (keyword_queries_per_question > 1)
+                picks = [
+                    (i, j, rank, retrieved, number)
+                    for i, r in enumerate(kqf)
+                    for number, (j, rank, retrieved) in enumerate(
+                        [(r.chosen, r.rank, r.retrieved), *((a, 1, hits) for a, hits in r.also)], start=1
+                    )
+                ]
+                tried = [kqf[i].candidates_tried for i, *_ in picks]
                 scores = [
-                    (sum(cluster_of.get(h) == c for h in r.retrieved) / len(r.retrieved))
-                    if r.retrieved
+                    (sum(cluster_of.get(h) == clusters[i] for h in retrieved) / len(retrieved))
+                    if retrieved
                     else 0.0
-                    for r, c in zip(kqf, clusters, strict=True)
+                    for i, _, _, retrieved, _ in picks
                 ]  # Eq. (8), C_q = the members of q's cluster
             else:
-                chosen, ranks, tried, scores = (
-                    [0] * len(ids),
-                    [-1] * len(ids),
-                    [0] * len(ids),
-                    [float("nan")] * len(ids),
-                )
-            n = len(ids)
+                picks = [(i, 0, -1, None, 1) for i in range(len(ids))]
+                tried, scores = [0] * len(ids), [float("nan")] * len(ids)
+            rows = [pick[0] for pick in picks]
+            chosen = [pick[1] for pick in picks]
+            questions_column, clusters_column = with_candidates["question"], with_candidates["cluster_id"]
+            n = len(picks)
             columns = {
-                "id": ids,
-                "question": with_candidates["question"],
-                "cluster_id": with_candidates["cluster_id"],
-                "keyword_query": [c[j] for c, j in zip(candidates, chosen, strict=True)],
-                "keyword_units": [u[j].split(" ") for u, j in zip(cand_units, chosen, strict=True)],
+                "id": [ids[i] for i in rows],
+                "question": [questions_column[i] for i in rows],
+                "cluster_id": [clusters_column[i] for i in rows],
+                "keyword_query": [candidates[i][j] for i, j in zip(rows, chosen, strict=True)],
+                "keyword_units": [cand_units[i][j].split(" ") for i, j in zip(rows, chosen, strict=True)],
                 "kqgm_config": [kq.name] * n,
                 "strategy": [kq.strategy] * n,
                 "paraphrase": [kq.paraphrase] * n,
@@ -292,19 +323,21 @@ def synthesize(
                 "seed": [config.seed] * n,
                 "kqf_candidate": chosen,
                 "kqf_candidates_tried": tried,
-                "kqf_rank": ranks,
+                "kqf_rank": [pick[2] for pick in picks],
                 "tdf_score": scores,
             }
+            if per_question > 1:
+                columns["query_number"] = [pick[4] for pick in picks]
             path = _shard_path(out, shard_index, num_shards)
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_suffix(".parquet.tmp")
-            datasets.Dataset.from_dict(columns, features=FEATURES).to_parquet(str(tmp))
+            datasets.Dataset.from_dict(columns, features=features).to_parquet(str(tmp))
             os.replace(tmp, path)  # atomic: a killed run never leaves a half-written shard behind
 
     paths = [_shard_path(out, i, num_shards) for i in range(num_shards)]
     if not all(p.exists() for p in paths):
-        return datasets.Dataset.from_parquet([str(p) for p in paths if p.exists()], features=FEATURES)
-    full = datasets.Dataset.from_parquet([str(p) for p in paths], features=FEATURES)
+        return datasets.Dataset.from_parquet([str(p) for p in paths if p.exists()], features=features)
+    full = datasets.Dataset.from_parquet([str(p) for p in paths], features=features)
     if top_l is not None:
         top_dir = out / "data" / "top_l"
         top_dir.mkdir(parents=True, exist_ok=True)
@@ -316,6 +349,7 @@ def synthesize(
 def _write_card(out: Path, manifest: dict, full: datasets.Dataset, top_l: int | None) -> None:
     import yaml
 
+    per_question = manifest["config"].get("keyword_queries_per_question", 1)
     configs = [
         {
             "config_name": "all",
@@ -343,7 +377,13 @@ def _write_card(out: Path, manifest: dict, full: datasets.Dataset, top_l: int | 
         "# Synthetic keyword-question pairs",
         "",
         "Generated by `hf-querygen synthesize` (`hf_querygen.synthetic`): Ding & Balog, *Generating",
-        "Synthetic Data for Neural Keyword-to-Question Models*, ICTIR 2018, Sec. 3. One keyword query",
+        "Synthetic Data for Neural Keyword-to-Question Models*, ICTIR 2018, Sec. 3. "
+        + (
+            "One keyword query"
+            if per_question == 1
+            else f"Up to {per_question} keyword queries (distinct candidates that rank the question first; "
+            "`query_number` 1 is the one a one-per-question set keeps)"
+        ),
         "per question of the question corpus Q (KQGM, Algorithm 1): "
         + (
             "the best of m candidates by the keyword query filter (Eq. 7), with the training-data "
@@ -374,7 +414,8 @@ def _write_card(out: Path, manifest: dict, full: datasets.Dataset, top_l: int | 
         "(`kqgm_config`, `strategy`, `paraphrase`, `phrases`, `lam`, `alpha`, `beta`, `seed`);",
         "`kqf_candidate` (which of the m candidates was kept), `kqf_candidates_tried` (early exit),",
         "`kqf_rank` (rank of the question for the kept query; 0 = not in the top N, -1 = no KQF);",
-        "`tdf_score` (Eq. 8; NaN without an index).",
+        "`tdf_score` (Eq. 8; NaN without an index)"
+        + ("; `query_number` (1 = the kept one, 2.. = further ones)." if per_question > 1 else "."),
         "",
         "`synthesis.json` records the full run configuration.",
         "",

@@ -32,6 +32,7 @@ from ..errors import InvalidInputError
 __all__ = [
     "HUMAN_SPLITS",
     "SEED_SPLITS",
+    "EXTRA_SYNTHETIC_SPLIT",
     "SPLIT_FEATURES",
     "as_training_split",
     "k2q_test_sets",
@@ -168,3 +169,6 @@ HUMAN_SPLITS = {"train": "nl2kw_train", "validation": "nl2kw_validation"}
 #: T_0's own train / validation splits, which a reproduction fold carries apart besides its validation
 #: split (their union): the prepare option ``seed_pairs`` trains on the first and selects on the second
 SEED_SPLITS = {"train": "seed_train", "validation": "seed_validation"}
+#: the further synthetic keyword queries of each question (the ding2018 fold with
+#: ``keyword_queries_per_question`` > 1), appended to train by ``K2QTask.prepare(synthetic_extra=True)``
+EXTRA_SYNTHETIC_SPLIT = "synthetic_extra"

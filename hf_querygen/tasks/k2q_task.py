@@ -120,6 +120,7 @@ class K2QTask(Text2TextTask):
         human_pairs: bool | int = False,
         seed_pairs: bool = False,
         synthetic_pairs: bool = True,
+        synthetic_extra: bool = False,
         **options: Any,
     ):
         """Word tokenizer on TRAIN: every word seen ``min_frequency`` times (targets first: the decoder's
@@ -135,32 +136,40 @@ class K2QTask(Text2TextTask):
         validation: validation is then T_0's validation split alone (``seed_validation``;
         :data:`~hf_querygen.tasks.k2q_data.SEED_SPLITS`). ``synthetic_pairs=False``: the fold's own
         ``train`` split (the reproduction's synthetic pairs; T_0 train under :meth:`load`) is not trained
-        on. The two validation sources stay as the splits ``t0_validation`` and ``nl2kw_validation``
-        too, where the decoding is chosen (:meth:`selection_splits`)."""
+        on. ``synthetic_extra``: train on the fold's further synthetic keyword queries per question too
+        (:data:`~hf_querygen.tasks.k2q_data.EXTRA_SYNTHETIC_SPLIT`). The two validation sources stay as
+        the splits ``t0_validation`` and ``nl2kw_validation`` too, where the decoding is chosen
+        (:meth:`selection_splits`)."""
         import datasets
 
         from ..tokenization import output_vocab_size_of, train_word_tokenizer
-        from .k2q_data import HUMAN_SPLITS, SEED_SPLITS
+        from .k2q_data import EXTRA_SYNTHETIC_SPLIT, HUMAN_SPLITS, SEED_SPLITS
 
         if options:
             raise TypeError(f"K2QTask.prepare: unknown options {sorted(options)}")
-        for name, value in (("seed_pairs", seed_pairs), ("synthetic_pairs", synthetic_pairs)):
+        flags = (
+            ("seed_pairs", seed_pairs),
+            ("synthetic_pairs", synthetic_pairs),
+            ("synthetic_extra", synthetic_extra),
+        )
+        for name, value in flags:
             if not isinstance(value, bool):
                 raise InvalidInputError(f"K2QTask.prepare: {name} must be True or False, got {value!r}")
         if not isinstance(human_pairs, int) or human_pairs < 0:  # a bool is an int: True = 1 copy
             raise InvalidInputError(
                 f"K2QTask.prepare: human_pairs must be a bool or a number of copies >= 0, got {human_pairs!r}"
             )
-        added = [
-            *(HUMAN_SPLITS.values() if human_pairs else ()),
-            *(SEED_SPLITS.values() if seed_pairs else ()),
-        ]
-        missing = [name for name in added if name not in splits]
-        if missing:
-            option = "human_pairs" if set(missing) & set(HUMAN_SPLITS.values()) else "seed_pairs"
-            raise InvalidInputError(f"K2QTask.prepare({option}=True): the splits lack {missing}")
+        wanted = {
+            "human_pairs": HUMAN_SPLITS.values() if human_pairs else (),
+            "seed_pairs": SEED_SPLITS.values() if seed_pairs else (),
+            "synthetic_extra": (EXTRA_SYNTHETIC_SPLIT,) if synthetic_extra else (),
+        }
+        for option, names in wanted.items():
+            missing = [name for name in names if name not in splits]
+            if missing:
+                raise InvalidInputError(f"K2QTask.prepare({option}=True): the splits lack {missing}")
         original = splits
-        extra = {*HUMAN_SPLITS.values(), *SEED_SPLITS.values()}
+        extra = {*HUMAN_SPLITS.values(), *SEED_SPLITS.values(), EXTRA_SYNTHETIC_SPLIT}
         splits = datasets.DatasetDict({k: v for k, v in splits.items() if k not in extra})
         if seed_pairs:  # T_0 train becomes training data: only T_0's own validation split selects
             splits["validation"] = original[SEED_SPLITS["validation"]]
@@ -176,6 +185,10 @@ class K2QTask(Text2TextTask):
                 splits[split] = datasets.concatenate_datasets([splits[split], *[original[name]] * copies])
         if seed_pairs:
             splits["train"] = datasets.concatenate_datasets([splits["train"], original[SEED_SPLITS["train"]]])
+        if synthetic_extra:
+            splits["train"] = datasets.concatenate_datasets(
+                [splits["train"], original[EXTRA_SYNTHETIC_SPLIT]]
+            )
         if len(splits["train"]) == 0:
             raise InvalidInputError(
                 "K2QTask.prepare(synthetic_pairs=False): nothing left to train on "

@@ -44,15 +44,19 @@ def run_one(key: str, seed: int, budget_name: str, minutes: float, data_dir: str
     from hf_querygen.experiments.jobs import Job, _fold_data, _save_record, train_and_score
     from hf_querygen.experiments.papers import get_reproduction
     from hf_querygen.experiments.recipes import _folds
+    from hf_querygen.systems import get_system
 
     torch.set_num_threads(1)
     datasets.disable_progress_bars()
     started = time.time()
     try:
         reproduction = get_reproduction(REPRODUCTION)
-        budget = dataclasses.replace(reproduction.budgets[budget_name], time_limit_s=minutes * 60)
+        # any registered row of the paper, a table row or an extra one (its fold settings as train --system)
+        system = get_system(f"{REPRODUCTION}/{key}")
+        budget = reproduction.budgets[budget_name]
+        settings = {**budget.settings, **system.fold_settings}
+        budget = dataclasses.replace(budget, settings=settings, time_limit_s=minutes * 60)
         (fold,) = _folds(reproduction, budget, data_dir)
-        system = next(s for s in reproduction.systems if s.key == key)
         data = _fold_data(reproduction, fold, {}, system.prepare_options)
         device = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu"
         prepared = time.time() - started
@@ -84,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out-dir", type=Path, required=True)
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--budget", default="paper")
-    parser.add_argument("--minutes", type=float, default=4.5, help="training time of each run")
+    parser.add_argument("--minutes", type=float, default=4.5, help="training time of each run (at most)")
     parser.add_argument("--runs", nargs="+", default=["copynet:0,1,2", "ednet:0", "attnet:0"])
     args = parser.parse_args(argv)
     runs = parse_runs(args.runs)
