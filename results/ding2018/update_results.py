@@ -9,10 +9,14 @@ n); it plots the runs' curves (curves.png) and re-renders results.md.
 
     python results/ding2018/update_results.py ROW=EVALUATION_JSON:MODEL_DIR [ROW=...] [drop=ROW ...]
     python results/ding2018/update_results.py ROW=@RUNS_GLOB    # the runner's records, e.g. gpu_rows.py's
+    python results/ding2018/update_results.py --from-run OUT [ROW=...]   # a full `reproduce` run's table
 
 ``drop=ROW`` removes a row an earlier update added (e.g. one whose run is withdrawn). ``ROW=@GLOB``: one
 row over the runner's records that GLOB matches (one per seed: ``OUT/runs/<system>-seed<s>.json``), its
-curves from ``OUT/train.log``.
+curves from ``OUT/train.log``. ``--from-run OUT``: the table of a full ``reproduce ding2018 --out-dir OUT``
+run (every table row, the figures and analyses, its networks' curves from ``OUT/train.log``) replaces the
+committed one; the committed rows the run does not have (extra rows: long runs, GPU rows) are kept with
+their provenance and curves.
 """
 
 from __future__ import annotations
@@ -174,19 +178,68 @@ def record_provenance(records: list[dict]) -> str:
     )
 
 
-def record_curves(records: list[dict], log_path: Path) -> dict[str, dict]:
-    """Each record's curves from the runner's ``train.log`` (JSON lines tagged with the run's name)."""
-    entries = [json.loads(line) for line in log_path.read_text().splitlines() if line.strip()]
+def log_entries(log_path: Path) -> list[dict]:
+    """The runner's ``train.log`` JSON lines (each tagged with its run's name); other lines (the
+    Trainer's own messages in a full run's log) are skipped."""
+    return [json.loads(line) for line in log_path.read_text().splitlines() if line.startswith('{"run"')]
+
+
+def record_curves(records: list[dict], log_path: Path, label: str = "{name} ({device})") -> dict[str, dict]:
+    """Each record's curves from the runner's ``train.log``."""
+    entries = log_entries(log_path)
     curves = {}
     for record in records:
         name = f"{record['system']}-seed{record['seed']}"
         history = [e for e in entries if e.get("run") == name]
-        curves[f"{name} ({record['device']})"] = curve_of(history)
+        if any("eval_ROUGE-L" in e for e in history):
+            curves[label.format(name=name, device=record.get("device"), **record)] = curve_of(history)
     return curves
+
+
+def from_run(run_dir: Path, committed: dict) -> dict:
+    """The document of a full run (``--from-run``) with the committed extra rows kept."""
+    import shutil
+
+    document = json.loads((run_dir / "results.json").read_text())
+    config, old = document["config"], committed["config"]
+    table_rows = list(document["systems"])
+    extra = [row for row in committed["systems"] if row not in document["systems"]]
+    for row in extra:
+        document["systems"][row] = committed["systems"][row]
+    records = [json.loads(path.read_text()) for path in sorted((run_dir / "runs").glob("*.json"))]
+    seeds = {row: sorted({r["seed"] for r in records if r["system"] == row}) for row in table_rows}
+    config["row_provenance"] = {
+        **{
+            row: f"the full run (`reproduce ding2018`, seeds {seeds[row]}"
+            + (
+                ", the row's `train --system` recipe)"
+                if any(r.get("training") for r in records if r["system"] == row)
+                else ")"
+            )
+            for row in table_rows
+        },
+        **{row: text for row, text in old.get("row_provenance", {}).items() if row in extra},
+    }
+    config["long_runs"] = {row: value for row, value in old.get("long_runs", {}).items() if row in extra}
+    if "question_frame_curves" in old:  # session 24's train --system runs of the same recipe (NOTES.md)
+        config["question_frame_curves"] = old["question_frame_curves"]
+    # the full run's networks (their curves from its train.log), then the extra rows' saved curves
+    trained = [r for r in records if r.get("training") and r["system"] != "question_frames"]
+    curves = record_curves(trained, run_dir / "train.log", label="{system} (full run, seed {seed})")
+    superseded = tuple(f"{row} (seed" for row in table_rows)
+    curves.update({name: c for name, c in old.get("curves", {}).items() if not name.startswith(superseded)})
+    config["curves"] = curves
+    for figure in ("fig5.png", "fig6.png"):
+        if (run_dir / figure).is_file():
+            shutil.copyfile(run_dir / figure, HERE / figure)
+    return document
 
 
 def main(*arguments: str) -> None:
     document = json.loads((HERE / "results.json").read_text())
+    if arguments[:1] == ("--from-run",):
+        document = from_run(Path(arguments[1]), document)
+        arguments = arguments[2:]
     config = document["config"]
     # row -> its runs (seeds), each (evaluation, training metadata, log history, model dir)
     runs: dict[str, list[tuple[dict, dict, list, str]]] = {}
