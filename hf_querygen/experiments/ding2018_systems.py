@@ -48,6 +48,8 @@ EXTRA_ROW_LABELS = {
     "attnet_paper_budget_h200": "AttNet, the paper budget on an H200, 5 min (1 seed)",
     "copynet_paper_budget_h200": "CopyNet, the paper budget on an H200, 5 min",
     "copynet_kq3": "CopyNet, up to 3 keyword queries per question",
+    "copynet_h200_3min": "CopyNet, the recipe, on an H200, 3 min",
+    "copynet_kq3_h200_3min": "CopyNet, up to 3 keyword queries per question, on an H200, 3 min",
 }
 #: copynet_human's training steps under the full budget (chosen on validation, see its System)
 COPYNET_HUMAN_STEPS = 2000

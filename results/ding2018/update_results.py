@@ -31,6 +31,10 @@ from hf_querygen.experiments.ding2018 import render_markdown
 
 HERE = Path(__file__).parent
 SIZE_FIELDS = ("embedding_size", "hidden_size", "decoder_hidden_size", "dropout")
+BUDGET_TEXT = {
+    "paper": "the paper's sizes and optimiser",
+    "full": "the row's `train --system` recipe, 100/128/256, Adam 2e-3, up to 5,000 steps",
+}
 OLD_NETWORK = "last full run: 64/64/128, 400 steps, selected on validation LOSS (the old recipe; not rerun)"
 
 
@@ -65,21 +69,26 @@ def plot_curves(curves: dict[str, dict], path: Path) -> None:
     """Training / validation loss and validation ROUGE-L (greedy) against steps, one line per run
     (:func:`curve_of`; curves saved before the training loss was kept have no faint line)."""
     plt = pyplot("Plotting the ding2018 curves")
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
-    palette = plt.get_cmap("tab20")  # more runs than the 10 default colours
-    for index, (row, curve) in enumerate(curves.items()):
-        color = palette(index % 20)
+    fig, axes = plt.subplots(1, 2, figsize=(14, 4.6))
+    palette = plt.get_cmap("tab20")  # one colour per row, its seeds in the same colour
+    rows = list(dict.fromkeys(name.split(" (")[0] for name in curves))
+    labelled = set()
+    for name, curve in curves.items():
+        row = name.split(" (")[0]
+        color = palette(rows.index(row) % 20)
+        label = None if row in labelled else row
+        labelled.add(row)
         train = curve.get("train_loss") or []
         axes[0].plot([s for s, _ in train], [v for _, v in train], color=color, alpha=0.35)
-        axes[0].plot(curve["steps"], curve["eval_loss"], marker="o", color=color, label=row)
-        axes[1].plot(curve["steps"], curve["eval_ROUGE-L"], marker="o", color=color, label=row)
+        axes[0].plot(curve["steps"], curve["eval_loss"], marker="o", ms=3, color=color, label=label)
+        axes[1].plot(curve["steps"], curve["eval_ROUGE-L"], marker="o", ms=3, color=color, label=label)
     axes[0].set_xlabel("step (batch 64)")
     axes[0].set_ylabel("cross-entropy (faint: training)")
     axes[1].set_xlabel("step (batch 64)")
     axes[1].set_ylabel("validation ROUGE-L F (greedy)")
     for ax in axes:
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
+    axes[1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
     fig.suptitle("ding2018 long runs (1 CPU core each; H200: one GPU): loss and validation ROUGE-L")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -161,7 +170,7 @@ def record_provenance(records: list[dict]) -> str:
         stopped = (
             f"stopped by the time limit ({limit / 60:.0f} min)"
             if limit and record["train_seconds"] >= 0.95 * limit
-            else "stopped by early stopping (no better validation ROUGE-L in 3 evaluations)"
+            else "stopped by early stopping (no better validation ROUGE-L in the budget's patience)"
         )
         criterion = max(row["criterion"] for row in record["decoding_selection"])
         described.append(
@@ -173,8 +182,9 @@ def record_provenance(records: list[dict]) -> str:
     first = records[0]
     return (
         f"{len(records)} seed(s), `results/ding2018/gpu_rows.py` (the runner's training and scoring, "
-        f"budget `{first['budget']}`: the paper's sizes and optimiser) on {first['device']}, runs in "
-        "parallel processes on the one device: " + " | ".join(described)
+        f"budget `{first['budget']}`: {BUDGET_TEXT.get(first['budget'], 'its settings')}, system "
+        f"`ding2018/{first['system']}`) on {first['device']}, runs in parallel processes on the one "
+        "device: " + " | ".join(described)
     )
 
 
@@ -184,7 +194,7 @@ def log_entries(log_path: Path) -> list[dict]:
     return [json.loads(line) for line in log_path.read_text().splitlines() if line.startswith('{"run"')]
 
 
-def record_curves(records: list[dict], log_path: Path, label: str = "{name} ({device})") -> dict[str, dict]:
+def record_curves(records: list[dict], log_path: Path, label: str) -> dict[str, dict]:
     """Each record's curves from the runner's ``train.log``."""
     entries = log_entries(log_path)
     curves = {}
@@ -192,7 +202,7 @@ def record_curves(records: list[dict], log_path: Path, label: str = "{name} ({de
         name = f"{record['system']}-seed{record['seed']}"
         history = [e for e in entries if e.get("run") == name]
         if any("eval_ROUGE-L" in e for e in history):
-            curves[label.format(name=name, device=record.get("device"), **record)] = curve_of(history)
+            curves[label.format(**record)] = curve_of(history)
     return curves
 
 
@@ -282,7 +292,7 @@ def main(*arguments: str) -> None:
     for row, records in record_rows.items():
         document["systems"][row] = cells([record["scores"] for record in records])
         provenances[row] = record_provenance(records)
-        new_curves.update(record_curves(records, record_logs[row]))
+        new_curves.update(record_curves(records, record_logs[row], label=row + " (seed {seed})"))
     long_runs = dict(config.get("long_runs", {}))
     for row, seeds in runs.items():
         model_row = seeds[0][1]["system"].split("/")[1]
