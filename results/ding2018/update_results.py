@@ -218,14 +218,11 @@ def from_run(run_dir: Path, committed: dict) -> dict:
         document["systems"][row] = committed["systems"][row]
     records = [json.loads(path.read_text()) for path in sorted((run_dir / "runs").glob("*.json"))]
     seeds = {row: sorted({r["seed"] for r in records if r["system"] == row}) for row in table_rows}
+    trained_rows = {r["system"] for r in records if r.get("training")}
     config["row_provenance"] = {
         **{
-            row: f"the full run (`reproduce ding2018`, seeds {seeds[row]}"
-            + (
-                ", the row's `train --system` recipe)"
-                if any(r.get("training") for r in records if r["system"] == row)
-                else ")"
-            )
+            row: f"the full run (`reproduce ding2018`, seed(s) {', '.join(map(str, seeds[row]))}"
+            + (": the row's `train --system` recipe)" if row in trained_rows else ")")
             for row in table_rows
         },
         **{row: text for row, text in old.get("row_provenance", {}).items() if row in extra},
