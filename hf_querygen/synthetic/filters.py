@@ -11,8 +11,7 @@ any top-N list keeps its first candidate (rank 0 = "not retrieved"). Retrieval i
 once a candidate ranks it first (its reciprocal rank cannot improve), the early exit. With ``keep`` k > 1
 a question stays open until k distinct candidates have ranked it first (or its candidates run out): the
 kept candidate is the same, and the further ones (``KQFResult.also``) give the question k keyword
-queries that all pass the filter (more training pairs per question, issue point "several keyword queries
-per question").
+queries that all pass the filter (more training pairs per question).
 
 TDF: ``P(k, q) = |C_q ∩ RR(k)| / |RR(k)|`` (Eq. 8) over the top N = 100 retrieved questions RR(k);
 C_q is q's cluster, q included. KQF already retrieved the top N for the kept candidate, so TDF
