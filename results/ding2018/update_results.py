@@ -247,6 +247,7 @@ def main(*arguments: str) -> None:
     if arguments[:1] == ("--from-run",):
         document = from_run(Path(arguments[1]), document)
         arguments = arguments[2:]
+        plot_curves(document["config"]["curves"], HERE / "curves.png")
     config = document["config"]
     # row -> its runs (seeds), each (evaluation, training metadata, log history, model dir)
     runs: dict[str, list[tuple[dict, dict, list, str]]] = {}
