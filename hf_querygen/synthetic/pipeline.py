@@ -265,6 +265,8 @@ def synthesize(
             ids = with_candidates["id"]
             candidates = with_candidates["candidates"]
             cand_units = with_candidates["candidate_units"]
+            # each column read once (a Dataset column is materialised on every access)
+            questions_column, clusters_column = with_candidates["question"], with_candidates["cluster_id"]
             if index is not None:
                 bar = tqdm(
                     total=len(ids) * config.num_candidates,
@@ -283,7 +285,6 @@ def synthesize(
                     keep=per_question,
                 )
                 bar.close()
-                clusters = with_candidates["cluster_id"]
                 # (question, candidate, rank of q, retrieved ids, query number): the kept candidate, then
                 # the further ones that rank q first (keyword_queries_per_question > 1)
                 picks = [
@@ -295,7 +296,7 @@ def synthesize(
                 ]
                 tried = [kqf[i].candidates_tried for i, *_ in picks]
                 scores = [
-                    (sum(cluster_of.get(h) == clusters[i] for h in retrieved) / len(retrieved))
+                    (sum(cluster_of.get(h) == clusters_column[i] for h in retrieved) / len(retrieved))
                     if retrieved
                     else 0.0
                     for i, _, _, retrieved, _ in picks
@@ -305,7 +306,6 @@ def synthesize(
                 tried, scores = [0] * len(ids), [float("nan")] * len(ids)
             rows = [pick[0] for pick in picks]
             chosen = [pick[1] for pick in picks]
-            questions_column, clusters_column = with_candidates["question"], with_candidates["cluster_id"]
             n = len(picks)
             columns = {
                 "id": [ids[i] for i in rows],
