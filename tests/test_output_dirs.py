@@ -250,3 +250,33 @@ def test_reproduction_overwrite_needs_the_marker_and_keeps_other_files(tmp_path)
     with pytest.raises(OutputExistsError, match="--resume"):
         (out / "results.json").write_text("{}")
         _prepare_out_dir(out, resume=False, overwrite=False)
+
+
+@pytest.mark.parametrize("failure", ["a bad text in a later chunk", "the caller's iterable"])
+def test_a_build_failing_in_its_pipeline_leaves_nothing_and_no_thread(tmp_path, monkeypatch, failure):
+    # chunks are analysed by a worker thread while the calling thread feeds tantivy: an error on
+    # either side reaches the caller, and neither the staging folder nor the worker survives it
+    import threading
+
+    from hf_querygen.retrieval import index as index_module
+
+    monkeypatch.setattr(index_module, "CHUNK_SIZE", 4)
+
+    def texts():
+        for i in range(40):
+            if i == 25 and failure == "the caller's iterable":
+                raise RuntimeError("source went away")
+            yield b"bytes" if i == 25 else f"document {i}"
+
+    expected = (
+        (InvalidInputError, "text 24 is the chunk's first")
+        if failure.startswith("a bad")
+        else (
+            RuntimeError,
+            "source went away",
+        )
+    )
+    with pytest.raises(expected[0], match=expected[1]):
+        Index.from_texts(texts(), path=tmp_path / "ix", **SMALL)
+    assert not (tmp_path / "ix").exists() and siblings(tmp_path / "ix") == []
+    assert not [t for t in threading.enumerate() if t.name.startswith("hf-querygen-analysis")]

@@ -4,6 +4,7 @@ and the library's normaliser; plus persistence and bad input."""
 
 from __future__ import annotations
 
+import json
 import math
 import random
 import re
@@ -515,7 +516,7 @@ def test_chunk_analysis_splits_counts_and_numbers_terms_as_str_split(chunk_size,
         index_texts, ids, lengths = analyze_chunk(chunk, vocab := TermIds())
         assert list(lengths) == [len(analyze(t)) for t in chunk]
         assert [list(vocab)[i] for i in ids] == [term for t in chunk for term in analyze(t)]
-        assert [t.split() for t in index_texts] == [analyze(t) for t in chunk]
+        assert [t.split() for t in index_texts.to_pylist()] == [analyze(t) for t in chunk]
     monkeypatch.setattr(index_module, "CHUNK_SIZE", chunk_size)
     index = Index.from_texts(iter(texts), show_progress=False)
     reference = CollectionStats.from_documents([analyze(t) for t in texts])
@@ -585,3 +586,21 @@ def test_stable_argsort_by_radix_equals_numpys_stable_argsort(bound):
     for values in (rng.integers(0, bound, 5000), rng.integers(0, min(bound, 3), 5000), np.zeros(0)):
         values = values.astype(np.int32)
         np.testing.assert_array_equal(_stable_argsort(values, bound), np.argsort(values, kind="stable"))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    texts=st.lists(
+        st.text(alphabet=st.characters(max_codepoint=0x3000, exclude_categories=["Cs"])), max_size=8
+    )
+)
+def test_json_documents_are_the_rows_and_texts_as_json(texts):
+    # what tantivy's add_json receives: any text (quotes, backslashes, control characters included)
+    import pyarrow as pa
+
+    from hf_querygen.retrieval.tantivy_backend import ROW_FIELD, TEXT_FIELD, json_documents
+
+    documents = json_documents(pa.array(texts, type=pa.large_string()), first_row=7)
+    assert [json.loads(d) for d in documents] == [
+        {ROW_FIELD: 7 + i, TEXT_FIELD: text} for i, text in enumerate(texts)
+    ]

@@ -11,7 +11,10 @@ term differently from this function (its default tokenizer would split on ``_`` 
 its own rules).
 
 ASCII text takes a fast path (``bytes.translate``) that gives the same result as the general path;
-a property test checks the two against each other.
+a property test checks the two against each other. The index build analyses documents in chunks
+(:func:`analyze_chunk`): one ``bytes.translate`` over the chunk's ASCII documents, split into documents,
+into terms, de-duplicated and counted by Arrow, so Python code runs per distinct term of the chunk, not
+per document or token.
 """
 
 from __future__ import annotations
@@ -56,15 +59,28 @@ def analyze(text: str) -> list[str]:
 _NOT_TANTIVY_WHITESPACE = ("\x0b", "\x1c", "\x1d", "\x1e", "\x1f")
 _SEPARATOR = "\x1e"
 
+# The chunk path's table: as _ASCII_TABLE, and the whitespace both splitters agree on (tab, newline,
+# carriage return, form feed) becomes a space, so that an index text needs no JSON escaping unless it
+# holds a control character that is part of a term (rare; tantivy_backend escapes those documents).
+_CHUNK_TABLE = bytes(ord(" ") if chr(i) in "\t\n\r\x0c" else b for i, b in enumerate(_ASCII_TABLE))
 
 # a term of MAX_TERM_BYTES ASCII characters or more: ``\s`` is exactly what ``str.split()`` splits on
 _LONG_ASCII_TERM = re.compile(rf"\S{{{MAX_TERM_BYTES}}}")
 
 
-def _index_texts(texts: list[str], caller: str) -> tuple[list[str], list[list[str] | None]]:
-    """(index_texts, terms) of a chunk: ``terms[i]`` is None where ``index_texts[i].split()`` gives
-    ``analyze(texts[i])`` (the ASCII fast path: one ``bytes.translate`` over all its documents), else the
-    analysed terms (the general path, their index text the terms joined by spaces)."""
+def _index_text_array(texts: list[str], caller: str):
+    """The chunk's index texts as one Arrow string array: text ``i``'s whitespace-split terms are
+    ``analyze(texts[i])``, its whitespace only ASCII whitespace that tantivy's whitespace tokenizer,
+    Arrow's ``ascii_split_whitespace`` and ``str.split()`` all split on.
+
+    The ASCII documents (the common case) take one ``bytes.translate`` over the whole chunk, split into
+    documents by Arrow, no Python string per document; non-ASCII documents, documents holding a
+    character on which the splitters disagree, and ASCII documents with a term of ``MAX_TERM_BYTES`` or
+    more go through :func:`analyze` one by one (their terms joined by spaces) and are put in place by
+    one Arrow ``take``. Raises ``TypeError`` naming the first non-string."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     try:
         # one C-level pass over the chunk checks every type (instead of one isinstance per document)
         joined = _SEPARATOR.join(texts)
@@ -73,53 +89,56 @@ def _index_texts(texts: list[str], caller: str) -> tuple[list[str], list[list[st
             if not isinstance(text, str):
                 raise TypeError(f"{caller}: text {i} is {type(text).__name__}, not a string") from None
         raise
-    terms: list = [None] * len(texts)
-    index_texts: list = [None] * len(texts)
-    if joined.isascii():  # the common case: every document ASCII, no per-document test
-        fast: list[int] | range = range(len(texts))
-        slow: list[int] = []
+    if joined.isascii():  # every document ASCII: no per-document test
+        fast = np.arange(len(texts))
     else:  # the ASCII documents, found in C (map, numpy) rather than a Python loop
-        ascii_docs = np.fromiter(map(str.isascii, texts), dtype=bool, count=len(texts))
-        fast, slow = np.flatnonzero(ascii_docs).tolist(), np.flatnonzero(~ascii_docs).tolist()
-        joined = _SEPARATOR.join(map(texts.__getitem__, fast))
-    if (
-        fast
+        fast = np.flatnonzero(np.fromiter(map(str.isascii, texts), dtype=bool, count=len(texts)))
+        joined = _SEPARATOR.join(map(texts.__getitem__, fast.tolist()))
+    if not (
+        len(fast)
         and joined.count(_SEPARATOR) == len(fast) - 1
         and not any(c in joined for c in _NOT_TANTIVY_WHITESPACE if c != _SEPARATOR)
     ):
-        normalized = joined.encode("ascii").translate(_ASCII_TABLE, _ASCII_DELETE).lower().decode("ascii")
-        pieces = normalized.split(_SEPARATOR)
-        if isinstance(fast, range):
-            index_texts = pieces
-        else:
-            for i, text in zip(fast, pieces, strict=True):
-                index_texts[i] = text
+        fast = fast[:0]
+    fast_texts = pa.array([], type=pa.large_string())
+    if len(fast):
+        normalized = joined.encode("ascii").translate(_CHUNK_TABLE, _ASCII_DELETE).lower()
+        # large (64-bit offsets): a chunk of long documents may pass 2 GiB
+        pieces = pc.split_pattern(pa.array([normalized], type=pa.large_binary()), _SEPARATOR.encode("ascii"))
+        fast_texts = pc.list_flatten(pieces).cast(pa.large_string())
+    slow = np.setdiff1d(np.arange(len(texts)), fast, assume_unique=True)
+    if len(fast):
         # only a document of MAX_TERM_BYTES characters or more can hold a term that long (rare): those
-        # documents drop their long terms in the general path
-        lengths = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
-        slow += [
-            fast[j]
-            for j in np.flatnonzero(lengths >= MAX_TERM_BYTES).tolist()
-            if _LONG_ASCII_TERM.search(pieces[j])
-        ]
-    else:
-        slow = range(len(texts))
-    for i in slow:
-        terms[i] = analyze(texts[i])
-        index_texts[i] = " ".join(terms[i])
-    return index_texts, terms
+        # documents drop their long terms in the per-document path
+        text_lengths = pc.binary_length(fast_texts).to_numpy(zero_copy_only=False)
+        candidates = np.flatnonzero(text_lengths >= MAX_TERM_BYTES)
+        if len(candidates):
+            long_texts = fast_texts.take(pa.array(candidates)).to_pylist()
+            long_term = [
+                j
+                for j, text in zip(candidates.tolist(), long_texts, strict=True)
+                if _LONG_ASCII_TERM.search(text)
+            ]
+            slow = np.union1d(slow, fast[long_term]).astype(np.int64)
+    if not len(slow):
+        return fast_texts
+    slow_texts = pa.array([" ".join(analyze(texts[i])) for i in slow.tolist()], type=pa.large_string())
+    # document i's text in the concatenation [fast_texts, slow_texts]; the per-document version wins
+    where = np.empty(len(texts), dtype=np.int64)
+    where[fast] = np.arange(len(fast))
+    where[slow] = len(fast) + np.arange(len(slow))
+    return pa.concat_arrays([fast_texts, slow_texts]).take(pa.array(where))
 
 
 def analyze_many(texts: list[str]) -> tuple[list[list[str]], list[str]]:
-    """``([analyze(t) for t in texts], index_texts)``, fast for ASCII: one ``bytes.translate`` over
-    all ASCII documents of the chunk instead of one per document (the others go one by one).
+    """``([analyze(t) for t in texts], index_texts)``: the chunk path of :func:`analyze_chunk` (one
+    ``bytes.translate`` over all ASCII documents instead of one per document), as Python lists.
 
     ``index_texts[i]`` is what tantivy indexes for document ``i``: text whose tantivy whitespace
-    tokens are exactly ``analyze(texts[i])`` (the normalised text itself when that holds, else the
-    terms joined by spaces). Raises ``TypeError`` naming the first non-string.
+    tokens are exactly ``analyze(texts[i])``. Raises ``TypeError`` naming the first non-string.
     """
-    index_texts, terms = _index_texts(texts, "analyze_many")
-    return [text.split() if t is None else t for text, t in zip(index_texts, terms, strict=True)], index_texts
+    index_texts = _index_text_array(texts, "analyze_many").to_pylist()
+    return [text.split() for text in index_texts], index_texts
 
 
 class TermIds(dict):
@@ -131,21 +150,18 @@ class TermIds(dict):
         return term_id
 
 
-def analyze_chunk(texts: list[str], vocab: TermIds) -> tuple[list[str], np.ndarray, np.ndarray]:
+def analyze_chunk(texts: list[str], vocab: TermIds):
     """A chunk's analysis for the index: ``(index_texts, term_ids, lengths)``, every document's term ids
     in order (int32; terms new to ``vocab`` added in order of first occurrence) and its term count.
 
-    ``index_texts`` as :func:`analyze_many`; their terms are split, de-duplicated and counted in Arrow
-    (C++), so Python code runs once per distinct term of the chunk rather than once per token. The split
-    is ``str.split()``'s: an index text's whitespace is ASCII whitespace that Arrow splits on too (the
-    characters where the two differ send a chunk to the per-document path, which joins terms with
-    spaces). Raises ``TypeError`` naming the first non-string.
+    ``index_texts``: an Arrow string array (see :func:`analyze_many`); their terms are split,
+    de-duplicated and counted in Arrow (C++), so Python code runs once per distinct term of the chunk
+    rather than once per token or document. Raises ``TypeError`` naming the first non-string.
     """
-    import pyarrow as pa
     import pyarrow.compute as pc
 
-    index_texts, _ = _index_texts(texts, "analyze_chunk")
-    trimmed = pc.ascii_trim_whitespace(pa.array(index_texts, type=pa.string()))
+    index_texts = _index_text_array(texts, "analyze_chunk")
+    trimmed = pc.ascii_trim_whitespace(index_texts)
     split = pc.ascii_split_whitespace(trimmed)
     lengths = pc.list_value_length(split).to_numpy(zero_copy_only=False).astype(np.int64)
     flat = pc.list_flatten(split)

@@ -35,6 +35,7 @@ or corrupted folder raises :class:`~hf_querygen.errors.ModelFolderError` naming 
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import gc
 import itertools
@@ -64,10 +65,9 @@ from .rankers import (
 )
 from .stats import CollectionStats
 from .tantivy_backend import (
-    ROW_FIELD,
-    TEXT_FIELD,
     build_schema,
     import_tantivy,
+    json_documents,
     open_tantivy,
     register_analyzer,
     tantivy_bm25,
@@ -136,7 +136,9 @@ class Index:
         ``overwrite=True``, which replaces an index this library wrote there (recognised by its
         ``.hf_querygen`` marker; any other folder is refused, naming its files: :mod:`hf_querygen._fs`).
         The index is built in a temporary sibling folder renamed at the end: a refused or failed build
-        leaves nothing behind. ``num_threads``: tantivy writer threads (0: tantivy's choice).
+        leaves nothing behind. ``num_threads``: tantivy writer threads (0: tantivy's choice); besides
+        them and the calling thread (which hands documents to tantivy), one worker thread analyses the
+        texts and builds the statistics. ``texts`` is iterated in the calling thread only.
         """
         params_layer.check_writer_settings(heap_size, num_threads)
         texts, ids = params_layer.check_collection_arguments(texts, ids)
@@ -175,59 +177,53 @@ class Index:
 
             # advanced once per chunk: wrapping the texts would cost a Python call per document
             progress = tqdm(total=total, desc="indexing", unit="doc")
-        vocab = TermIds()
-        token_chunks: list[np.ndarray] = []
-        length_chunks: list[np.ndarray] = []
-        document, add_document = tantivy.Document, writer.add_document
-        add_unsigned, add_text = tantivy.Document.add_unsigned, tantivy.Document.add_text
-        row = 0
+        analyser = _CollectionAnalyser()
+
+        def hand_to_tantivy(analysed) -> None:
+            documents = analysed.result()
+            # one C-level loop of add_json calls (maxlen 0: nothing kept), no Python code per document
+            collections.deque(map(writer.add_json, documents), maxlen=0)
+            if progress is not None:
+                progress.update(len(documents))
+
         # The build allocates millions of short-lived lists and no reference cycles: the cyclic
         # garbage collector only costs time here (measured: about 20% of the build CPU time).
         gc_was_enabled = gc.isenabled()
         gc.disable()
-        try:
-            for chunk in _chunks(texts, CHUNK_SIZE):
-                try:
-                    index_texts, term_ids, lengths = analyze_chunk(chunk, vocab)
-                except (TypeError, UnicodeEncodeError) as err:  # a non-string, a lone surrogate
-                    raise InvalidInputError(
-                        f"Index.from_texts: {err} (text {row} is the chunk's first)"
-                    ) from err
-                token_chunks.append(term_ids)
-                length_chunks.append(lengths)
-                # unbound methods: no bound-method object per call (the loop is tantivy's own cost)
-                for doc_row, index_text in enumerate(index_texts, start=row):
-                    doc = document()
-                    add_unsigned(doc, ROW_FIELD, doc_row)
-                    add_text(doc, TEXT_FIELD, index_text)
-                    add_document(doc)
-                row += len(index_texts)
+        # One worker thread analyses the next chunk while this thread hands the last one to tantivy
+        # (Arrow's kernels release the GIL), then builds the statistics while tantivy commits. One
+        # worker: chunks are analysed in order, so term ids follow document order.
+        with ThreadPoolExecutor(1, thread_name_prefix="hf-querygen-analysis") as worker:
+            pending: collections.deque = collections.deque()
+            try:
+                row = 0
+                for chunk in _chunks(texts, CHUNK_SIZE):
+                    pending.append(worker.submit(analyser.analyse, chunk, row))
+                    row += len(chunk)
+                    while pending and (len(pending) > 1 or pending[0].done()):
+                        hand_to_tantivy(pending.popleft())
+                while pending:
+                    hand_to_tantivy(pending.popleft())
+                statistics = worker.submit(analyser.statistics)
+            except BaseException:
+                for future in pending:
+                    future.cancel()
+                # join tantivy's indexing threads before the caller removes the staging folder: a worker
+                # still opening segment files would refill the folder while it is being deleted
+                with contextlib.suppress(Exception):
+                    writer.rollback()
+                    writer.wait_merging_threads()
+                raise
+            finally:
+                if gc_was_enabled:
+                    gc.enable()
                 if progress is not None:
-                    progress.update(len(index_texts))
-        except BaseException:
-            # join tantivy's indexing threads before the caller removes the staging folder: a worker
-            # still opening segment files would refill the folder while it is being deleted
-            with contextlib.suppress(Exception):
-                writer.rollback()
-                writer.wait_merging_threads()
-            raise
-        finally:
-            if gc_was_enabled:
-                gc.enable()
-            if progress is not None:
-                progress.close()
-
-        writer.commit()
-        writer.wait_merging_threads()
-        doc_lengths = np.concatenate(length_chunks) if length_chunks else np.zeros(0, dtype=np.int64)
-        num_docs = len(doc_lengths)
+                    progress.close()
+            writer.commit()
+            writer.wait_merging_threads()
+            stats = statistics.result()
+        num_docs = stats.num_docs
         ids = params_layer.check_ids(ids, num_docs)
-
-        stats = CollectionStats.from_token_ids(
-            list(vocab),
-            np.concatenate(token_chunks) if token_chunks else np.zeros(0, dtype=np.int32),
-            doc_lengths,
-        )
         tantivy_index.reload()
         if folder is not None:
             stats.save(folder / STATS_DIR)
@@ -427,6 +423,35 @@ class _SizedIter:
 
     def __len__(self) -> int:
         return self._length
+
+
+class _CollectionAnalyser:
+    """The build's analysis, run by its worker thread: each chunk's tantivy JSON documents, and the
+    collection's term ids and lengths kept for the statistics built at the end."""
+
+    def __init__(self) -> None:
+        self.vocab = TermIds()
+        self.token_chunks: list[np.ndarray] = []
+        self.length_chunks: list[np.ndarray] = []
+
+    def analyse(self, chunk: list, first_row: int) -> list[str]:
+        try:
+            index_texts, term_ids, lengths = analyze_chunk(chunk, self.vocab)
+        except (TypeError, UnicodeEncodeError) as err:  # a non-string, a lone surrogate
+            raise InvalidInputError(
+                f"Index.from_texts: {err} (text {first_row} is the chunk's first)"
+            ) from err
+        self.token_chunks.append(term_ids)
+        self.length_chunks.append(lengths)
+        return json_documents(index_texts, first_row)
+
+    def statistics(self) -> CollectionStats:
+        empty = not self.length_chunks
+        return CollectionStats.from_token_ids(
+            list(self.vocab),
+            np.zeros(0, dtype=np.int32) if empty else np.concatenate(self.token_chunks),
+            np.zeros(0, dtype=np.int64) if empty else np.concatenate(self.length_chunks),
+        )
 
 
 def _chunks(iterable: Iterable, size: int) -> Iterable[list]:

@@ -112,7 +112,10 @@ class CollectionStats:
             starts[term_starts[term_starts < num_positions]] = True
         start_index = np.flatnonzero(starts)
         post_docs = pos_doc[start_index]
-        post_tfs = np.diff(start_index, append=num_positions).astype(np.int32)
+        post_tfs = np.empty(len(start_index), dtype=np.int32)
+        if len(start_index):
+            np.subtract(start_index[1:], start_index[:-1], out=post_tfs[:-1], casting="unsafe")
+            post_tfs[-1] = num_positions - start_index[-1]
         # every term's runs lie in its own position range, which starts with a run: the runs before
         # pos_ptr[t] are the document postings of the terms before t
         doc_ptr = np.searchsorted(start_index, pos_ptr).astype(np.int64, copy=False)
@@ -131,7 +134,11 @@ class CollectionStats:
         frequent = np.flatnonzero(cf >= max(min_cf, 1))
         if len(frequent):
             frequent = np.sort(frequent[np.argsort(-cf[frequent], kind="stable")[:PAIR_MAX_TERMS]])
-            arrays.update(_pair_table(tokens, token_doc, doc_offsets, frequent.astype(np.int32), vocab_size))
+            arrays.update(
+                _pair_table(
+                    tokens, token_doc, doc_offsets, positions, pos_ptr, frequent.astype(np.int32), vocab_size
+                )
+            )
         return cls(vocab, arrays)
 
     @classmethod
@@ -371,11 +378,21 @@ def count_lookup(sorted_docs: np.ndarray, counts: np.ndarray | None, docs: np.nd
 
 
 def _pair_table(
-    tokens: np.ndarray, token_doc: np.ndarray, doc_offsets: np.ndarray, frequent: np.ndarray, vocab_size: int
+    tokens: np.ndarray,
+    token_doc: np.ndarray,
+    doc_offsets: np.ndarray,
+    positions: np.ndarray,
+    pos_ptr: np.ndarray,
+    frequent: np.ndarray,
+    vocab_size: int,
 ) -> dict[str, np.ndarray]:
     """The pair table of the ``frequent`` term ids (F,) (module docstring): for each reach of
     ``PAIR_REACHES``, how many positions hold term i with term j at one of the reach positions after it
-    (a start position counts once per j however often j occurs in its window). One pass over the
+    (a start position counts once per j however often j occurs in its window).
+
+    A follower at position p counts for the start s = p - offset only if it is j's first occurrence
+    after s, i.e. j's previous occurrence lies at or before s: ``gap(p) = p - previous(p) >= offset``.
+    ``gap`` comes from ``positions`` (grouped by term, ascending within a term); one pass over the
     positions holding a frequent term per offset, on int16 slots (F <= PAIR_MAX_TERMS < 2**15)."""
     num_frequent = len(frequent)
     reach = max(PAIR_REACHES)
@@ -383,29 +400,34 @@ def _pair_table(
     slot[frequent] = np.arange(num_frequent, dtype=np.int16)
     # padded past the end, so that start + offset needs no bounds check
     token_slot = np.concatenate([slot[tokens], np.full(reach, -1, dtype=np.int16)])
-    layers = np.zeros((len(PAIR_REACHES), num_frequent * num_frequent), dtype=np.int64)
+    # distance to the previous occurrence of the same term, capped at reach + 1 (the first: reach + 1)
+    gap = np.empty(len(tokens) + reach, dtype=np.int8)
+    gap_sorted = np.full(len(positions), reach + 1, dtype=np.int64)
+    np.subtract(positions[1:], positions[:-1], out=gap_sorted[1:])
+    gap_sorted[pos_ptr[:-1][pos_ptr[:-1] < len(positions)]] = reach + 1  # a term's first occurrence
+    gap[positions] = np.minimum(gap_sorted, reach + 1)
+    gap[len(tokens) :] = reach + 1
+    num_pairs = num_frequent * num_frequent
+    # one extra bin (num_pairs) takes the followers that do not count: np.where + bincount is cheaper
+    # than selecting the ones that do with a boolean mask
+    layers = np.zeros((len(PAIR_REACHES), num_pairs + 1), dtype=np.int64)
     # in blocks of positions: the per-offset temporaries stay a few MiB whatever the collection's size
     for block in range(0, len(tokens), PAIR_BLOCK):
         block_starts = block + np.flatnonzero(token_slot[block : min(block + PAIR_BLOCK, len(tokens))] >= 0)
         start_key = token_slot[block_starts].astype(np.int32) * num_frequent
         # positions after each start in its document
         room = (doc_offsets[1:][token_doc[block_starts]] - block_starts - 1).astype(np.int32)
-        counts = np.zeros(num_frequent * num_frequent, dtype=np.int64)
-        seen = []
+        counts = np.zeros(num_pairs + 1, dtype=np.int64)
         for offset in range(1, reach + 1):
             follower = token_slot[block_starts + offset]
-            follower[room < offset] = -1
-            new = follower >= 0
-            for earlier in seen:  # j already in the window: this start was counted for j
-                new &= follower != earlier
-            counts += np.bincount(start_key[new] + follower[new], minlength=len(counts))
-            seen.append(follower)
+            counted = (follower >= 0) & (room >= offset) & (gap[block_starts + offset] >= offset)
+            counts += np.bincount(np.where(counted, start_key + follower, num_pairs), minlength=num_pairs + 1)
             if offset in PAIR_REACHES:
                 layers[PAIR_REACHES.index(offset)] += counts
     return {
         "pair_terms": frequent,
         "pair_reaches": np.asarray(PAIR_REACHES, dtype=np.int64),
-        "pair_follow": layers.reshape(len(PAIR_REACHES), num_frequent, num_frequent),
+        "pair_follow": layers[:, :num_pairs].reshape(len(PAIR_REACHES), num_frequent, num_frequent),
     }
 
 

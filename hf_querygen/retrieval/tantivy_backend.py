@@ -41,6 +41,40 @@ def register_analyzer(tantivy_index) -> None:
     )
 
 
+# what a JSON string may not hold unescaped (RFC 8259 section 7)
+_JSON_UNSAFE = r'[\x00-\x1f"\\]'
+
+
+def json_documents(index_texts, first_row: int) -> list[str]:
+    """One tantivy JSON document per analysed text, ``{"row": first_row + i, "text": "..."}``, built in
+    Arrow: a document costs tantivy one ``add_json`` call instead of four Python calls (``Document``,
+    ``add_unsigned``, ``add_text``, ``add_document``). ``index_texts``: an Arrow string array; a text
+    holding a character JSON must escape (a control character inside a term) is escaped by
+    :func:`json.encoder.encode_basestring` (C), only that text."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    unsafe = np.flatnonzero(
+        pc.match_substring_regex(index_texts, _JSON_UNSAFE).to_numpy(zero_copy_only=False)
+    )
+    if len(unsafe):
+        from json.encoder import encode_basestring
+
+        escaped = [encode_basestring(text)[1:-1] for text in index_texts.take(pa.array(unsafe)).to_pylist()]
+        where = np.arange(len(index_texts))
+        where[unsafe] = len(index_texts) + np.arange(len(unsafe))
+        index_texts = pa.concat_arrays([index_texts, pa.array(escaped, type=index_texts.type)]).take(
+            pa.array(where)
+        )
+    rows = pa.array(np.arange(first_row, first_row + len(index_texts), dtype=np.uint64)).cast(
+        pa.large_string()
+    )
+    pieces = ['{"' + ROW_FIELD + '":', rows, ',"' + TEXT_FIELD + '":"', index_texts.cast(rows.type), '"}']
+    large = [pa.scalar(piece, rows.type) if isinstance(piece, str) else piece for piece in pieces]
+    documents = pc.binary_join_element_wise(*large, pa.scalar("", rows.type))
+    return documents.to_pylist()
+
+
 def tantivy_bm25(
     searcher, schema, terms: list[str], term_ids: list[int], limit: int
 ) -> tuple[np.ndarray, np.ndarray]:
