@@ -191,8 +191,8 @@ class Index:
         gc_was_enabled = gc.isenabled()
         gc.disable()
         # One worker thread analyses the next chunk while this thread hands the last one to tantivy
-        # (Arrow's kernels release the GIL), then builds the statistics while tantivy commits. One
-        # worker: chunks are analysed in order, so term ids follow document order.
+        # (Arrow's kernels release the GIL). One worker: chunks are analysed in order, so term ids follow
+        # document order. The statistics are built after tantivy's commit, once its buffers are freed.
         with ThreadPoolExecutor(1, thread_name_prefix="hf-querygen-analysis") as worker:
             pending: collections.deque = collections.deque()
             try:
@@ -204,7 +204,6 @@ class Index:
                         hand_to_tantivy(pending.popleft())
                 while pending:
                     hand_to_tantivy(pending.popleft())
-                statistics = worker.submit(analyser.statistics)
             except BaseException:
                 for future in pending:
                     future.cancel()
@@ -219,9 +218,9 @@ class Index:
                     gc.enable()
                 if progress is not None:
                     progress.close()
-            writer.commit()
-            writer.wait_merging_threads()
-            stats = statistics.result()
+        writer.commit()
+        writer.wait_merging_threads()
+        stats = analyser.statistics()
         num_docs = stats.num_docs
         ids = params_layer.check_ids(ids, num_docs)
         tantivy_index.reload()

@@ -400,13 +400,15 @@ def _pair_table(
     slot[frequent] = np.arange(num_frequent, dtype=np.int16)
     # padded past the end, so that start + offset needs no bounds check
     token_slot = np.concatenate([slot[tokens], np.full(reach, -1, dtype=np.int16)])
-    # distance to the previous occurrence of the same term, capped at reach + 1 (the first: reach + 1)
-    gap = np.empty(len(tokens) + reach, dtype=np.int8)
-    gap_sorted = np.full(len(positions), reach + 1, dtype=np.int64)
-    np.subtract(positions[1:], positions[:-1], out=gap_sorted[1:])
-    gap_sorted[pos_ptr[:-1][pos_ptr[:-1] < len(positions)]] = reach + 1  # a term's first occurrence
-    gap[positions] = np.minimum(gap_sorted, reach + 1)
-    gap[len(tokens) :] = reach + 1
+    # distance to the previous occurrence of the same term, capped at reach + 1 (a term's first
+    # occurrence: reach + 1); int8, computed in blocks so that no |C|-sized int64 temporary is made
+    cap = reach + 1
+    gap = np.full(len(tokens) + reach, cap, dtype=np.int8)
+    for block in range(1, len(positions), PAIR_BLOCK):
+        end = min(block + PAIR_BLOCK, len(positions))
+        gap[positions[block:end]] = np.minimum(positions[block:end] - positions[block - 1 : end - 1], cap)
+    first_occurrences = pos_ptr[:-1][pos_ptr[:-1] < pos_ptr[1:]]
+    gap[positions[first_occurrences]] = cap
     num_pairs = num_frequent * num_frequent
     # one extra bin (num_pairs) takes the followers that do not count: np.where + bincount is cheaper
     # than selecting the ones that do with a boolean mask
