@@ -604,3 +604,35 @@ def test_json_documents_are_the_rows_and_texts_as_json(texts):
     assert [json.loads(d) for d in documents] == [
         {ROW_FIELD: 7 + i, TEXT_FIELD: text} for i, text in enumerate(texts)
     ]
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    texts=st.lists(
+        st.lists(
+            st.sampled_from(
+                ['a"b', "c\\d", "x\x01y", "tab\tsep", "Ünï", "ﬁ", "q", "q q", "-", "z" * 300, "é\x00"]
+            ),
+            max_size=6,
+        ).map(" ".join),
+        min_size=1,
+        max_size=14,
+    ),
+    chunk_size=st.sampled_from([1, 3, 8192]),
+)
+def test_tantivy_indexes_the_terms_the_sidecar_counts(texts, chunk_size):
+    # what tantivy receives as JSON lines (quotes, backslashes, control characters inside terms, long
+    # terms, non-ASCII text, chunk boundaries anywhere) gives the same BM25 ranking as the sidecar's terms
+    from unittest import mock
+
+    from hf_querygen.retrieval import index as index_module
+
+    with mock.patch.object(index_module, "CHUNK_SIZE", chunk_size):
+        index = Index.from_texts(texts, show_progress=False, num_threads=1, heap_size=15_000_000)
+    for term in {term for text in texts for term in analyze(text)}:
+        # every matching document (k > the collection), compared by row: tantivy scores in float32, so
+        # two documents within its rounding of each other may swap places
+        fast = {h.row: h.score for h in index.search(term, k=20)}
+        exact = {h.row: h.score for h in index.search(term, k=20, exact=True)}
+        assert sorted(fast) == sorted(exact), term
+        np.testing.assert_allclose([fast[row] for row in exact], list(exact.values()), rtol=1e-5)

@@ -21,10 +21,14 @@ from __future__ import annotations
 
 import re
 import string
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from hf_querygen.corpora._base import normalize_for_matching
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 MAX_TERM_BYTES = 256
 
@@ -68,7 +72,7 @@ _CHUNK_TABLE = bytes(ord(" ") if chr(i) in "\t\n\r\x0c" else b for i, b in enume
 _LONG_ASCII_TERM = re.compile(rf"\S{{{MAX_TERM_BYTES}}}")
 
 
-def _index_text_array(texts: list[str], caller: str):
+def _index_text_array(texts: list[str], caller: str) -> pa.Array:
     """The chunk's index texts as one Arrow string array: text ``i``'s whitespace-split terms are
     ``analyze(texts[i])``, its whitespace only ASCII whitespace that tantivy's whitespace tokenizer,
     Arrow's ``ascii_split_whitespace`` and ``str.split()`` all split on.
@@ -150,7 +154,7 @@ class TermIds(dict):
         return term_id
 
 
-def analyze_chunk(texts: list[str], vocab: TermIds):
+def analyze_chunk(texts: list[str], vocab: TermIds) -> tuple[pa.Array, np.ndarray, np.ndarray]:
     """A chunk's analysis for the index: ``(index_texts, term_ids, lengths)``, every document's term ids
     in order (int32; terms new to ``vocab`` added in order of first occurrence) and its term count.
 

@@ -137,8 +137,8 @@ class Index:
         ``.hf_querygen`` marker; any other folder is refused, naming its files: :mod:`hf_querygen._fs`).
         The index is built in a temporary sibling folder renamed at the end: a refused or failed build
         leaves nothing behind. ``num_threads``: tantivy writer threads (0: tantivy's choice); besides
-        them and the calling thread (which hands documents to tantivy), one worker thread analyses the
-        texts and builds the statistics. ``texts`` is iterated in the calling thread only.
+        them and the calling thread (which hands documents to tantivy and then builds the statistics),
+        one worker thread analyses the texts. ``texts`` is iterated in the calling thread only.
         """
         params_layer.check_writer_settings(heap_size, num_threads)
         texts, ids = params_layer.check_collection_arguments(texts, ids)

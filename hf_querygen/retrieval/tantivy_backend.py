@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 ANALYZER_NAME = "hf_querygen_terms"  # whitespace split of text already analysed by analysis.analyze
 TEXT_FIELD = "text"
@@ -45,7 +49,7 @@ def register_analyzer(tantivy_index) -> None:
 _JSON_UNSAFE = r'[\x00-\x1f"\\]'
 
 
-def json_documents(index_texts, first_row: int) -> list[str]:
+def json_documents(index_texts: pa.Array, first_row: int) -> list[str]:
     """One tantivy JSON document per analysed text, ``{"row": first_row + i, "text": "..."}``, built in
     Arrow: a document costs tantivy one ``add_json`` call instead of four Python calls (``Document``,
     ``add_unsigned``, ``add_text``, ``add_document``). ``index_texts``: an Arrow string array; a text
@@ -54,9 +58,13 @@ def json_documents(index_texts, first_row: int) -> list[str]:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    unsafe = np.flatnonzero(
-        pc.match_substring_regex(index_texts, _JSON_UNSAFE).to_numpy(zero_copy_only=False)
-    )
+    unsafe: np.ndarray = np.zeros(0, dtype=np.int64)
+    data = index_texts.buffers()[-1]  # the characters of every text (and possibly unused bytes)
+    characters = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, dtype=np.uint8)
+    # a scan of the bytes (~10x faster than the regex), then the regex finds the texts when one is there
+    if (characters < 0x20).any() or (characters == ord('"')).any() or (characters == ord("\\")).any():
+        matches = pc.match_substring_regex(index_texts, _JSON_UNSAFE)
+        unsafe = np.flatnonzero(matches.to_numpy(zero_copy_only=False))
     if len(unsafe):
         from json.encoder import encode_basestring
 
