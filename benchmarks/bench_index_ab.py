@@ -26,6 +26,8 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from bench_retrieval import add_corpus_arguments, benchmark_corpus  # noqa: E402
 
 CHILD = r"""
 import json, pickle, sys, tempfile, time
@@ -58,19 +60,9 @@ def main() -> None:
     parser.add_argument("--a", type=Path, required=True, help="source tree A (the one holding hf_querygen/)")
     parser.add_argument("--b", type=Path, required=True, help="source tree B")
     parser.add_argument("--pairs", type=int, default=6)
-    parser.add_argument("--num-docs", type=int, default=1_000_000)
-    parser.add_argument("--threads", type=int, default=2, help="tantivy writer threads")
-    parser.add_argument("--data-dir", type=Path, default=None)
-    parser.add_argument("--out", type=Path, default=None)
+    add_corpus_arguments(parser)
     args = parser.parse_args()
-
-    sys.path.insert(0, str(HERE))
-    from bench_retrieval import read_question_pool, synthetic_corpus
-
-    data_dir = args.data_dir or Path(
-        os.environ.get("HF_QUERYGEN_DATA_DIR", HERE.parent.parent / "shared" / "data")
-    )
-    docs = synthetic_corpus(read_question_pool(data_dir), args.num_docs, seed=0)
+    docs = benchmark_corpus(args)
     runs: dict[str, list[dict]] = {"a": [], "b": []}
     with tempfile.TemporaryDirectory() as tmp:
         corpus = Path(tmp) / "docs.pkl"

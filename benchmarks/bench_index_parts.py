@@ -27,9 +27,13 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from bench_retrieval import add_corpus_arguments, bench_raw_tantivy, benchmark_corpus  # noqa: E402
 
 
 def measure_parts(docs: list[str], threads: int) -> dict:
+    import pyarrow.compute  # noqa: F401  (imported by the first chunk otherwise: not analysis time)
+
     from hf_querygen.retrieval.index import CHUNK_SIZE, _CollectionAnalyser
     from hf_querygen.retrieval.tantivy_backend import build_schema, import_tantivy, register_analyzer
 
@@ -59,20 +63,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--num-docs", type=int, default=1_000_000)
-    parser.add_argument("--threads", type=int, default=2, help="tantivy writer threads")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--data-dir", type=Path, default=None)
-    parser.add_argument("--out", type=Path, default=None)
+    add_corpus_arguments(parser)
     args = parser.parse_args()
-
-    sys.path.insert(0, str(HERE))
-    from bench_retrieval import bench_raw_tantivy, read_question_pool, synthetic_corpus
-
-    data_dir = args.data_dir or Path(
-        os.environ.get("HF_QUERYGEN_DATA_DIR", HERE.parent.parent / "shared" / "data")
-    )
-    docs = synthetic_corpus(read_question_pool(data_dir), args.num_docs, seed=0)
+    docs = benchmark_corpus(args)
     runs = []
     for _ in range(args.repeats):
         parts = measure_parts(docs, args.threads)

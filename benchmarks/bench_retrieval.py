@@ -64,6 +64,21 @@ def synthetic_corpus(pool: list[str], num_docs: int, seed: int) -> list[str]:
     return docs
 
 
+def add_corpus_arguments(parser: argparse.ArgumentParser) -> None:
+    """The corpus options every indexing benchmark shares (``--num-docs``, ``--threads``, ``--data-dir``,
+    ``--out``); :func:`benchmark_corpus` builds the documents from them."""
+    parser.add_argument("--num-docs", type=int, default=1_000_000)
+    parser.add_argument("--threads", type=int, default=2, help="tantivy writer threads")
+    parser.add_argument(
+        "--data-dir", type=Path, default=Path(os.environ.get("HF_QUERYGEN_DATA_DIR", "../shared/data"))
+    )
+    parser.add_argument("--out", type=Path, default=None)
+
+
+def benchmark_corpus(args: argparse.Namespace, seed: int = 0) -> list[str]:
+    return synthetic_corpus(read_question_pool(args.data_dir), args.num_docs, seed)
+
+
 def rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -207,15 +222,10 @@ def run_child(target, *args) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--num-docs", type=int, default=1_000_000)
+    add_corpus_arguments(parser)
     parser.add_argument("--num-queries", type=int, default=500)
-    parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument(
-        "--data-dir", type=Path, default=Path(os.environ.get("HF_QUERYGEN_DATA_DIR", "../shared/data"))
-    )
     parser.add_argument("--skip-bm25s", action="store_true")
-    parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
 
     pool = read_question_pool(args.data_dir)
