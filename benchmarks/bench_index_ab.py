@@ -37,20 +37,28 @@ from hf_querygen.retrieval import Index
 with tempfile.TemporaryDirectory() as tmp:
     start, start_cpu = time.perf_counter(), time.process_time()
     Index.from_texts(docs, path=Path(tmp) / "ix", show_progress=False, num_threads=int(sys.argv[2]))
-    print(json.dumps({"wall_s": time.perf_counter() - start, "cpu_s": time.process_time() - start_cpu}))
+    wall, cpu = time.perf_counter() - start, time.process_time() - start_cpu
+import hf_querygen
+print(json.dumps({"wall_s": wall, "cpu_s": cpu, "library": hf_querygen.__file__}))
 """
 
 
 def build_once(tree: Path, corpus: Path, threads: int) -> dict:
     env = dict(os.environ, PYTHONPATH=str(tree))
+    # run in the tree: `python -c` puts the working directory first on sys.path, which would otherwise
+    # import the checkout the script was started from for both sides
     done = subprocess.run(
         [sys.executable, "-c", CHILD, str(corpus), str(threads)],
+        cwd=tree,
         env=env,
         capture_output=True,
         text=True,
         check=True,
     )
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    if not Path(result["library"]).resolve().is_relative_to(tree.resolve()):
+        raise RuntimeError(f"the run for {tree} imported {result['library']}")
+    return result
 
 
 def main() -> None:
@@ -64,6 +72,8 @@ def main() -> None:
     args = parser.parse_args()
     docs = benchmark_corpus(args)
     runs: dict[str, list[dict]] = {"a": [], "b": []}
+    if args.a.resolve() == args.b.resolve():
+        parser.error("--a and --b are the same tree")
     with tempfile.TemporaryDirectory() as tmp:
         corpus = Path(tmp) / "docs.pkl"
         corpus.write_bytes(pickle.dumps(docs))

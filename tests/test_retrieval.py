@@ -499,7 +499,7 @@ def test_chunk_analysis_splits_counts_and_numbers_terms_as_str_split(chunk_size,
     # characters (\x0b, \x1c) and non-ASCII text must give analyze()'s terms, lengths and vocabulary
     from hf_querygen.retrieval import Index
     from hf_querygen.retrieval import index as index_module
-    from hf_querygen.retrieval.analysis import TermIds, analyze, analyze_chunk
+    from hf_querygen.retrieval.analysis import analyze, analyze_chunk
     from hf_querygen.retrieval.stats import CollectionStats
 
     texts = [
@@ -513,9 +513,10 @@ def test_chunk_analysis_splits_counts_and_numbers_terms_as_str_split(chunk_size,
         "p\x0bq\x1cr",
     ]
     for chunk in (texts[:-1], texts):  # the ASCII fast path (padded index texts), the per-document path
-        index_texts, ids, lengths = analyze_chunk(chunk, vocab := TermIds())
+        index_texts, terms, lengths = analyze_chunk(chunk)
+        vocab, ids = numbered(terms)
         assert list(lengths) == [len(analyze(t)) for t in chunk]
-        assert [list(vocab)[i] for i in ids] == [term for t in chunk for term in analyze(t)]
+        assert [vocab[i] for i in ids] == [term for t in chunk for term in analyze(t)]
         assert [t.split() for t in index_texts.to_pylist()] == [analyze(t) for t in chunk]
     monkeypatch.setattr(index_module, "CHUNK_SIZE", chunk_size)
     index = Index.from_texts(iter(texts), show_progress=False)
@@ -530,12 +531,45 @@ def test_chunk_analysis_splits_counts_and_numbers_terms_as_str_split(chunk_size,
 @settings(max_examples=60, deadline=None)
 @given(texts=st.lists(st.text(alphabet=st.characters(max_codepoint=0x3000)), min_size=1, max_size=12))
 def test_chunk_analysis_fuzzed_against_analyze(texts):
-    from hf_querygen.retrieval.analysis import TermIds, analyze, analyze_chunk
+    from hf_querygen.retrieval.analysis import analyze, analyze_chunk
 
     texts = [t for t in texts if not any(0xD800 <= ord(c) <= 0xDFFF for c in t)]  # not UTF-8
-    _, ids, lengths = analyze_chunk(texts, vocab := TermIds())
+    _, terms, lengths = analyze_chunk(texts)
+    vocab, ids = numbered(terms)
     assert list(lengths) == [len(analyze(t)) for t in texts]
-    assert [list(vocab)[i] for i in ids] == [term for t in texts for term in analyze(t)]
+    assert [vocab[i] for i in ids] == [term for t in texts for term in analyze(t)]
+
+
+def numbered(*chunks_terms):
+    from hf_querygen.retrieval.analysis import TermNumbering
+
+    numbering = TermNumbering()
+    for terms in chunks_terms:
+        numbering.add(terms)
+    return numbering.result()
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    chunks=st.lists(
+        st.lists(st.sampled_from(["a b", "b", "c a", "", "d e f", "Ünï c", "g"]), max_size=5), max_size=9
+    ),
+    unify_every=st.sampled_from([1, 2, 64]),
+)
+def test_term_numbering_across_chunks_is_first_occurrence_order(chunks, unify_every):
+    # chunks numbered together by Arrow's dictionary unification, every `unify_every` chunks and at the end:
+    # a term keeps its id, new terms follow in order of first appearance in the collection
+    from unittest import mock
+
+    from hf_querygen.retrieval.analysis import TermNumbering, analyze, analyze_chunk
+
+    with mock.patch.object(TermNumbering, "UNIFY_EVERY", unify_every):
+        vocab, ids = numbered(*(analyze_chunk(chunk)[1] for chunk in chunks))
+    reference: dict[str, int] = {}
+    expected = [
+        reference.setdefault(t, len(reference)) for chunk in chunks for text in chunk for t in analyze(text)
+    ]
+    assert vocab == list(reference) and ids.tolist() == expected and ids.dtype == np.int32
 
 
 def test_a_lone_surrogate_is_an_error_naming_the_chunk():

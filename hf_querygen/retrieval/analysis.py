@@ -145,22 +145,14 @@ def analyze_many(texts: list[str]) -> tuple[list[list[str]], list[str]]:
     return [text.split() for text in index_texts], index_texts
 
 
-class TermIds(dict):
-    """term -> id, a term never seen before numbered ``len`` at its first lookup (ids in order of first
-    occurrence, ``list(term_ids)`` is the vocabulary)."""
-
-    def __missing__(self, term: str) -> int:
-        term_id = self[term] = len(self)
-        return term_id
-
-
-def analyze_chunk(texts: list[str], vocab: TermIds) -> tuple[pa.Array, np.ndarray, np.ndarray]:
-    """A chunk's analysis for the index: ``(index_texts, term_ids, lengths)``, every document's term ids
-    in order (int32; terms new to ``vocab`` added in order of first occurrence) and its term count.
+def analyze_chunk(texts: list[str]) -> tuple[pa.Array, pa.DictionaryArray, np.ndarray]:
+    """A chunk's analysis for the index: ``(index_texts, terms, lengths)``: every document's terms in order,
+    dictionary-encoded (the chunk's distinct terms in order of first occurrence; numbered across chunks by
+    :class:`TermNumbering`), and each document's term count.
 
     ``index_texts``: an Arrow string array (see :func:`analyze_many`); their terms are split,
-    de-duplicated and counted in Arrow (C++), so Python code runs once per distinct term of the chunk
-    rather than once per token or document. Raises ``TypeError`` naming the first non-string.
+    de-duplicated and counted in Arrow (C++): no Python code runs per token, term or document.
+    Raises ``TypeError`` naming the first non-string.
     """
     import pyarrow.compute as pc
 
@@ -173,7 +165,49 @@ def analyze_chunk(texts: list[str], vocab: TermIds) -> tuple[pa.Array, np.ndarra
     if empty.any():  # Arrow splits "" into [""], str.split() into []
         lengths[empty] = 0
         flat = pc.filter(flat, pc.not_equal(flat, ""))
-    encoded = pc.dictionary_encode(flat)  # the distinct terms in order of first occurrence
-    distinct = encoded.dictionary.to_pylist()
-    ids = np.fromiter(map(vocab.__getitem__, distinct), dtype=np.int32, count=len(distinct))
-    return index_texts, ids[encoded.indices.to_numpy(zero_copy_only=False)], lengths
+    return index_texts, pc.dictionary_encode(flat), lengths
+
+
+class TermNumbering:
+    """Term ids over a collection's chunks, in order of first occurrence (``vocabulary[i]`` is term ``i``).
+
+    Chunks' dictionary-encoded terms (:func:`analyze_chunk`) are numbered by Arrow's dictionary
+    unification (C++), with the vocabulary so far as the first dictionary, so that its terms keep their
+    ids and new ones follow in order of appearance: every ``UNIFY_EVERY`` chunks (which bounds the chunk
+    dictionaries held) and at the end. No Python dictionary lookup per term."""
+
+    #: chunks whose dictionaries wait for the next unification
+    UNIFY_EVERY = 64
+
+    def __init__(self) -> None:
+        import pyarrow as pa
+
+        self._vocabulary = pa.array([], type=pa.large_string())
+        self._pending: list = []
+        self._ids: list[np.ndarray] = []
+
+    def add(self, terms: pa.DictionaryArray) -> None:
+        self._pending.append(terms)
+        if len(self._pending) >= self.UNIFY_EVERY:
+            self._unify()
+
+    def _unify(self) -> None:
+        import pyarrow as pa
+
+        if not self._pending:
+            return
+        vocabulary = pa.DictionaryArray.from_arrays(pa.array([], type=pa.int32()), self._vocabulary)
+        pending = [terms.cast(vocabulary.type) for terms in self._pending]
+        unified = pa.chunked_array([vocabulary, *pending]).unify_dictionaries()
+        self._vocabulary = unified.chunks[0].dictionary
+        self._ids.extend(
+            chunk.indices.to_numpy(zero_copy_only=False).astype(np.int32, copy=False)
+            for chunk in unified.chunks[1:]
+        )
+        self._pending = []
+
+    def result(self) -> tuple[list[str], np.ndarray]:
+        """``(vocabulary, term_ids)``: the terms by id, and every token's id (int32), chunks concatenated."""
+        self._unify()
+        ids = np.concatenate(self._ids) if self._ids else np.zeros(0, dtype=np.int32)
+        return self._vocabulary.to_pylist(), ids

@@ -53,7 +53,7 @@ from hf_querygen._fs import atomic_output_dir
 from hf_querygen.errors import InvalidInputError, ModelFolderError
 
 from . import params as params_layer
-from .analysis import TermIds, analyze, analyze_chunk
+from .analysis import TermNumbering, analyze, analyze_chunk
 from .manifest import FORMAT_VERSION, META_FILE, read_manifest, write_manifest
 from .rankers import (
     BM25_DEFAULT_B,
@@ -429,28 +429,24 @@ class _CollectionAnalyser:
     collection's term ids and lengths kept for the statistics built at the end."""
 
     def __init__(self) -> None:
-        self.vocab = TermIds()
-        self.token_chunks: list[np.ndarray] = []
+        self.terms = TermNumbering()
         self.length_chunks: list[np.ndarray] = []
 
     def analyse(self, chunk: list, first_row: int) -> list[str]:
         try:
-            index_texts, term_ids, lengths = analyze_chunk(chunk, self.vocab)
+            index_texts, terms, lengths = analyze_chunk(chunk)
         except (TypeError, UnicodeEncodeError) as err:  # a non-string, a lone surrogate
             raise InvalidInputError(
                 f"Index.from_texts: {err} (text {first_row} is the chunk's first)"
             ) from err
-        self.token_chunks.append(term_ids)
+        self.terms.add(terms)
         self.length_chunks.append(lengths)
         return json_documents(index_texts, first_row)
 
     def statistics(self) -> CollectionStats:
-        empty = not self.length_chunks
-        return CollectionStats.from_token_ids(
-            list(self.vocab),
-            np.zeros(0, dtype=np.int32) if empty else np.concatenate(self.token_chunks),
-            np.zeros(0, dtype=np.int64) if empty else np.concatenate(self.length_chunks),
-        )
+        vocabulary, tokens = self.terms.result()
+        lengths = np.concatenate(self.length_chunks) if self.length_chunks else np.zeros(0, dtype=np.int64)
+        return CollectionStats.from_token_ids(vocabulary, tokens, lengths)
 
 
 def _chunks(iterable: Iterable, size: int) -> Iterable[list]:
