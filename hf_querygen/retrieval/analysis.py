@@ -12,9 +12,9 @@ its own rules).
 
 ASCII text takes a fast path (``bytes.translate``) that gives the same result as the general path;
 a property test checks the two against each other. The index build analyses documents in chunks
-(:func:`analyze_chunk`): one ``bytes.translate`` over the chunk's ASCII documents, split into documents,
-into terms, de-duplicated and counted by Arrow, so Python code runs per distinct term of the chunk, not
-per document or token.
+(:func:`analyze_chunk`): one ``bytes.translate`` over the chunk's ASCII documents, split into documents
+and terms, dictionary-encoded and counted by Arrow, and numbered across chunks by Arrow's dictionary
+unification (:class:`TermNumbering`): no Python code runs per ASCII document, per term or per token.
 """
 
 from __future__ import annotations
