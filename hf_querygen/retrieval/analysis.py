@@ -104,14 +104,13 @@ def _index_text_array(texts: list[str], caller: str) -> pa.Array:
         and not any(c in joined for c in _NOT_TANTIVY_WHITESPACE if c != _SEPARATOR)
     ):
         fast = fast[:0]
+    slow = np.setdiff1d(np.arange(len(texts)), fast, assume_unique=True)
     fast_texts = pa.array([], type=pa.large_string())
     if len(fast):
         normalized = joined.encode("ascii").translate(_CHUNK_TABLE, _ASCII_DELETE).lower()
         # large (64-bit offsets): a chunk of long documents may pass 2 GiB
         pieces = pc.split_pattern(pa.array([normalized], type=pa.large_binary()), _SEPARATOR.encode("ascii"))
         fast_texts = pc.list_flatten(pieces).cast(pa.large_string())
-    slow = np.setdiff1d(np.arange(len(texts)), fast, assume_unique=True)
-    if len(fast):
         # only a document of MAX_TERM_BYTES characters or more can hold a term that long (rare): those
         # documents drop their long terms in the per-document path
         text_lengths = pc.binary_length(fast_texts).to_numpy(zero_copy_only=False)
@@ -127,11 +126,21 @@ def _index_text_array(texts: list[str], caller: str) -> pa.Array:
     if not len(slow):
         return fast_texts
     slow_texts = pa.array([" ".join(analyze(texts[i])) for i in slow.tolist()], type=pa.large_string())
-    # document i's text in the concatenation [fast_texts, slow_texts]; the per-document version wins
-    where = np.empty(len(texts), dtype=np.int64)
-    where[fast] = np.arange(len(fast))
-    where[slow] = len(fast) + np.arange(len(slow))
-    return pa.concat_arrays([fast_texts, slow_texts]).take(pa.array(where))
+    return place_rows(len(texts), (fast, fast_texts), (slow, slow_texts))  # the per-document version wins
+
+
+def place_rows(length: int, *parts: tuple[np.ndarray, pa.Array]) -> pa.Array:
+    """An Arrow array of ``length`` rows from ``(rows, values)`` parts, ``values[k]`` at row ``rows[k]``:
+    one ``take`` over the parts' concatenation. Every row comes from some part; where parts overlap, the
+    later one wins."""
+    import pyarrow as pa
+
+    where = np.empty(length, dtype=np.int64)
+    start = 0
+    for rows, values in parts:
+        where[rows] = start + np.arange(len(rows))
+        start += len(values)
+    return pa.concat_arrays([values for _, values in parts]).take(pa.array(where))
 
 
 def analyze_many(texts: list[str]) -> tuple[list[list[str]], list[str]]:

@@ -68,11 +68,12 @@ def json_documents(index_texts: pa.Array, first_row: int) -> list[str]:
     if len(unsafe):
         from json.encoder import encode_basestring
 
+        from .analysis import place_rows
+
         escaped = [encode_basestring(text)[1:-1] for text in index_texts.take(pa.array(unsafe)).to_pylist()]
-        where = np.arange(len(index_texts))
-        where[unsafe] = len(index_texts) + np.arange(len(unsafe))
-        index_texts = pa.concat_arrays([index_texts, pa.array(escaped, type=index_texts.type)]).take(
-            pa.array(where)
+        everything = np.arange(len(index_texts))
+        index_texts = place_rows(
+            len(index_texts), (everything, index_texts), (unsafe, pa.array(escaped, type=index_texts.type))
         )
     rows = pa.array(np.arange(first_row, first_row + len(index_texts), dtype=np.uint64)).cast(
         pa.large_string()
