@@ -247,7 +247,9 @@ def main(*arguments: str) -> None:
     if arguments[:1] == ("--from-run",):
         document = from_run(Path(arguments[1]), document)
         arguments = arguments[2:]
-        plot_curves(document["config"]["curves"], HERE / "curves.png")
+        from_full_run = True
+    else:
+        from_full_run = False
     config = document["config"]
     # row -> its runs (seeds), each (evaluation, training metadata, log history, model dir)
     runs: dict[str, list[tuple[dict, dict, list, str]]] = {}
@@ -345,6 +347,8 @@ def main(*arguments: str) -> None:
         config["curves"] = {
             name: {k: v for k, v in curve.items() if k != "train_loss"} for name, curve in curves.items()
         }
+    elif from_full_run:  # the run's curves, plotted once (named runs above replot them with theirs)
+        plot_curves(config["curves"], HERE / "curves.png")
     if histories(True):
         floors = first["rows"]["echo"]
         config["question_frame_curves"] = plot_frame_curves(
