@@ -656,7 +656,7 @@ def test_json_documents_are_the_rows_and_texts_as_json(texts):
 )
 def test_tantivy_indexes_the_terms_the_sidecar_counts(texts, chunk_size):
     # what tantivy receives as JSON lines (quotes, backslashes, control characters inside terms, long
-    # terms, non-ASCII text, chunk boundaries anywhere) gives the same BM25 ranking as the sidecar's terms
+    # terms, non-ASCII text, chunk boundaries anywhere) gives every document the sidecar's BM25 score
     from unittest import mock
 
     from hf_querygen.retrieval import index as index_module
