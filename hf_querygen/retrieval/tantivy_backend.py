@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .analysis import place_rows
+
 if TYPE_CHECKING:
     import pyarrow as pa
 
@@ -67,8 +69,6 @@ def json_documents(index_texts: pa.Array, first_row: int) -> list[str]:
         unsafe = np.flatnonzero(matches.to_numpy(zero_copy_only=False))
     if len(unsafe):
         from json.encoder import encode_basestring
-
-        from .analysis import place_rows
 
         escaped = [encode_basestring(text)[1:-1] for text in index_texts.take(pa.array(unsafe)).to_pylist()]
         everything = np.arange(len(index_texts))
