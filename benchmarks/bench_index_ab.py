@@ -39,7 +39,12 @@ with tempfile.TemporaryDirectory() as tmp:
     Index.from_texts(docs, path=Path(tmp) / "ix", show_progress=False, num_threads=int(sys.argv[2]))
     wall, cpu = time.perf_counter() - start, time.process_time() - start_cpu
 import hf_querygen
-print(json.dumps({"wall_s": wall, "cpu_s": cpu, "library": hf_querygen.__file__}))
+try:
+    from hf_querygen.retrieval.native import load_native
+    native = load_native() is not None
+except ImportError:  # a tree from before the C module
+    native = False
+print(json.dumps({"wall_s": wall, "cpu_s": cpu, "library": hf_querygen.__file__, "c_module": native}))
 """
 
 

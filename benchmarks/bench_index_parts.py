@@ -4,7 +4,7 @@ The build overlaps analysis with feeding tantivy, so its total does not say what
 each part runs alone in one process, on the corpus of ``bench_retrieval.py``:
 
 * ``analysis``: every chunk through the build's analyser (normalisation, term ids, tantivy's JSON lines),
-  serially;
+  serially (the C module where compiled; ``HF_QUERYGEN_NO_NATIVE=1`` measures the Arrow path);
 * ``tantivy_side``: those JSON lines handed to a tantivy writer (``add_json``), commit and merge: the
   calling thread's calls and tantivy's indexing threads;
 * ``statistics``: the sidecar arrays (positions, postings, pair table) from the term ids;
@@ -28,7 +28,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from bench_retrieval import add_corpus_arguments, bench_raw_tantivy, benchmark_corpus  # noqa: E402
+from bench_retrieval import add_corpus_arguments, bench_raw_tantivy, benchmark_corpus, build_path  # noqa: E402
 
 
 def measure_parts(docs: list[str], threads: int) -> dict:
@@ -80,6 +80,7 @@ def main() -> None:
         runs.append(parts)
         print(json.dumps({k: round(v, 3) for k, v in parts.items()}), flush=True)
     result = {
+        "build_path": build_path(),
         "num_docs": args.num_docs,
         "threads": args.threads,
         "runs": runs,

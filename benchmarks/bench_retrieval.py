@@ -101,11 +101,20 @@ def latency(fn, queries) -> dict:
     }
 
 
+def build_path() -> str:
+    """Which build path the library takes here (``HF_QUERYGEN_NO_NATIVE=1`` selects the Arrow one)."""
+    from hf_querygen.retrieval.native import load_native
+
+    if load_native() is not None:
+        return "C module (hf_querygen/retrieval/_native.c)"
+    return "Arrow analysis + numpy statistics (no C module)"
+
+
 def bench_ours(docs, queries, threads, result_queue) -> None:
     from hf_querygen.retrieval import Index
 
     baseline = rss_mb()
-    out: dict = {"engine": "hf_querygen.retrieval (tantivy 0.27 + numpy sidecar)"}
+    out: dict = {"engine": "hf_querygen.retrieval (tantivy 0.27 + sidecar)", "build_path": build_path()}
     with tempfile.TemporaryDirectory() as tmp:
         start, start_cpu = time.perf_counter(), time.process_time()
         index = Index.from_texts(docs, path=Path(tmp) / "ix", show_progress=False, num_threads=threads)

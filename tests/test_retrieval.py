@@ -653,15 +653,22 @@ def test_json_documents_are_the_rows_and_texts_as_json(texts):
         max_size=14,
     ),
     chunk_size=st.sampled_from([1, 3, 8192]),
+    arrow_path=st.booleans(),
 )
-def test_tantivy_indexes_the_terms_the_sidecar_counts(texts, chunk_size):
+def test_tantivy_indexes_the_terms_the_sidecar_counts(texts, chunk_size, arrow_path):
     # what tantivy receives as JSON lines (quotes, backslashes, control characters inside terms, long
-    # terms, non-ASCII text, chunk boundaries anywhere) gives every document the sidecar's BM25 score
+    # terms, non-ASCII text, chunk boundaries anywhere) gives every document the sidecar's BM25 score,
+    # built by the C module (where compiled) or by Arrow
+    import os
     from unittest import mock
 
     from hf_querygen.retrieval import index as index_module
+    from hf_querygen.retrieval.native import NO_NATIVE_ENV
 
-    with mock.patch.object(index_module, "CHUNK_SIZE", chunk_size):
+    with (
+        mock.patch.object(index_module, "CHUNK_SIZE", chunk_size),
+        mock.patch.dict(os.environ, {NO_NATIVE_ENV: "1" if arrow_path else "0"}),
+    ):
         index = Index.from_texts(texts, show_progress=False, num_threads=1, heap_size=15_000_000)
     for term in {term for text in texts for term in analyze(text)}:
         # every matching document (k > the collection), compared by row: tantivy scores in float32, so

@@ -53,7 +53,7 @@ from hf_querygen._fs import atomic_output_dir
 from hf_querygen.errors import InvalidInputError, ModelFolderError
 
 from . import params as params_layer
-from .analysis import TermNumbering, analyze, analyze_chunk
+from .analysis import TermNumbering, analyze, analyze_chunk, native_chunk_encoder
 from .manifest import FORMAT_VERSION, META_FILE, read_manifest, write_manifest
 from .rankers import (
     BM25_DEFAULT_B,
@@ -426,14 +426,22 @@ class _SizedIter:
 
 class _CollectionAnalyser:
     """The build's analysis, run by its worker thread: each chunk's tantivy JSON documents, and the
-    collection's term ids and lengths kept for the statistics built at the end."""
+    collection's term ids and lengths kept for the statistics built at the end. By the C module where it
+    is compiled (:func:`~hf_querygen.retrieval.analysis.native_chunk_encoder`), else by Arrow."""
 
     def __init__(self) -> None:
+        self.native = native_chunk_encoder()
         self.terms = TermNumbering()
+        self.id_chunks: list[np.ndarray] = []
         self.length_chunks: list[np.ndarray] = []
 
     def analyse(self, chunk: list, first_row: int) -> list[str]:
         try:
+            if self.native is not None:
+                documents, ids, lengths = self.native.encode(chunk, first_row, "analyze_chunk")
+                self.id_chunks.append(np.frombuffer(ids, dtype=np.int32))
+                self.length_chunks.append(np.frombuffer(lengths, dtype=np.int64))
+                return documents
             index_texts, terms, lengths = analyze_chunk(chunk)
         except (TypeError, UnicodeEncodeError) as err:  # a non-string, a lone surrogate
             raise InvalidInputError(
@@ -444,7 +452,11 @@ class _CollectionAnalyser:
         return json_documents(index_texts, first_row)
 
     def statistics(self) -> CollectionStats:
-        vocabulary, tokens = self.terms.result()
+        if self.native is not None:
+            vocabulary = self.native.vocabulary()
+            tokens = np.concatenate(self.id_chunks) if self.id_chunks else np.zeros(0, dtype=np.int32)
+        else:
+            vocabulary, tokens = self.terms.result()
         lengths = np.concatenate(self.length_chunks) if self.length_chunks else np.zeros(0, dtype=np.int64)
         return CollectionStats.from_token_ids(vocabulary, tokens, lengths)
 

@@ -40,6 +40,8 @@ import numpy as np
 
 from hf_querygen.errors import ModelFolderError
 
+from .native import load_native
+
 ARRAYS = ("tokens", "doc_offsets", "pos_ptr", "positions", "pos_doc", "doc_ptr", "post_docs", "post_tfs")
 #: optional (indexes built before them, or without frequent terms, have none: windows are counted exactly)
 PAIR_ARRAYS = ("pair_terms", "pair_reaches", "pair_follow")
@@ -91,34 +93,14 @@ class CollectionStats:
 
         ``pair_min_cf``: the collection frequency from which terms enter the pair table (default
         ``PAIR_MIN_CF``)."""
-        tokens = np.asarray(tokens, dtype=np.int32)
-        doc_lengths = np.asarray(doc_lengths, dtype=np.int64)
+        tokens = np.ascontiguousarray(tokens, dtype=np.int32)
+        doc_lengths = np.ascontiguousarray(doc_lengths, dtype=np.int64)
         num_docs, vocab_size = len(doc_lengths), len(vocab)
         doc_offsets = np.zeros(num_docs + 1, dtype=np.int64)
         np.cumsum(doc_lengths, out=doc_offsets[1:])
-        # Stable sort by term: within a term, global positions stay ascending (and so do documents).
-        positions = _stable_argsort(tokens, vocab_size).astype(np.int64, copy=False)
-        token_doc = np.repeat(np.arange(num_docs, dtype=np.int32), doc_lengths)
-        pos_doc = token_doc[positions]
-        pos_ptr = np.zeros(vocab_size + 1, dtype=np.int64)
-        np.cumsum(np.bincount(tokens, minlength=vocab_size), out=pos_ptr[1:])
-        # Document-level postings: one entry per run of equal (term, doc) in the term-sorted order. The
-        # term changes exactly at the pos_ptr boundaries, so no term-sorted copy of the tokens is needed.
-        num_positions = len(positions)
-        starts = np.ones(num_positions, dtype=bool)
-        if num_positions:
-            np.not_equal(pos_doc[1:], pos_doc[:-1], out=starts[1:])
-            term_starts = pos_ptr[1:-1]
-            starts[term_starts[term_starts < num_positions]] = True
-        start_index = np.flatnonzero(starts)
-        post_docs = pos_doc[start_index]
-        post_tfs = np.empty(len(start_index), dtype=np.int32)
-        if len(start_index):
-            np.subtract(start_index[1:], start_index[:-1], out=post_tfs[:-1], casting="unsafe")
-            post_tfs[-1] = num_positions - start_index[-1]
-        # every term's runs lie in its own position range, which starts with a run: the runs before
-        # pos_ptr[t] are the document postings of the terms before t
-        doc_ptr = np.searchsorted(start_index, pos_ptr).astype(np.int64, copy=False)
+        positions, pos_doc, pos_ptr, post_docs, post_tfs, doc_ptr = _positions_and_postings(
+            tokens, doc_lengths, vocab_size
+        )
         arrays = {
             "tokens": tokens,
             "doc_offsets": doc_offsets,
@@ -126,7 +108,7 @@ class CollectionStats:
             "positions": positions,
             "pos_doc": pos_doc,
             "doc_ptr": doc_ptr,
-            "post_docs": post_docs.astype(np.int32),
+            "post_docs": post_docs,
             "post_tfs": post_tfs,
         }
         cf = np.diff(pos_ptr)
@@ -135,9 +117,7 @@ class CollectionStats:
         if len(frequent):
             frequent = np.sort(frequent[np.argsort(-cf[frequent], kind="stable")[:PAIR_MAX_TERMS]])
             arrays.update(
-                _pair_table(
-                    tokens, token_doc, doc_offsets, positions, pos_ptr, frequent.astype(np.int32), vocab_size
-                )
+                _pair_table(tokens, doc_lengths, positions, pos_ptr, frequent.astype(np.int32), vocab_size)
             )
         return cls(vocab, arrays)
 
@@ -377,10 +357,53 @@ def count_lookup(sorted_docs: np.ndarray, counts: np.ndarray | None, docs: np.nd
     return out
 
 
+def _positions_and_postings(
+    tokens: np.ndarray, doc_lengths: np.ndarray, vocab_size: int
+) -> tuple[np.ndarray, ...]:
+    """``(positions, pos_doc, pos_ptr, post_docs, post_tfs, doc_ptr)`` (module docstring) from the term ids
+    (|C|,) int32 and the document lengths (D,) int64: by the C module where it is compiled (a counting
+    sort and one pass per array), else by numpy (the same arrays)."""
+    num_docs, num_positions = len(doc_lengths), len(tokens)
+    native = load_native()
+    if native is not None:
+        positions = np.empty(num_positions, dtype=np.int64)
+        pos_doc = np.empty(num_positions, dtype=np.int32)
+        pos_ptr = np.empty(vocab_size + 1, dtype=np.int64)
+        native.sort_positions(tokens, doc_lengths, vocab_size, positions, pos_doc, pos_ptr)
+        post_docs = np.empty(num_positions, dtype=np.int32)
+        post_tfs = np.empty(num_positions, dtype=np.int32)
+        doc_ptr = np.empty(vocab_size + 1, dtype=np.int64)
+        num_postings = native.doc_postings(pos_doc, pos_ptr, post_docs, post_tfs, doc_ptr)
+        post_docs, post_tfs = post_docs[:num_postings].copy(), post_tfs[:num_postings].copy()
+        return positions, pos_doc, pos_ptr, post_docs, post_tfs, doc_ptr
+    # Stable sort by term: within a term, global positions stay ascending (and so do documents).
+    positions = _stable_argsort(tokens, vocab_size).astype(np.int64, copy=False)
+    token_doc = np.repeat(np.arange(num_docs, dtype=np.int32), doc_lengths)
+    pos_doc = token_doc[positions]
+    pos_ptr = np.zeros(vocab_size + 1, dtype=np.int64)
+    np.cumsum(np.bincount(tokens, minlength=vocab_size), out=pos_ptr[1:])
+    # Document-level postings: one entry per run of equal (term, doc) in the term-sorted order. The
+    # term changes exactly at the pos_ptr boundaries, so no term-sorted copy of the tokens is needed.
+    starts = np.ones(num_positions, dtype=bool)
+    if num_positions:
+        np.not_equal(pos_doc[1:], pos_doc[:-1], out=starts[1:])
+        term_starts = pos_ptr[1:-1]
+        starts[term_starts[term_starts < num_positions]] = True
+    start_index = np.flatnonzero(starts)
+    post_docs = pos_doc[start_index]
+    post_tfs = np.empty(len(start_index), dtype=np.int32)
+    if len(start_index):
+        np.subtract(start_index[1:], start_index[:-1], out=post_tfs[:-1], casting="unsafe")
+        post_tfs[-1] = num_positions - start_index[-1]
+    # every term's runs lie in its own position range, which starts with a run: the runs before
+    # pos_ptr[t] are the document postings of the terms before t
+    doc_ptr = np.searchsorted(start_index, pos_ptr).astype(np.int64, copy=False)
+    return positions, pos_doc, pos_ptr, post_docs, post_tfs, doc_ptr
+
+
 def _pair_table(
     tokens: np.ndarray,
-    token_doc: np.ndarray,
-    doc_offsets: np.ndarray,
+    doc_lengths: np.ndarray,
     positions: np.ndarray,
     pos_ptr: np.ndarray,
     frequent: np.ndarray,
@@ -390,14 +413,25 @@ def _pair_table(
     ``PAIR_REACHES``, how many positions hold term i with term j at one of the reach positions after it
     (a start position counts once per j however often j occurs in its window).
 
-    A follower at position p counts for the start s = p - offset only if it is j's first occurrence
-    after s, i.e. j's previous occurrence lies at or before s: ``gap(p) = p - previous(p) >= offset``.
+    By the C module where it is compiled (one pass over the tokens, each start's window read once), else
+    by numpy (the same table): a follower at position p counts for the start s = p - offset only if it
+    is j's first occurrence after s, i.e. j's previous occurrence lies at or before s:
+    ``gap(p) = p - previous(p) >= offset``.
     ``gap`` comes from ``positions`` (grouped by term, ascending within a term); one pass over the
     positions holding a frequent term per offset, on int16 slots (F <= PAIR_MAX_TERMS < 2**15)."""
     num_frequent = len(frequent)
     reach = max(PAIR_REACHES)
     slot = np.full(vocab_size, -1, dtype=np.int16)
     slot[frequent] = np.arange(num_frequent, dtype=np.int16)
+    reaches = np.asarray(PAIR_REACHES, dtype=np.int64)
+    native = load_native()
+    if native is not None:
+        follow = np.zeros((len(PAIR_REACHES), num_frequent, num_frequent), dtype=np.int64)
+        native.pair_follow(tokens, doc_lengths, slot, reaches, follow)
+        return {"pair_terms": frequent, "pair_reaches": reaches, "pair_follow": follow}
+    doc_offsets = np.zeros(len(doc_lengths) + 1, dtype=np.int64)
+    np.cumsum(doc_lengths, out=doc_offsets[1:])
+    token_doc = np.repeat(np.arange(len(doc_lengths), dtype=np.int32), doc_lengths)
     # padded past the end, so that start + offset needs no bounds check
     token_slot = np.concatenate([slot[tokens], np.full(reach, -1, dtype=np.int16)])
     # distance to the previous occurrence of the same term, capped at reach + 1 (a term's first
@@ -428,7 +462,7 @@ def _pair_table(
                 layers[PAIR_REACHES.index(offset)] += counts
     return {
         "pair_terms": frequent,
-        "pair_reaches": np.asarray(PAIR_REACHES, dtype=np.int64),
+        "pair_reaches": reaches,
         "pair_follow": layers[:, :num_pairs].reshape(len(PAIR_REACHES), num_frequent, num_frequent),
     }
 
