@@ -206,3 +206,28 @@ def test_c_and_arrow_builds_give_the_same_index(chunk_size, tmp_path):
             got = [(h.row, h.score) for h in built.search(query, k=40, ranker=ranker, **params)]
             expected = [(h.row, h.score) for h in reference.search(query, k=40, ranker=ranker, **params)]
             assert got == expected, (query, ranker, params)
+
+
+def test_without_the_compiled_module_the_build_takes_the_arrow_path(monkeypatch):
+    # an install without a C compiler: importing the package works and indexes are built all the same
+    import importlib
+    import sys
+
+    import hf_querygen.retrieval as package
+    import hf_querygen.retrieval.native as native_module
+
+    monkeypatch.setitem(sys.modules, "hf_querygen.retrieval._native", None)  # import fails: not compiled
+    monkeypatch.delattr(package, "_native", raising=False)
+    try:
+        importlib.reload(native_module)
+        assert native_module.load_native() is None
+        index = Index.from_texts(CORPUS, show_progress=False, num_threads=1, heap_size=15_000_000)
+    finally:
+        monkeypatch.undo()
+        importlib.reload(native_module)
+    assert (native_module.load_native() is None) == (native is None)
+    reference = Index.from_texts(CORPUS, show_progress=False, num_threads=1, heap_size=15_000_000)
+    assert index.stats.vocab == reference.stats.vocab
+    for query in ("lazy dog", "ünïcode strasse"):
+        got = [(h.row, h.score) for h in index.search(query, k=8, ranker="sdm")]
+        assert got and got == [(h.row, h.score) for h in reference.search(query, k=8, ranker="sdm")]
