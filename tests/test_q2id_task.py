@@ -90,3 +90,29 @@ def test_collated_real_encoding_runs_through_ctrsgen(tokenizer):
     config = CtrsGenConfig(vocab_size=len(tokenizer), output_vocab_size=9, embedding_size=8, hidden_size=8)
     loss = CtrsGenForIntentDescription(config)(**batch).loss
     assert torch.isfinite(loss)
+
+
+def test_prepare_min_frequency_sends_rare_words_to_unk():
+    import datasets
+
+    from hf_querygen.tasks.base import get_task
+
+    task = get_task("q2id")
+    splits = datasets.DatasetDict({"train": datasets.Dataset.from_list(EXAMPLES)})
+    default, every, frequent = (
+        task.prepare(splits, **options).tokenizer
+        for options in ({}, {"min_frequency": 1}, {"min_frequency": 2})
+    )
+    assert default.get_vocab() == every.get_vocab()  # the default keeps every word, as before
+    assert len(frequent) < len(every)
+
+    def ids(tokenizer, text):
+        return tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    # seen once: "protect" (a description), "third" and "a" (document sentences); twice: "cats", "b" and
+    # "rain" (query + sentence), "forest"
+    assert UNK_ID not in ids(every, "protect third a")
+    assert ids(frequent, "protect third a") == [UNK_ID] * 3
+    assert UNK_ID not in ids(frequent, "cats b rain forest")
+    with pytest.raises(InvalidInputError, match="min_frequency"):
+        task.prepare(splits, min_frequency=0)

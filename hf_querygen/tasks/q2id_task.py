@@ -238,12 +238,17 @@ class Q2IDTask(Task):
         splits: datasets.DatasetDict,
         output_vocab_size: int | None = None,
         caps: Q2IDCaps | Mapping[str, Any] | None = None,
+        min_frequency: int = 1,
         **options: Any,
     ) -> Q2IDTaskData:
         """Word tokenizer on TRAIN (queries + document sentences; description words first = the output
         vocabulary of ``output_vocab_size`` words). ``caps`` (default: the task's) are the input / target
         caps of this data; they travel with the tokenizer (``init_kwargs["q2id_caps"]``, saved in its
-        folder), so that a saved model is decoded under the caps it was trained with (:meth:`caps_for`)."""
+        folder), so that a saved model is decoded under the caps it was trained with (:meth:`caps_for`).
+        ``min_frequency``: words seen fewer times in TRAIN (counted on their side: descriptions, or queries
+        + document sentences) get no id of their own and read as [UNK]; 1 (default) keeps every word; 2 / 3
+        size the input embedding table by frequency (the zhang2020 run's train split: 37,286 -> 28,975 /
+        21,206 rows; the effect on quality: results/zhang2020/vocabulary_study.md)."""
         from .q2id import Q2IDCaps, train_q2id_tokenizer
 
         if options:
@@ -252,7 +257,9 @@ class Q2IDTask(Task):
             caps = Q2IDCaps(**caps)
         caps = caps or self.caps
         tokenizer = train_q2id_tokenizer(
-            splits["train"], output_vocab_size=output_vocab_size or self.output_vocab_size
+            splits["train"],
+            output_vocab_size=output_vocab_size or self.output_vocab_size,
+            min_frequency=min_frequency,
         )
         tokenizer.init_kwargs["q2id_caps"] = dataclasses.asdict(caps)
         state = {"output_vocab_size": int(tokenizer.init_kwargs["output_vocab_size"])}
