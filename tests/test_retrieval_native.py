@@ -115,6 +115,8 @@ def test_chunk_encoder_names_a_non_string_and_passes_the_analyzers_errors():
         native.ChunkEncoder(lambda text: [1], MAX_TERM_BYTES).encode(["é"], 0, "where")
     with pytest.raises(ValueError, match="positive size"):
         native.ChunkEncoder(analyze, 0)
+    with pytest.raises(ValueError, match="first_row must be >= 0"):
+        encoder.encode(["a"], -1, "where")
     assert len(encoder) == 0  # nothing numbered by the failed chunks' documents before the error
     encoder.encode(["a b"], 0, "where")
     assert encoder.vocabulary() == ["a", "b"]

@@ -47,6 +47,45 @@ static int buffer_write(Buffer *b, const void *src, size_t n) {
     return 0;
 }
 
+/* ------------------------------------------------------------------ one chunk's output */
+/* one chunk's output; kept by the encoder from chunk to chunk, so that its buffers are allocated (and their
+ * pages faulted in) once, not once per chunk */
+typedef struct {
+    Buffer json;          /* every document's JSON line, back to back */
+    size_t *doc_ends;     /* per document: the end of its line in json */
+    unsigned char *utf8;  /* per document: its line holds non-ASCII bytes */
+    int64_t *lengths;     /* per document: its number of terms */
+    size_t doc_capacity;  /* of the three per-document arrays */
+    int32_t *ids;
+    size_t num_ids, ids_capacity;
+    Buffer scratch;       /* the current ASCII term */
+} Output;
+
+static int output_reserve_documents(Output *o, size_t num_docs) {
+    if (num_docs <= o->doc_capacity) return 0;
+    size_t *doc_ends = realloc(o->doc_ends, num_docs * sizeof(size_t));
+    if (!doc_ends) return -1;
+    o->doc_ends = doc_ends;
+    unsigned char *utf8 = realloc(o->utf8, num_docs);
+    if (!utf8) return -1;
+    o->utf8 = utf8;
+    int64_t *lengths = realloc(o->lengths, num_docs * sizeof(int64_t));
+    if (!lengths) return -1;
+    o->lengths = lengths;
+    o->doc_capacity = num_docs;
+    return 0;
+}
+
+static void output_free(Output *o) {
+    free(o->json.data);
+    free(o->doc_ends);
+    free(o->utf8);
+    free(o->lengths);
+    free(o->ids);
+    free(o->scratch.data);
+}
+
+
 /* ------------------------------------------------------------------ the vocabulary: term -> id */
 typedef struct {
     PyObject_HEAD
@@ -60,6 +99,7 @@ typedef struct {
     PyObject *analyze;      /* the Python analyzer for non-ASCII documents */
     Py_ssize_t max_term_bytes;
     int busy;               /* an encode() running with the GIL released: a second caller is refused */
+    Output output;          /* the last chunk's, reused */
 } ChunkEncoder;
 
 static inline uint64_t hash_bytes(const unsigned char *s, size_t n) {
@@ -154,15 +194,6 @@ typedef struct {
     Py_ssize_t length;
 } Term;
 
-typedef struct {
-    Buffer json;          /* every document's JSON line, back to back */
-    size_t *doc_ends;     /* per document: the end of its line in json */
-    unsigned char *utf8;  /* per document: its line holds non-ASCII bytes */
-    int32_t *ids;
-    size_t num_ids, ids_capacity;
-    int64_t *lengths;
-    Buffer scratch;       /* the current ASCII term */
-} Output;
 
 static const char HEX[] = "0123456789abcdef";
 
@@ -194,6 +225,26 @@ static int write_escaped(Buffer *b, const unsigned char *s, size_t n) {
     return 0;
 }
 
+/* {"row":<row>,"text":" */
+static int write_prefix(Buffer *b, unsigned long long row) {
+    static const char head[] = "{\"row\":", tail[] = ",\"text\":\"";
+    char digits[24];
+    int n = 0;
+    do {
+        digits[n++] = (char)('0' + row % 10);
+        row /= 10;
+    } while (row);
+    if (buffer_reserve(b, sizeof head + sizeof tail + (size_t)n)) return -1;
+    char *out = b->data + b->size;
+    memcpy(out, head, sizeof head - 1);
+    out += sizeof head - 1;
+    while (n) *out++ = digits[--n];
+    memcpy(out, tail, sizeof tail - 1);
+    out += sizeof tail - 1;
+    b->size = (size_t)(out - b->data);
+    return 0;
+}
+
 static int emit_term(ChunkEncoder *self, Output *o, const unsigned char *s, size_t n, int64_t *count) {
     int64_t id = vocabulary_id(self, s, n);
     if (id < 0) return -1;
@@ -215,10 +266,8 @@ static int encode_documents(ChunkEncoder *self, const Doc *docs, Py_ssize_t num_
                             long long first_row, Output *o) {
     size_t max_term = (size_t)self->max_term_bytes;
     for (Py_ssize_t d = 0; d < num_docs; d++) {
-        char prefix[64];
-        int prefix_length = snprintf(prefix, sizeof prefix, "{\"row\":%lld,\"text\":\"", first_row + d);
         size_t line_start = o->json.size;
-        if (buffer_write(&o->json, prefix, (size_t)prefix_length)) return -1;
+        if (write_prefix(&o->json, (unsigned long long)(first_row + d))) return -1;
         int64_t count = 0;
         const Doc *doc = &docs[d];
         if (doc->data) {
@@ -260,6 +309,10 @@ static PyObject *ChunkEncoder_encode(ChunkEncoder *self, PyObject *args) {
     long long first_row;
     const char *caller;
     if (!PyArg_ParseTuple(args, "O!Ls", &PyList_Type, &texts, &first_row, &caller)) return NULL;
+    if (first_row < 0) {
+        PyErr_SetString(PyExc_ValueError, "ChunkEncoder.encode: first_row must be >= 0");
+        return NULL;
+    }
     if (self->busy) {
         PyErr_SetString(PyExc_RuntimeError, "ChunkEncoder.encode: already running in another thread");
         return NULL;
@@ -269,12 +322,10 @@ static PyObject *ChunkEncoder_encode(ChunkEncoder *self, PyObject *args) {
     Doc *docs = calloc(num_docs ? num_docs : 1, sizeof(Doc));
     Term *terms = NULL;
     Py_ssize_t num_terms = 0, terms_capacity = 0;
-    Output o = {0};
-    o.doc_ends = malloc((num_docs ? num_docs : 1) * sizeof(size_t));
-    o.utf8 = malloc(num_docs ? num_docs : 1);
-    o.lengths = malloc((num_docs ? num_docs : 1) * sizeof(int64_t));
+    Output *o = &self->output;
+    o->json.size = o->num_ids = o->scratch.size = 0;
     keep = PyList_New(0); /* the texts and analysed term lists whose bytes are read without the GIL */
-    if (!docs || !o.doc_ends || !o.utf8 || !o.lengths || !keep) {
+    if (!docs || output_reserve_documents(o, (size_t)num_docs) || !keep) {
         PyErr_NoMemory();
         goto done;
     }
@@ -334,7 +385,7 @@ static PyObject *ChunkEncoder_encode(ChunkEncoder *self, PyObject *args) {
     int failed;
     self->busy = 1;
     Py_BEGIN_ALLOW_THREADS
-    failed = encode_documents(self, docs, num_docs, terms, first_row, &o);
+    failed = encode_documents(self, docs, num_docs, terms, first_row, o);
     Py_END_ALLOW_THREADS
     self->busy = 0;
     if (failed) {
@@ -345,20 +396,20 @@ static PyObject *ChunkEncoder_encode(ChunkEncoder *self, PyObject *args) {
     if (!documents) goto done;
     size_t start = 0;
     for (Py_ssize_t d = 0; d < num_docs; d++) {
-        size_t n = o.doc_ends[d] - start;
+        size_t n = o->doc_ends[d] - start;
         PyObject *line;
-        if (o.utf8[d]) {
-            line = PyUnicode_DecodeUTF8(o.json.data + start, (Py_ssize_t)n, "strict");
+        if (o->utf8[d]) {
+            line = PyUnicode_DecodeUTF8(o->json.data + start, (Py_ssize_t)n, "strict");
         } else {
             line = PyUnicode_New((Py_ssize_t)n, 127);
-            if (line) memcpy(PyUnicode_1BYTE_DATA(line), o.json.data + start, n);
+            if (line) memcpy(PyUnicode_1BYTE_DATA(line), o->json.data + start, n);
         }
         if (!line) goto done;
         PyList_SET_ITEM(documents, d, line);
-        start = o.doc_ends[d];
+        start = o->doc_ends[d];
     }
-    PyObject *ids = PyBytes_FromStringAndSize((const char *)o.ids, (Py_ssize_t)(o.num_ids * sizeof(int32_t)));
-    PyObject *lengths = PyBytes_FromStringAndSize((const char *)o.lengths, num_docs * (Py_ssize_t)sizeof(int64_t));
+    PyObject *ids = PyBytes_FromStringAndSize((const char *)o->ids, (Py_ssize_t)(o->num_ids * sizeof(int32_t)));
+    PyObject *lengths = PyBytes_FromStringAndSize((const char *)o->lengths, num_docs * (Py_ssize_t)sizeof(int64_t));
     if (ids && lengths) result = PyTuple_Pack(3, documents, ids, lengths);
     Py_XDECREF(ids);
     Py_XDECREF(lengths);
@@ -367,12 +418,6 @@ done:
     Py_XDECREF(keep);
     free(docs);
     free(terms);
-    free(o.json.data);
-    free(o.doc_ends);
-    free(o.utf8);
-    free(o.ids);
-    free(o.lengths);
-    free(o.scratch.data);
     return result;
 }
 
@@ -429,6 +474,7 @@ static void ChunkEncoder_dealloc(ChunkEncoder *self) {
     free(self->offsets);
     free(self->term_lengths);
     free(self->arena.data);
+    output_free(&self->output);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 

@@ -374,8 +374,8 @@ def _positions_and_postings(
         post_tfs = np.empty(num_positions, dtype=np.int32)
         doc_ptr = np.empty(vocab_size + 1, dtype=np.int64)
         num_postings = native.doc_postings(pos_doc, pos_ptr, post_docs, post_tfs, doc_ptr)
-        post_docs, post_tfs = post_docs[:num_postings].copy(), post_tfs[:num_postings].copy()
-        return positions, pos_doc, pos_ptr, post_docs, post_tfs, doc_ptr
+        # views, not copies: the pages past num_postings were never written, so they hold no memory
+        return positions, pos_doc, pos_ptr, post_docs[:num_postings], post_tfs[:num_postings], doc_ptr
     # Stable sort by term: within a term, global positions stay ascending (and so do documents).
     positions = _stable_argsort(tokens, vocab_size).astype(np.int64, copy=False)
     token_doc = np.repeat(np.arange(num_docs, dtype=np.int32), doc_lengths)
