@@ -38,19 +38,12 @@ import sys
 import time
 from pathlib import Path
 
+from hf_querygen.tasks.q2id_task import Q2ID_METRICS
+
 HERE = Path(__file__).resolve().parent
 SYSTEM = "zhang2020/ctrsgen"
 #: the validation scores reported per run (the table's metrics and extras, plus rouge_goal)
-METRICS = (
-    "rouge_goal",
-    "rouge1_recall",
-    "rouge2_recall",
-    "rougeL_recall",
-    "rouge1_f",
-    "rouge2_f",
-    "rougeL_f",
-    "output_words",
-)
+METRICS = ("rouge_goal", *Q2ID_METRICS)
 #: per-run numbers summarised over seeds besides the validation scores
 RUN_NUMBERS = ("vocab_size", "best_step", "global_steps", "train_seconds", "seconds_per_step")
 
