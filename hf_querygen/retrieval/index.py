@@ -191,8 +191,9 @@ class Index:
         gc_was_enabled = gc.isenabled()
         gc.disable()
         # One worker thread analyses the next chunk while this thread hands the last one to tantivy
-        # (Arrow's kernels release the GIL). One worker: chunks are analysed in order, so term ids follow
-        # document order. The statistics are built after tantivy's commit, once its buffers are freed.
+        # (the C module and Arrow's kernels release the GIL). One worker: chunks are analysed in order, so
+        # term ids follow document order. The statistics are built after tantivy's commit, once its buffers
+        # are freed.
         with ThreadPoolExecutor(1, thread_name_prefix="hf-querygen-analysis") as worker:
             pending: collections.deque = collections.deque()
             try:

@@ -56,7 +56,8 @@ def json_documents(index_texts: pa.Array, first_row: int) -> list[str]:
     Arrow: a document costs tantivy one ``add_json`` call instead of four Python calls (``Document``,
     ``add_unsigned``, ``add_text``, ``add_document``). ``index_texts``: an Arrow string array; a text
     holding a character JSON must escape (a control character inside a term) is escaped by
-    :func:`json.encoder.encode_basestring` (C), only that text."""
+    :func:`json.encoder.encode_basestring` (C), only that text. The build's Arrow path; the C module
+    (:mod:`hf_querygen.retrieval.native`) writes the same lines itself."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
