@@ -122,6 +122,17 @@ def test_chunk_encoder_names_a_non_string_and_passes_the_analyzers_errors():
     assert encoder.vocabulary() == ["a", "b"]
 
 
+@needs_native
+def test_chunk_encoder_refuses_a_second_caller_while_it_runs():
+    # its vocabulary and buffers are its own: an encode() that re-enters it (here from the Python analyzer,
+    # which runs while the first call holds the encoder) is refused, and the encoder works again afterwards
+    encoder = native.ChunkEncoder(lambda text: encoder.encode(["inner"], 0, "inner") or [], MAX_TERM_BYTES)
+    with pytest.raises(RuntimeError, match="already running"):
+        encoder.encode(["ok", "é"], 0, "outer")
+    documents, _, _ = encoder.encode(["a b"], 0, "again")
+    assert documents == ['{"row":0,"text":"a b"}'] and encoder.vocabulary() == ["a", "b"]
+
+
 @pytest.mark.parametrize("bad", [[b"x"], ["ok", 3], ["é \ud800 b"]])
 @pytest.mark.parametrize("path", ["native", "arrow"])
 def test_both_build_paths_reject_bad_texts_the_same_way(bad, path):

@@ -98,7 +98,7 @@ typedef struct {
     Buffer arena;           /* every term's UTF-8 bytes, back to back */
     PyObject *analyze;      /* the Python analyzer for non-ASCII documents */
     Py_ssize_t max_term_bytes;
-    int busy;               /* an encode() running with the GIL released: a second caller is refused */
+    int busy;               /* an encode() running (it lets other threads run): a second caller is refused */
     Output output;          /* the last chunk's, reused */
 } ChunkEncoder;
 
@@ -317,6 +317,9 @@ static PyObject *ChunkEncoder_encode(ChunkEncoder *self, PyObject *args) {
         PyErr_SetString(PyExc_RuntimeError, "ChunkEncoder.encode: already running in another thread");
         return NULL;
     }
+    /* the whole call holds the encoder: the Python analyzer (phase 1) and the work without the GIL (phase 2)
+     * both let other threads run, and the vocabulary and the output buffers are this encoder's */
+    self->busy = 1;
     Py_ssize_t num_docs = PyList_GET_SIZE(texts);
     PyObject *result = NULL, *keep = NULL, *documents = NULL;
     Doc *docs = calloc(num_docs ? num_docs : 1, sizeof(Doc));
@@ -383,11 +386,9 @@ static PyObject *ChunkEncoder_encode(ChunkEncoder *self, PyObject *args) {
         }
     }
     int failed;
-    self->busy = 1;
     Py_BEGIN_ALLOW_THREADS
     failed = encode_documents(self, docs, num_docs, terms, first_row, o);
     Py_END_ALLOW_THREADS
-    self->busy = 0;
     if (failed) {
         PyErr_NoMemory();
         goto done;
@@ -418,10 +419,15 @@ done:
     Py_XDECREF(keep);
     free(docs);
     free(terms);
+    self->busy = 0;
     return result;
 }
 
 static PyObject *ChunkEncoder_vocabulary(ChunkEncoder *self, PyObject *Py_UNUSED(ignored)) {
+    if (self->busy) {
+        PyErr_SetString(PyExc_RuntimeError, "ChunkEncoder.vocabulary: an encode() is running in another thread");
+        return NULL;
+    }
     PyObject *vocabulary = PyList_New((Py_ssize_t)self->num_terms);
     if (!vocabulary) return NULL;
     for (size_t id = 0; id < self->num_terms; id++) {
