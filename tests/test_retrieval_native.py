@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from hf_querygen.errors import InvalidInputError
 from hf_querygen.retrieval import Index, analyze
-from hf_querygen.retrieval.analysis import MAX_TERM_BYTES
+from hf_querygen.retrieval.analysis import ASCII_ACTIONS, MAX_TERM_BYTES
 from hf_querygen.retrieval.native import NO_NATIVE_ENV, load_native
 from hf_querygen.retrieval.stats import ARRAYS, PAIR_ARRAYS, CollectionStats
 from hf_querygen.retrieval.tantivy_backend import ROW_FIELD, TEXT_FIELD
@@ -79,7 +79,7 @@ def test_the_c_module_is_built_where_a_c_compiler_is():
 @settings(max_examples=80, deadline=None)
 @given(chunks=st.lists(texts_strategy, max_size=4), first_row=st.integers(0, 2**40))
 def test_chunk_encoder_is_analyze_and_json_dumps(chunks, first_row):
-    encoder = native.ChunkEncoder(analyze, MAX_TERM_BYTES)
+    encoder = native.ChunkEncoder(analyze, MAX_TERM_BYTES, ASCII_ACTIONS)
     reference: dict[str, int] = {}
     for chunk in chunks:
         documents, ids, lengths = encoder.encode(chunk, first_row, "test")
@@ -99,22 +99,25 @@ def test_chunk_encoder_is_analyze_and_json_dumps(chunks, first_row):
 
 @needs_native
 def test_chunk_encoder_names_a_non_string_and_passes_the_analyzers_errors():
-    encoder = native.ChunkEncoder(analyze, MAX_TERM_BYTES)
+    encoder = native.ChunkEncoder(analyze, MAX_TERM_BYTES, ASCII_ACTIONS)
 
     class Text(str):
         pass
 
     documents, _, _ = encoder.encode([Text("Sub Class"), Text("ünï")], 0, "where")  # str subclasses are text
     assert [json.loads(d)[TEXT_FIELD] for d in documents] == ["sub class", "ünï"]
-    encoder = native.ChunkEncoder(analyze, MAX_TERM_BYTES)
+    encoder = native.ChunkEncoder(analyze, MAX_TERM_BYTES, ASCII_ACTIONS)
     with pytest.raises(TypeError, match="where: text 2 is bytes, not a string"):
         encoder.encode(["a", "b", b"c"], 0, "where")
     with pytest.raises(UnicodeEncodeError):
         encoder.encode(["é \ud800"], 0, "where")
     with pytest.raises(TypeError, match="list of strings"):
-        native.ChunkEncoder(lambda text: [1], MAX_TERM_BYTES).encode(["é"], 0, "where")
+        native.ChunkEncoder(lambda text: [1], MAX_TERM_BYTES, ASCII_ACTIONS).encode(["é"], 0, "where")
     with pytest.raises(ValueError, match="positive size"):
-        native.ChunkEncoder(analyze, 0)
+        native.ChunkEncoder(analyze, 0, ASCII_ACTIONS)
+    for actions in (ASCII_ACTIONS[:-1], ASCII_ACTIONS[:-1] + b"\xe9"):  # too short; a non-ASCII character
+        with pytest.raises(ValueError, match="ascii_actions must be 128 bytes"):
+            native.ChunkEncoder(analyze, MAX_TERM_BYTES, actions)
     with pytest.raises(ValueError, match="first_row must be >= 0"):
         encoder.encode(["a"], -1, "where")
     assert len(encoder) == 0  # nothing numbered by the failed chunks' documents before the error
@@ -126,7 +129,9 @@ def test_chunk_encoder_names_a_non_string_and_passes_the_analyzers_errors():
 def test_chunk_encoder_refuses_a_second_caller_while_it_runs():
     # its vocabulary and buffers are its own: an encode() that re-enters it (here from the Python analyzer,
     # which runs while the first call holds the encoder) is refused, and the encoder works again afterwards
-    encoder = native.ChunkEncoder(lambda text: encoder.encode(["inner"], 0, "inner") or [], MAX_TERM_BYTES)
+    encoder = native.ChunkEncoder(
+        lambda text: encoder.encode(["inner"], 0, "inner") or [], MAX_TERM_BYTES, ASCII_ACTIONS
+    )
     with pytest.raises(RuntimeError, match="already running"):
         encoder.encode(["ok", "é"], 0, "outer")
     documents, _, _ = encoder.encode(["a b"], 0, "again")

@@ -1,12 +1,13 @@
 /* hf_querygen.retrieval._native: the index build's per-token work in C (optional; the build falls back
  * to the Arrow path of analysis.py, which gives the same index, when this module is not compiled).
  *
- * ChunkEncoder(analyze, max_term_bytes).encode(texts, first_row, caller) analyses a chunk of documents
- * and numbers their terms in one pass over the characters, with the GIL released:
+ * ChunkEncoder(analyze, max_term_bytes, ascii_actions).encode(texts, first_row, caller) analyses a chunk
+ * of documents and numbers their terms in one pass over the characters, with the GIL released:
  *
- *   ASCII documents:     the analysis of analysis.analyze (apostrophe and backtick deleted, every other
- *                        ASCII punctuation character a space, A-Z lower-cased, split on what Python's
- *                        str.split() splits on, terms of max_term_bytes bytes or more dropped);
+ *   ASCII documents:     each character mapped by ascii_actions (analysis.ASCII_ACTIONS, what the ASCII
+ *                        path of analysis.analyze does with it: the character it becomes, or 254 for a
+ *                        word boundary, 255 for a deleted character), split at the boundaries, terms of
+ *                        max_term_bytes bytes or more dropped;
  *   other documents:     analyze(text) (Python, with the GIL), whose terms are numbered here.
  *
  * It returns (documents, term_ids, lengths): one tantivy JSON line per document,
@@ -99,6 +100,7 @@ typedef struct {
     PyObject *analyze;      /* the Python analyzer for non-ASCII documents */
     Py_ssize_t max_term_bytes;
     int busy;               /* an encode() running (it lets other threads run): a second caller is refused */
+    uint16_t ascii_action[128]; /* per ASCII character: the character it becomes, or ACTION_DELETE / _SPACE */
     Output output;          /* the last chunk's, reused */
 } ChunkEncoder;
 
@@ -166,21 +168,8 @@ static int64_t vocabulary_id(ChunkEncoder *self, const unsigned char *s, size_t 
 }
 
 /* ------------------------------------------------------------------ ASCII analysis table */
-enum { KEEP_DELETE = 0xFF00, KEEP_SPACE = 0xFE00 };
-static uint16_t ascii_action[128]; /* a byte's replacement, or delete / space */
-
-static void init_ascii_action(void) {
-    for (int c = 0; c < 128; c++) ascii_action[c] = (uint16_t)c;
-    /* Python's str.split() on an ASCII string: \t \n \v \f \r, \x1c-\x1f and the space */
-    const char *whitespace = "\t\n\v\f\r\x1c\x1d\x1e\x1f ";
-    for (const char *p = whitespace; *p; p++) ascii_action[(unsigned char)*p] = KEEP_SPACE;
-    /* string.punctuation: every one is Unicode P* or S* (a word boundary), but ' and ` (deleted) */
-    const char *punctuation = "!\"#$%&()*+,-./:;<=>?@[\\]^_{|}~";
-    for (const char *p = punctuation; *p; p++) ascii_action[(unsigned char)*p] = KEEP_SPACE;
-    ascii_action['\''] = KEEP_DELETE;
-    ascii_action['`'] = KEEP_DELETE;
-    for (int c = 'A'; c <= 'Z'; c++) ascii_action[c] = (uint16_t)(c - 'A' + 'a');
-}
+/* ascii_actions' codes (analysis.ASCII_ACTIONS), and what the encoder keeps for them */
+enum { TABLE_SPACE = 254, TABLE_DELETE = 255, ACTION_DELETE = 0xFF00, ACTION_SPACE = 0xFE00 };
 
 /* ------------------------------------------------------------------ one chunk */
 typedef struct {
@@ -273,9 +262,9 @@ static int encode_documents(ChunkEncoder *self, const Doc *docs, Py_ssize_t num_
         if (doc->data) {
             o->scratch.size = 0;
             for (Py_ssize_t i = 0; i <= doc->length; i++) {
-                uint16_t action = i < doc->length ? ascii_action[doc->data[i]] : KEEP_SPACE;
-                if (action == KEEP_DELETE) continue;
-                if (action == KEEP_SPACE) {
+                uint16_t action = i < doc->length ? self->ascii_action[doc->data[i]] : ACTION_SPACE;
+                if (action == ACTION_DELETE) continue;
+                if (action == ACTION_SPACE) {
                     size_t n = o->scratch.size;
                     if (n && n < max_term &&
                         emit_term(self, o, (const unsigned char *)o->scratch.data, n, &count))
@@ -445,18 +434,34 @@ static PyObject *ChunkEncoder_vocabulary(ChunkEncoder *self, PyObject *Py_UNUSED
 static Py_ssize_t ChunkEncoder_len(ChunkEncoder *self) { return (Py_ssize_t)self->num_terms; }
 
 static int ChunkEncoder_init(ChunkEncoder *self, PyObject *args, PyObject *kwds) {
-    static char *keywords[] = {"analyze", "max_term_bytes", NULL};
+    static char *keywords[] = {"analyze", "max_term_bytes", "ascii_actions", NULL};
     PyObject *analyze;
-    Py_ssize_t max_term_bytes;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "On", keywords, &analyze, &max_term_bytes)) return -1;
+    Py_ssize_t max_term_bytes, num_actions;
+    const unsigned char *actions;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "Ony#", keywords, &analyze, &max_term_bytes, &actions,
+                                     &num_actions))
+        return -1;
     if (!PyCallable_Check(analyze) || max_term_bytes < 1) {
         PyErr_SetString(PyExc_ValueError, "ChunkEncoder(analyze, max_term_bytes): a callable and a positive size");
+        return -1;
+    }
+    /* the JSON lines of ASCII documents stay ASCII: a character becomes an ASCII one, a boundary or nothing */
+    int actions_ok = num_actions == 128;
+    for (Py_ssize_t c = 0; actions_ok && c < num_actions; c++)
+        actions_ok = actions[c] < 128 || actions[c] == TABLE_SPACE || actions[c] == TABLE_DELETE;
+    if (!actions_ok) {
+        PyErr_SetString(PyExc_ValueError,
+                        "ChunkEncoder: ascii_actions must be 128 bytes, each < 128, 254 (boundary) or 255 (deleted)");
         return -1;
     }
     if (self->slots) {
         PyErr_SetString(PyExc_RuntimeError, "ChunkEncoder: already initialised");
         return -1;
     }
+    for (int c = 0; c < 128; c++)
+        self->ascii_action[c] = actions[c] == TABLE_SPACE    ? ACTION_SPACE
+                                : actions[c] == TABLE_DELETE ? ACTION_DELETE
+                                                             : actions[c];
     Py_INCREF(analyze);
     self->analyze = analyze;
     self->max_term_bytes = max_term_bytes;
@@ -718,7 +723,6 @@ static struct PyModuleDef native_module = {
 };
 
 PyMODINIT_FUNC PyInit__native(void) {
-    init_ascii_action();
     if (PyType_Ready(&ChunkEncoderType) < 0) return NULL;
     PyObject *module = PyModule_Create(&native_module);
     if (!module) return NULL;

@@ -46,13 +46,29 @@ _ASCII_TABLE = bytes(
 )
 
 
+def _ascii_actions() -> bytes:
+    """What :func:`analyze`'s ASCII path does with each of the 128 ASCII characters, for the C module
+    (derived from ``_ASCII_TABLE`` and ``_ASCII_DELETE``, so the two paths share one definition): the
+    character it becomes (lower-cased), 254 for a word boundary (whitespace as ``str.split()`` has it, or
+    punctuation), 255 for a deleted character."""
+    actions = bytearray(128)
+    for i in range(128):
+        kept = chr(_ASCII_TABLE[i])
+        actions[i] = 255 if i in _ASCII_DELETE else 254 if kept.isspace() else ord(kept.lower())
+    return bytes(actions)
+
+
+#: the C module's ASCII table (:func:`_ascii_actions`)
+ASCII_ACTIONS = _ascii_actions()
+
+
 def native_chunk_encoder():
     """A new ``_native.ChunkEncoder`` (see ``_native.c``): ``encode(texts, first_row, caller) ->
     (tantivy JSON lines, int32 term ids as bytes, int64 lengths as bytes)`` over chunks, term ids in order
     of first occurrence across them, ``vocabulary()`` at the end. ``None`` where the C module is not there
     (:func:`~hf_querygen.retrieval.native.load_native`): callers then use :func:`analyze_chunk`."""
     native = load_native()
-    return None if native is None else native.ChunkEncoder(analyze, MAX_TERM_BYTES)
+    return None if native is None else native.ChunkEncoder(analyze, MAX_TERM_BYTES, ASCII_ACTIONS)
 
 
 def analyze(text: str) -> list[str]:
