@@ -180,6 +180,14 @@ def test_c_statistics_check_their_arguments():
         native.sort_positions(tokens, lengths, 3, np.empty(2, np.int64), out32, ptr)
     with pytest.raises(ValueError, match="sum to the tokens"):
         native.sort_positions(tokens, np.array([1, 1], dtype=np.int64), 3, out64, out32, ptr)
+    # a negative length after lengths that already sum to the tokens: the walk would run past them
+    past = np.array([3, -1, 1], dtype=np.int64)
+    with pytest.raises(ValueError, match="sum to the tokens"):
+        native.sort_positions(tokens, past, 3, out64, out32, ptr)
+    with pytest.raises(ValueError, match="lengths summing to the tokens"):
+        native.pair_follow(
+            tokens, past, np.zeros(3, np.int16), np.array([1], np.int64), np.zeros(1, np.int64)
+        )
     with pytest.raises(ValueError, match="whole number"):
         native.sort_positions(tokens.tobytes()[:-1], lengths, 3, out64, out32, ptr)
     with pytest.raises(ValueError, match="pos_ptr must span"):

@@ -525,7 +525,16 @@ static int item_count(Py_buffer *b, Py_ssize_t item_size, const char *name, Py_s
     return 0;
 }
 
-static int check_tokens(const int32_t *tokens, Py_ssize_t n, Py_ssize_t vocab_size) {
+/* A collection the statistics can walk: every document length >= 0, the lengths summing to the n tokens
+ * (checked without overflow), every term id in [0, vocab_size). 0, or -1. */
+static int check_collection(const int32_t *tokens, Py_ssize_t n, const int64_t *lengths, Py_ssize_t num_docs,
+                            Py_ssize_t vocab_size) {
+    int64_t total = 0;
+    for (Py_ssize_t d = 0; d < num_docs; d++) {
+        if (lengths[d] < 0 || lengths[d] > n - total) return -1;
+        total += lengths[d];
+    }
+    if (total != n) return -1;
     for (Py_ssize_t i = 0; i < n; i++)
         if (tokens[i] < 0 || tokens[i] >= vocab_size) return -1;
     return 0;
@@ -550,12 +559,7 @@ static PyObject *sort_positions(PyObject *Py_UNUSED(module), PyObject *args) {
     }
     const int32_t *tokens = tokens_b.buf;
     const int64_t *lengths = lengths_b.buf;
-    int64_t total = 0;
-    for (Py_ssize_t d = 0; d < num_docs; d++) {
-        if (lengths[d] < 0) break;
-        total += lengths[d];
-    }
-    if (total != n || check_tokens(tokens, n, vocab_size)) {
+    if (check_collection(tokens, n, lengths, num_docs, vocab_size)) {
         PyErr_SetString(PyExc_ValueError,
                         "sort_positions: document lengths must be >= 0 and sum to the tokens, term ids in [0, V)");
         goto done;
@@ -655,13 +659,12 @@ static PyObject *pair_follow(PyObject *Py_UNUSED(module), PyObject *args) {
     const int64_t *lengths = lengths_b.buf, *reaches = reaches_b.buf;
     const int16_t *slot = slot_b.buf;
     int64_t *follow = follow_b.buf;
-    int64_t total = 0, num_slots = 0;
-    for (Py_ssize_t d = 0; d < num_docs && lengths[d] >= 0; d++) total += lengths[d];
+    int64_t num_slots = 0;
     for (Py_ssize_t v = 0; v < vocab_size; v++)
         if (slot[v] >= num_slots) num_slots = slot[v] + 1;
     int reaches_ok = num_reaches >= 1 && reaches[0] >= 1 && reaches[num_reaches - 1] <= 64;
     for (Py_ssize_t r = 1; r < num_reaches; r++) reaches_ok &= reaches[r] > reaches[r - 1];
-    if (total != n || check_tokens(tokens, n, vocab_size) || !reaches_ok ||
+    if (check_collection(tokens, n, lengths, num_docs, vocab_size) || !reaches_ok ||
         n_follow != num_reaches * num_slots * num_slots) {
         PyErr_SetString(PyExc_ValueError,
                         "pair_follow: lengths summing to the tokens, ids in [0, len(slot)), ascending reaches in "
