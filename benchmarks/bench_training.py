@@ -237,19 +237,12 @@ def ctrsgen_batches(path: Path, steps: int) -> None:
     path.write_bytes(pickle.dumps(data))
 
 
-def ctrsgen_worker(setting: str, batches_path: str, steps: int, repetitions: int, threads: int) -> dict:
-    """One process: the library on PYTHONPATH, timed on the pickled batches -> per-repetition seconds per step
-    and the losses of the first batches under the initial weights."""
-    import pickle
-
-    import torch
-    from transformers import AutoModelForSeq2SeqLM
-
+def ctrsgen_config(setting: str, data: dict):
+    """``(preset, copy, config)`` of a CtrsGen setting (``CTRSGEN_SETTINGS``) for the batches of
+    :func:`ctrsgen_batches` (``data``: their vocabulary sizes)."""
     from hf_querygen.experiments.zhang2020_systems import CONTRAST_SETTING, COPY_SIZES
     from hf_querygen.presets import config_from_preset
 
-    torch.set_num_threads(threads)
-    data = pickle.loads(Path(batches_path).read_bytes())
     preset, sizes = CTRSGEN_SETTINGS[setting]
     copy = sizes is None
     config = config_from_preset(
@@ -259,6 +252,20 @@ def ctrsgen_worker(setting: str, batches_path: str, steps: int, repetitions: int
         **CONTRAST_SETTING,
         **(COPY_SIZES if copy else sizes),
     )
+    return preset, copy, config
+
+
+def ctrsgen_worker(setting: str, batches_path: str, steps: int, repetitions: int, threads: int) -> dict:
+    """One process: the library on PYTHONPATH, timed on the pickled batches -> per-repetition seconds per step
+    and the losses of the first batches under the initial weights."""
+    import pickle
+
+    import torch
+    from transformers import AutoModelForSeq2SeqLM
+
+    torch.set_num_threads(threads)
+    data = pickle.loads(Path(batches_path).read_bytes())
+    preset, copy, config = ctrsgen_config(setting, data)
     torch.manual_seed(0)
     model = AutoModelForSeq2SeqLM.from_config(config).train()
     batches = data["batches"][copy][:steps]

@@ -23,7 +23,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from bench_training import CTRSGEN_SETTINGS, ctrsgen_batches, library_optimizer  # noqa: E402
+from bench_training import CTRSGEN_SETTINGS, ctrsgen_batches, ctrsgen_config, library_optimizer  # noqa: E402
 
 
 def step_ms(config, preset: str, batches: list, vocab_size: int, frozen: bool) -> tuple[float, list]:
@@ -55,9 +55,6 @@ def step_ms(config, preset: str, batches: list, vocab_size: int, frozen: bool) -
 def main() -> None:
     import torch
 
-    from hf_querygen.experiments.zhang2020_systems import CONTRAST_SETTING, COPY_SIZES
-    from hf_querygen.presets import config_from_preset
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=15)
     parser.add_argument("--rounds", type=int, default=3)
@@ -69,15 +66,8 @@ def main() -> None:
         ctrsgen_batches(path, args.steps)
         data = pickle.loads(path.read_bytes())
     result: dict = {"threads": 1, "steps": args.steps, "loadavg_before": os.getloadavg()}
-    for setting, (preset, sizes) in CTRSGEN_SETTINGS.items():
-        copy = sizes is None
-        config = config_from_preset(
-            preset,
-            vocab_size=data["vocab_size"],
-            output_vocab_size=data["output_vocab_size"],
-            **CONTRAST_SETTING,
-            **(COPY_SIZES if copy else sizes),
-        )
+    for setting in CTRSGEN_SETTINGS:
+        preset, copy, config = ctrsgen_config(setting, data)
         batches = data["batches"][copy][: args.steps]
         row: dict = {"trained_ms_per_step": [], "frozen_ms_per_step": []}
         for _ in range(args.rounds):
