@@ -38,6 +38,7 @@ import sys
 import time
 from pathlib import Path
 
+from hf_querygen.experiments._report import aggregate
 from hf_querygen.tasks.q2id_task import Q2ID_METRICS
 
 HERE = Path(__file__).resolve().parent
@@ -190,14 +191,6 @@ def time_alone(work: Path, min_frequencies: list[int], steps: int) -> None:
         print(time.strftime("%H:%M:%S"), "timed", f"min_frequency{f}", flush=True)
 
 
-def _stats(values: list[float]) -> dict:
-    return {
-        "mean": statistics.mean(values),
-        "std": statistics.stdev(values) if len(values) > 1 else 0.0,
-        "n": len(values),
-    }
-
-
 def summarize(work: Path, out_dir: Path = HERE, notes: list[str] | None = None) -> dict:
     """``vocabulary_study.json`` and ``.md`` from the records in ``work/records``."""
     from hf_querygen.experiments.recipes import training_recipe
@@ -208,12 +201,16 @@ def summarize(work: Path, out_dir: Path = HERE, notes: list[str] | None = None) 
     )
     systems: dict[str, dict] = {}
     for f in sorted({r["min_frequency"] for r in records}):
-        runs = [r for r in records if r["min_frequency"] == f]
-        row = {metric: _stats([r["validation"][metric] for r in runs]) for metric in METRICS}
-        row["best_rouge_goal"] = _stats([r["best_rouge_goal"] for r in runs])
-        for key in RUN_NUMBERS:
-            row[key] = _stats([r[key] for r in runs])
-        systems[f"min_frequency={f}"] = row
+        runs = [
+            {
+                **{metric: r["validation"][metric] for metric in METRICS},
+                "best_rouge_goal": r["best_rouge_goal"],
+                **{key: r[key] for key in RUN_NUMBERS},
+            }
+            for r in records
+            if r["min_frequency"] == f
+        ]
+        systems[f"min_frequency={f}"] = aggregate(runs)
     recipe = training_recipe(SYSTEM, None)
     document = {
         "systems": systems,
