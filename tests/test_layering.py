@@ -31,7 +31,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
         "validation",
         "word_vectors",
     ),
-    ("corpora", "nn", "tokenization"),
+    ("corpora", "nn", "tokenization", "pretrained"),
     ("models", "metrics", "retrieval"),
     ("presets", "synthetic"),
     ("tasks", "inference", "model_folder"),
