@@ -351,6 +351,7 @@ def _generate_command(args: argparse.Namespace) -> int:
                 "--num-return-sequences cannot exceed --num-beams (beam search returns its beams)"
             )
     outputs = task.predict(model, tokenizer, args.texts, **kwargs)
+    task.warn_if_degenerate(outputs, model)
     for output in outputs:
         for one in output if isinstance(output, list) and task.name != "segmentation" else [output]:
             print(task.as_text(one))

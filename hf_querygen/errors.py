@@ -42,6 +42,11 @@ class OutputExistsError(InvalidInputError, FileExistsError):
     write (the message names its files) or, without ``overwrite``, one it did."""
 
 
+class DegenerateOutputWarning(UserWarning):
+    """A model's output that is empty, only punctuation or one word repeated: the model is probably
+    under-trained (a smoke-sized run); warned once per model."""
+
+
 class CorpusCountWarning(UserWarning):
     """A built corpus config whose row counts differ from the counts recorded in its dataset card."""
 

@@ -32,9 +32,9 @@ from pathlib import Path
 
 from hf_querygen.corpora._base import validation_mask  # noqa: F401  (moved; the task layer reads it)
 from hf_querygen.corpora.webis_qsec_10 import SegmentationResources
+from hf_querygen.errors import InvalidInputError
 from hf_querygen.metrics.segmentation_scores import segmentation_scores
 from hf_querygen.tasks.segmentation import bio_to_breaks, breaks_to_bio, breaks_to_string, query_words
-from hf_querygen.errors import InvalidInputError
 from hf_querygen.text import breaks_to_segments
 from hf_querygen.utils import require_extra
 
