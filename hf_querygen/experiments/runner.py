@@ -439,5 +439,34 @@ def summary_table(reproduction: PaperTable, document: dict) -> str:
         "quick" if document["config"].get("quick") else "full"
     )
     seconds = document["config"].get("timings_s", {}).get("total_s")
-    head = f"\n{reproduction.name} ({mode} run, {document['config'].get('seeds')} seed(s), {seconds} s)\n"
-    return head + markdown_table(document, list(reproduction.table_metrics), systems, labels)
+    run = f"{mode} run, {document['config'].get('seeds')} seed(s), {seconds} s"
+    if mode == "quick":
+        run = f"QUICK SMOKE RUN: tiny models trained for minutes, 1 seed, {seconds} s"
+    head = f"\n{reproduction.name} ({run})\n"
+    table = markdown_table(document, list(reproduction.table_metrics), systems, labels)
+    return head + table + smoke_run_notes(document, list(reproduction.table_metrics), systems, labels, mode)
+
+
+def smoke_run_notes(
+    document: dict, metrics: list[str], systems: list[str], labels: dict[str, str], mode: str
+) -> str:
+    """A quick run's footnote: which rows read 0.000 and why (the smoke-sized models write nothing
+    useful yet), and where the real numbers are. Empty for other budgets."""
+    if mode != "quick":
+        return ""
+    zero = [
+        labels.get(key, key)
+        for key in systems
+        if any(
+            isinstance(document["systems"][key].get(metric), dict)
+            and document["systems"][key][metric].get("mean") == 0
+            for metric in metrics
+        )
+    ]
+    note = "\nThese are not results: the committed full-run tables are in results/<paper>/results.md."
+    if zero:
+        note += (
+            f"\nRows at 0.000 ({', '.join(zero)}): their smoke-sized models are trained too briefly to "
+            "write a correct output yet; a full run trains them to convergence."
+        )
+    return note + "\n"
