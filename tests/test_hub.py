@@ -57,6 +57,10 @@ def local_hub(tmp_path, monkeypatch):
         header = content.split("---\n")[1]
         assert isinstance(yaml.safe_load(header), dict), "model card YAML header is not a mapping"
 
+    # a push is checked first (hub_export.check_push): online, a token, the token accepted
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setenv("HF_TOKEN", "hf_local_test_token")
+    monkeypatch.setattr(HfApi, "whoami", lambda self, *a, **k: {"name": "me"})
     monkeypatch.setattr(HfApi, "create_repo", create_repo)
     monkeypatch.setattr(HfApi, "_validate_yaml", validate_yaml)
     monkeypatch.setattr(HfApi, "create_commit", create_commit)
