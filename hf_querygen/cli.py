@@ -1,4 +1,4 @@
-"""The ``hf-querygen`` command: train / evaluate / generate / reproduce / corpus.
+"""hf-querygen: query reformulation models, their corpora, the paper tables, and search.
 
 Each subcommand lives with the code it drives; a module listed in ``COMMAND_MODULES`` exposes
 ``add_commands(subparsers)`` and sets ``func`` on its parsers. Heavy imports happen inside the
@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from collections.abc import Callable, Iterable, Iterator
 
 from .errors import HFQueryGenError
 
@@ -74,18 +75,37 @@ def unit_float(text: str) -> float:
     return value
 
 
+class LazyChoices:
+    """argparse ``choices`` read from a registry when argparse first checks or prints them, so building
+    the parser imports nothing (``hf-querygen --help`` stays cheap). ``also`` accepts further names that
+    the help does not list (e.g. deprecated aliases that still resolve)."""
+
+    def __init__(self, names: Callable[[], Iterable[str]], also: Callable[[str], bool] | None = None):
+        self.names, self.also = names, also
+
+    def __contains__(self, name: object) -> bool:
+        return name in list(self.names()) or (
+            self.also is not None and isinstance(name, str) and self.also(name)
+        )
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self.names()))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
     parser.add_argument(
         "--debug", action="store_true", help="show the full traceback of an error instead of one line"
     )
-    subparsers = parser.add_subparsers(dest="command", required=True)
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in COMMAND_MODULES:
         try:
             importlib.import_module(module).add_commands(subparsers)
         except ModuleNotFoundError as err:  # a module still being written must not break the others
             if err.name != module:
                 raise
+    # the command list comes from what the modules registered: a new command shows up without an edit here
+    parser.epilog = f"commands: {', '.join(subparsers.choices)}; `{PROG} COMMAND --help` for one"
     return parser
 
 

@@ -11,13 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from ._fs import check_output_dir, check_output_file
-from .cli import non_negative_int, positive_float, positive_int
+from .cli import LazyChoices, non_negative_int, positive_float, positive_int
 from .experiments.papers import REPRODUCTIONS, get_reproduction
 from .experiments.recipes import training_recipe
 from .model_folder import load_trained
 from .systems import get_system
-from .tasks.base import get_task
-from .training import MODEL_FOLDER_KIND, train_model
+from .tasks.base import DEPRECATED_TASK_NAMES, TASKS, get_task
+from .training import MODEL_FOLDER_KIND, QUICK_SETTINGS, TRAIN_LOG_FILE, quiet_console, train_model
 from .utils import TRAINING_METADATA_FILE
 
 THREADS_HELP = "torch CPU threads (default 1: these small RNNs gain little from more; 0 = torch's default)"
@@ -28,7 +28,11 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
         "train", help="train a preset (or a paper system) on a task's corpus; writes a model folder"
     )
     train.add_argument(
-        "--task", default=None, help="nl2kw | segmentation | text2text | q2id (default: the corpus')"
+        "--task",
+        default=None,
+        metavar="TASK",
+        choices=LazyChoices(lambda: TASKS.names(), also=lambda name: name in DEPRECATED_TASK_NAMES),
+        help="%(choices)s (default: the task that trains on --corpus)",
     )
     train.add_argument("--corpus", default=None, help="default: the task's first corpus")
     train.add_argument("--config", default=None, help="corpus config (default: the task's)")
@@ -40,8 +44,8 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     train.add_argument(
         "--budget",
         default=None,
-        help="--system of a paper with a training recipe (ding2018): train the row as this budget of "
-        "`reproduce` does (default: the paper's train budget, `full`; ding2018 also has `paper`, `quick`)",
+        help="--system: train the row as this budget of `reproduce` trains it (the table's data, sizes, "
+        f"steps and checkpoint selection); budgets: {_budget_listing()}",
     )
     train.add_argument(
         "--task-corpus-only",
@@ -52,7 +56,13 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     train.add_argument("--output-dir", type=Path, required=True)
     train.add_argument("--overwrite", action="store_true", help="replace an existing --output-dir")
     train.add_argument("--resume", action="store_true", help="continue from the last checkpoint")
-    train.add_argument("--quick", action="store_true", help="smoke run: 150 steps, 256 validation examples")
+    train.add_argument(
+        "--quick",
+        action="store_true",
+        help="a smoke run: with --system, its paper's `quick` budget (as `reproduce --quick`); with "
+        f"--preset, {QUICK_SETTINGS['max_steps']} steps and {QUICK_SETTINGS['max_validation_examples']} "
+        "validation examples",
+    )
     train.add_argument(
         "--max-steps", type=positive_int, default=None, help="stop after this many optimiser steps"
     )
@@ -87,6 +97,13 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
         help="batch examples of similar source length (faster; default on)",
     )
     train.add_argument("--threads", type=non_negative_int, default=1, help=THREADS_HELP)
+    train.add_argument(
+        "--verbose",
+        action="store_true",
+        help="print transformers' logs, warnings and the Trainer's log dicts, and the whole training record "
+        "as JSON on stdout (default: a progress bar and a summary; they go to train.log and "
+        "hf_querygen_training.json in the model folder)",
+    )
     train.set_defaults(func=_train_command)
 
     evaluate = subparsers.add_parser("evaluate", help="score a trained model on a corpus split (JSON out)")
@@ -121,6 +138,13 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     generate.set_defaults(func=_generate_command)
 
 
+def _budget_listing() -> str:
+    """Each paper's budgets, from the registered paper data files (no paper module is imported)."""
+    from .experiments.papers import budget_names
+
+    return "; ".join(f"{paper}: {', '.join(names)}" for paper, names in budget_names().items())
+
+
 def set_threads(threads: int) -> None:
     # measured on the 2-core dev machine under load: the quick nl2kw job took 5.5 CPU-minutes with
     # torch's 2 threads and under 2 with one (thread synchronisation dominates at these sizes)
@@ -138,6 +162,7 @@ def _train_command(args: argparse.Namespace) -> int:
     check_output_dir(args.output_dir, MODEL_FOLDER_KIND, args.overwrite, what="--output-dir")
     set_threads(args.threads)
     preset, task = args.preset, args.task
+    recipe = None
     preset_overrides: dict[str, Any] = {}
     kwargs: dict[str, Any] = {}
     if args.system:
@@ -172,9 +197,15 @@ def _train_command(args: argparse.Namespace) -> int:
             )
     elif args.budget or args.task_corpus_only:
         raise SystemExit("--budget and --task-corpus-only go with --system")
+    if args.quick and args.budget:
+        raise SystemExit(f"--quick is the budget `quick`: give --quick or --budget {args.budget}, not both")
     preset_overrides.update(parse_assignments(args.set))
+    # the training's log is written beside the folder being built, then saved in it as train.log
+    log_file = args.output_dir.parent / f".{args.output_dir.name}.train.log"
+    log_file.unlink(missing_ok=True)
+    console = contextlib.nullcontext() if args.verbose else quiet_console(log_file)
     # Trainer prints to stdout; keep stdout for the JSON result so that it can be piped
-    with contextlib.redirect_stdout(sys.stderr):
+    with contextlib.redirect_stdout(sys.stderr), console:
         metadata = train_model(
             preset,
             args.output_dir,
@@ -183,7 +214,7 @@ def _train_command(args: argparse.Namespace) -> int:
             config_name=args.config,
             data_dir=args.data_dir,
             seed=args.seed,
-            quick=args.quick,
+            quick=args.quick and recipe is None,  # a row's --quick is its paper's quick budget (the recipe)
             max_steps=args.max_steps,
             epochs=args.epochs,
             max_train_examples=args.max_train_examples,
@@ -195,10 +226,36 @@ def _train_command(args: argparse.Namespace) -> int:
             overwrite=args.overwrite,
             resume=args.resume,
             time_limit=args.time_limit * 60 if args.time_limit else None,
+            log_file=None if args.verbose else log_file,
             **kwargs,
         )
-    print(json.dumps(metadata, indent=2))
+    log_file.unlink(missing_ok=True)
+    if args.verbose:
+        print(json.dumps(metadata, indent=2))
+    else:
+        print(training_summary(metadata, args.output_dir))
     return 0
+
+
+def training_summary(metadata: dict[str, Any], output_dir: Path) -> str:
+    """The few lines ``train`` prints: what was trained on what, how long, the validation scores, where."""
+    scores = metadata.get("validation") or {}
+    shown = ", ".join(
+        f"{name.removeprefix('eval_')} {value:.3f}"
+        for name, value in scores.items()
+        if isinstance(value, int | float) and not name.endswith(("_seconds", "_runtime", "per_second"))
+    )
+    steps = metadata.get("global_steps")
+    lines = [
+        f"trained {metadata.get('preset')} ({metadata.get('model_type')}) for {metadata.get('task')} on "
+        f"{metadata.get('corpus')}/{metadata.get('config')}: {metadata.get('train_examples')} examples, "
+        f"{steps} steps, {metadata.get('seconds')} s"
+        + (" (a quick smoke run)" if metadata.get("quick") else ""),
+        f"validation ({metadata.get('validation_examples')} examples): {shown or 'not scored'}",
+        f"model folder: {output_dir} (record: {TRAINING_METADATA_FILE}, log: {TRAIN_LOG_FILE}; "
+        "--verbose prints both)",
+    ]
+    return "\n".join(lines)
 
 
 def _recipe(system: Any, args: argparse.Namespace) -> Any:
@@ -206,9 +263,11 @@ def _recipe(system: Any, args: argparse.Namespace) -> Any:
     paper = system.name.split("/", 1)[0]
     if paper not in REPRODUCTIONS:
         return None
-    if get_reproduction(paper).train_budget is None and not args.budget:
+    reproduction = get_reproduction(paper)
+    budget = args.budget or ("quick" if args.quick and "quick" in reproduction.budgets else None)
+    if reproduction.train_budget is None and not budget:
         return None
-    return training_recipe(system, args.budget, args.data_dir)
+    return training_recipe(system, budget, args.data_dir)
 
 
 def parse_assignments(assignments: list[str]) -> dict[str, Any]:
@@ -292,6 +351,7 @@ def _generate_command(args: argparse.Namespace) -> int:
                 "--num-return-sequences cannot exceed --num-beams (beam search returns its beams)"
             )
     outputs = task.predict(model, tokenizer, args.texts, **kwargs)
+    task.warn_if_degenerate(outputs, model)
     for output in outputs:
         for one in output if isinstance(output, list) and task.name != "segmentation" else [output]:
             print(task.as_text(one))

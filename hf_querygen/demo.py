@@ -129,6 +129,8 @@ class QueryDemo:
         if missing:
             raise InvalidInputError(f"demo: no model folder for {missing}")
         self.pipelines = {role: load_pipeline(DEMO_MODELS[role][2], folders[role]) for role in DEMO_MODELS}
+        #: each panel's label names the model it shows (the folder's system or preset), not a fixed one
+        self.labels = {role: model_label(role, folders[role]) for role in DEMO_MODELS}
         self.yake = YakeKeywordExtractor(**YAKE_SETTING)
         self.ids = list(documents)
         self.texts = [documents[i] for i in self.ids]
@@ -196,20 +198,58 @@ class QueryDemo:
             "K2Q question": questions[0]["generated_text"] if questions else "",
             "intent description": intent,
         }
+        asked = {"keywords": bool(question), "segmentation": bool(k2q_input.split()), "k2q": bool(k2q_input)}
+        asked["q2id"] = bool(question)
         return DemoResult(
-            keywords_dual=dual,
+            keywords_dual=dual or self.no_output("keywords", asked),
             keywords_yake=yake,
-            segmentation=" | ".join(f"[{segment}]" for segment in segments),
+            segmentation=" | ".join(f"[{segment}]" for segment in segments)
+            or self.no_output("segmentation", asked),
             k2q_input=k2q_input,
-            k2q_questions="\n".join(f"{q['generated_text']}  ({q['score']:.2f})" for q in questions),
-            intent=intent,
+            k2q_questions="\n".join(f"{q['generated_text']}  ({q['score']:.2f})" for q in questions)
+            or self.no_output("k2q", asked),
+            intent=intent or self.no_output("q2id", asked),
             tables={ranker: self.table(forms, ranker) for ranker in RANKERS},
         )
+
+    def no_output(self, role: str, asked: Mapping[str, bool]) -> str:
+        """A panel whose model was asked and wrote nothing says so (never a blank panel)."""
+        if not asked.get(role):
+            return ""
+        return f"(no output: {self.labels[role]} wrote nothing for this input; it is probably under-trained)"
 
 
 def _cell(text: str, limit: int) -> str:
     text = " ".join(str(text).split()).replace("|", "/")
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def model_label(role: str, folder: str | Path) -> str:
+    """What a panel shows as its model: the table row (``system``) or preset the folder was trained as,
+    its model type, and the folder's name; the paper's name when it is the role's default preset."""
+    import json
+
+    from .utils import TRAINING_METADATA_FILE
+
+    folder = Path(folder)
+    try:
+        metadata = json.loads((folder / TRAINING_METADATA_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        metadata = {}
+    if not isinstance(metadata, dict):
+        metadata = {}
+    try:
+        model_type = json.loads((folder / "config.json").read_text(encoding="utf-8")).get("model_type")
+    except (OSError, ValueError, AttributeError):
+        model_type = None
+    default_preset, _, _, paper_label = DEMO_MODELS[role]
+    name = metadata.get("system") or metadata.get("preset") or model_type or "model"
+    if name == default_preset:
+        name = f"{paper_label}, preset {name}"
+    elif model_type and model_type not in name:
+        name = f"{name} ({model_type})"
+    quick = ", quick smoke run" if metadata.get("quick") or metadata.get("budget") == "quick" else ""
+    return f"{name}{quick}: {folder.name}"
 
 
 def build_app(demo: QueryDemo, example: str = EXAMPLE_QUESTION) -> Any:
@@ -241,17 +281,17 @@ def build_app(demo: QueryDemo, example: str = EXAMPLE_QUESTION) -> Any:
             )
         run = gr.Button("Reformulate and search", variant="primary", elem_id="run")
         with gr.Row():
-            dual = gr.Textbox(label=f"Keyword query: {DEMO_MODELS['keywords'][3]}", elem_id="keywords-dual")
+            dual = gr.Textbox(label=f"Keyword query: {demo.labels['keywords']}", elem_id="keywords-dual")
             yake = gr.Textbox(label="Keyword query: YAKE", elem_id="keywords-yake")
             segmentation = gr.Textbox(
-                label=f"Segmentation of the K2Q input: {DEMO_MODELS['segmentation'][3]}",
+                label=f"Segmentation of the K2Q input: {demo.labels['segmentation']}",
                 elem_id="segmentation",
             )
         with gr.Row():
             k2q_used = gr.Textbox(label="K2Q input (keyword query)", elem_id="k2q-used")
-            k2q = gr.Textbox(label=f"K2Q questions: {DEMO_MODELS['k2q'][3]}", lines=3, elem_id="k2q")
+            k2q = gr.Textbox(label=f"K2Q questions: {demo.labels['k2q']}", lines=3, elem_id="k2q")
             intent = gr.Textbox(
-                label=f"Intent description from retrieved documents: {DEMO_MODELS['q2id'][3]}",
+                label=f"Intent description from retrieved documents: {demo.labels['q2id']}",
                 elem_id="intent",
             )
         bm25 = gr.Markdown(elem_id="bm25")
@@ -319,6 +359,11 @@ def browse(
         shown = {name: field(name).get_property("value") for name in TEXT_PANELS}
         shown |= {name: driver.find_element(By.CSS_SELECTOR, f"#{name}").text for name in RANKERS}
         if screenshot is not None:
+            # the whole page: the window grows to the document's height (the tables end below 1900 px)
+            height = driver.execute_script(
+                "return Math.max(document.body.scrollHeight, document.documentElement.scrollHeight)"
+            )
+            driver.set_window_size(1500, int(height) + 40)
             Path(screenshot).parent.mkdir(parents=True, exist_ok=True)
             driver.save_screenshot(str(screenshot))
         return shown

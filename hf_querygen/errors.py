@@ -42,6 +42,16 @@ class OutputExistsError(InvalidInputError, FileExistsError):
     write (the message names its files) or, without ``overwrite``, one it did."""
 
 
+class HubPushError(HFQueryGenError):
+    """A push to the Hub that cannot start or did not succeed (offline, no or a rejected token, the Hub
+    unreachable, the server's refusal); the message names the repository and what to do."""
+
+
+class DegenerateOutputWarning(UserWarning):
+    """A model's output that is empty, only punctuation or one word repeated: the model is probably
+    under-trained (a smoke-sized run); warned once per model."""
+
+
 class CorpusCountWarning(UserWarning):
     """A built corpus config whose row counts differ from the counts recorded in its dataset card."""
 

@@ -86,6 +86,7 @@ def render_model_card(
     language: str | list[str] = "en",
     pipeline_task: str = "query-reformulation",
     evaluations: Sequence[Mapping[str, Any]] = (),
+    hub_datasets: Sequence[str] | None = None,
 ) -> ModelCard:
     """A filled model card for ``model`` (a PreTrainedModel of this package); ``task`` is the Hub
     ``pipeline_tag``, ``pipeline_task`` the ``transformers.pipeline`` task shown in the usage code.
@@ -93,7 +94,8 @@ def render_model_card(
     ``eval_metrics`` are scores on ``dataset_split`` of ``dataset`` (the validation scores ``train``
     recorded); ``evaluations`` more results, each ``{"corpus", "config", "split", "metrics"}`` (what
     ``hf-querygen evaluate`` recorded, :func:`recorded_evaluations`). All of them go to the card's
-    ``model-index`` and its evaluation table."""
+    ``model-index`` and its evaluation table. ``hub_datasets``: the training data's Hub dataset ids (the
+    card's ``datasets:``); ``license``: the training data's (:func:`corpus_card_kwargs`)."""
     config = model.config
     model_type = config.model_type
     paper_title, citation, bibtex = PAPERS.get(model_type, _UNKNOWN_PAPER)
@@ -111,7 +113,8 @@ def render_model_card(
         library_name="transformers",
         pipeline_tag=task,
         tags=["hf-querygen", model_type, "query-reformulation"],
-        datasets=[dataset] if dataset else None,
+        # Hub dataset ids only (``hub_datasets``); a corpus name that is no Hub id stays in the card's text
+        datasets=list(hub_datasets) if hub_datasets else None,
         metrics=sorted({result.metric_type for result in results} | set(eval_metrics)) or None,
         eval_results=results or None,
     )
@@ -134,6 +137,8 @@ def render_model_card(
     return ModelCard.from_template(
         card_data,
         template_path=str(TEMPLATE_PATH),
+        model_name=model_name,
+        auto_class=auto_class,
         model_summary=f"A {model_type} model for {task}.",
         paper_title=paper_title,
         paper_citation=citation,
@@ -187,6 +192,7 @@ def card_kwargs_from_training(model_dir: str | Path) -> dict[str, Any]:
         and not key.startswith("eval_n_")
     }
     corpus = metadata.get("corpus")
+    data_kwargs = corpus_card_kwargs(corpus, metadata.get("config"))
     task_kwargs: dict[str, Any] = {}
     if metadata.get("task"):
         from transformers import AutoConfig
@@ -198,14 +204,47 @@ def card_kwargs_from_training(model_dir: str | Path) -> dict[str, Any]:
         inputs = task.card_inputs(config, metadata)
         if inputs:
             task_kwargs["limitations"] = inputs
+    training_data = (
+        f"`{corpus}` (config `{metadata.get('config')}`), {metadata.get('train_examples')} training pairs: "
+        f"`{metadata.get('source_column')}` -> `{metadata.get('target_column')}`. " + data_kwargs.pop("where")
+    )
     return {
         **task_kwargs,
+        **data_kwargs,
         "dataset": corpus,
         "dataset_split": "validation",
         "eval_metrics": validation,
         "hyperparameters": {key: metadata[key] for key in _TRAINING_KEYS if key in metadata},
-        "training_data": f"`{corpus}` (config `{metadata.get('config')}`), {metadata.get('train_examples')} "
-        f"training pairs: `{metadata.get('source_column')}` -> `{metadata.get('target_column')}`.",
+        "training_data": training_data,
+    }
+
+
+def corpus_card_kwargs(corpus: str | None, config: str | None) -> dict[str, Any]:
+    """What a model card says of its training corpus: ``license`` (the data's, from the corpus's
+    registration), ``hub_datasets`` (its Hub id, or none) and ``where`` (a sentence: the Hub dataset, or
+    that it is not on the Hub and the command that builds it)."""
+    from .corpora import get_corpus_spec
+
+    if not corpus:
+        return {"where": "The training corpus was not recorded."}
+    try:
+        spec = get_corpus_spec(corpus)
+    except (KeyError, ValueError):  # a plugin's or an older folder's corpus this installation lacks
+        return {"where": f"Corpus `{corpus}` is not one of this installation's corpora."}
+    license_note = f" License: {spec.license_details}" if spec.license_details else ""
+    if spec.hub_dataset_id:
+        where = (
+            f"On the Hub: [`{spec.hub_dataset_id}`](https://huggingface.co/datasets/{spec.hub_dataset_id})."
+        )
+    else:
+        where = (
+            f"The corpus is not on the Hub: `hf-querygen corpus build {corpus}` builds it from the raw "
+            "upstream files (see the hf-querygen README)."
+        )
+    return {
+        "license": spec.license,
+        "hub_datasets": [spec.hub_dataset_id] if spec.hub_dataset_id else [],
+        "where": where + license_note,
     }
 
 

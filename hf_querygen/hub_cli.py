@@ -71,9 +71,11 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
 def _export_command(args: argparse.Namespace) -> int:
     import json
 
-    from .hub_export import export_dataset, export_model, push_folder
+    from .hub_export import check_push, export_dataset, export_model, push_folder
 
     source = Path(args.source)
+    if args.push is not None:  # repository id, offline switch, token and network before anything is written
+        check_push(args.push, args.token)
     if (source / "config.json").is_file():
         kind = "model"
         out = export_model(source, args.out_dir, repo_id=args.push, overwrite=args.overwrite)

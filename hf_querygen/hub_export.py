@@ -13,7 +13,7 @@ from huggingface_hub import HfApi, ModelCard
 
 from .corpora import build_dataset_folder
 from .corpora._base import dataset_folder, get_corpus_spec
-from .errors import InvalidInputError, ModelFolderError
+from .errors import HubPushError, InvalidInputError, ModelFolderError
 from .hub import EVALUATIONS_FILE, card_kwargs_from_training, recorded_evaluations, render_model_card
 from .model_folder import load_trained
 from .utils import TRAINING_METADATA_FILE
@@ -209,6 +209,51 @@ def check_dataset_repo(folder: str | Path) -> list[str]:
     return problems
 
 
+def check_push(repo_id: Any, token: str | None = None) -> str:
+    """Everything a push needs, checked before anything is written: a valid repository id, the Hub not
+    switched off (``HF_HUB_OFFLINE``), a token, and the Hub reachable and accepting that token (one
+    ``whoami`` call). Returns the account name; raises :class:`InvalidInputError` for a bad id and
+    :class:`HubPushError` for the rest, each one line naming the fix."""
+    import os
+
+    from huggingface_hub import get_token
+    from huggingface_hub.errors import HfHubHTTPError, HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    if not isinstance(repo_id, str) or not repo_id:
+        raise InvalidInputError(f"--push: a Hub repository id such as 'user/name' is needed, got {repo_id!r}")
+    try:
+        validate_repo_id(repo_id)
+    except HFValidationError as err:
+        reason = " ".join(str(err).split())
+        raise InvalidInputError(f"--push: {repo_id!r} is not a valid Hub repository id ({reason})") from None
+    if os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in {"1", "ON", "YES", "TRUE"}:
+        raise HubPushError(
+            f"--push {repo_id}: the Hub is switched off here (HF_HUB_OFFLINE is set); unset it to push, or "
+            "export without --push and upload the folder later"
+        )
+    token = token or get_token()
+    if not token:
+        raise HubPushError(f"--push {repo_id}: no Hub token; log in with `hf auth login` or pass --token")
+    try:
+        account = HfApi(library_name="hf-querygen", token=token).whoami()
+    except HfHubHTTPError as err:
+        status = getattr(getattr(err, "response", None), "status_code", None)
+        if status in (401, 403):
+            raise HubPushError(f"--push {repo_id}: the Hub rejected the token (HTTP {status})") from None
+        raise HubPushError(f"--push {repo_id}: the Hub answered HTTP {status}: {_first_line(err)}") from None
+    except Exception as err:  # connection refused, DNS, timeouts, proxies: all mean "cannot reach it"
+        raise HubPushError(
+            f"--push {repo_id}: cannot reach the Hub ({type(err).__name__}: {_first_line(err)}); check the "
+            "network, or export without --push and upload the folder later"
+        ) from None
+    return str(account.get("name", "")) if isinstance(account, dict) else ""
+
+
+def _first_line(error: BaseException) -> str:
+    return (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
+
+
 def push_folder(
     folder: str | Path,
     repo_id: str,
@@ -218,13 +263,20 @@ def push_folder(
     token: str | None = None,
     commit_message: str | None = None,
 ) -> str:
-    """Create ``repo_id`` if needed and upload ``folder`` as one commit; returns the commit URL."""
+    """Create ``repo_id`` if needed and upload ``folder`` as one commit; returns the commit URL. A failure
+    of the Hub is a :class:`HubPushError` naming the repository (the folder stays as written)."""
     api = HfApi(library_name="hf-querygen", token=token)
-    repo_id = api.create_repo(repo_id, repo_type=repo_type, private=private, exist_ok=True).repo_id
-    info = api.upload_folder(
-        repo_id=repo_id,
-        repo_type=repo_type,
-        folder_path=str(folder),
-        commit_message=commit_message or f"Upload hf-querygen {repo_type} export",
-    )
+    try:
+        repo_id = api.create_repo(repo_id, repo_type=repo_type, private=private, exist_ok=True).repo_id
+        info = api.upload_folder(
+            repo_id=repo_id,
+            repo_type=repo_type,
+            folder_path=str(folder),
+            commit_message=commit_message or f"Upload hf-querygen {repo_type} export",
+        )
+    except (OSError, ValueError, RuntimeError) as err:  # HfHubHTTPError is an OSError (requests')
+        raise HubPushError(
+            f"push of {folder} to {repo_id} failed ({type(err).__name__}: {_first_line(err)}); the folder is "
+            "complete: push it again later"
+        ) from None
     return str(info.commit_url)

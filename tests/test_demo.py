@@ -27,6 +27,7 @@ from hf_querygen.demo import (  # noqa: E402
     find_chromium,
     launch,
     load_documents,
+    model_label,
 )
 
 TINY = {"embedding_size": 8, "hidden_size": 8}
@@ -62,8 +63,19 @@ def test_quick_set_is_built_once(folders, data_dir):
     assert set(folders) == set(DEMO_MODELS)
 
 
+def test_panels_are_labelled_by_the_models_passed(demo, folders, tmp_path):
+    for role, folder in folders.items():
+        assert folder.name in demo.labels[role] and "quick smoke run" in demo.labels[role]  # built --quick
+        assert DEMO_MODELS[role][0] in demo.labels[role]  # the preset the folder was trained with
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "config.json").write_text('{"model_type": "bert"}')
+    assert model_label("k2q", other) == "bert: other"
+
+
 def test_every_panel_gets_its_result(demo):
     result = demo.run(QUESTION, KEYWORDS)
+    assert all([result.keywords_dual, result.segmentation, result.k2q_questions, result.intent])
     assert result.keywords_yake and all(word in QUESTION for word in result.keywords_yake.split())
     assert result.k2q_input == KEYWORDS
     assert result.segmentation.startswith("[") and result.segmentation.replace("[", "").replace("]", "")
@@ -102,6 +114,8 @@ def test_demo_in_headless_chromium(demo, tmp_path):
     finally:
         app.close()
     expected = demo.run(QUESTION, KEYWORDS)
+    # every panel whose model was asked shows something (an output, or a note that the model wrote nothing)
+    assert all(shown[name].strip() for name in TEXT_PANELS), {name: shown[name] for name in TEXT_PANELS}
     assert {name: shown[name] for name in TEXT_PANELS} == {
         "keywords-dual": expected.keywords_dual,
         "keywords-yake": expected.keywords_yake,

@@ -71,3 +71,17 @@ def test_contributing_recipes_use_the_registries_not_lists():
         assert stale not in text, stale
     for needed in ("ModelSpec", "papers/<paper>.json", "hf_querygen.plugins", "DEPRECATED_TASK_NAMES"):
         assert needed in text, needed
+
+
+def test_every_paper_data_file_declares_the_budgets_its_module_defines():
+    """``--budget`` / ``--quick`` help lists the data files' budgets without importing the papers: they must
+    be the modules' own."""
+    from hf_querygen.experiments.papers import REPRODUCTIONS, budget_names, get_reproduction
+
+    declared = budget_names()
+    assert set(declared) == set(REPRODUCTIONS.names())
+    for name in REPRODUCTIONS.names():
+        budgets = getattr(get_reproduction(name), "budgets", None)
+        if budgets is not None:  # a Reproduction (the retrieval evaluation has full / quick only)
+            assert sorted(declared[name]) == sorted(budgets), name
+        assert "quick" in declared[name], f"{name}: every paper has a quick budget (--quick)"

@@ -190,3 +190,27 @@ def test_dataset_export_names_missing_data(dataset_folder, tmp_path):
     with pytest.raises(InvalidInputError, match="data/de/test.parquet"):
         export_dataset(dataset_folder, tmp_path / "out")
     assert cli_main(["export", "no_such_corpus", str(tmp_path / "out2")]) == 2
+
+
+@pytest.mark.parametrize(
+    "repo, env, message",
+    [
+        ("not a/valid id!", {}, "is not a valid Hub repository id"),
+        ("me/model", {"HF_HUB_OFFLINE": "1"}, "HF_HUB_OFFLINE is set"),
+        ("me/model", {"HF_HUB_OFFLINE": "", "HF_TOKEN": ""}, "no Hub token"),
+        ("me/model", {"HF_HUB_OFFLINE": "", "HF_TOKEN": "hf_x"}, "cannot reach the Hub"),
+    ],
+)
+def test_push_is_checked_before_anything_is_written(
+    trained, tmp_path, capsys, monkeypatch, repo, env, message
+):
+    import huggingface_hub
+
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(huggingface_hub, "get_token", lambda: os.environ.get("HF_TOKEN") or None)
+    out = tmp_path / "repo"
+    assert cli_main(["export", str(trained), str(out), "--push", repo]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1 and err.startswith("hf-querygen: error:")
+    assert not out.exists()

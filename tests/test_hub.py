@@ -57,6 +57,10 @@ def local_hub(tmp_path, monkeypatch):
         header = content.split("---\n")[1]
         assert isinstance(yaml.safe_load(header), dict), "model card YAML header is not a mapping"
 
+    # a push is checked first (hub_export.check_push): online, a token, the token accepted
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setenv("HF_TOKEN", "hf_local_test_token")
+    monkeypatch.setattr(HfApi, "whoami", lambda self, *a, **k: {"name": "me"})
     monkeypatch.setattr(HfApi, "create_repo", create_repo)
     monkeypatch.setattr(HfApi, "_validate_yaml", validate_yaml)
     monkeypatch.setattr(HfApi, "create_commit", create_commit)
@@ -95,6 +99,13 @@ def test_card_renders_training_metadata_offline(tmp_path):
     assert 'pipeline("query-reformulation", model="me/toy")' in text
     assert card.data.model_name == "toy" and "hf-querygen" in card.data.tags
     assert card.data.eval_results[0].dataset_name == "nl2kw"
+    # a title; the usage code imports the model's own Auto class; the training data's license, not ours;
+    # `datasets:` holds Hub dataset ids only (nl2kw is built here, not on the Hub)
+    assert "\n# toy\n" in text
+    auto_class = text.split("from transformers import ", 1)[1].split(",")[0]
+    assert auto_class.startswith("AutoModelFor") and f"model = {auto_class}.from_pretrained" in text
+    assert card.data.license == "other" and "TREC" in text and "not on the Hub" in text
+    assert card.data.datasets is None
     with pytest.raises(FileNotFoundError, match=TRAINING_METADATA_FILE):
         card_kwargs_from_training(tmp_path)
 

@@ -162,3 +162,24 @@ def test_train_system_trains_the_tables_recipe_of_every_paper(paper, data_dir):
     assert kwargs["training_overrides"] == settings["training_overrides"]
     assert recipe.metadata["reproduction"] == paper and recipe.metadata["budget"] == "quick"
     assert {"train", "validation"} <= set(recipe.splits)
+
+
+def test_a_quick_runs_console_table_says_it_is_a_smoke_run_and_why_rows_read_zero():
+    from hf_querygen.experiments.papers import get_reproduction
+    from hf_querygen.experiments.runner import summary_table
+
+    reproduction = get_reproduction("liu2018")
+    keys = [s.key for s in reproduction.systems if s.in_table][:2]
+    metric = list(reproduction.table_metrics)[0]
+    systems = {
+        keys[0]: {metric: {"mean": 0.0, "std": 0.0, "n": 1}},
+        keys[1]: {metric: {"mean": 0.4, "std": 0, "n": 1}},
+    }
+    document = {"systems": systems, "paper_numbers": {}, "config": {"budget": {"name": "quick"}, "seeds": 1}}
+    quick = summary_table(reproduction, document)
+    assert "QUICK SMOKE RUN" in quick and "not results" in quick
+    assert f"Rows at 0.000 ({reproduction.label(keys[0])})" in quick
+    assert reproduction.label(keys[1]) not in quick.split("Rows at 0.000", 1)[1]
+    document["config"]["budget"]["name"] = "full"
+    full = summary_table(reproduction, document)
+    assert "SMOKE" not in full and "Rows at 0.000" not in full and "(full run, 1 seed(s)" in full

@@ -39,11 +39,20 @@ def test_train_every_preset_and_open_it_with_auto_classes_and_pipeline(
     out = tmp_path / preset
     arguments = ["train", "--corpus", corpus, "--preset", preset, "--output-dir", str(out)]
     arguments += ["--max-steps", "2", "--max-train-examples", "64", "--max-validation-examples", "8"]
-    assert cli_main([*arguments, *extra, "--data-dir", str(data_dir)]) == 0
-    metadata = json.loads(capsys.readouterr().out)
+    verbose = ["--verbose"] if preset == "liu2018-seq2seq" else []  # one case checks --verbose
+    assert cli_main([*arguments, *extra, *verbose, "--data-dir", str(data_dir)]) == 0
+    console = capsys.readouterr()
+    metadata = json.loads((out / TRAINING_METADATA_FILE).read_text())
     assert metadata["task"] == task_name and metadata["preset"] == preset and metadata["global_steps"] == 2
-    assert json.loads((out / TRAINING_METADATA_FILE).read_text()) == metadata
-    assert not list(tmp_path.glob(".*"))  # no staging or checkpoint folder left behind
+    if verbose:  # the whole record on stdout, the Trainer's log dicts on the console
+        assert json.loads(console.out) == metadata
+    else:  # a summary; the Trainer's log dicts and transformers' records are in the folder's train.log
+        assert console.out.startswith(f"trained {preset} (") and str(out) in console.out
+        assert len(console.out.splitlines()) == 3 and "{'loss'" not in console.err + console.out
+        lines = (out / "train.log").read_text().splitlines()
+        logged = [json.loads(line) for line in lines if line.startswith("{")]
+        assert any("train_loss" in entry or "eval_loss" in entry for entry in logged)
+    assert not list(tmp_path.glob(".*"))  # no staging, checkpoint or log file left behind
 
     task = get_task(task_name)
     model, tokenizer, _ = load_trained(out)

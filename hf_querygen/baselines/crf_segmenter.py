@@ -32,8 +32,10 @@ from pathlib import Path
 
 from hf_querygen.corpora._base import validation_mask  # noqa: F401  (moved; the task layer reads it)
 from hf_querygen.corpora.webis_qsec_10 import SegmentationResources
+from hf_querygen.errors import InvalidInputError
 from hf_querygen.metrics.segmentation_scores import segmentation_scores
 from hf_querygen.tasks.segmentation import bio_to_breaks, breaks_to_bio, breaks_to_string, query_words
+from hf_querygen.text import breaks_to_segments
 from hf_querygen.utils import require_extra
 
 FEATURE_SETS = ("paper", "paper+corpus")
@@ -293,11 +295,15 @@ class CRFSegmenter:
             for words, pos_tags in zip(word_lists, pos_tag_lists, strict=True)
         ]
 
-    def segment(self, queries: Sequence[str]) -> list[str]:
-        """``|`` segmentations of query strings (POS from the resources' tagger, when they have one)."""
+    def segment(self, queries: Sequence[str]) -> list[list[str]]:
+        """The segments of each query, as ``pipeline("query-segmentation")`` returns them
+        (``[["new york city", "hotels"]]``; POS from the resources' tagger, when they have one).
+        ``"|".join(segments)`` is the corpus's ``|`` notation."""
+        if isinstance(queries, str):
+            raise InvalidInputError("segment() takes a list of queries, got one string")
         word_lists = [query_words(query) for query in queries]
         return [
-            breaks_to_string(w, b) for w, b in zip(word_lists, self.predict_breaks(word_lists), strict=True)
+            breaks_to_segments(w, b) for w, b in zip(word_lists, self.predict_breaks(word_lists), strict=True)
         ]
 
     # -- persistence

@@ -32,6 +32,12 @@ class CorpusSpec:
     default_config: str
     build: BuildFn
     description: str = ""
+    #: the data's license as a Hub ``license`` value (``"other"`` with ``license_details`` for mixed or
+    #: unstated terms): dataset cards and the cards of models trained on it state it
+    license: str = "other"
+    license_details: str = ""
+    #: the dataset's Hub id where one publishes this corpus as built here (None: not on the Hub)
+    hub_dataset_id: str | None = None
 
     def check_config(self, config: str | None) -> str:
         if config is None:
@@ -54,15 +60,22 @@ CORPORA: Registry[CorpusSpec] = Registry("corpus")
 
 
 def register_corpus(
-    name: str, configs: dict[str, str], default_config: str, description: str = ""
+    name: str,
+    configs: dict[str, str],
+    default_config: str,
+    description: str = "",
+    license: str = "other",
+    license_details: str = "",
+    hub_dataset_id: str | None = None,
 ) -> Callable[[BuildFn], BuildFn]:
     """Decorator registering ``build(config, data_dir, log) -> DatasetDict`` under ``name``."""
 
     def decorator(build: BuildFn) -> BuildFn:
-        # replace: re-importing a builder module (reload, tests) registers the same corpus again
-        CORPORA.register(
-            name, CorpusSpec(name, dict(configs), default_config, build, description), replace=True
+        spec = CorpusSpec(
+            name, dict(configs), default_config, build, description, license, license_details, hub_dataset_id
         )
+        # replace: re-importing a builder module (reload, tests) registers the same corpus again
+        CORPORA.register(name, spec, replace=True)
         return build
 
     return decorator

@@ -147,6 +147,11 @@ def _deduplicate(pairs: Iterator[_Pair], log: ParseLog) -> list[_Pair]:
     configs=CONFIGS,
     default_config="en",
     description="Natural-language query -> keyword query pairs (Liu et al. CIKM'18; Song et al. SIGIR'17)",
+    license="other",
+    license_details=(
+        "Mixed: TREC / TREC-COVID / EPIC-QA topics are distributed publicly by NIST (no license file); "
+        "UQV100: 'freely available' (no license stated); QALD: MIT."
+    ),
 )
 def build_nl2kw(config: str, data_dir: Path, log: ParseLog):
     """Build one ``nl2kw`` config as a ``DatasetDict`` with train / validation / test splits."""

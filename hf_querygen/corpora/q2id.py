@@ -139,6 +139,11 @@ def _pooled_records(data_dir: Path, log: ParseLog) -> list[Q2IDRecord]:
     CONFIGS,
     default_config="all",
     description="Query -> intent description quadruples (Zhang et al., CIKM 2020)",
+    license="other",
+    license_details=(
+        "SemEval-2015/2016 Task 3 (Qatar Living): free for general research use; NFCorpus: free for "
+        "academic use (other uses: NutritionFacts.org terms)."
+    ),
 )
 def build_q2id(config: str, data_dir: Path, log: ParseLog) -> datasets.DatasetDict:
     """Build one config. Both sources are always parsed, because the split of a query is drawn

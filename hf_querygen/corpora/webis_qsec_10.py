@@ -340,6 +340,10 @@ def fold_of_ids(query_ids: list[str]) -> dict[str, int]:
     },
     default_config="segmentations",
     description="Webis Query Segmentation Corpus 2010, training set (Hagen et al. WWW 2011)",
+    license="other",
+    license_details=(
+        "Not stated in the source repository; see the official corpus page, webis.de/data/webis-qsec-10.html."
+    ),
 )
 def build(config: str, data_dir: Path, log: ParseLog) -> datasets.DatasetDict:
     import datasets

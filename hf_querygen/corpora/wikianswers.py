@@ -375,6 +375,11 @@ def _grouped(rows: list[dict], group_of: Callable[[dict], str], salt: str) -> di
     configs=CONFIGS,
     default_config="comqa",
     description="Question corpora and seed keyword-question pairs for keyword -> question (Ding & Balog '18)",
+    license="other",
+    license_details=(
+        "Mixed: query-wellformedness CC BY-SA 4.0; QALD MIT; ComQA, Paralex (via ParaGEN) and Quora "
+        "Question Pairs: terms of their distributors, no license stated in the source repositories."
+    ),
 )
 def build_wikianswers(config: str, data_dir: Path, log: ParseLog):
     """Build one ``wikianswers`` config as a ``DatasetDict``."""

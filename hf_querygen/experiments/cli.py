@@ -9,7 +9,7 @@ from typing import Any
 
 from .._fs import check_writable_dir
 from ..cli import positive_int
-from .papers import REPRODUCTIONS, reproduction_order
+from .papers import REPRODUCTIONS, budget_names, reproduction_order
 
 
 class _PaperChoices:
@@ -41,14 +41,16 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
         help="the paper to reproduce: %(choices)s",
     )
     parser.add_argument(
-        "--quick", action="store_true", help="minutes-long run (small data and models, 1 seed)"
+        "--quick",
+        action="store_true",
+        help="the budget `quick`: a smoke run of minutes (small data and models, 1 seed); its tables say so",
     )
     parser.add_argument(
         "--budget",
         default=None,
-        help="a named budget of the reproduction instead of full / --quick (ding2018, zhang2020: paper = "
-        "the paper's network sizes and optimiser, 3 seeds; uses a CUDA device through the stock Trainer "
-        "when one is present)",
+        help="a named budget instead of `full` (`paper`: the paper's network sizes and optimiser, 3 seeds, "
+        "on a CUDA device through the stock Trainer when one is present); budgets: "
+        + "; ".join(f"{paper}: {', '.join(names)}" for paper, names in budget_names().items()),
     )
     parser.add_argument("--seeds", type=positive_int, default=None, help="number of seeds / repetitions")
     parser.add_argument("--out-dir", type=Path, default=None, help="default: results/<name>[-quick]")
@@ -69,6 +71,8 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
 def _reproduce(args: argparse.Namespace) -> int:
     import importlib
 
+    if args.quick and args.budget:
+        raise SystemExit(f"--quick is the budget `quick`: give --quick or --budget {args.budget}, not both")
     names = reproduction_order() if args.name == "all" else [args.name]
     # output paths before any work (a reproduction runs for minutes to hours)
     for path, what in ((args.out_dir, "--out-dir"), (args.save_models, "--save-models")):

@@ -22,12 +22,12 @@ from hf_querygen.experiments.jobs import (
     Job,
     _fold_data,
     _load_records,
-    _quiet_console,
     run_name,
     train_and_score,
 )
 from hf_querygen.experiments.tables import Budget, Fold, RunContext
 from hf_querygen.tasks.k2q import BLEU_SIGNATURE, k2q_scores
+from hf_querygen.training import quiet_console
 
 
 # ---------------------------------------------------------------- Figs. 6 and 5
@@ -76,7 +76,7 @@ def fig5(context: RunContext) -> dict[str, Any]:
             splits = fold.splits.copy()
             splits["train"] = pairs_split(pairs)
             splits = {k: v for k, v in splits.items() if k in ("train", "validation", "t0")}
-            with _quiet_console(out / "train.log"):
+            with quiet_console(out / "train.log"):
                 data = _fold_data(context.reproduction, Fold(fold_id, datasets.DatasetDict(splits)), {})
                 job = Job(FIG5_SYSTEM, run, fold_id, (FIG5_SYSTEM,))
                 record = train_and_score(job, context.reproduction, budget, data, out)[0]

@@ -2,12 +2,11 @@
 then decode and score it and every system decoding its model: :func:`train_and_score`), the worker
 processes that run jobs (:func:`_init_worker`, :func:`_run_job`), a baseline's run (:func:`_run_baseline`),
 one persisted record per run (``runs/<system>-fold<f>-seed<s>.json``, :func:`run_name`), and the
-Trainer's logs sent to ``train.log`` instead of the console (:class:`_quiet_console`)."""
+Trainer's logs sent to ``train.log`` instead of the console (:class:`quiet_console`)."""
 
 from __future__ import annotations
 
 import json
-import logging
 import os
 import shutil
 import tempfile
@@ -25,6 +24,7 @@ from ..training import (
     TimeLimitCallback,
     choose_decoding,
     data_fingerprint,
+    quiet_console,
     save_model_folder,
     train_preset,
 )
@@ -68,7 +68,7 @@ def _init_worker(
     import torch
 
     torch.set_num_threads(threads)
-    _quiet_console(Path(out) / "train.log").__enter__()  # for the worker's lifetime: logs to the file
+    quiet_console(Path(out) / "train.log").__enter__()  # for the worker's lifetime: logs to the file
     datasets.disable_progress_bars()
     reproduction = get_reproduction(name)
     budget = reproduction.budgets[mode]
@@ -279,39 +279,3 @@ def _run_baseline(
         if info:
             record.setdefault("info", {}).update(info)
     return record
-
-
-class _quiet_console:
-    """Send the Trainer's / transformers' log records to ``log_file`` instead of the console while a
-    stage runs (the Trainer's stdout prints are replaced by :class:`hf_querygen.training.LogFileCallback`)."""
-
-    def __init__(self, log_file: Path):
-        self.log_file = log_file
-
-    def __enter__(self):
-        from transformers.utils import logging as hf_logging
-
-        self.handler = logging.FileHandler(self.log_file, encoding="utf-8")
-        self.logger = hf_logging.get_logger()  # the "transformers" root logger
-        self.level = self.logger.level
-        self.propagate = self.logger.propagate
-        self.old_handlers = list(self.logger.handlers)
-        for handler in self.old_handlers:
-            self.logger.removeHandler(handler)
-        self.logger.addHandler(self.handler)
-        self.logger.setLevel(logging.INFO)
-        self.bars = hf_logging.is_progress_bar_enabled()
-        hf_logging.disable_progress_bar()  # "Writing model shards" / "Loading weights" bars
-        return self
-
-    def __exit__(self, *exc):
-        self.logger.removeHandler(self.handler)
-        for handler in self.old_handlers:
-            self.logger.addHandler(handler)
-        self.logger.setLevel(self.level)
-        if self.bars:
-            from transformers.utils import logging as hf_logging
-
-            hf_logging.enable_progress_bar()
-        self.handler.close()
-        return False

@@ -39,14 +39,13 @@ from typing import TYPE_CHECKING, Any
 from .._fs import check_output_dir, check_writable_dir, foreign_entries, read_marker, write_marker
 from ..errors import InvalidInputError, OutputExistsError
 from ..systems import System
-from ..training import MODEL_FOLDER_KIND
+from ..training import MODEL_FOLDER_KIND, quiet_console
 from ._report import markdown_table, results_document, write_results
 from .jobs import (
     Job,
     _fold_data,
     _init_worker,
     _load_records,
-    _quiet_console,
     _run_baseline,
     _run_job,
     _save_record,
@@ -199,7 +198,7 @@ def run_reproduction(
         _check_save_models(save_dir, jobs)
     _run_plain_baselines(run)
     _train(run, jobs)
-    with _quiet_console(out / "train.log"):  # (the empty checkpoints folder of finished runs)
+    with quiet_console(out / "train.log"):  # (the empty checkpoints folder of finished runs)
         if (out / "checkpoints").is_dir() and not any((out / "checkpoints").iterdir()):
             (out / "checkpoints").rmdir()
     _run_combined_systems(run)
@@ -219,7 +218,7 @@ def _prepare_data(run: ReproductionRun, resume: bool) -> None:
     """The folds, their prepared data (the reproduction's prepare options), the shared resources; the
     records of finished runs when resuming."""
     reproduction = run.reproduction
-    with _quiet_console(run.out / "train.log"):
+    with quiet_console(run.out / "train.log"):
         run.folds = _folds(reproduction, run.budget, run.data_dir)
         for fold in run.folds:
             _fold_data(reproduction, fold, run.cache)
@@ -330,7 +329,7 @@ def _train_in_workers(run: ReproductionRun, jobs: Sequence[Job], bar: Any) -> No
 def _train_here(run: ReproductionRun, jobs: Sequence[Job], bar: Any) -> None:
     """In this process, on the data the run prepared (plus each system's own prepare options)."""
     fold_of = {fold.id: fold for fold in run.folds}
-    with _quiet_console(run.out / "train.log"):
+    with quiet_console(run.out / "train.log"):
         for job in jobs:
             fold = fold_of[job.fold_id]
             data = _fold_data(run.reproduction, fold, run.cache, job.system.prepare_options)
@@ -440,5 +439,34 @@ def summary_table(reproduction: PaperTable, document: dict) -> str:
         "quick" if document["config"].get("quick") else "full"
     )
     seconds = document["config"].get("timings_s", {}).get("total_s")
-    head = f"\n{reproduction.name} ({mode} run, {document['config'].get('seeds')} seed(s), {seconds} s)\n"
-    return head + markdown_table(document, list(reproduction.table_metrics), systems, labels)
+    run = f"{mode} run, {document['config'].get('seeds')} seed(s), {seconds} s"
+    if mode == "quick":
+        run = f"QUICK SMOKE RUN: tiny models trained for minutes, 1 seed, {seconds} s"
+    head = f"\n{reproduction.name} ({run})\n"
+    table = markdown_table(document, list(reproduction.table_metrics), systems, labels)
+    return head + table + smoke_run_notes(document, list(reproduction.table_metrics), systems, labels, mode)
+
+
+def smoke_run_notes(
+    document: dict, metrics: list[str], systems: list[str], labels: dict[str, str], mode: str
+) -> str:
+    """A quick run's footnote: which rows read 0.000 and why (the smoke-sized models write nothing
+    useful yet), and where the real numbers are. Empty for other budgets."""
+    if mode != "quick":
+        return ""
+    zero = [
+        labels.get(key, key)
+        for key in systems
+        if any(
+            isinstance(document["systems"][key].get(metric), dict)
+            and document["systems"][key][metric].get("mean") == 0
+            for metric in metrics
+        )
+    ]
+    note = "\nThese are not results: the committed full-run tables are in results/<paper>/results.md."
+    if zero:
+        note += (
+            f"\nRows at 0.000 ({', '.join(zero)}): their smoke-sized models are trained too briefly to "
+            "write a correct output yet; a full run trains them to convergence."
+        )
+    return note + "\n"

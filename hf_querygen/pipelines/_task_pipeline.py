@@ -168,6 +168,7 @@ class TaskPipeline(Pipeline):
             predicted = self.task_object.predict(
                 self.model, self.tokenizer, [texts[i] for i in kept], batch_size=len(kept), **predict_kwargs
             )
+            self.task_object.warn_if_degenerate(predicted, self.model)
             for i, output in zip(kept, predicted, strict=True):
                 outputs[i] = output
         # a 1-tuple per input: the loader's unbatching then hands postprocess one tuple, an unbatched

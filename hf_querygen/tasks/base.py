@@ -19,12 +19,13 @@ module to the registry's ``modules`` below so that a lookup by name imports it.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..errors import InvalidInputError
+from ..errors import DegenerateOutputWarning, InvalidInputError
 from ..registry import Registry
 from ..specs import family_of
 
@@ -135,6 +136,25 @@ class TaskData:
         return self.task.split_references(self.splits[split])
 
 
+#: models already warned about (:meth:`Task.warn_if_degenerate`: once per model and process)
+_WARNED_DEGENERATE: set[str] = set()
+
+
+def degenerate_reason(text: str) -> str | None:
+    """Why ``text`` looks degenerate (``"empty"``, ``"only punctuation"``, ``"a word repeated"``), or
+    None. A word repeated: three times in a row, or at least 4 words of which at most half are distinct."""
+    words = text.replace("|", " ").split()
+    if not words:
+        return "empty"
+    if not any(any(ch.isalnum() for ch in word) for word in words):
+        return "only punctuation"
+    if any(a == b == c for a, b, c in zip(words, words[1:], words[2:], strict=False)):
+        return "a word repeated"
+    if len(words) >= 4 and len(set(words)) * 2 <= len(words):
+        return "a word repeated"
+    return None
+
+
 def _text(value: Any) -> str:
     return value if isinstance(value, str) else " ".join(value)
 
@@ -162,6 +182,8 @@ class Task:
     primary_metric: ClassVar[str]
     #: the labels a token-classification model of this task predicts (None: the task has no tagger)
     tag_labels: ClassVar[tuple[str, ...] | None] = None
+    #: one output per input is itself a list (segmentation: the segments), not a list of alternatives
+    outputs_are_lists: ClassVar[bool] = False
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"
@@ -299,6 +321,26 @@ class Task:
     def as_text(self, output: Any) -> str:
         """One output as the text the metrics compare with the reference."""
         return str(output)
+
+    def warn_if_degenerate(self, outputs: Sequence[Any], model: Any) -> None:
+        """Warn once per model (:class:`~hf_querygen.errors.DegenerateOutputWarning`) when an output for a
+        non-empty input is empty, only punctuation, or a word repeated: what an under-trained model
+        writes. Called where a user sees outputs (the pipelines, ``hf-querygen generate``)."""
+        name = str(getattr(getattr(model, "config", None), "_name_or_path", "") or type(model).__name__)
+        if name in _WARNED_DEGENERATE:
+            return
+        for output in outputs:
+            for one in output if isinstance(output, list) and not self.outputs_are_lists else [output]:
+                reason = degenerate_reason(self.as_text(one))
+                if reason is not None:
+                    _WARNED_DEGENERATE.add(name)
+                    warnings.warn(
+                        f"model {name!r} wrote {self.as_text(one)!r} ({reason}): it is probably "
+                        "under-trained (a quick smoke run?); train it longer or use a fully trained model",
+                        DegenerateOutputWarning,
+                        stacklevel=3,
+                    )
+                    return
 
     def score(
         self, predictions: Sequence[Any], references: Sequence[str], sources: Sequence[str]

@@ -34,6 +34,7 @@ class SegmentationTask(Task):
     primary_metric = "query_accuracy"
     #: labels of a segmentation tagger (B = a segment starts, I = it continues)
     tag_labels = BIO_LABELS
+    outputs_are_lists = True
     #: longest query (words) the pipeline passes on; Webis-QSeC queries have at most 10 words, the
     #: limit only keeps a pasted document from building a huge tensor (saved as model_max_length)
     max_source_length = 64

@@ -25,7 +25,7 @@ from .task_training import (
     save_model_folder,
     train_preset,
 )
-from .trainer import TimeLimitCallback
+from .trainer import LogFileCallback, TimeLimitCallback
 
 QUICK_SETTINGS = {"max_steps": 150, "eval_steps": 75, "max_validation_examples": 256}
 
@@ -61,6 +61,7 @@ def train_model(
     early_stopping_patience: int | None = 3,
     extra_metadata: Mapping[str, Any] | None = None,
     time_limit: float | None = None,
+    log_file: str | Path | None = None,
 ) -> dict[str, Any]:
     """Corpus -> task data (tokenizer on TRAIN) -> :func:`train_preset` -> :func:`save_model_folder`.
 
@@ -76,7 +77,9 @@ def train_model(
     :func:`hf_querygen.experiments.recipes.training_recipe`);
     ``extra_metadata`` goes into the saved training JSON (e.g. the synthetic set's name, size and
     fingerprint). ``time_limit`` (seconds): stop training then (:class:`TimeLimitCallback`; the best
-    checkpoint so far is kept as usual). Returns the metadata saved with the model, including the
+    checkpoint so far is kept as usual). ``log_file``: the Trainer's log records go there as JSON lines
+    instead of under the progress bar (:class:`LogFileCallback`), and the file is saved in the model
+    folder as ``train.log``. Returns the metadata saved with the model, including the
     task's scores on ``evaluate_split`` (decoded by ``Task.predict``, as the pipeline does); the
     training curves (every logged loss and evaluation) are saved as ``log_history.json``.
     """
@@ -130,7 +133,11 @@ def train_model(
         group_by_length=group_by_length,
         resume=resume,
         early_stopping_patience=early_stopping_patience,
-        callbacks=[TimeLimitCallback(time_limit)] if time_limit else None,
+        callbacks=[
+            *([TimeLimitCallback(time_limit)] if time_limit else []),
+            *([LogFileCallback(log_file, output_dir.name)] if log_file is not None else []),
+        ]
+        or None,
         **dict(train_options or {}),
     )
     model = trainer.model
@@ -189,6 +196,7 @@ def train_model(
         metadata,
         overwrite=overwrite,
         log_history=trainer.state.log_history,
+        log_file=log_file,
     )
     shutil.rmtree(checkpoints, ignore_errors=True)
     return metadata

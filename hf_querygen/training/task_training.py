@@ -4,6 +4,7 @@ score, pretraining, the decoding chosen on validation, and the saved model folde
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,6 +28,9 @@ from .trainer import train_seq2seq
 MODEL_FOLDER_KIND = "model"
 #: file written beside a trained model: the Trainer's log history (training loss, every evaluation)
 LOG_HISTORY_FILE = "log_history.json"
+#: the training's log in a model folder (``hf-querygen train``: transformers' records, warnings, the
+#: Trainer's log dicts as JSON lines)
+TRAIN_LOG_FILE = "train.log"
 
 
 # ---------------------------------------------------------------- presets on task data
@@ -238,10 +242,12 @@ def save_model_folder(
     metadata: Mapping[str, Any],
     overwrite: bool = False,
     log_history: Sequence[Mapping[str, Any]] | None = None,
+    log_file: str | Path | None = None,
 ) -> Path:
     """Write a self-contained model folder: weights, config, generation config, tokenizer,
     ``hf_querygen_training.json`` (``metadata``), ``log_history.json`` (the Trainer's curves: training
-    loss and every evaluation, when given) and a model card (README.md, :mod:`hf_querygen.hub`).
+    loss and every evaluation, when given), ``train.log`` (a copy of ``log_file``, the training's log,
+    when given) and a model card (README.md, :mod:`hf_querygen.hub`).
 
     Atomic: everything is written to a temporary sibling folder that is renamed at the end, so an
     interrupted run never leaves a half-written model. An existing folder is an error
@@ -263,6 +269,8 @@ def save_model_folder(
             (staging / LOG_HISTORY_FILE).write_text(
                 json.dumps(list(log_history), indent=1, default=str) + "\n", encoding="utf-8"
             )
+        if log_file is not None and Path(log_file).is_file():
+            shutil.copyfile(log_file, staging / TRAIN_LOG_FILE)
         render_model_card(model, **card_kwargs_from_training(staging)).save(staging / "README.md")
     return directory
 

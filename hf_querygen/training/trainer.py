@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -190,6 +191,69 @@ class LogFileCallback:
             handle.write(json.dumps(entry, default=str) + "\n")
 
 
+class quiet_console:
+    """Send transformers' log records and Python warnings to ``log_file`` instead of the console while a
+    stage runs, and hide transformers' own progress bars ("Loading weights", "Writing model shards").
+    The Trainer's log dicts are kept off the console by :class:`LogFileCallback`; a user still sees our
+    progress bars and summaries. Re-entrant use nests (each level restores what it found)."""
+
+    def __init__(self, log_file: str | Path):
+        self.log_file = Path(log_file)
+
+    def __enter__(self) -> quiet_console:
+        import logging
+
+        from transformers.utils import logging as hf_logging
+
+        self.log_file.parent.mkdir(parents=True, exist_ok=True)
+        self.handler = logging.FileHandler(self.log_file, encoding="utf-8")
+        self.handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+        self.loggers = [hf_logging.get_logger(), logging.getLogger("py.warnings")]
+        self.saved = [(lg.level, lg.propagate, list(lg.handlers)) for lg in self.loggers]
+        for logger in self.loggers:
+            for handler in list(logger.handlers):
+                logger.removeHandler(handler)
+            logger.addHandler(self.handler)
+            logger.propagate = False
+        self.loggers[0].setLevel(logging.INFO)
+        self.showwarning = warnings.showwarning
+        logging.captureWarnings(True)  # warnings.warn -> the "py.warnings" logger
+        self.bars = hf_logging.is_progress_bar_enabled()
+        hf_logging.disable_progress_bar()
+        return self
+
+    def __exit__(self, *exc: Any) -> bool:
+        import logging
+
+        from transformers.utils import logging as hf_logging
+
+        if warnings.showwarning is not self.showwarning:  # this level started the capture
+            logging.captureWarnings(False)
+            warnings.showwarning = self.showwarning
+        for logger, (level, propagate, handlers) in zip(self.loggers, self.saved, strict=True):
+            logger.removeHandler(self.handler)
+            for handler in handlers:
+                logger.addHandler(handler)
+            logger.setLevel(level)
+            logger.propagate = propagate
+        if self.bars:
+            hf_logging.enable_progress_bar()
+        self.handler.close()
+        return False
+
+
+def _bar_only_progress_callback() -> type:
+    """transformers' ``ProgressCallback`` without its ``on_log``, which writes every log dict under the
+    bar: with :class:`LogFileCallback` those dicts go to the log file and the console keeps the bar."""
+    from transformers.trainer_callback import ProgressCallback
+
+    class BarOnlyProgressCallback(ProgressCallback):
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            return None
+
+    return BarOnlyProgressCallback
+
+
 class TimeLimitCallback:
     """A ``TrainerCallback`` that ends training once ``seconds`` of wall-clock time have passed since
     ``on_train_begin``: the last stretch is evaluated and saved, so ``load_best_model_at_end`` still
@@ -351,7 +415,8 @@ def train_seq2seq(
         from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
         trainer.remove_callback(PrinterCallback)
-        trainer.remove_callback(ProgressCallback)
+        if trainer.pop_callback(ProgressCallback) is not None:  # a terminal run keeps its bar, not the dicts
+            trainer.add_callback(_bar_only_progress_callback())
     if resume_from_checkpoint is True:
         from transformers.trainer_utils import get_last_checkpoint
 

@@ -62,6 +62,12 @@ for _name, _path in paper_files().items():
     REPRODUCTIONS.register(_name, _read(_path).get("module") or f"hf_querygen.experiments.{_name}")
 
 
+def budget_names() -> dict[str, list[str]]:
+    """Paper -> the names of its budgets, as its data file declares them (``budgets``; a test checks them
+    against the module's): what ``--budget`` / ``--quick`` help lists without importing experiment code."""
+    return {name: list(_read(path).get("budgets", [])) for name, path in paper_files().items()}
+
+
 def paper_modules() -> list[str]:
     """The module of every registered paper (the library's and the plugins')."""
     return [module for _, module in REPRODUCTIONS.items()]
