@@ -7,6 +7,7 @@ import shutil
 
 import numpy as np
 import pytest
+from _dense_toy import TEXTS, tiny_bert
 
 from hf_querygen.errors import InvalidInputError, ModelFolderError
 from hf_querygen.retrieval import Index
@@ -15,53 +16,15 @@ from hf_querygen.retrieval.params import parse_params, ranker_params
 
 pytest.importorskip("sentence_transformers", reason="needs the [pretrained] extra")
 
-WORDS = (
-    "apple banana cherry date fig grape lemon mango olive peach pear plum berry melon kiwi lime "
-    "red green blue yellow sweet sour fresh dried juice pie tree garden market price"
-).split()
-TEXTS = [
-    "apple pie with fresh apple",
-    "banana bread and banana juice",
-    "cherry tree in the garden",
-    "dried fig and date market",
-    "green grape juice sweet",
-    "lemon and lime sour juice",
-    "mango peach and plum",
-    "olive tree garden",
-    "sweet pear pie",
-    "melon kiwi berry market price",
-    "red apple green apple",
-    "yellow banana sweet",
-]
 IDS = [f"d{i}" for i in range(len(TEXTS))]
 QUERIES = ["apple pie", "sour juice", "garden tree", "market price of fruit", "sweet"]
-
-
-def _tiny_bert(folder, seed=0, hidden=16):
-    import torch
-    from transformers import BertConfig, BertModel, BertTokenizerFast
-
-    folder.mkdir(parents=True)
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS, "the", "in", "and", "with", "of", "fruit"]
-    BertTokenizerFast(vocab={word: i for i, word in enumerate(vocab)}).save_pretrained(folder)
-    torch.manual_seed(seed)
-    config = BertConfig(
-        vocab_size=len(vocab),
-        hidden_size=hidden,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=32,
-        max_position_embeddings=64,
-    )
-    BertModel(config).save_pretrained(folder)
-    return folder
 
 
 @pytest.fixture(scope="module")
 def embedder(tmp_path_factory):
     from hf_querygen.pretrained import SentenceEmbedder
 
-    return SentenceEmbedder(_tiny_bert(tmp_path_factory.mktemp("bert") / "tiny"), device="cpu")
+    return SentenceEmbedder(tiny_bert(tmp_path_factory.mktemp("bert") / "tiny"), device="cpu")
 
 
 @pytest.fixture(scope="module")
@@ -228,10 +191,10 @@ def test_another_model_or_dimension_is_refused_for_queries(built, tmp_path):
     from hf_querygen.pretrained import SentenceEmbedder
 
     _, folder = built
-    wider = SentenceEmbedder(_tiny_bert(tmp_path / "wide", hidden=24), device="cpu")
+    wider = SentenceEmbedder(tiny_bert(tmp_path / "wide", hidden=24), device="cpu")
     with pytest.raises(InvalidInputError, match="dimension is 24.*dimension=16"):
         Index.open(folder, embedder=wider)
-    other = SentenceEmbedder(_tiny_bert(tmp_path / "other", seed=1), device="cpu")
+    other = SentenceEmbedder(tiny_bert(tmp_path / "other", seed=1), device="cpu")
     with pytest.raises(
         InvalidInputError, match="model_id is .*other.*queries must be embedded with the same"
     ):
@@ -286,8 +249,10 @@ def test_ann_recall_against_exact(built):
     assert [[h.row for h in hits] for hits in approximate] == [[h.row for h in hits] for hits in exact]
 
 
-def test_cli_build_with_embed_and_search(tmp_path, embedder, capsys):
+def test_cli_build_with_embed_and_search(tmp_path, embedder, capsys, monkeypatch):
     from hf_querygen.cli import main
+
+    monkeypatch.setenv("HF_QUERYGEN_CACHE", str(tmp_path / "cache"))
 
     docs = tmp_path / "docs.tsv"
     docs.write_text("".join(f"{i}\t{t}\n" for i, t in zip(IDS, TEXTS, strict=True)))
@@ -311,6 +276,7 @@ def test_cli_build_with_embed_and_search(tmp_path, embedder, capsys):
         == 0
     )
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert list((tmp_path / "cache" / "embeddings").glob("*/chunk-000000.npy"))  # the encoding cache
     index = Index.open(tmp_path / "idx")
     expected = index.search("apple pie", k=3, ranker="hybrid", fusion="convex")
     assert [h["id"] for h in out["hits"]] == [h.id for h in expected]

@@ -46,6 +46,7 @@ from typing import Any
 
 import numpy as np
 
+from hf_querygen._fs import apply_umask
 from hf_querygen.errors import InvalidInputError, ModelFolderError
 from hf_querygen.pretrained import SentenceEmbedder, cache_dir, resolve_backbone
 
@@ -111,6 +112,7 @@ def _atomic_save(path: Path, array: np.ndarray) -> None:
     try:
         with os.fdopen(handle, "wb") as out:
             np.save(out, array, allow_pickle=False)
+        apply_umask(temporary, directory=False)
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
@@ -197,6 +199,21 @@ def _read_chunk(path: Path | None, rows: int, dimension: int) -> np.ndarray | No
     if vectors.shape != (rows, dimension) or vectors.dtype != np.float32:
         return None
     return vectors
+
+
+def check_embeddings(
+    embeddings: Any, rows: int, dimension: int, where: str = "Index.from_texts"
+) -> np.ndarray:
+    """Precomputed embeddings as a float32 ``(rows, dimension)`` array of finite values."""
+    array = np.asarray(embeddings)
+    if array.shape != (rows, dimension) or not np.issubdtype(array.dtype, np.floating):
+        raise InvalidInputError(
+            f"{where}: embeddings must be a float array of shape ({rows}, {dimension}) (one row per text, "
+            f"the embedder's dimension), got {array.dtype} {array.shape}"
+        )
+    if not np.isfinite(array).all():
+        raise InvalidInputError(f"{where}: embeddings hold NaN or infinite values")
+    return array.astype(np.float32, copy=False)
 
 
 # ---------------------------------------------------------------- the field in an index folder

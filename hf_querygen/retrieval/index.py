@@ -144,6 +144,7 @@ class Index:
         dense_dtype: str = "float32",
         device: str | None = None,
         embedding_cache: str | os.PathLike | bool = True,
+        embeddings: np.ndarray | None = None,
     ) -> Index:
         """Index ``texts`` (any iterable of strings, streamed once).
 
@@ -160,18 +161,25 @@ class Index:
         a dense field: every text is encoded (on ``device``; chunk by chunk, resumable through
         ``embedding_cache``: :func:`~hf_querygen.retrieval.dense.encode_documents`) and stored as
         ``dense_dtype`` (``"float32"`` or ``"float16"``); queries are embedded with the same model.
+        ``embeddings``: the texts' embeddings by ``embedder`` computed beforehand, ``(len(texts), dim)``
+        (e.g. from :func:`~hf_querygen.retrieval.dense.encode_documents` over a larger collection).
         """
         params_layer.check_writer_settings(heap_size, num_threads)
         texts, ids = params_layer.check_collection_arguments(texts, ids)
         dense = None
+        if embeddings is not None and embedder is None:
+            raise InvalidInputError("Index.from_texts: embeddings= needs the embedder= that computed them")
         if embedder is not None:
             dense_dtype = dense_field.check_dtype(dense_dtype)
             embedder = dense_field.make_embedder(embedder, device)
             texts = list(texts)  # read twice: by the encoder, then by the build
-            vectors = dense_field.encode_documents(
-                embedder, texts, cache=embedding_cache, show_progress=show_progress
-            )
             info = dense_field.embedder_info(embedder)
+            if embeddings is None:
+                vectors = dense_field.encode_documents(
+                    embedder, texts, cache=embedding_cache, show_progress=show_progress
+                )
+            else:
+                vectors = dense_field.check_embeddings(embeddings, len(texts), info["dimension"])
             dense = (vectors, info, dense_dtype, dense_field.texts_fingerprint(texts))
         if path is None:
             index = cls._build(texts, ids, None, show_progress, heap_size, num_threads)
