@@ -242,11 +242,17 @@ def test_an_interrupted_encoding_resumes_to_the_same_array(tmp_path, embedder):
 def test_ann_recall_against_exact(built):
     pytest.importorskip("faiss", reason="needs the [ann] extra")
     index, _ = built
-    index.build_ann(m=8, ef_search=32)
     exact = index.search_batch(QUERIES, k=5, ranker="dense")
-    approximate = index.search_batch(QUERIES, k=5, ranker="dense", approximate=True)
-    # a 12-document graph searched with ef_search 32 visits every node: the ANN answer is exact
-    assert [[h.row for h in hits] for hits in approximate] == [[h.row for h in hits] for hits in exact]
+    # a 12-document graph searched with ef_search 32 visits every node, 4 lists probed out of 4 are all
+    # of them: the ANN answers are exact
+    for kind, settings in (("hnsw", {"m": 8, "ef_search": 32}), ("ivf", {"nlist": 4, "nprobe": 4})):
+        index.build_ann(kind, **settings)
+        approximate = index.search_batch(QUERIES, k=5, ranker="dense", approximate=True)
+        assert [[h.row for h in hits] for hits in approximate] == [[h.row for h in hits] for hits in exact]
+    hybrid = index.search("apple pie", k=5, ranker="hybrid", approximate=True)
+    assert [h.row for h in hybrid] == [h.row for h in index.search("apple pie", k=5, ranker="hybrid")]
+    with pytest.raises(InvalidInputError, match="kind 'ivf' takes nlist, nprobe"):
+        index.build_ann("ivf", m=8)
 
 
 def test_cli_build_with_embed_and_search(tmp_path, embedder, capsys, monkeypatch):

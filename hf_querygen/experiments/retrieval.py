@@ -60,9 +60,9 @@ BEIR_BM25_NDCG10 = paper_numbers("retrieval")["bm25_ndcg@10"]
 #: the dense rows' encoder, and its published MTEB NFCorpus test nDCG@10 (model card; papers/retrieval.json)
 DENSE_MODEL = MINILM_ID
 MINILM_NDCG10 = paper_numbers("retrieval")["all-MiniLM-L6-v2_ndcg@10"]
-#: --quick: documents per split (the quick queries' judged documents first, then others by id), so that the
-#: dense rows' encoding (the run's cost: ~10 long documents/s per core) stays short
-QUICK_DOCUMENTS = 400
+#: --quick: the first documents by id of the splits' union (each split keeps those it has), so that the
+#: dense rows' encoding (the run's cost: ~10 long documents/s per core) stays short, shared by the splits
+QUICK_DOCUMENTS = 200
 #: query forms that are not reformulations the library generates (the input, a human title, its words)
 NOT_REFORMULATIONS = ("description", "title", "raw_query")
 SELECTION_METRIC = "ndcg@10"
@@ -180,28 +180,31 @@ def build_index(documents: dict[str, str], embedder=None, vectors: dict[str, Any
     return Index.from_texts(texts, ids=ids, show_progress=False, embedder=embedder, embeddings=matrix)
 
 
-def quick_documents(data: dict[str, Any], query_ids: Sequence[str]) -> dict[str, str]:
-    """At most :data:`QUICK_DOCUMENTS` documents: those judged for ``query_ids`` first, then others by id."""
-    documents = data["documents"]
-    chosen = [d for q in query_ids for d in sorted(data["qrels"].get(q, {})) if d in documents]
-    chosen = list(dict.fromkeys(chosen))[:QUICK_DOCUMENTS]
-    chosen += [d for d in sorted(documents) if d not in set(chosen)][: QUICK_DOCUMENTS - len(chosen)]
-    return {d: documents[d] for d in sorted(chosen)}
+def quick_documents(splits: dict[str, dict[str, Any]]) -> dict[str, dict[str, str]]:
+    """Per split, its documents among the first :data:`QUICK_DOCUMENTS` ids of all splits together."""
+    keep = set(sorted(set().union(*(data["documents"] for data in splits.values())))[:QUICK_DOCUMENTS])
+    return {
+        split: {d: text for d, text in data["documents"].items() if d in keep}
+        for split, data in splits.items()
+    }
 
 
 def sanity_check(
-    data_dir: Path, quick: bool = False, embedder=None, vectors: dict[str, Any] | None = None
+    data_dir: Path,
+    quick: bool = False,
+    embedder=None,
+    vectors: dict[str, Any] | None = None,
+    documents: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """BM25 and SDM (and dense, hybrid with an embedder) over the test documents with the test title
-    queries, beside BEIR's BM25 and the model's MTEB figure."""
+    """BM25 and SDM (and dense, hybrid with an embedder) over the test documents (or ``documents``) with
+    the test title queries, beside BEIR's BM25 and the model's MTEB figure."""
     from hf_querygen.retrieval import Index
 
     data = load_nfcorpus_split(data_dir, "test")
     queries = {q: t for q, t in data["queries"]["titles"].items() if q in data["qrels"]}
-    documents = data["documents"]
+    documents = data["documents"] if documents is None else documents
     if quick:
         queries = dict(list(queries.items())[:50])
-        documents = quick_documents(data, list(queries))
     out: dict[str, Any] = {"num_documents": len(documents), "num_queries": len(queries)}
     index = build_index(documents, embedder, vectors)
     for ranker in RANKERS if embedder is not None else LEXICAL_RANKERS:
@@ -301,28 +304,25 @@ def run(
 
     splits = {split: load_nfcorpus_split(data_dir, split) for split in SPLITS}
     query_ids: dict[str, list[str]] = {}
-    split_documents: dict[str, dict[str, str]] = {}
     for split, data in splits.items():
         descriptions = data["queries"]["vid-desc"]
         ids = [q for q in descriptions if q in data["qrels"] and q in data["queries"]["vid-titles"]]
         query_ids[split] = ids[:20] if quick else ids
-        split_documents[split] = quick_documents(data, query_ids[split]) if quick else dict(data["documents"])
+    split_documents = (
+        quick_documents(splits) if quick else {s: dict(d["documents"]) for s, d in splits.items()}
+    )
     embedder, no_dense = dense_embedder()
     vectors = None
     timings: dict[str, float] = {}
     if embedder is not None:
-        sanity_titles = [q for q in splits["test"]["queries"]["titles"] if q in splits["test"]["qrels"]]
-        collections = list(split_documents.values())
-        if quick:
-            collections.append(quick_documents(splits["test"], sanity_titles[:50]))
         encoding_started = time.perf_counter()
-        vectors = document_embeddings(embedder, collections)
+        vectors = document_embeddings(embedder, list(split_documents.values()))
         timings["document_embeddings"] = round(time.perf_counter() - encoding_started, 1)
     else:
         skipped["dense, hybrid"] = no_dense
     rankers = RANKERS if embedder is not None else LEXICAL_RANKERS
 
-    sanity = sanity_check(data_dir, quick, embedder, vectors)
+    sanity = sanity_check(data_dir, quick, embedder, vectors, split_documents["test"])
     system_runs: dict[str, list[dict[str, float]]] = {}
     per_query: dict[str, dict[str, dict[str, float]]] = {}
     keyword_queries: dict[str, dict[str, dict[str, str]]] = {}

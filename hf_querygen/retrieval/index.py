@@ -26,10 +26,11 @@ Rankers (``search(query, k, ranker, **params)``):
           queries, which only give matching documents, not counts).
 ``dense`` ``block=65536, approximate=False``: exact top-k of the query embedding's dot product (cosine for
           normalised embeddings) with the document embeddings, by blocked matrix products; with
-          ``approximate=True`` the FAISS HNSW graph of :meth:`Index.build_ann`.
-``hybrid`` ``fusion="rrf", alpha=0.5, rrf_k=60, depth=100``: BM25 and dense top-max(``depth``, k) fused
-          over their union by reciprocal rank fusion or a convex combination of min-max normalised scores
-          (:mod:`hf_querygen.retrieval.dense`).
+          ``approximate=True`` the FAISS HNSW / IVF index of :meth:`Index.build_ann`.
+``hybrid`` ``fusion="rrf", alpha=0.5, rrf_k=60, depth=100, approximate=False``: BM25 and dense
+          top-max(``depth``, k) fused over their union by reciprocal rank fusion or a convex combination of
+          min-max normalised scores (:mod:`hf_querygen.retrieval.dense`); ``approximate``: the dense list
+          from the ANN graph.
 
 Bad input: a query that is not a string raises :class:`~hf_querygen.errors.InvalidInputError`; a query
 that analyses to no terms (empty, whitespace, punctuation) or whose terms never occur in the collection
@@ -461,11 +462,13 @@ class Index:
             return ql_scores(self.stats, term_ids, docs, params["mu"])
         return sdm_scores(self.stats, term_ids, docs, params["mu"], params["weights"], params["window"])
 
-    def build_ann(self, threads: int | None = None, **settings: int) -> None:
-        """Build the approximate (FAISS HNSW) graph over the dense field, used by
-        ``search(..., ranker="dense", approximate=True)``; ``settings``: ``m``, ``ef_construction``,
-        ``ef_search`` (:mod:`hf_querygen.retrieval.ann`). Needs ``pip install 'hf-querygen[ann]'``."""
-        self.ann = AnnIndex.build(self._dense_field("Index.build_ann").matrix, threads=threads, **settings)
+    def build_ann(self, kind: str = "hnsw", threads: int | None = None, **settings: int) -> None:
+        """Build the approximate index (FAISS HNSW or IVF) over the dense field, used by ``search(...,
+        ranker="dense" or "hybrid", approximate=True)``; ``settings``: ``m``, ``ef_construction``,
+        ``ef_search`` (hnsw) or ``nlist``, ``nprobe`` (ivf) (:mod:`hf_querygen.retrieval.ann`). Needs
+        ``pip install 'hf-querygen[ann]'``."""
+        field = self._dense_field("Index.build_ann")
+        self.ann = AnnIndex.build(field.matrix, kind=kind, threads=threads, **settings)
 
     # ------------------------------------------------------------------ dense internals
     def _dense_field(self, where: str) -> dense_field.DenseField:
@@ -493,7 +496,7 @@ class Index:
         if live:
             vectors[live] = self._embed([queries[i] for i in live], where)
         depth = k if ranker == "dense" else min(max(params["depth"], k), len(self))
-        if ranker == "dense" and params["approximate"]:
+        if params["approximate"]:
             if self.ann is None:
                 raise InvalidInputError(f"{where}: approximate=True needs Index.build_ann() first")
             found = self.ann.search(vectors[live], depth)

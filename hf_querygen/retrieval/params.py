@@ -88,12 +88,14 @@ RANKER_PARAMS: dict[str, dict[str, Param]] = {
         "block": Param("block", "int", DENSE_BLOCK, 1, None),
         "approximate": Param("approximate", "bool", False),
     },
-    # BM25 (k1=1.2, b=0.75) and dense top-``depth`` lists fused over their union
+    # BM25 (k1=1.2, b=0.75) and dense top-``depth`` lists fused over their union (``approximate``: the
+    # dense list from the ANN graph)
     "hybrid": {
         "fusion": Param("fusion", "choice", "rrf", choices=("rrf", "convex")),
         "alpha": Param("alpha", "float", 0.5, 0.0, 1.0),
         "rrf_k": Param("rrf_k", "float", 60.0, 0.0, MAX_MU, low_open=True),
         "depth": Param("depth", "int", 100, 1, None),
+        "approximate": Param("approximate", "bool", False),
     },
 }
 RANKERS = tuple(RANKER_PARAMS)
