@@ -146,3 +146,22 @@ def test_quick_run_with_dense_and_hybrid_rows(data_dir, tmp_path, monkeypatch):
     markdown = (tmp_path / "out" / "results.md").read_text()
     assert "### test, HYBRID (20 queries)" in markdown and "all-MiniLM-L6-v2, MTEB NFCorpus" in markdown
     assert "| query | BM25 | SDM | DENSE | HYBRID |" in experiment.summary_table(document)
+
+
+def test_pseudo_relevance_keywords_by_hand():
+    from hf_querygen.baselines.keyword_query import PseudoRelevanceKeywords
+    from hf_querygen.errors import InvalidInputError
+
+    texts = ["apple pie apple", "apple juice", "banana bread", "juice bar"]
+    index = Index.from_texts(texts, show_progress=False)
+    hits = index.search("apple", k=10, ranker="bm25")
+    assert [h.row for h in hits] == [0, 1]
+    p0, p1 = (h.score / sum(x.score for x in hits) for h in hits)
+    weights = {"pie": p0 / 3, "juice": p1 / 2}  # P(w | R), apple is a query word
+    expected = sorted(weights, key=lambda w: (-weights[w], w))
+    prf = PseudoRelevanceKeywords(index, texts, documents=10, terms=1)
+    assert prf("Apple?") == ["apple", expected[0]]
+    assert PseudoRelevanceKeywords(index, texts, terms=5)("apple") == ["apple", *expected]
+    assert prf("kiwi") == ["kiwi"] and prf("") == []  # nothing retrieved: the raw query
+    with pytest.raises(InvalidInputError, match="3 texts for an index of 4"):
+        PseudoRelevanceKeywords(index, texts[:3])

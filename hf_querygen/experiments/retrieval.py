@@ -40,7 +40,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from hf_querygen.baselines.keyword_query import YakeKeywordExtractor, raw_query_keywords
+from hf_querygen.baselines.keyword_query import (
+    PseudoRelevanceKeywords,
+    YakeKeywordExtractor,
+    raw_query_keywords,
+)
 from hf_querygen.corpora import resolve_data_dir
 from hf_querygen.corpora._q2id_nfcorpus import nfcorpus_test_collection
 from hf_querygen.pretrained import MINILM_ID
@@ -75,6 +79,7 @@ SYSTEM_LABELS = {
     "title": "(b) human title",
     "raw_query": "(c) raw query",
     "yake": "(c) YAKE",
+    "prf": "(e) raw query + RM3 expansion",
 }
 
 
@@ -353,6 +358,10 @@ def run(
             name: dict(zip(ids, queries, strict=True)) for name, queries in forms.items()
         }
         index = build_index(split_documents[split], embedder, vectors)
+        # raw query + RM3-style expansion from this split's documents (BM25 feedback, Anserini's defaults)
+        prf = PseudoRelevanceKeywords(index, list(split_documents[split].values()))
+        forms["prf"] = [" ".join(k) for k in prf.batch(texts)]
+        keyword_queries[split]["prf"] = dict(zip(ids, forms["prf"], strict=True))
         for ranker in rankers:
             for name, queries in forms.items():
                 key = f"{split}/{ranker}/{name}"
