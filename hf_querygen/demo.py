@@ -28,6 +28,7 @@ from .baselines.keyword_query import YakeKeywordExtractor
 from .corpora import resolve_data_dir
 from .corpora._q2id_nfcorpus import nfcorpus_test_collection
 from .errors import InvalidInputError
+from .retrieval import Index
 from .tasks.q2id_task import DocumentRetriever
 from .training import train_model
 
@@ -131,7 +132,6 @@ class QueryDemo:
         embedder: Any = None,
     ):
         from .pipelines._task_pipeline import load_pipeline
-        from .retrieval import Index
 
         missing = sorted(set(DEMO_MODELS) - set(folders))
         if missing:

@@ -40,6 +40,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from hf_querygen.baselines.keyword_query import (
     PseudoRelevanceKeywords,
     YakeKeywordExtractor,
@@ -47,7 +49,9 @@ from hf_querygen.baselines.keyword_query import (
 )
 from hf_querygen.corpora import resolve_data_dir
 from hf_querygen.corpora._q2id_nfcorpus import nfcorpus_test_collection
-from hf_querygen.pretrained import MINILM_ID
+from hf_querygen.pretrained import MINILM_ID, SentenceEmbedder
+from hf_querygen.retrieval import Index, analyze
+from hf_querygen.retrieval.dense import encode_documents
 from hf_querygen.utils import require_extra
 
 from ._report import results_document, write_results
@@ -149,8 +153,6 @@ def dense_embedder() -> tuple[Any, str | None]:
     """``(embedder, None)``, or ``(None, why)`` when the [pretrained] extra is missing (the dense and
     hybrid rows are then skipped and the reason recorded)."""
     try:
-        from hf_querygen.pretrained import SentenceEmbedder
-
         return SentenceEmbedder(DENSE_MODEL, device="cpu"), None
     except ImportError as err:
         return None, str(err)
@@ -160,8 +162,6 @@ def document_embeddings(embedder, collections: Sequence[dict[str, str]]) -> dict
     """Embeddings of every document of ``collections`` (id -> text), encoded once: the union in id
     order through :func:`~hf_querygen.retrieval.dense.encode_documents`, whose cache (keyed by the
     backbone revision and the texts' fingerprint) makes a second run, or the other split, free."""
-    from hf_querygen.retrieval.dense import encode_documents
-
     union: dict[str, str] = {}
     for documents in collections:
         for doc_id, text in documents.items():
@@ -174,10 +174,6 @@ def document_embeddings(embedder, collections: Sequence[dict[str, str]]) -> dict
 
 def build_index(documents: dict[str, str], embedder=None, vectors: dict[str, Any] | None = None):
     """The index of ``documents`` (id -> text), with the dense field when ``embedder`` is given."""
-    import numpy as np
-
-    from hf_querygen.retrieval import Index
-
     texts, ids = list(documents.values()), list(documents)
     if embedder is None:
         return Index.from_texts(texts, ids=ids, show_progress=False)
@@ -203,8 +199,6 @@ def sanity_check(
 ) -> dict[str, Any]:
     """BM25 and SDM (and dense, hybrid with an embedder) over the test documents (or ``documents``) with
     the test title queries, beside BEIR's BM25 and the model's MTEB figure."""
-    from hf_querygen.retrieval import Index
-
     data = load_nfcorpus_split(data_dir, "test")
     queries = {q: t for q, t in data["queries"]["titles"].items() if q in data["qrels"]}
     documents = data["documents"] if documents is None else documents
@@ -218,7 +212,6 @@ def sanity_check(
         from nltk.stem.porter import PorterStemmer
 
         stem = PorterStemmer().stem
-        from hf_querygen.retrieval import analyze
 
         def stemmed(text: str) -> str:
             return " ".join(stem(w) for w in analyze(text))
