@@ -28,6 +28,7 @@ from .baselines.keyword_query import YakeKeywordExtractor
 from .corpora import resolve_data_dir
 from .corpora._q2id_nfcorpus import nfcorpus_test_collection
 from .errors import InvalidInputError
+from .retrieval import Index
 from .tasks.q2id_task import DocumentRetriever
 from .training import train_model
 
@@ -49,6 +50,8 @@ DEMO_MODELS: dict[str, tuple[str, str, str, str]] = {
     "q2id": ("zhang2020", "q2id", "intent-description", "CtrsGen (Zhang et al. CIKM'20)"),
 }
 RANKERS = ("bm25", "sdm")
+#: the rankers a demo built with an embedder adds (a dense field over the documents)
+DENSE_RANKERS = ("dense", "hybrid")
 TOP_K = 5
 #: YAKE as liu2018 selected it on the nl2kw validation split (results/liu2018)
 YAKE_SETTING = {"top": 6, "max_ngram": 2}
@@ -121,9 +124,14 @@ class DemoResult:
 class QueryDemo:
     """The demo's logic, without the UI: ``run(question, keyword_query)`` gives every panel's content."""
 
-    def __init__(self, folders: Mapping[str, str | Path], documents: Mapping[str, str], top_k: int = TOP_K):
+    def __init__(
+        self,
+        folders: Mapping[str, str | Path],
+        documents: Mapping[str, str],
+        top_k: int = TOP_K,
+        embedder: Any = None,
+    ):
         from .pipelines._task_pipeline import load_pipeline
-        from .retrieval import Index
 
         missing = sorted(set(DEMO_MODELS) - set(folders))
         if missing:
@@ -134,7 +142,9 @@ class QueryDemo:
         self.yake = YakeKeywordExtractor(**YAKE_SETTING)
         self.ids = list(documents)
         self.texts = [documents[i] for i in self.ids]
-        self.index = Index.from_texts(self.texts, ids=self.ids, show_progress=False)
+        # with an embedder (a model name or SentenceEmbedder), dense and hybrid tables too
+        self.index = Index.from_texts(self.texts, ids=self.ids, show_progress=False, embedder=embedder)
+        self.rankers = RANKERS + (DENSE_RANKERS if embedder is not None else ())
         # top-ranked documents as the relevant set, the next ones as the irrelevant set (Sec. 3.2's roles)
         self.retriever = DocumentRetriever(
             self.index, self.texts, relevant=5, irrelevant=5, if_nothing="query"
@@ -158,7 +168,7 @@ class QueryDemo:
         return described[0]["description"] if described else ""
 
     def search(self, query: str, ranker: str) -> list[tuple[str, float, str]]:
-        if not query.split():
+        if not query.strip():
             return []
         hits = self.index.search(query, k=self.top_k, ranker=ranker)
         return [(str(hit.id), float(hit.score), self.texts[hit.row]) for hit in hits]
@@ -209,7 +219,7 @@ class QueryDemo:
             k2q_questions="\n".join(f"{q['generated_text']}  ({q['score']:.2f})" for q in questions)
             or self.no_output("k2q", asked),
             intent=intent or self.no_output("q2id", asked),
-            tables={ranker: self.table(forms, ranker) for ranker in RANKERS},
+            tables={ranker: self.table(forms, ranker) for ranker in self.rankers},
         )
 
     def no_output(self, role: str, asked: Mapping[str, bool]) -> str:
@@ -265,8 +275,7 @@ def build_app(demo: QueryDemo, example: str = EXAMPLE_QUESTION) -> Any:
             result.k2q_input,
             result.k2q_questions,
             result.intent,
-            "### BM25 top 5\n\n" + result.tables["bm25"],
-            "### SDM top 5\n\n" + result.tables["sdm"],
+            *(f"### {ranker.upper()} top 5\n\n" + result.tables[ranker] for ranker in demo.rankers),
         )
 
     with gr.Blocks(title="hf-querygen demo", analytics_enabled=False) as app:
@@ -294,9 +303,8 @@ def build_app(demo: QueryDemo, example: str = EXAMPLE_QUESTION) -> Any:
                 label=f"Intent description from retrieved documents: {demo.labels['q2id']}",
                 elem_id="intent",
             )
-        bm25 = gr.Markdown(elem_id="bm25")
-        sdm = gr.Markdown(elem_id="sdm")
-        outputs = [dual, yake, segmentation, k2q_used, k2q, intent, bm25, sdm]
+        tables = [gr.Markdown(elem_id=ranker) for ranker in demo.rankers]
+        outputs = [dual, yake, segmentation, k2q_used, k2q, intent, *tables]
         run.click(respond, inputs=[question, keyword_input], outputs=outputs)
         question.submit(respond, inputs=[question, keyword_input], outputs=outputs)
     return app

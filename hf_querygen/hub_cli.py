@@ -64,6 +64,12 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
         help="type --question into the app in headless Chromium, save a screenshot, print the panels, stop",
     )
     demo.add_argument("--question", default=None, help="the question for --screenshot (default: an example)")
+    demo.add_argument(
+        "--embed",
+        metavar="MODEL",
+        default=None,
+        help="also show dense and hybrid tables: embed the documents with this model (e.g. all-MiniLM-L6-v2)",
+    )
     demo.add_argument("--keyword-query", default="", help="the K2Q keyword query for --screenshot")
     demo.set_defaults(func=_demo_command)
 
@@ -114,7 +120,7 @@ def _demo_command(args: argparse.Namespace) -> int:
     if args.build_only:
         print("\n".join(f"{role}: {folder}" for role, folder in folders.items()))
         return 0
-    demo = QueryDemo(folders, load_documents(args.data_dir, args.documents))
+    demo = QueryDemo(folders, load_documents(args.data_dir, args.documents), embedder=args.embed)
     if args.screenshot is not None:
         import json
 

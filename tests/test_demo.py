@@ -90,6 +90,22 @@ def test_every_panel_gets_its_result(demo):
     assert demo.run(QUESTION).k2q_input == result.keywords_dual
 
 
+def test_dense_and_hybrid_tables_with_an_embedder(folders, data_dir, tmp_path):
+    from _dense_toy import tiny_bert
+
+    from hf_querygen.pretrained import SentenceEmbedder
+
+    documents = dict(list(load_documents(data_dir).items())[:40])
+    embedder = SentenceEmbedder(tiny_bert(tmp_path / "bert"), device="cpu")
+    dense_demo = QueryDemo(folders, documents, embedder=embedder)
+    assert dense_demo.rankers == ("bm25", "sdm", "dense", "hybrid")
+    result = dense_demo.run(QUESTION, KEYWORDS)
+    for ranker in ("dense", "hybrid"):
+        expected = [hit.id for hit in dense_demo.index.search(QUESTION, k=5, ranker=ranker)]
+        first_column = [row.split(" | ")[1] for row in result.tables[ranker].splitlines()[2:]]
+        assert [cell.split("**")[1] for cell in first_column] == expected
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

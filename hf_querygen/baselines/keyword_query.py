@@ -5,17 +5,22 @@
   extractor, as an extra row; its two knobs (number of keywords, n-gram size) are chosen on the
   VALIDATION split with :meth:`YakeKeywordExtractor.select_on_validation`;
 * :func:`union_keyword_queries`: the ATS2S+SL / ATS2S+PN systems (rows 6-7) combine two systems'
-  outputs and filter duplicates.
+  outputs and filter duplicates;
+* :class:`PseudoRelevanceKeywords`: not in the paper: the raw query expanded by relevance-model (RM3-style)
+  pseudo-relevance feedback from a retrieval index, a reformulation for search.
 
 All return keyword lists of words (normalised with the corpus' ``normalize_for_matching``).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from hf_querygen.errors import InvalidInputError
+from hf_querygen.retrieval import analyze
 from hf_querygen.tasks.nl2kw import resolve_normalizer, unique_words
 from hf_querygen.utils import require_extra
 
@@ -98,3 +103,56 @@ class YakeKeywordExtractor:
                 if best is None or f1 > best[0]:
                     best = (f1, extractor)
         return best[1], scores  # type: ignore[index]  # non-empty grid: best is set
+
+
+@dataclass
+class PseudoRelevanceKeywords:
+    """The raw query plus expansion words from its top BM25 documents (relevance model, RM3-style).
+
+    RM1 (Lavrenko & Croft, SIGIR 2001) over the feedback set ``R`` = the BM25 top ``documents`` of the raw
+    query in ``index`` (whose rows are ``texts``):
+
+        P(w | R) = sum_{d in R} P(w | d) P(d | q),   P(w | d) = tf(w, d) / |d|,   P(d | q) = s(d) / sum_R s
+
+    with ``s`` the BM25 scores; the ``terms`` words of highest ``P(w | R)`` that are not query words are
+    appended to the raw query's words (RM3's interpolation with the original query, Abdul-Jaleel et al.
+    TREC 2004, becomes "every original word once, every expansion word once": a keyword query has no
+    weights). Defaults are Anserini's RM3 (``fbDocs=10``, ``fbTerms=10``), not tuned here. Words are the
+    index's analysed terms.
+    """
+
+    index: Any
+    texts: Sequence[str]
+    documents: int = 10
+    terms: int = 10
+    normalize: Normalizer | None = None
+
+    def __post_init__(self) -> None:
+        if len(self.texts) != len(self.index):
+            raise InvalidInputError(
+                f"PseudoRelevanceKeywords: {len(self.texts)} texts for an index of {len(self.index)} "
+                "documents"
+            )
+        for name, value in (("documents", self.documents), ("terms", self.terms)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise InvalidInputError(
+                    f"PseudoRelevanceKeywords: {name} must be an integer >= 1, got {value!r}"
+                )
+
+    def __call__(self, nl_query: str) -> list[str]:
+        words = raw_query_keywords(nl_query, self.normalize)
+        hits = self.index.search(" ".join(words), k=self.documents, ranker="bm25") if words else []
+        total = sum(hit.score for hit in hits)
+        if not hits or total <= 0:
+            return words
+        weights: Counter = Counter()
+        for hit in hits:
+            tokens = analyze(self.texts[hit.row])
+            for word, count in Counter(tokens).items():
+                weights[word] += (count / len(tokens)) * (hit.score / total)
+        query = set(words)
+        ranked = sorted((w for w in weights if w not in query), key=lambda w: (-weights[w], w))
+        return words + ranked[: self.terms]
+
+    def batch(self, nl_queries: Iterable[str]) -> list[list[str]]:
+        return [self(q) for q in nl_queries]

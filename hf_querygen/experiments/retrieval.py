@@ -40,9 +40,18 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from hf_querygen.baselines.keyword_query import YakeKeywordExtractor, raw_query_keywords
+import numpy as np
+
+from hf_querygen.baselines.keyword_query import (
+    PseudoRelevanceKeywords,
+    YakeKeywordExtractor,
+    raw_query_keywords,
+)
 from hf_querygen.corpora import resolve_data_dir
 from hf_querygen.corpora._q2id_nfcorpus import nfcorpus_test_collection
+from hf_querygen.pretrained import MINILM_ID, SentenceEmbedder
+from hf_querygen.retrieval import Index, analyze
+from hf_querygen.retrieval.dense import encode_documents
 from hf_querygen.utils import require_extra
 
 from ._report import results_document, write_results
@@ -50,10 +59,22 @@ from .papers import paper_numbers
 from .tables import Evaluation
 
 METRICS = ("ndcg@5", "ndcg@10", "p@3", "p@5", "p@10", "hits@5", "hits@10")
-RANKERS = ("bm25", "sdm")
+LEXICAL_RANKERS = ("bm25", "sdm")
+DENSE_RANKERS = ("dense", "hybrid")  # need the [pretrained] extra (all-MiniLM-L6-v2)
+RANKERS = LEXICAL_RANKERS + DENSE_RANKERS
 SPLITS = ("dev", "test")
 #: BEIR (Thakur et al., NeurIPS 2021 Datasets), Table 2, NFCorpus, BM25 (papers/retrieval.json)
 BEIR_BM25_NDCG10 = paper_numbers("retrieval")["bm25_ndcg@10"]
+#: the dense rows' encoder, and its published MTEB NFCorpus test nDCG@10 (model card; papers/retrieval.json)
+DENSE_MODEL = MINILM_ID
+MINILM_NDCG10 = paper_numbers("retrieval")["all-MiniLM-L6-v2_ndcg@10"]
+#: --quick: the first documents by id of the splits' union (each split keeps those it has), so that the
+#: dense rows' encoding (the run's cost: ~10 long documents/s per core) stays short, shared by the splits
+QUICK_DOCUMENTS = 200
+#: query forms that are not reformulations the library generates (the input, a human title, its words)
+NOT_REFORMULATIONS = ("description", "title", "raw_query")
+SELECTION_METRIC = "ndcg@10"
+SELECTION_ALPHA = 0.05
 YAKE_FROM_LIU2018 = {"top": 6, "max_ngram": 2}  # results/liu2018: chosen on nl2kw validation F1
 RETRIEVAL_DEPTH = 100
 MODELS_DIR_ENV = "HF_QUERYGEN_RETRIEVAL_MODELS"
@@ -62,6 +83,7 @@ SYSTEM_LABELS = {
     "title": "(b) human title",
     "raw_query": "(c) raw query",
     "yake": "(c) YAKE",
+    "prf": "(e) raw query + RM3 expansion",
 }
 
 
@@ -127,37 +149,132 @@ def _evaluate(index, queries: dict[str, str], qrels, ranker: str) -> dict[str, d
     return per_query_scores(run, {q: qrels[q] for q in ids}, METRICS)
 
 
-def sanity_check(data_dir: Path, quick: bool = False) -> dict[str, Any]:
-    """BM25 (and SDM) over the test documents with the test title queries, beside BEIR's BM25."""
-    from hf_querygen.retrieval import Index
+def dense_embedder() -> tuple[Any, str | None]:
+    """``(embedder, None)``, or ``(None, why)`` when the [pretrained] extra is missing (the dense and
+    hybrid rows are then skipped and the reason recorded)."""
+    try:
+        return SentenceEmbedder(DENSE_MODEL, device="cpu"), None
+    except ImportError as err:
+        return None, str(err)
 
+
+def document_embeddings(embedder, collections: Sequence[dict[str, str]]) -> dict[str, Any]:
+    """Embeddings of every document of ``collections`` (id -> text), encoded once: the union in id
+    order through :func:`~hf_querygen.retrieval.dense.encode_documents`, whose cache (keyed by the
+    backbone revision and the texts' fingerprint) makes a second run, or the other split, free."""
+    union: dict[str, str] = {}
+    for documents in collections:
+        for doc_id, text in documents.items():
+            if union.setdefault(doc_id, text) != text:
+                raise ValueError(f"document {doc_id} has different texts in two splits")
+    ids = sorted(union)
+    vectors = encode_documents(embedder, [union[i] for i in ids], show_progress=True)
+    return dict(zip(ids, vectors, strict=True))
+
+
+def build_index(documents: dict[str, str], embedder=None, vectors: dict[str, Any] | None = None):
+    """The index of ``documents`` (id -> text), with the dense field when ``embedder`` is given."""
+    texts, ids = list(documents.values()), list(documents)
+    if embedder is None:
+        return Index.from_texts(texts, ids=ids, show_progress=False)
+    matrix = np.stack([vectors[i] for i in ids])
+    return Index.from_texts(texts, ids=ids, show_progress=False, embedder=embedder, embeddings=matrix)
+
+
+def quick_documents(splits: dict[str, dict[str, Any]]) -> dict[str, dict[str, str]]:
+    """Per split, its documents among the first :data:`QUICK_DOCUMENTS` ids of all splits together."""
+    keep = set(sorted(set().union(*(data["documents"] for data in splits.values())))[:QUICK_DOCUMENTS])
+    return {
+        split: {d: text for d, text in data["documents"].items() if d in keep}
+        for split, data in splits.items()
+    }
+
+
+def sanity_check(
+    data_dir: Path,
+    quick: bool = False,
+    embedder=None,
+    vectors: dict[str, Any] | None = None,
+    documents: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """BM25 and SDM (and dense, hybrid with an embedder) over the test documents (or ``documents``) with
+    the test title queries, beside BEIR's BM25 and the model's MTEB figure."""
     data = load_nfcorpus_split(data_dir, "test")
     queries = {q: t for q, t in data["queries"]["titles"].items() if q in data["qrels"]}
+    documents = data["documents"] if documents is None else documents
     if quick:
         queries = dict(list(queries.items())[:50])
-    out: dict[str, Any] = {"num_documents": len(data["documents"]), "num_queries": len(queries)}
-    index = Index.from_texts(
-        list(data["documents"].values()), ids=list(data["documents"]), show_progress=False
-    )
-    for ranker in RANKERS:
+    out: dict[str, Any] = {"num_documents": len(documents), "num_queries": len(queries)}
+    index = build_index(documents, embedder, vectors)
+    for ranker in RANKERS if embedder is not None else LEXICAL_RANKERS:
         out[ranker] = _evaluate(index, queries, data["qrels"], ranker)
     try:  # diagnostic: how much of the gap to BEIR is stemming (BEIR's Elasticsearch stems)
         from nltk.stem.porter import PorterStemmer
 
         stem = PorterStemmer().stem
-        from hf_querygen.retrieval import analyze
 
         def stemmed(text: str) -> str:
             return " ".join(stem(w) for w in analyze(text))
 
         stemmed_index = Index.from_texts(
-            [stemmed(t) for t in data["documents"].values()], ids=list(data["documents"]), show_progress=False
+            [stemmed(t) for t in documents.values()], ids=list(documents), show_progress=False
         )
         out["bm25_porter_stemmed"] = _evaluate(
             stemmed_index, {q: stemmed(t) for q, t in queries.items()}, data["qrels"], "bm25"
         )
     except ImportError:  # nltk is optional
         pass
+    return out
+
+
+def select_reformulation(
+    per_query: dict[str, dict[str, dict[str, float]]],
+    metric: str = SELECTION_METRIC,
+    alpha: float = SELECTION_ALPHA,
+) -> dict[str, Any]:
+    """Does a reformulation the library generates beat the raw query at its best? Selected on dev only.
+
+    The baseline is the raw query under the ranker that serves it best on dev. Every (ranker,
+    reformulation) row of dev (forms outside :data:`NOT_REFORMULATIONS`) is compared with it by the
+    paired randomization test; the selected one is the best dev mean among those better at p < ``alpha``.
+    Only then is test read: the selected row against the baseline's row (same rankers) on test.
+    """
+    from hf_querygen.metrics.retrieval import paired_test
+
+    def mean(key: str) -> float:
+        values = list(per_query[key][metric].values())
+        return sum(values) / len(values)
+
+    raw = {r: mean(f"dev/{r}/raw_query") for r in RANKERS if f"dev/{r}/raw_query" in per_query}
+    if not raw:
+        return {"note": "no raw-query rows"}
+    best_ranker = max(raw, key=lambda r: (raw[r], -RANKERS.index(r)))
+    baseline = f"dev/{best_ranker}/raw_query"
+    candidates = []
+    for key in per_query:
+        split, ranker, name = key.split("/", 2)
+        if split != "dev" or name in NOT_REFORMULATIONS:
+            continue
+        test = paired_test(per_query[key][metric], per_query[baseline][metric])
+        candidates.append({"ranker": ranker, "query": name, "dev": mean(key), **test})
+    candidates.sort(key=lambda c: -c["dev"])
+    eligible = [c for c in candidates if c["mean_difference"] > 0 and c["p_value"] < alpha]
+    out: dict[str, Any] = {
+        "metric": metric,
+        "alpha": alpha,
+        "baseline": {"query": "raw_query", "ranker": best_ranker, "dev": raw[best_ranker]},
+        "raw_query_dev_by_ranker": raw,
+        "candidates_dev": candidates,
+        "selected": None,
+    }
+    test_baseline = f"test/{best_ranker}/raw_query"
+    out["baseline"]["test"] = mean(test_baseline)
+    for label, chosen in (("selected", eligible[0] if eligible else None), ("best_dev_mean", candidates[0])):
+        if chosen is None:
+            continue
+        key = f"test/{chosen['ranker']}/{chosen['query']}"
+        test = paired_test(per_query[key][metric], per_query[test_baseline][metric])
+        out[label] = {**chosen, "test": mean(key), "test_vs_baseline": test}
     return out
 
 
@@ -174,7 +291,6 @@ def run(
     ``models_dir`` defaults to ``$HF_QUERYGEN_RETRIEVAL_MODELS`` when set.
     """
     from hf_querygen.metrics.retrieval import paired_test
-    from hf_querygen.retrieval import Index
 
     started = time.perf_counter()
     data_dir = resolve_data_dir(data_dir)
@@ -184,17 +300,35 @@ def run(
     trained, precomputed, skipped = trained_keyword_systems(models_dir)
     systems.update(trained)
 
-    sanity = sanity_check(data_dir, quick)
+    splits = {split: load_nfcorpus_split(data_dir, split) for split in SPLITS}
+    query_ids: dict[str, list[str]] = {}
+    for split, data in splits.items():
+        descriptions = data["queries"]["vid-desc"]
+        ids = [q for q in descriptions if q in data["qrels"] and q in data["queries"]["vid-titles"]]
+        query_ids[split] = ids[:20] if quick else ids
+    split_documents = (
+        quick_documents(splits) if quick else {s: dict(d["documents"]) for s, d in splits.items()}
+    )
+    embedder, no_dense = dense_embedder()
+    vectors = None
+    timings: dict[str, float] = {}
+    if embedder is not None:
+        encoding_started = time.perf_counter()
+        vectors = document_embeddings(embedder, list(split_documents.values()))
+        timings["document_embeddings"] = round(time.perf_counter() - encoding_started, 1)
+    else:
+        skipped["dense, hybrid"] = no_dense
+    rankers = RANKERS if embedder is not None else LEXICAL_RANKERS
+
+    sanity = sanity_check(data_dir, quick, embedder, vectors, split_documents["test"])
     system_runs: dict[str, list[dict[str, float]]] = {}
     per_query: dict[str, dict[str, dict[str, float]]] = {}
     keyword_queries: dict[str, dict[str, dict[str, str]]] = {}
     num_queries = {}
     for split in SPLITS:
-        data = load_nfcorpus_split(data_dir, split)
+        data = splits[split]
         descriptions = data["queries"]["vid-desc"]
-        ids = [q for q in descriptions if q in data["qrels"] and q in data["queries"]["vid-titles"]]
-        if quick:
-            ids = ids[:20]
+        ids = query_ids[split]
         num_queries[split] = len(ids)
         texts = [descriptions[q] for q in ids]
         forms: dict[str, list[str]] = {
@@ -216,10 +350,12 @@ def run(
         keyword_queries[split] = {
             name: dict(zip(ids, queries, strict=True)) for name, queries in forms.items()
         }
-        index = Index.from_texts(
-            list(data["documents"].values()), ids=list(data["documents"]), show_progress=False
-        )
-        for ranker in RANKERS:
+        index = build_index(split_documents[split], embedder, vectors)
+        # raw query + RM3-style expansion from this split's documents (BM25 feedback, Anserini's defaults)
+        prf = PseudoRelevanceKeywords(index, list(split_documents[split].values()))
+        forms["prf"] = [" ".join(k) for k in prf.batch(texts)]
+        keyword_queries[split]["prf"] = dict(zip(ids, forms["prf"], strict=True))
+        for ranker in rankers:
             for name, queries in forms.items():
                 key = f"{split}/{ranker}/{name}"
                 scores = _evaluate(index, dict(zip(ids, queries, strict=True)), data["qrels"], ranker)
@@ -233,20 +369,28 @@ def run(
             continue
         baseline = per_query[f"{split}/{ranker}/description"]
         significance[key] = {m: paired_test(scores[m], baseline[m]) for m in METRICS}
-    sanity_key = "sanity/test/bm25/titles"
-    system_runs[sanity_key] = [{m: sanity["bm25"][m][q] for m in METRICS} for q in sanity["bm25"]["ndcg@10"]]
+    for ranker in rankers:
+        system_runs[f"sanity/test/{ranker}/titles"] = [
+            {m: sanity[ranker][m][q] for m in METRICS} for q in sanity[ranker]["ndcg@10"]
+        ]
     if "bm25_porter_stemmed" in sanity:
         stemmed = sanity["bm25_porter_stemmed"]
         system_runs["sanity/test/bm25-porter/titles"] = [
             {m: stemmed[m][q] for m in METRICS} for q in stemmed["ndcg@10"]
         ]
-    system_runs["sanity/test/sdm/titles"] = [
-        {m: sanity["sdm"][m][q] for m in METRICS} for q in sanity["sdm"]["ndcg@10"]
-    ]
+    sanity_significance = {}
+    if embedder is not None:  # hybrid against the better of its two parts, on the sanity queries
+        for part in ("bm25", "dense"):
+            sanity_significance[f"hybrid vs {part}"] = paired_test(
+                sanity["hybrid"]["ndcg@10"], sanity[part]["ndcg@10"]
+            )
+    paper = {"sanity/test/bm25/titles": {"ndcg@10": BEIR_BM25_NDCG10}}
+    if embedder is not None:
+        paper["sanity/test/dense/titles"] = {"ndcg@10": MINILM_NDCG10}
     document = results_document(
         "retrieval",
         system_runs,
-        {sanity_key: {"ndcg@10": BEIR_BM25_NDCG10}},
+        paper,
         {
             "corpus": "NFCorpus (Boteva et al. ECIR 2016), per-split documents, 2-1-0 qrels",
             "quick": quick,
@@ -256,16 +400,22 @@ def run(
             },
             "num_queries": {**num_queries, "sanity": sanity["num_queries"]},
             "num_documents_sanity": sanity["num_documents"],
+            "num_documents": {split: len(docs) for split, docs in split_documents.items()},
             "retrieval_depth": RETRIEVAL_DEPTH,
             "rankers": {
                 "bm25": {"k1": 1.2, "b": 0.75},
                 "sdm": {"mu": 2500, "weights": [0.85, 0.1, 0.05], "window": 8, "depth": 1000},
+                "dense": {"exact": True, "similarity": "cosine (normalised embeddings)"},
+                "hybrid": {"fusion": "rrf", "rrf_k": 60, "depth": 100, "lists": "bm25 + dense"},
             },
+            "dense_encoder": embedder.describe() if embedder is not None else None,
             "metrics": list(METRICS),
             "metric_library": "ir-measures (pytrec_eval); nDCG linear graded gains; binary: grade >= 1",
             "significance_test": "paired randomization test of the mean difference vs (a), two-sided, "
             "scipy.stats.permutation_test, 10,000 resamples",
             "significance": significance,
+            "sanity_significance": sanity_significance,
+            "reformulation": select_reformulation(per_query),
             "yake": YAKE_FROM_LIU2018,
             "trained_systems": sorted(trained) + sorted(n for n in precomputed if n not in skipped),
             "skipped_systems": skipped,
@@ -275,7 +425,7 @@ def run(
                 split: {name: dict(list(q.items())[:3]) for name, q in forms_.items()}
                 for split, forms_ in keyword_queries.items()
             },
-            "timings_s": {"total": round(time.perf_counter() - started, 1)},
+            "timings_s": {**timings, "total": round(time.perf_counter() - started, 1)},
         },
     )
     out = write_results(document, out_dir, render_markdown(document))
@@ -309,7 +459,28 @@ def render_markdown(document: dict) -> str:
         )
     cell = systems["sanity/test/sdm/titles"]["ndcg@10"]
     lines.append(f"| SDM (ours) | {cell['mean']:.3f} | {cell['n']} |")
-    lines += [f"| BM25, BEIR (Thakur et al. 2021) | {BEIR_BM25_NDCG10:.3f} | 323 |", ""]
+    lines.append(f"| BM25, BEIR (Thakur et al. 2021) | {BEIR_BM25_NDCG10:.3f} | 323 |")
+    sanity_sig = config.get("sanity_significance", {})
+    for ranker, label in (
+        ("dense", "Dense, all-MiniLM-L6-v2 exact cosine (ours)"),
+        ("hybrid", "Hybrid, RRF of BM25 + dense (ours)"),
+    ):
+        if f"sanity/test/{ranker}/titles" in systems:
+            cell = systems[f"sanity/test/{ranker}/titles"]["ndcg@10"]
+            note = ""
+            if ranker == "hybrid" and sanity_sig:
+                note = (
+                    " ("
+                    + ", ".join(
+                        f"{k}: {v['mean_difference']:+.3f}, p={v['p_value']:.3f}"
+                        for k, v in sanity_sig.items()
+                    )
+                    + ")"
+                )
+            lines.append(f"| {label}{note} | {cell['mean']:.3f} | {cell['n']} |")
+    if "sanity/test/dense/titles" in systems:
+        lines.append(f"| all-MiniLM-L6-v2, MTEB NFCorpus (model card) | {MINILM_NDCG10:.3f} | 323 |")
+    lines.append("")
     lines += [
         "## vid-desc queries: the description, the title, and keyword queries",
         "",
@@ -336,22 +507,70 @@ def render_markdown(document: dict) -> str:
                     cells.append(f"{value:.3f}{mark}")
                 lines.append(f"| {_label(name)} | " + " | ".join(cells) + " |")
             lines.append("")
+    lines += _reformulation_markdown(config.get("reformulation") or {})
     if config.get("skipped_systems"):
         lines += ["Skipped: " + "; ".join(f"{k}: {v}" for k, v in config["skipped_systems"].items()), ""]
     return "\n".join(lines)
 
 
+def _reformulation_markdown(selection: dict) -> list[str]:
+    if "baseline" not in selection:
+        return []
+    base = selection["baseline"]
+    lines = [
+        "## Does a reformulation beat the raw query at its best? (selected on dev, read on test)",
+        "",
+        f"Baseline: the raw query under {base['ranker'].upper()}, its best ranker on dev "
+        f"({base['dev']:.3f} dev, {base['test']:.3f} test {selection['metric']}). Every library "
+        f"reformulation x ranker compared with it on dev (paired randomization test); selected: the best dev "
+        f"mean among those better at p < {selection['alpha']}.",
+        "",
+    ]
+    chosen = selection.get("selected")
+    if chosen is None:
+        lines.append("**None** is significantly better on dev.")
+    else:
+        t = chosen["test_vs_baseline"]
+        holds = t["mean_difference"] > 0 and t["p_value"] < selection["alpha"]
+        lines.append(
+            f"**Selected: {_label(chosen['query'])} under {chosen['ranker'].upper()}**: "
+            f"dev {chosen['dev']:.3f} (p={chosen['p_value']:.3f}); test {chosen['test']:.3f} vs "
+            f"{base['test']:.3f} ({t['mean_difference']:+.3f}, p={t['p_value']:.3f}: "
+            f"{'holds' if holds else 'does not hold'} on test)."
+        )
+    best = selection.get("best_dev_mean")
+    if best is not None and (
+        chosen is None or best["query"] != chosen["query"] or best["ranker"] != chosen["ranker"]
+    ):
+        t = best["test_vs_baseline"]
+        lines.append(
+            "Best dev mean regardless of significance: "
+            f"{_label(best['query'])} under {best['ranker'].upper()}, "
+            f"dev {best['dev']:.3f} ({best['mean_difference']:+.3f}, p={best['p_value']:.3f}), "
+            f"test {best['test']:.3f} ({t['mean_difference']:+.3f}, p={t['p_value']:.3f})."
+        )
+    lines += ["", "| dev: query | ranker | nDCG@10 | vs baseline | p |", "|---|---|---|---|---|"]
+    for c in selection["candidates_dev"]:
+        lines.append(
+            f"| {_label(c['query'])} | {c['ranker'].upper()} | {c['dev']:.3f} | {c['mean_difference']:+.3f} "
+            f"| {c['p_value']:.3f} |"
+        )
+    return [*lines, ""]
+
+
 def plot_ndcg(document: dict, path: Path) -> None:
-    """nDCG@10 per query form, BM25 and SDM, one panel per split."""
+    """nDCG@10 per query form and ranker, one panel per split."""
     require_extra("matplotlib", "plots", "Plotting the retrieval results").use("Agg")
     import matplotlib.pyplot as plt
 
     systems = document["systems"]
-    fig, axes = plt.subplots(1, len(SPLITS), figsize=(11, 4.2), sharey=True)
+    fig, axes = plt.subplots(1, len(SPLITS), figsize=(12, 4.4), sharey=True)
+    rankers = [r for r in RANKERS if any(k.startswith(f"{SPLITS[0]}/{r}/") for k in systems)]
     for ax, split in zip(axes, SPLITS, strict=True):
         names = [k.split("/", 2)[2] for k in systems if k.startswith(f"{split}/bm25/")]
-        width = 0.4
-        for offset, ranker in ((-width / 2, "bm25"), (width / 2, "sdm")):
+        width = 0.8 / len(rankers)
+        for j, ranker in enumerate(rankers):
+            offset = (j - (len(rankers) - 1) / 2) * width
             values = [systems[f"{split}/{ranker}/{n}"]["ndcg@10"]["mean"] for n in names]
             ax.bar([i + offset for i in range(len(names))], values, width, label=ranker.upper())
         ax.set_xticks(range(len(names)), [_label(n) for n in names], rotation=40, ha="right", fontsize=7)
@@ -365,19 +584,20 @@ def plot_ndcg(document: dict, path: Path) -> None:
 
 
 def summary_table(document: dict, split: str = "test", metric: str = "ndcg@10") -> str:
-    """The console summary of a run: one row per query form, ``metric`` with BM25 and SDM on ``split``."""
+    """The console summary of a run: one row per query form, ``metric`` under each ranker on ``split``."""
     systems = document["systems"]
+    rankers = [r for r in RANKERS if any(k.startswith(f"{split}/{r}/") for k in systems)]
     names = sorted({key.split("/", 2)[2] for key in systems if key.startswith(f"{split}/")})
     order = ["description", "title"] + [n for n in names if n not in ("description", "title")]
     n = document["config"]["num_queries"].get(split, 0)
     lines = [
         f"retrieval on NFCorpus ({split}, {n} vid-desc queries, {metric}; full table in results.md)",
-        "| query | BM25 | SDM |",
-        "|---|---|---|",
+        "| query | " + " | ".join(r.upper() for r in rankers) + " |",
+        "|---|" + "---|" * len(rankers),
     ]
     for name in order:
         cells = []
-        for ranker in RANKERS:
+        for ranker in rankers:
             cell = systems.get(f"{split}/{ranker}/{name}", {}).get(metric)
             cells.append("-" if cell is None else f"{cell['mean']:.3f}")
         lines.append(f"| {name} | {' | '.join(cells)} |")

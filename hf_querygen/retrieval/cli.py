@@ -10,14 +10,17 @@ from pathlib import Path
 from hf_querygen._fs import check_output_dir
 from hf_querygen.errors import CorpusFormatError, InvalidInputError
 from hf_querygen.retrieval import Index
+from hf_querygen.retrieval.dense import DTYPES
 from hf_querygen.retrieval.index import INDEX_KIND
-from hf_querygen.retrieval.params import parse_params
+from hf_querygen.retrieval.params import RANKERS, parse_params
 
 from ..cli import non_negative_int, positive_int
 
 
 def add_commands(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("index", help="build or search a retrieval index (BM25, QL, SDM)")
+    parser = subparsers.add_parser(
+        "index", help="build or search a retrieval index (BM25, QL, SDM, dense, hybrid)"
+    )
     commands = parser.add_subparsers(dest="index_command", required=True)
 
     build = commands.add_parser(
@@ -35,19 +38,29 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     build.add_argument(
         "--threads", type=non_negative_int, default=0, help="tantivy writer threads (0 = automatic)"
     )
+    build.add_argument(
+        "--embed",
+        metavar="MODEL",
+        default=None,
+        help="add a dense field: embed every document with this sentence-transformers model (Hub id or "
+        "folder; all-MiniLM-L6-v2 works offline); enables --ranker dense / hybrid",
+    )
+    build.add_argument("--dense-dtype", choices=DTYPES, default="float32", help="stored embedding type")
+    build.add_argument("--device", default=None, help="encoding device (cpu, cuda; default: CUDA if present)")
     build.set_defaults(func=_build)
 
     search = commands.add_parser("search", help="search an index; prints JSON lines")
     search.add_argument("index", type=Path, help="index folder")
     search.add_argument("queries", nargs="*", help="queries (default: one per line on stdin)")
     search.add_argument("-k", type=positive_int, default=10, help="hits per query (default 10)")
-    search.add_argument("--ranker", default="bm25", choices=["bm25", "ql", "sdm"])
+    search.add_argument("--ranker", default="bm25", choices=list(RANKERS))
     search.add_argument(
         "--param",
         action="append",
         default=[],
         metavar="NAME=VALUE",
-        help="ranker parameter, e.g. mu=1000, k1=0.9, depth=500, weights=0.8,0.1,0.1 (repeatable)",
+        help="ranker parameter, e.g. mu=1000, k1=0.9, depth=500, weights=0.8,0.1,0.1, fusion=convex, "
+        "alpha=0.3 (repeatable)",
     )
     search.add_argument(
         "--threads", type=positive_int, default=None, help="search threads (default: CPU count)"
@@ -148,7 +161,14 @@ def _build(args: argparse.Namespace) -> int:
     texts, ids = _read_documents(args.input, args.text_field, args.id_field)
     start = time.perf_counter()
     index = Index.from_texts(
-        texts, ids=ids, path=args.output, overwrite=args.overwrite, num_threads=args.threads
+        texts,
+        ids=ids,
+        path=args.output,
+        overwrite=args.overwrite,
+        num_threads=args.threads,
+        embedder=args.embed,
+        dense_dtype=args.dense_dtype,
+        device=args.device,
     )
     seconds = time.perf_counter() - start
     print(

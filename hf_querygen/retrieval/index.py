@@ -11,6 +11,8 @@ Folder layout (``Index.from_texts(..., path=folder)``; reopened with ``Index.ope
     folder/tantivy/      the tantivy index (field ``text``: analysed terms, freqs; fast field ``row``):
                          :mod:`hf_querygen.retrieval.tantivy_backend`
     folder/stats/        collection statistics, see :mod:`hf_querygen.retrieval.stats`
+    folder/dense/        document embeddings, when built with ``embedder=``
+                         (:mod:`hf_querygen.retrieval.dense`)
 
 Rankers (``search(query, k, ranker, **params)``):
 
@@ -22,6 +24,13 @@ Rankers (``search(query, k, ranker, **params)``):
           model re-scoring the BM25 top-``depth`` documents exactly (``depth=None``: every document);
           window counts come from the sidecar positions (exact, and faster than tantivy phrase
           queries, which only give matching documents, not counts).
+``dense`` ``block=65536, approximate=False``: exact top-k of the query embedding's dot product (cosine for
+          normalised embeddings) with the document embeddings, by blocked matrix products; with
+          ``approximate=True`` the FAISS HNSW / IVF index of :meth:`Index.build_ann`.
+``hybrid`` ``fusion="rrf", alpha=0.5, rrf_k=60, depth=100, approximate=False``: BM25 and dense
+          top-max(``depth``, k) fused over their union by reciprocal rank fusion or a convex combination of
+          min-max normalised scores (:mod:`hf_querygen.retrieval.dense`); ``approximate``: the dense list
+          from the ANN graph.
 
 Bad input: a query that is not a string raises :class:`~hf_querygen.errors.InvalidInputError`; a query
 that analyses to no terms (empty, whitespace, punctuation) or whose terms never occur in the collection
@@ -52,8 +61,10 @@ import numpy as np
 from hf_querygen._fs import atomic_output_dir
 from hf_querygen.errors import InvalidInputError, ModelFolderError
 
+from . import dense as dense_field
 from . import params as params_layer
 from .analysis import TermNumbering, analyze, analyze_chunk, native_chunk_encoder
+from .ann import AnnIndex
 from .manifest import FORMAT_VERSION, META_FILE, read_manifest, write_manifest
 from .rankers import (
     BM25_DEFAULT_B,
@@ -109,6 +120,8 @@ class Index:
         self._schema = tantivy_index.schema
         self._searcher = tantivy_index.searcher()
         self.max_query_terms = 1024
+        self.dense: dense_field.DenseField | None = None  # document embeddings (rankers dense, hybrid)
+        self.ann = None  # Index.build_ann's approximate graph over them
 
     def __len__(self) -> int:
         return self.stats.num_docs
@@ -128,6 +141,11 @@ class Index:
         show_progress: bool = True,
         heap_size: int = 512_000_000,
         num_threads: int = 0,
+        embedder: Any = None,
+        dense_dtype: str = "float32",
+        device: str | None = None,
+        embedding_cache: str | os.PathLike | bool = True,
+        embeddings: np.ndarray | None = None,
     ) -> Index:
         """Index ``texts`` (any iterable of strings, streamed once).
 
@@ -139,16 +157,45 @@ class Index:
         leaves nothing behind. ``num_threads``: tantivy writer threads (0: tantivy's choice); besides
         them and the calling thread (which hands documents to tantivy and then builds the statistics),
         one worker thread analyses the texts. ``texts`` is iterated in the calling thread only.
+
+        ``embedder`` (a model name or folder, or a :class:`~hf_querygen.pretrained.SentenceEmbedder`) adds
+        a dense field: every text is encoded (on ``device``; chunk by chunk, resumable through
+        ``embedding_cache``: :func:`~hf_querygen.retrieval.dense.encode_documents`) and stored as
+        ``dense_dtype`` (``"float32"`` or ``"float16"``); queries are embedded with the same model.
+        ``embeddings``: the texts' embeddings by ``embedder`` computed beforehand, ``(len(texts), dim)``
+        (e.g. from :func:`~hf_querygen.retrieval.dense.encode_documents` over a larger collection).
         """
         params_layer.check_writer_settings(heap_size, num_threads)
         texts, ids = params_layer.check_collection_arguments(texts, ids)
+        dense = None
+        if embeddings is not None and embedder is None:
+            raise InvalidInputError("Index.from_texts: embeddings= needs the embedder= that computed them")
+        if embedder is not None:
+            dense_dtype = dense_field.check_dtype(dense_dtype)
+            embedder = dense_field.make_embedder(embedder, device)
+            texts = list(texts)  # read twice: by the encoder, then by the build
+            info = dense_field.embedder_info(embedder)
+            if embeddings is None:
+                vectors = dense_field.encode_documents(
+                    embedder, texts, cache=embedding_cache, show_progress=show_progress
+                )
+            else:
+                vectors = dense_field.check_embeddings(embeddings, len(texts), info["dimension"])
+            dense = (vectors, info, dense_dtype, dense_field.texts_fingerprint(texts))
         if path is None:
-            return cls._build(texts, ids, None, show_progress, heap_size, num_threads)
+            index = cls._build(texts, ids, None, show_progress, heap_size, num_threads)
+            if dense is not None:
+                vectors, info, dtype, fingerprint = dense
+                entry = {**info, "dtype": dtype, "texts_fingerprint": fingerprint}
+                index.dense = dense_field.DenseField(vectors.astype(dtype), entry, embedder)
+            return index
         with atomic_output_dir(path, INDEX_KIND, overwrite, what="index") as staging:
             cls._build(texts, ids, staging, show_progress, heap_size, num_threads)
             gc.collect()  # drop the staging folder's tantivy handles before it is renamed
+            if dense is not None:
+                dense_field.write_dense(staging, *dense)
             write_manifest(staging)
-        return cls.open(path)
+        return cls.open(path, embedder=embedder)
 
     @classmethod
     def _build(
@@ -269,8 +316,13 @@ class Index:
 
     # ------------------------------------------------------------------ opening
     @classmethod
-    def open(cls, path: str | os.PathLike) -> Index:
-        """Reopen a persisted index without rebuilding (the statistics are memory-mapped)."""
+    def open(cls, path: str | os.PathLike, embedder: Any = None) -> Index:
+        """Reopen a persisted index without rebuilding (the statistics and embeddings are memory-mapped).
+
+        ``embedder``: the query embedder of the dense field (checked to be the model, revision, dimension
+        and normalisation the documents were encoded with); default: loaded from ``index.json`` on the
+        first dense query.
+        """
         folder = Path(path)
         meta = read_manifest(folder)
         num_docs = int(meta["num_docs"])
@@ -302,6 +354,9 @@ class Index:
             if not isinstance(ids, list) or len(ids) != num_docs:
                 raise ModelFolderError(f"index ids file is corrupted: {ids_path} (expected {num_docs} ids)")
         index = cls(tantivy_index, stats, ids, folder)
+        index.dense = dense_field.load_dense(folder, meta, num_docs)
+        if embedder is not None:
+            index._dense_field("Index.open").attach(embedder, "Index.open")
         index._read_only_shadow = shadow  # kept alive with the index (None for a writable folder)
         return index
 
@@ -328,6 +383,8 @@ class Index:
         """
         params = _ranker_params(ranker, params)
         k = params_layer.check_k(k, len(self))
+        if ranker in ("dense", "hybrid"):
+            return self._search_dense([query], k, ranker, params)[0]
         terms = self.analyze_query(query)
         term_ids = [self.stats.term_id(t) for t in terms]
         if not any(t >= 0 for t in term_ids):
@@ -364,10 +421,12 @@ class Index:
             raise InvalidInputError(
                 "Index.search_batch: queries must be a sequence of strings, not one string"
             )
-        _ranker_params(ranker, params)  # fail before starting threads
-        params_layer.check_k(k, len(self), "Index.search_batch")
+        checked = _ranker_params(ranker, params)  # fail before starting threads
+        capped_k = params_layer.check_k(k, len(self), "Index.search_batch")
         threads = params_layer.check_threads(threads, "Index.search_batch") or os.cpu_count() or 1
         queries = params_layer.check_queries(queries)
+        if ranker in ("dense", "hybrid"):  # queries embedded together, documents read once per block
+            return self._search_dense(queries, capped_k, ranker, checked, threads)
         if threads <= 1 or len(queries) <= 1:
             return [self.search(q, k, ranker, **params) for q in queries]
         with ThreadPoolExecutor(max_workers=threads) as pool:
@@ -379,8 +438,16 @@ class Index:
         """Exact scores (sidecar formulas) of the given rows (default: every document) -> (K,) float64.
 
         BM25 here always uses exact lengths; useful to inspect or to re-rank an external candidate list.
+        ``dense``: the dot products with the query embedding (``hybrid`` scores depend on the candidate
+        lists, so it has no per-row score).
         """
         params = _ranker_params(ranker, params)
+        if ranker == "hybrid":
+            raise InvalidInputError("Index.score: hybrid scores depend on the candidate lists; use search")
+        if ranker == "dense":
+            docs = np.arange(len(self)) if rows is None else params_layer.check_rows(rows, len(self))
+            field = self._dense_field("Index.score")
+            return dense_field.dense_scores(field.matrix, self._embed([query], "Index.score")[0], docs)
         term_ids = [self.stats.term_id(t) for t in self.analyze_query(query)]
         docs = (
             np.arange(self.stats.num_docs)
@@ -394,6 +461,96 @@ class Index:
         if ranker == "ql":
             return ql_scores(self.stats, term_ids, docs, params["mu"])
         return sdm_scores(self.stats, term_ids, docs, params["mu"], params["weights"], params["window"])
+
+    def build_ann(self, kind: str = "hnsw", threads: int | None = None, **settings: int) -> None:
+        """Build the approximate index (FAISS HNSW or IVF) over the dense field, used by ``search(...,
+        ranker="dense" or "hybrid", approximate=True)``; ``settings``: ``m``, ``ef_construction``,
+        ``ef_search`` (hnsw) or ``nlist``, ``nprobe`` (ivf) (:mod:`hf_querygen.retrieval.ann`). Needs
+        ``pip install 'hf-querygen[ann]'``."""
+        field = self._dense_field("Index.build_ann")
+        self.ann = AnnIndex.build(field.matrix, kind=kind, threads=threads, **settings)
+
+    # ------------------------------------------------------------------ dense internals
+    def _dense_field(self, where: str) -> dense_field.DenseField:
+        if self.dense is None:
+            raise InvalidInputError(
+                f"{where}: this index has no dense field; build it with "
+                "Index.from_texts(..., embedder=MODEL) or `hf-querygen index build --embed MODEL`"
+            )
+        return self.dense
+
+    def _embed(self, queries: Sequence[str], where: str) -> np.ndarray:
+        bad = next((q for q in queries if not isinstance(q, str)), None)
+        if bad is not None:
+            raise InvalidInputError(f"{where}: query must be a string, got {type(bad).__name__}")
+        return self._dense_field(where).embed_queries(queries)
+
+    def _search_dense(
+        self, queries: Sequence[str], k: int, ranker: str, params: dict[str, Any], threads: int = 1
+    ) -> list[list[Hit]]:
+        """``dense`` / ``hybrid`` for a list of queries (an empty or whitespace query returns ``[]``)."""
+        where = "Index.search"
+        field = self._dense_field(where)
+        vectors = np.zeros((len(queries), field.dimension), dtype=np.float32)
+        live = [i for i, q in enumerate(queries) if not isinstance(q, str) or q.strip()]
+        if live:
+            vectors[live] = self._embed([queries[i] for i in live], where)
+        depth = k if ranker == "dense" else min(max(params["depth"], k), len(self))
+        if params["approximate"]:
+            if self.ann is None:
+                raise InvalidInputError(f"{where}: approximate=True needs Index.build_ann() first")
+            found = self.ann.search(vectors[live], depth)
+        else:
+            block = params["block"] if ranker == "dense" else dense_field.DENSE_BLOCK
+            found = dense_field.dense_top_k(field.matrix, vectors[live], depth, block)
+        lists: list[tuple[np.ndarray, np.ndarray]] = [(np.zeros(0, np.int64), np.zeros(0))] * len(queries)
+        for i, result in zip(live, found, strict=True):
+            lists[i] = result
+        if ranker == "dense":
+            return [
+                [
+                    Hit(self.doc_id(int(r)), float(s), rank, int(r))
+                    for rank, (r, s) in enumerate(zip(*pair, strict=True), 1)
+                ]
+                for pair in lists
+            ]
+
+        def fuse_one(i: int) -> list[Hit]:
+            if i not in live_set:
+                return []
+            terms = self.analyze_query(queries[i])
+            term_ids = [self.stats.term_id(term) for term in terms]
+            matched = any(t >= 0 for t in term_ids)
+            dense_rows = lists[i][0]
+            bm25_rows = np.zeros(0, np.int64)
+            if matched:
+                # the engine's BM25 list (tantivy's scores), ties by row
+                rows, first_pass = tantivy_bm25(self._searcher, self._schema, terms, term_ids, depth)
+                bm25_rows = rows[np.lexsort((rows, -first_pass))]
+            candidates = np.union1d(bm25_rows, dense_rows)
+            lexical = (
+                bm25_scores(self.stats, term_ids, candidates, BM25_DEFAULT_K1, BM25_DEFAULT_B)
+                if matched
+                else np.zeros(len(candidates))
+            )
+            semantic = dense_field.dense_scores(field.matrix, vectors[i], candidates)
+            scores = dense_field.fuse(
+                candidates,
+                bm25_rows,
+                dense_rows,
+                lexical,
+                semantic,
+                params["fusion"],
+                params["alpha"],
+                params["rrf_k"],
+            )
+            return self._hits(candidates, scores, k)
+
+        live_set = set(live)
+        if threads <= 1 or len(queries) <= 1:
+            return [fuse_one(i) for i in range(len(queries))]
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            return list(pool.map(fuse_one, range(len(queries))))
 
     # ------------------------------------------------------------------ internals
     def _hits(self, rows: np.ndarray, scores: np.ndarray, k: int) -> list[Hit]:

@@ -22,6 +22,7 @@ import numpy as np
 
 from hf_querygen.errors import InvalidInputError
 
+from .dense import DENSE_BLOCK
 from .rankers import BM25_DEFAULT_B, BM25_DEFAULT_K1, SDM_DEFAULT_MU, SDM_DEFAULT_WEIGHTS, SDM_DEFAULT_WINDOW
 
 #: upper bounds where larger values stop being meaningful and start losing float precision
@@ -37,8 +38,9 @@ TANTIVY_MAX_THREADS = 8  # tantivy's own cap when it chooses (num_threads=0)
 
 @dataclass(frozen=True)
 class Param:
-    """One parameter: ``kind`` is ``"float"``, ``"int"``, ``"bool"``, ``"weights"`` or ``"depth"``
-    (a positive integer or ``None``); ``low`` / ``high`` the range (``low_open``: ``low`` excluded)."""
+    """One parameter: ``kind`` is ``"float"``, ``"int"``, ``"bool"``, ``"weights"``, ``"depth"``
+    (a positive integer or ``None``) or ``"choice"`` (one of ``choices``); ``low`` / ``high`` the range
+    (``low_open``: ``low`` excluded)."""
 
     name: str
     kind: str
@@ -46,8 +48,11 @@ class Param:
     low: float | None = None
     high: float | None = None
     low_open: bool = False
+    choices: tuple[str, ...] = ()
 
     def describe(self) -> str:
+        if self.kind == "choice":
+            return "one of " + ", ".join(repr(c) for c in self.choices)
         if self.kind == "bool":
             return "true or false"
         if self.kind == "weights":
@@ -77,6 +82,21 @@ RANKER_PARAMS: dict[str, dict[str, Param]] = {
         "window": Param("window", "int", SDM_DEFAULT_WINDOW, 2, MAX_WINDOW),
         "depth": Param("depth", "depth", 1000, 1, None),
     },
+    # exact cosine / dot product over the index's dense field (hf_querygen.retrieval.dense); ``approximate``:
+    # the ANN index built by Index.build_ann
+    "dense": {
+        "block": Param("block", "int", DENSE_BLOCK, 1, None),
+        "approximate": Param("approximate", "bool", False),
+    },
+    # BM25 (k1=1.2, b=0.75) and dense top-``depth`` lists fused over their union (``approximate``: the
+    # dense list from the ANN graph)
+    "hybrid": {
+        "fusion": Param("fusion", "choice", "rrf", choices=("rrf", "convex")),
+        "alpha": Param("alpha", "float", 0.5, 0.0, 1.0),
+        "rrf_k": Param("rrf_k", "float", 60.0, 0.0, MAX_MU, low_open=True),
+        "depth": Param("depth", "int", 100, 1, None),
+        "approximate": Param("approximate", "bool", False),
+    },
 }
 RANKERS = tuple(RANKER_PARAMS)
 
@@ -96,6 +116,10 @@ def _is_real(value: Any) -> bool:
 
 def check_value(param: Param, value: Any, where: str) -> Any:
     """``value`` checked against ``param`` (and converted to a plain Python type)."""
+    if param.kind == "choice":
+        if not isinstance(value, str) or value not in param.choices:
+            raise _fail(where, param, value)
+        return value
     if param.kind == "bool":
         if not isinstance(value, bool | np.bool_):
             raise _fail(where, param, value)
@@ -267,7 +291,9 @@ def parse_param(ranker: str, text: str, where: str = "--param") -> tuple[str, An
     param = specs[name]
     value: Any
     try:
-        if param.kind == "bool":
+        if param.kind == "choice":
+            value = raw
+        elif param.kind == "bool":
             if raw.lower() not in _TRUE + _FALSE:
                 raise ValueError(raw)
             value = raw.lower() in _TRUE
