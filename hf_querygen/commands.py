@@ -14,6 +14,7 @@ from ._fs import check_output_dir, check_output_file
 from .cli import non_negative_int, positive_float, positive_int
 from .experiments.papers import REPRODUCTIONS, get_reproduction
 from .experiments.recipes import training_recipe
+from .metrics.wellformedness_classifier import DEFAULT_BACKBONE, build_classifier, classifier_report
 from .model_folder import load_trained
 from .systems import get_system
 from .tasks.base import get_task
@@ -119,6 +120,24 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     generate.add_argument("--max-new-tokens", type=positive_int, default=None)
     generate.add_argument("--threads", type=non_negative_int, default=1, help=THREADS_HELP)
     generate.set_defaults(func=_generate_command)
+
+    classifier = subparsers.add_parser(
+        "wellformedness-classifier",
+        help="build (once, into the cache) the question well-formedness classifier of the `wellformedness` "
+        "metric: the backbone fine-tuned on the query-wellformedness corpus; prints its accuracies (JSON)",
+    )
+    classifier.add_argument(
+        "--backbone", default=None, help="Hub id or folder (default the offline all-MiniLM-L6-v2)"
+    )
+    classifier.add_argument(
+        "--data-dir", type=Path, default=None, help="raw corpora (default ../shared/data)"
+    )
+    classifier.add_argument(
+        "--output-dir", type=Path, default=None, help="write it here instead of the cache (never reused)"
+    )
+    classifier.add_argument("--overwrite", action="store_true", help="build again even if it is cached")
+    classifier.add_argument("--threads", type=non_negative_int, default=1, help=THREADS_HELP)
+    classifier.set_defaults(func=_wellformedness_classifier_command)
 
 
 def set_threads(threads: int) -> None:
@@ -295,4 +314,17 @@ def _generate_command(args: argparse.Namespace) -> int:
     for output in outputs:
         for one in output if isinstance(output, list) and task.name != "segmentation" else [output]:
             print(task.as_text(one))
+    return 0
+
+
+def _wellformedness_classifier_command(args: argparse.Namespace) -> int:
+    set_threads(args.threads)
+    folder = build_classifier(
+        args.backbone or DEFAULT_BACKBONE,
+        data_dir=args.data_dir,
+        output_dir=args.output_dir,
+        overwrite=args.overwrite or args.output_dir is not None,
+        progress=True,
+    )
+    print(json.dumps({"folder": str(folder), **classifier_report(folder)}, indent=2))
     return 0
