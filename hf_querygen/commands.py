@@ -161,10 +161,13 @@ def _train_command(args: argparse.Namespace) -> int:
     kwargs: dict[str, Any] = {}
     if args.system:
         system = get_system(args.system)
+        variant = None
         if system.decodes_model_of is not None:
             # a decoding of another row's model: train that row, and save this row's decoding with the
-            # model (config.task_decoding: Task.predict and the pipeline decode with it by default)
+            # model (config.task_decoding: Task.predict and the pipeline decode with it by default); a row
+            # with its own decoding grid chooses among it on validation (ding2018's *_echo_fallback rows)
             kwargs["decoding"] = dict(system.decoding)
+            variant = system
             system = get_system(f"{system.name.rsplit('/', 1)[0]}/{system.decodes_model_of}")
         if system.preset is None:
             raise SystemExit(f"system {system.name!r} is a baseline: there is nothing to train")
@@ -189,6 +192,8 @@ def _train_command(args: argparse.Namespace) -> int:
                 decoding_grid=system.decoding_grid,
                 decoding_metric=system.decoding_metric,
             )
+        if variant is not None and variant.decoding_grid is not None:
+            kwargs.update(decoding_grid=variant.decoding_grid, decoding_metric=variant.decoding_metric)
     elif args.budget or args.task_corpus_only:
         raise SystemExit("--budget and --task-corpus-only go with --system")
     preset_overrides.update(parse_assignments(args.set))
