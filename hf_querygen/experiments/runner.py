@@ -393,8 +393,10 @@ def _add_measures(run: ReproductionRun, records: Sequence[dict[str, Any]]) -> No
     if not measures:
         return
     started = time.time()
-    first_split = {s.key: s.evaluate_on[0] for s in run.systems}
+    first_split = {s.key: s.evaluate_on[0] for s in run.systems if s.in_table}
     for record in records:
+        if record["system"] not in first_split:  # runs that only feed an analysis
+            continue
         data = run.cache.get(record["fold"])
         splits = run.reproduction.table_splits or (first_split.get(record["system"]),)
         for split in splits:
