@@ -166,7 +166,7 @@ def train_and_score(
         else:
             record, rows = _decode_variant(variant, job, model, data)
         if rows:
-            record["decoding"] = record.get("decoding") or chosen
+            record.setdefault("decoding", chosen)  # a variant's own choice is in its record already
             record["decoding_selection"] = rows
         record.update(train_seconds=round(train_seconds, 1), training=summary)
         _save_record(out, record)
