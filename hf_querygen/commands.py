@@ -323,13 +323,17 @@ def _generate_command(args: argparse.Namespace) -> int:
 
 
 def _wellformedness_classifier_command(args: argparse.Namespace) -> int:
+    import contextlib
+    import sys
+
     set_threads(args.threads)
-    folder = build_classifier(
-        args.backbone or DEFAULT_BACKBONE,
-        data_dir=args.data_dir,
-        output_dir=args.output_dir,
-        overwrite=args.overwrite or args.output_dir is not None,
-        progress=True,
-    )
+    with contextlib.redirect_stdout(sys.stderr):  # the Trainer prints its logs; stdout is the JSON result
+        folder = build_classifier(
+            args.backbone or DEFAULT_BACKBONE,
+            data_dir=args.data_dir,
+            output_dir=args.output_dir,
+            overwrite=args.overwrite or args.output_dir is not None,
+            progress=True,
+        )
     print(json.dumps({"folder": str(folder), **classifier_report(folder)}, indent=2))
     return 0

@@ -33,6 +33,7 @@ def write_corpus(root, sizes=(80, 24, 24), seed=0):
 
 
 def tiny_bert(folder):
+    import torch
     from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
 
     words = sorted({w for f in WELL + BAD for w in f.replace("{}", "").split()} | set(PLACES) | {"?"})
@@ -49,6 +50,7 @@ def tiny_bert(folder):
         intermediate_size=32,
         max_position_embeddings=64,
     )
+    torch.manual_seed(1)  # the backbone's random weights: the same whatever ran before in the process
     BertForSequenceClassification(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
