@@ -27,6 +27,7 @@ from hf_querygen.experiments.jobs import (
     train_and_score,
 )
 from hf_querygen.experiments.tables import Budget, Fold, RunContext
+from hf_querygen.metrics.wellformedness_classifier import classifier_report
 from hf_querygen.tasks.base import TaskData
 from hf_querygen.tasks.k2q import (
     BLEU_SIGNATURE,
@@ -46,8 +47,6 @@ def user_measures(data: TaskData, split: str, outputs: list[str]) -> dict[str, f
 def user_measures_config(context: RunContext) -> dict[str, Any]:
     """How the measures beside ROUGE were taken: the classifier's provenance and its accuracy on the
     corpus' test split beside the majority class, or why well-formedness is missing."""
-    from hf_querygen.metrics.wellformedness_classifier import classifier_report
-
     folder = cached_wellformedness_classifier()
     keywords = (
         "keywords_kept: share of the keyword query's content words (text.content_words: normalised, no "
