@@ -14,6 +14,7 @@ from ._fs import check_output_dir, check_output_file
 from .cli import LazyChoices, non_negative_int, positive_float, positive_int
 from .experiments.papers import REPRODUCTIONS, get_reproduction
 from .experiments.recipes import training_recipe
+from .metrics.wellformedness_classifier import DEFAULT_BACKBONE, build_classifier, classifier_report
 from .model_folder import load_trained
 from .systems import get_system
 from .tasks.base import DEPRECATED_TASK_NAMES, TASKS, get_task
@@ -137,6 +138,24 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     generate.add_argument("--threads", type=non_negative_int, default=1, help=THREADS_HELP)
     generate.set_defaults(func=_generate_command)
 
+    classifier = subparsers.add_parser(
+        "wellformedness-classifier",
+        help="build (once, into the cache) the question well-formedness classifier of the `wellformedness` "
+        "metric: the backbone fine-tuned on the query-wellformedness corpus; prints its accuracies (JSON)",
+    )
+    classifier.add_argument(
+        "--backbone", default=None, help="Hub id or folder (default the offline all-MiniLM-L6-v2)"
+    )
+    classifier.add_argument(
+        "--data-dir", type=Path, default=None, help="raw corpora (default ../shared/data)"
+    )
+    classifier.add_argument(
+        "--output-dir", type=Path, default=None, help="write it here instead of the cache (never reused)"
+    )
+    classifier.add_argument("--overwrite", action="store_true", help="build again even if it is cached")
+    classifier.add_argument("--threads", type=non_negative_int, default=1, help=THREADS_HELP)
+    classifier.set_defaults(func=_wellformedness_classifier_command)
+
 
 def _budget_listing() -> str:
     """Each paper's budgets, from the registered paper data files (no paper module is imported)."""
@@ -167,10 +186,13 @@ def _train_command(args: argparse.Namespace) -> int:
     kwargs: dict[str, Any] = {}
     if args.system:
         system = get_system(args.system)
+        variant = None
         if system.decodes_model_of is not None:
             # a decoding of another row's model: train that row, and save this row's decoding with the
-            # model (config.task_decoding: Task.predict and the pipeline decode with it by default)
+            # model (config.task_decoding: Task.predict and the pipeline decode with it by default); a row
+            # with its own decoding grid chooses among it on validation (ding2018's *_echo_fallback rows)
             kwargs["decoding"] = dict(system.decoding)
+            variant = system
             system = get_system(f"{system.name.rsplit('/', 1)[0]}/{system.decodes_model_of}")
         if system.preset is None:
             raise SystemExit(f"system {system.name!r} is a baseline: there is nothing to train")
@@ -195,6 +217,8 @@ def _train_command(args: argparse.Namespace) -> int:
                 decoding_grid=system.decoding_grid,
                 decoding_metric=system.decoding_metric,
             )
+        if variant is not None and variant.decoding_grid is not None:
+            kwargs.update(decoding_grid=variant.decoding_grid, decoding_metric=variant.decoding_metric)
     elif args.budget or args.task_corpus_only:
         raise SystemExit("--budget and --task-corpus-only go with --system")
     if args.quick and args.budget:
@@ -355,4 +379,21 @@ def _generate_command(args: argparse.Namespace) -> int:
     for output in outputs:
         for one in output if isinstance(output, list) and task.name != "segmentation" else [output]:
             print(task.as_text(one))
+    return 0
+
+
+def _wellformedness_classifier_command(args: argparse.Namespace) -> int:
+    import contextlib
+    import sys
+
+    set_threads(args.threads)
+    with contextlib.redirect_stdout(sys.stderr):  # the Trainer prints its logs; stdout is the JSON result
+        folder = build_classifier(
+            args.backbone or DEFAULT_BACKBONE,
+            data_dir=args.data_dir,
+            output_dir=args.output_dir,
+            overwrite=args.overwrite or args.output_dir is not None,
+            progress=True,
+        )
+    print(json.dumps({"folder": str(folder), **classifier_report(folder)}, indent=2))
     return 0

@@ -46,6 +46,35 @@ def normalize_for_matching(text: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", text).casefold().translate(_MATCHING_TABLE).split())
 
 
+#: English function words (articles, pronouns, prepositions, conjunctions, auxiliaries, question words),
+#: in :func:`normalize_for_matching`'s form (apostrophes deleted: ``dont``); what is not here is a content
+#: word (:func:`content_words`). A short closed-class list on purpose: a keyword query keeps its content
+#: words, and a question adds function words around them.
+STOPWORDS: frozenset[str] = frozenset(
+    """
+    a an the this that these those some any each every no other such
+    i me my mine we us our ours you your yours he him his she her hers it its they them their theirs
+    what which who whom whose when where why how whether
+    is am are was were be been being do does did doing done have has had having
+    can could may might must shall should will would
+    isnt arent wasnt werent dont doesnt didnt cant couldnt wont wouldnt shouldnt hasnt havent hadnt
+    whats whos wheres hows thats theres
+    of in on at to for from by with about as into onto over under between through during before after
+    above below up down out off than via per
+    and or but nor so if then because while though although
+    not also too very just only there here
+    """.split()
+)
+
+
+def content_words(text: str) -> list[str]:
+    """The words of ``text`` (:func:`normalize_for_matching`) that are not :data:`STOPWORDS`, first
+    occurrence order, without repeats; all its words when none is a content word (``"what is it"``)."""
+    words = list(dict.fromkeys(normalize_for_matching(text).split()))
+    content = [w for w in words if w not in STOPWORDS]
+    return content or words
+
+
 # ================================================================ query segmentation notation
 # Query segmentation representations and conversions (Lin et al. 2017; Hagen et al. 2011/2012).
 #

@@ -275,6 +275,32 @@ def test_quick_reproduction_end_to_end(tmp_path, data_dir):
         normalize_for_matching(t) for c in ("keyword_query", "question") for t in fold.splits["seed_train"][c]
     }
     assert not seed_texts & selecting and len(fold.splits["seed_train"]) > 0
+    # a paper's row is the network's own output; the keyword fallback is its own row, chosen on validation
+    # among the full grid (the own decodings and the fallback frames) for the same trained model
+    runs = tmp_path / "out" / "runs"
+    for key in ding2018_systems.FALLBACK_ROWS:
+        own = json.loads((runs / f"{key}-seed0.json").read_text())
+        variant = json.loads((runs / f"{key}_echo_fallback-seed0.json").read_text())
+        assert "keyword_fallback" not in own["decoding"], own["decoding"]
+        assert [row["decoding"] for row in own["decoding_selection"]] == [
+            {**ding2018_systems.GREEDY, **entry} for entry in get_task("k2q").decoding_grid
+        ]
+        assert [row["decoding"] for row in variant["decoding_selection"]] == [
+            {**ding2018_systems.GREEDY, **entry} for entry in get_task("k2q").fallback_decoding_grid
+        ]
+        assert variant["decoding"] in [row["decoding"] for row in variant["decoding_selection"]]
+        if "keyword_fallback" not in variant["decoding"]:  # the same decoding of the same model
+            assert variant["outputs"] == own["outputs"]
+        saved_decoding = json.loads((models / f"{key}-seed0" / "config.json").read_text())["task_decoding"]
+        assert saved_decoding == own["decoding"]
+    # the measures of what users need, from every run's outputs; the reference row is the questions
+    reference = document["systems"]["reference"]
+    assert reference["t0/ROUGE-L"]["mean"] == pytest.approx(1.0)
+    for key, cells in document["systems"].items():
+        for split in ("t0", "nl2kw"):
+            assert 0.0 <= cells[f"{split}/keywords_kept"]["mean"] <= 1.0, key
+    assert document["systems"]["echo"]["t0/keywords_kept"]["mean"] == pytest.approx(1.0)
+    assert "keywords_kept" in config["user_measures"] and "wellformed" in config["user_measures"]
     echo = json.loads(next((tmp_path / "out" / "runs").glob("echo-*.json")).read_text())
     assert echo["outputs"]["t0"] == t0["keyword_query"]
     expected = k2q_scores(t0["keyword_query"], t0["references"])["ROUGE-L"]

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 METRICS_DIR = Path(__file__).resolve().parents[1] / "hf_querygen" / "metrics"
-HELPERS = {"__init__.py", "segmentation_scores.py"}  # shared code of the modules, not metrics themselves
+#: shared code of the modules, not metrics themselves
+HELPERS = {"__init__.py", "segmentation_scores.py", "wellformedness_classifier.py"}
 
 
 def defines_metric(path: Path) -> bool:
@@ -43,6 +44,19 @@ CASES = {
         [({"predictions": [], "references": []}, "no predictions")],
     ),
     "segmentation.py": ({"predictions": ["a|b"], "references": ["a|b"]}, []),
+    "keywords_kept.py": (
+        {"predictions": ["what is the capital of france ?"], "sources": ["capital france"]},
+        [({"predictions": ["a"], "sources": ["?"]}, "sources[0]='?' holds no word")],
+    ),
+    "semantic_similarity.py": (
+        {"predictions": ["capital of france"], "references": [["what is the capital of france?"]]},
+        [({"predictions": ["a"], "references": [[]]}, "references[0] is empty")],
+    ),
+    # the classifier: a tiny one trained in the test (TINY_CLASSIFIER is replaced by its folder)
+    "wellformedness.py": (
+        {"predictions": ["what is the capital of peru chile ?"], "classifier": "TINY_CLASSIFIER"},
+        [({"predictions": [], "classifier": "TINY_CLASSIFIER"}, "no predictions")],
+    ),
     "retrieval.py": (
         {"predictions": [["d1", "d2"]], "references": [{"doc_ids": ["d1"], "relevance": [1]}]},
         [
@@ -64,7 +78,10 @@ import evaluate
 metric = evaluate.load(sys.argv[1])
 good, bad = json.loads(sys.argv[2])
 out = {"good": metric.compute(**good), "bad": []}
-calls = bad + [[{"predictions": good["predictions"] * 2, "references": good["references"]}, "Mismatch"]]
+# a module with a second input column (references, sources) refuses columns of different lengths
+others = [key for key in good if key not in ("predictions", "classifier")]
+mismatch = [[{**good, "predictions": good["predictions"] * 2}, "Mismatch"]] if others else []
+calls = bad + mismatch
 for call, _ in calls:
     try:
         metric.compute(**call)
@@ -79,9 +96,19 @@ def test_every_metric_module_is_covered():
     assert {name for name in MODULES if defines_metric(METRICS_DIR / name)} == set(MODULES) == set(CASES)
 
 
+@pytest.fixture(scope="module")
+def tiny_classifier_folder(tmp_path_factory):
+    from _wellformedness_toy import tiny_classifier
+
+    return str(tiny_classifier(tmp_path_factory.mktemp("wellformedness"))[0])
+
+
 @pytest.mark.parametrize("name", MODULES)
-def test_metric_module_loads_by_path_in_a_clean_process(name, tmp_path):
+def test_metric_module_loads_by_path_in_a_clean_process(name, tmp_path, request):
     good, bad = CASES[name]
+    if "TINY_CLASSIFIER" in json.dumps(CASES[name]):
+        folder = request.getfixturevalue("tiny_classifier_folder")
+        good, bad = json.loads(json.dumps(CASES[name]).replace("TINY_CLASSIFIER", folder))
     done = subprocess.run(
         [sys.executable, "-c", SCRIPT, str(METRICS_DIR / name), json.dumps([good, bad])],
         capture_output=True,
@@ -93,6 +120,7 @@ def test_metric_module_loads_by_path_in_a_clean_process(name, tmp_path):
     out = json.loads(done.stdout.strip().splitlines()[-1])
     numbers = [x for v in out["good"].values() for x in (v if isinstance(v, list) else [v])]
     assert any(isinstance(x, float) for x in numbers), out  # (some modules also return strings)
-    expected = [message for _, message in bad] + ["Mismatch in the number of predictions"]
+    mismatch = any(key not in ("predictions", "classifier") for key in good)
+    expected = [message for _, message in bad] + ["Mismatch in the number of predictions"] * mismatch
     for got, message in zip(out["bad"], expected, strict=True):
         assert message in got and "zip()" not in got, (name, got)

@@ -44,6 +44,8 @@ from hf_querygen.experiments.ding2018_analysis import (
     fig6,
     models_config,
     orderings,
+    user_measures,
+    user_measures_config,
 )
 from hf_querygen.experiments.ding2018_data import folds
 from hf_querygen.experiments.ding2018_report import plots, render_markdown
@@ -171,7 +173,8 @@ REPRODUCTION = Reproduction(
     budgets={"full": FULL_BUDGET, "quick": QUICK_BUDGET, "paper": PAPER_BUDGET},
     train_budget="full",
     folds=folds,
-    analyses=(describe, models_config, orderings, fig6, fig5_with_steps),
+    measures=(user_measures,),
+    analyses=(describe, models_config, orderings, fig6, fig5_with_steps, user_measures_config),
     render_markdown=render_markdown,
     plots=plots,
     labels=LABELS,

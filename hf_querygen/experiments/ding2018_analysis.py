@@ -26,11 +26,63 @@ from hf_querygen.experiments.jobs import (
     train_and_score,
 )
 from hf_querygen.experiments.tables import Budget, Fold, RunContext
-from hf_querygen.tasks.k2q import BLEU_SIGNATURE, k2q_scores
+from hf_querygen.metrics.wellformedness_classifier import classifier_report
+from hf_querygen.tasks.base import TaskData
+from hf_querygen.tasks.k2q import (
+    BLEU_SIGNATURE,
+    cached_wellformedness_classifier,
+    k2q_scores,
+    k2q_user_scores,
+)
 from hf_querygen.training import quiet_console
 
 
 # ---------------------------------------------------------------- Figs. 6 and 5
+def user_measures(data: TaskData, split: str, outputs: list[str]) -> dict[str, float]:
+    """Table 2's measures of what users need (``Reproduction.measures``): keywords kept, and
+    well-formedness when the classifier is built (:func:`~hf_querygen.tasks.k2q.k2q_user_scores`)."""
+    return k2q_user_scores(outputs, data.sources(split))
+
+
+def user_measures_config(context: RunContext) -> dict[str, Any]:
+    """How the measures beside ROUGE were taken: the classifier's provenance and its accuracy on the
+    corpus' test split beside the majority class, or why well-formedness is missing."""
+    folder = cached_wellformedness_classifier()
+    keywords = (
+        "keywords_kept: share of the keyword query's content words (text.content_words: normalised, no "
+        "stopwords, no stemming) among the question's words, mean over queries"
+    )
+    if folder is None:
+        return {
+            "user_measures": {
+                "keywords_kept": keywords,
+                "wellformed": "not measured: the classifier is not built "
+                "(hf-querygen wellformedness-classifier)",
+            }
+        }
+    info = classifier_report(folder)
+    return {
+        "user_measures": {
+            "keywords_kept": keywords,
+            "wellformed": "share judged well-formed (p >= 0.5) by the backbone fine-tuned on query-"
+            "wellformedness (rating >= 0.8), lower-cased, ending punctuation -> ' ?'",
+            "classifier": {
+                key: info[key]
+                for key in (
+                    "backbone",
+                    "settings",
+                    "corpus_files",
+                    "sizes",
+                    "validation_accuracy",
+                    "test_accuracy",
+                    "majority_class",
+                    "majority_test_accuracy",
+                )
+            },
+        }
+    }
+
+
 def fig6(context: RunContext) -> dict[str, Any]:
     """Vocabulary coverage of T_L under TDF and under random selection (3 random draws)."""
     pairs = context.folds[0].extras["synthetic"].synthetic_set("par_ph_kqf")

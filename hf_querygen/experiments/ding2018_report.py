@@ -18,6 +18,7 @@ from hf_querygen.experiments.ding2018_systems import (
     LABELS,
     TABLE_ORDER,
     TEST_SPLITS,
+    USER_MEASURES,
 )
 
 
@@ -59,6 +60,7 @@ def render_markdown(document: dict) -> str:
             labels,
             digits=4,
         ),
+        *render_user_measures(document, systems, labels),
         "## The paper's ordering CopyNet > AttNet > EDNet > TBM > SDM",
         "",
         "| split/metric | our ranking (best first) | pairs that hold | all hold |",
@@ -71,6 +73,34 @@ def render_markdown(document: dict) -> str:
     lines += ["", *render_figures(config)]
     lines += ["", f"Timings (s): {json.dumps(config.get('timings_s', {}))}", ""]
     return "\n".join(lines)
+
+
+def render_user_measures(document: dict, systems: list[str], labels: Mapping[str, str]) -> list[str]:
+    """Table 2's measures of what users need: well-formed share and keywords kept per test split, for the
+    rows that have them (measured from each run's outputs), with how they were measured."""
+    metrics = [f"{split}/{m}" for split in TEST_SPLITS for m in USER_MEASURES]
+    rows = [k for k in systems if any(m in document["systems"][k] for m in metrics)]
+    if not rows:
+        return []
+    measures = document["config"].get("user_measures", {})
+    classifier = measures.get("classifier")
+    if classifier:
+        how = (
+            f"wellformed: {measures.get('wellformed', '')}; the classifier "
+            f"({classifier['backbone']['model_id']}) is right on {classifier['test_accuracy']:.3f} of the "
+            f"corpus' test split, the majority class ({classifier['majority_class']}) on "
+            f"{classifier['majority_test_accuracy']:.3f}. "
+        )
+    else:
+        how = f"wellformed: {measures.get('wellformed', 'not measured')}. "
+    return [
+        "## What users need beside ROUGE",
+        "",
+        how + f"{measures.get('keywords_kept', 'keywords_kept')}. Read well-formedness against the reference "
+        "row (the test questions themselves), not as an absolute.",
+        "",
+        markdown_table(document, metrics, rows, labels, digits=3),
+    ]
 
 
 def fig5_means(fig5_config: Mapping[str, Any]) -> dict[str, dict[str, dict[str, float]]]:

@@ -7,12 +7,18 @@ from __future__ import annotations
 from typing import Any
 
 from hf_querygen.systems import BaselineContext, System, register_systems
+from hf_querygen.tasks.k2q_task import K2QTask
 
 #: the paper's ordering (Table 2), best first
 PAPER_ORDER = ("copynet", "attnet", "ednet", "tbm", "sdm")
 TEST_SPLITS = ("t0", "nl2kw")
 HEADLINE = ("ROUGE-L", "ROUGE-1", "ROUGE-2", "BLEU")
+#: what users need beside ROUGE (ding2018_analysis.user_measures, added to every run from its outputs)
+USER_MEASURES = ("wellformed", "keywords_kept")
+#: the networks whose decoding may fall back to the keyword query: each also has a ``<key>_echo_fallback`` row
+FALLBACK_ROWS = ("ednet", "attnet", "copynet", "copynet_human")
 LABELS = {
+    "reference": "reference: the test questions themselves",
     "echo": "keyword query echoed",
     "frame": "most frequent question frame",
     "sdm": "SDM",
@@ -22,17 +28,27 @@ LABELS = {
     "copynet": "CopyNet",
     "copynet_human": "CopyNet + nl2kw train pairs",
     "question_frames": "learned question frame (T_0 + nl2kw train pairs)",
+    "ednet_echo_fallback": "EDNet, else the keyword query (fallback chosen on validation)",
+    "attnet_echo_fallback": "AttNet, else the keyword query (fallback chosen on validation)",
+    "copynet_echo_fallback": "CopyNet, else the keyword query (fallback chosen on validation)",
+    "copynet_human_echo_fallback": "CopyNet + nl2kw train pairs, else the keyword query (fallback chosen on "
+    "validation)",
 }
 #: the rows of our table, in print order (the paper's five, two trivial rows, two with human pairs)
 TABLE_ORDER = (
+    "reference",
     "echo",
     "frame",
     "sdm",
     "tbm",
     "ednet",
+    "ednet_echo_fallback",
     "attnet",
+    "attnet_echo_fallback",
     "copynet",
+    "copynet_echo_fallback",
     "copynet_human",
+    "copynet_human_echo_fallback",
     "question_frames",
 )
 #: rows a results document may add beside the table's (single long runs of a row, one seed each:
@@ -44,12 +60,17 @@ EXTRA_ROW_LABELS = {
     "copynet_human_5000": "CopyNet + nl2kw train pairs, 5,000 steps (1 seed)",
     "copynet_human_x4": "CopyNet + nl2kw train pairs x4 (upsampled), 2,000 steps (1 seed)",
     "copynet_paper_size": "CopyNet at the paper's sizes (100/200/400), the recipe otherwise (1 seed)",
-    "ednet_paper_budget_h200": "EDNet, the paper budget on an H200, 5 min (1 seed)",
-    "attnet_paper_budget_h200": "AttNet, the paper budget on an H200, 5 min (1 seed)",
-    "copynet_paper_budget_h200": "CopyNet, the paper budget on an H200, 5 min",
+    "ednet_paper_budget_h200": "EDNet, the paper budget on an H200, 5 min (1 seed), else the keyword query "
+    "(fallback chosen on validation)",
+    "attnet_paper_budget_h200": "AttNet, the paper budget on an H200, 5 min (1 seed), else the keyword query "
+    "(fallback chosen on validation)",
+    "copynet_paper_budget_h200": "CopyNet, the paper budget on an H200, 5 min, else the keyword query "
+    "(fallback chosen on validation)",
     "copynet_kq3": "CopyNet, up to 3 keyword queries per question",
-    "copynet_h200_3min": "CopyNet, the recipe, on an H200, 3 min",
-    "copynet_kq3_h200_3min": "CopyNet, up to 3 keyword queries per question, on an H200, 3 min",
+    "copynet_h200_3min": "CopyNet, the recipe, on an H200, 3 min, else the keyword query (fallback chosen on "
+    "validation)",
+    "copynet_kq3_h200_3min": "CopyNet, up to 3 keyword queries per question, on an H200, 3 min, else the "
+    "keyword query (fallback chosen on validation)",
 }
 #: copynet_human's training steps under the full budget (chosen on validation, see its System)
 COPYNET_HUMAN_STEPS = 2000
@@ -110,6 +131,12 @@ def tbm_baseline(context: BaselineContext) -> tuple[list[str], dict[str, Any]]:
     return outputs, info
 
 
+def reference_baseline(context: BaselineContext) -> list[str]:
+    """The test question itself (its first reference), scored as an output (not in the paper): what
+    human questions get on the measures beside ROUGE (well-formedness, keywords kept); its ROUGE is 1."""
+    return [refs[0] for refs in context.data.references(context.split)]
+
+
 def echo_baseline(context: BaselineContext) -> list[str]:
     """The keyword query unchanged (not in the paper: the floor every row must beat)."""
     from hf_querygen.baselines.k2q import echo_keyword_queries
@@ -142,6 +169,13 @@ _NEURAL = {
 }
 SYSTEMS = register_systems(
     [
+        System(
+            "ding2018/reference",
+            "k2q",
+            LABELS["reference"],
+            baseline=reference_baseline,
+            evaluate_on=TEST_SPLITS,
+        ),
         System("ding2018/echo", "k2q", LABELS["echo"], baseline=echo_baseline, evaluate_on=TEST_SPLITS),
         System("ding2018/frame", "k2q", LABELS["frame"], baseline=frame_baseline, evaluate_on=TEST_SPLITS),
         System("ding2018/sdm", "k2q", LABELS["sdm"], baseline=sdm_baseline, evaluate_on=TEST_SPLITS),
@@ -164,6 +198,22 @@ SYSTEMS = register_systems(
             prepare_options={"human_pairs": True},
             training_overrides={"max_steps": COPYNET_HUMAN_STEPS},
             **_NEURAL,
+        ),
+        # not in the paper: each network's model decoded with the keyword fallback (a question only where it
+        # keeps every keyword, else the keyword query in a frame: "X", "what X", ...), the fallback and its
+        # frame chosen on validation with the rest of the decoding (K2QTask.fallback_decoding_grid). Its own
+        # row, never the paper's: for EDNet / AttNet the fallback is most of the outputs
+        *(
+            System(
+                f"ding2018/{key}_echo_fallback",
+                "k2q",
+                LABELS[f"{key}_echo_fallback"],
+                decodes_model_of=key,
+                decoding=GREEDY,
+                decoding_grid=K2QTask.fallback_decoding_grid,
+                evaluate_on=TEST_SPLITS,
+            )
+            for key in FALLBACK_ROWS
         ),
         # not in the paper: the question-frame model (models.question_frames): the keyword query in the frame
         # a small network chooses for it among the 40 most frequent of its training pairs, T_0's train pairs

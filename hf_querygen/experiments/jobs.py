@@ -160,10 +160,14 @@ def train_and_score(
         model.config.task_decoding = dict(chosen)
     records = []
     for variant in job.variants:
-        record = _decode_and_score(variant, job, model, data, chosen if variant is system else None)
-        if variant is system and decoding_rows:
-            record["decoding"] = chosen
-            record["decoding_selection"] = decoding_rows
+        if variant is system:
+            record = _decode_and_score(variant, job, model, data, chosen)
+            rows = decoding_rows
+        else:
+            record, rows = _decode_variant(variant, job, model, data)
+        if rows:
+            record.setdefault("decoding", chosen)  # a variant's own choice is in its record already
+            record["decoding_selection"] = rows
         record.update(train_seconds=round(train_seconds, 1), training=summary)
         _save_record(out, record)
         records.append(record)
@@ -211,6 +215,28 @@ def _saved_model_metadata(
         **recipe_metadata(reproduction, system, budget, fold),
         "data_fingerprint": data_fingerprint(data),  # as train_model writes it
     }
+
+
+def _decode_variant(
+    variant: System, job: Job, model: Any, data: TaskData
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A row decoding another row's model (``System.decodes_model_of``): with its own ``decoding_grid``
+    (ding2018's ``*_echo_fallback`` rows), its decoding is chosen on validation like a trained row's and
+    decoded as itself (the model's saved decoding does not fill in the keys it leaves out); else its
+    ``decoding`` on top of the model's saved one."""
+    if variant.decoding_grid is None or not variant.in_table:
+        return _decode_and_score(variant, job, model, data), []
+    chosen, rows = choose_decoding(
+        model, data, variant.decoding, variant.decoding_grid, variant.decoding_metric
+    )
+    saved = model.config.task_decoding
+    model.config.task_decoding = None
+    try:
+        record = _decode_and_score(variant, job, model, data, chosen)
+    finally:
+        model.config.task_decoding = saved
+    record["decoding"] = chosen
+    return record, rows
 
 
 def _decode_and_score(

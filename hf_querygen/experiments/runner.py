@@ -367,6 +367,7 @@ def _write_report(run: ReproductionRun) -> dict:
         run.out,
         run.save_dir,
     )
+    _add_measures(run, records)
     run.timings["total_s"] = time.time() - run.started
     config = _run_config(run)
     for analysis in reproduction.analyses:
@@ -382,6 +383,28 @@ def _write_report(run: ReproductionRun) -> dict:
     if run.progress:
         print(summary_table(reproduction, document), file=sys.stderr)
     return document
+
+
+def _add_measures(run: ReproductionRun, records: Sequence[dict[str, Any]]) -> None:
+    """The reproduction's ``measures`` of each record's outputs on the splits the table reports, added to
+    the record's scores (in memory: the saved records keep what the run measured)."""
+    measures = run.reproduction.measures
+    if not measures:
+        return
+    started = time.time()
+    first_split = {s.key: s.evaluate_on[0] for s in run.systems if s.in_table}
+    for record in records:
+        if record["system"] not in first_split:  # runs that only feed an analysis
+            continue
+        data = run.cache.get(record["fold"])
+        splits = run.reproduction.table_splits or (first_split.get(record["system"]),)
+        for split in splits:
+            outputs = record.get("outputs", {}).get(split)
+            if data is None or outputs is None or split not in record.get("scores", {}):
+                continue
+            for measure in measures:
+                record["scores"][split].update(measure(data, split, list(outputs)))
+    run.timings["measures_s"] = time.time() - started
 
 
 def _system_runs(run: ReproductionRun, records: Sequence[Mapping[str, Any]]) -> dict[str, list]:

@@ -96,6 +96,10 @@ class PaperTable:
     folds: (task, budget, data_dir) -> list of :class:`Fold` (default: the task's own splits).
     resources: data_dir -> shared resources for baselines / hooks (loaded once per process).
     extra_systems: (budget, seeds) -> [(System, seeds to run it with)]: runs that only feed analyses.
+    measures: (data, split, outputs) -> metrics added to a run's scores of ``split`` at report time, from
+        the run's saved outputs (so resumed and earlier runs get them too): measures beyond the task's
+        scores that need no retraining (Ding'18's well-formedness and keywords kept). Applied to the
+        splits the table reports (``table_splits``, else each row's first ``evaluate_on`` split).
     analyses: hooks (RunContext) -> dict merged into ``config``.
     render_markdown: document -> results.md text (default: one table of all metrics).
     plots: (document, out_dir) -> None.
@@ -117,6 +121,7 @@ class PaperTable:
     folds: Callable[[Task, Budget, Any], list[Fold]] | None = None
     resources: Callable[[Any], Mapping[str, Any]] | None = None
     extra_systems: Callable[[Budget, int], list[tuple[System, Sequence[int]]]] | None = None
+    measures: Sequence[Callable[[TaskData, str, list[str]], Mapping[str, float]]] = ()
     analyses: Sequence[Callable[[RunContext], Mapping[str, Any]]] = ()
     render_markdown: Callable[[dict], str] | None = None
     plots: Callable[[dict, Path], None] | None = None

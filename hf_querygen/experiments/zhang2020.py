@@ -45,6 +45,7 @@ from hf_querygen.experiments.zhang2020_analysis import (
     default_model_tests,
     describe,
     retrieval_sourced,
+    semantic_similarity_measure,
     significance,
     sweep_choice,
 )
@@ -187,6 +188,7 @@ REPRODUCTION = Reproduction(
     train_budget="full",  # `hf-querygen train --system` trains this budget's recipe (the table's)
     extra_systems=sweep_systems,
     prepare_options={"output_vocab_size": OUTPUT_VOCAB_SIZE, "caps": CAPS},
+    measures=(semantic_similarity_measure,),
     analyses=(describe, sweep_choice, significance, default_model_tests, beta_analysis, retrieval_sourced),
     render_markdown=lambda document: render_markdown(document),
     config={

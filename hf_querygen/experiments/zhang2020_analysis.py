@@ -7,6 +7,7 @@ retrieval engine instead of the judged ones."""
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,22 @@ from hf_querygen.tasks.q2id_task import DocumentRetriever, as_source
 
 
 # ---------------------------------------------------------------- significance
+def semantic_similarity_measure(data: Any, split: str, outputs: list[str]) -> dict[str, float]:
+    """Tables 3-4's semantic similarity of every row (``Reproduction.measures``): the cosine of the
+    backbone's mean-pooled sentence embeddings (all-MiniLM-L6-v2, offline) between each description and
+    its reference, mean over queries (:func:`hf_querygen.metrics.semantic_similarity.semantic_similarity`;
+    one reference per query, so max = mean over references). Without the ``[pretrained]`` extra (no offline
+    backbone) the column stays empty, with a warning."""
+    from hf_querygen.metrics.semantic_similarity import semantic_similarity
+
+    try:
+        scores = semantic_similarity(outputs, data.references(split))
+    except ImportError as err:
+        warnings.warn(f"zhang2020: semantic_similarity not measured ({err})", stacklevel=2)
+        return {}
+    return {"semantic_similarity": scores["semantic_similarity"]}
+
+
 def _per_query(context: RunContext, key: str, split: str = "test") -> list[dict[str, float]] | None:
     """Per-query ROUGE of ``key`` averaged over its seeds (None if it has no run)."""
     records = [r for r in context.records if r["system"] == key and split in r.get("outputs", {})]

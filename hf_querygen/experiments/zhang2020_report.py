@@ -25,7 +25,7 @@ def _cell(document: dict, key: str, metric: str) -> str:
     cell = document["systems"].get(key, {}).get(metric)
     if cell is None:
         return "-"
-    scale = 1 if metric == "output_words" else 100
+    scale = 1 if metric in ("output_words", "semantic_similarity") else 100
     if cell["n"] > 1:
         return f"{cell['mean'] * scale:.2f} ± {cell['std'] * scale:.2f}"
     return f"{cell['mean'] * scale:.2f}"
@@ -36,7 +36,7 @@ def _table(document: dict, rows: Sequence[str]) -> str:
     head = ["system"]
     for metric in TABLE_METRICS:
         head += [f"{metric} ours", "paper"]
-    head += ["R-1 F ours", "R-L F ours", "words", "p (R-1/R-2/R-L recall vs CtrsGen)"]
+    head += ["R-1 F ours", "R-L F ours", "words", "sem. sim. ours", "p (R-1/R-2/R-L recall vs CtrsGen)"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for key in rows:
         if key not in document["systems"]:
@@ -45,7 +45,9 @@ def _table(document: dict, rows: Sequence[str]) -> str:
         for metric in TABLE_METRICS:
             paper = document["paper_numbers"].get(key, {}).get(metric)
             cells += [_cell(document, key, metric), "-" if paper is None else f"{paper * 100:.2f}"]
-        cells += [_cell(document, key, m) for m in ("rouge1_f", "rougeL_f", "output_words")]
+        cells += [
+            _cell(document, key, m) for m in ("rouge1_f", "rougeL_f", "output_words", "semantic_similarity")
+        ]
         tests = significance.get(key) if isinstance(significance, dict) else None
         cells.append("/".join(f"{tests[m]['p_value']:.3g}" for m in TABLE_METRICS) if tests else "")
         lines.append("| " + " | ".join(cells) + " |")
@@ -127,7 +129,9 @@ def render_markdown(document: dict) -> str:
         "## Table 4: baselines",
         "",
         _table(document, TABLE4),
-        "p: paired two-tailed t-test against CtrsGen on per-query ROUGE recall (seeds averaged per query).",
+        "p: paired two-tailed t-test against CtrsGen on per-query ROUGE recall (seeds averaged per query). "
+        "sem. sim.: cosine of all-MiniLM-L6-v2 mean-pooled sentence embeddings of the description and its "
+        "reference (0-1 scale; `-`: the row's outputs were not kept, so it was not measured).",
         "",
         "## Eq. (11) softmax axis / Eq. (12) scaling (validation sweep, 1 seed)",
         "",
@@ -207,7 +211,7 @@ def _retrieval_section(result: Any) -> list[str]:
         "|---|---|---|---|---|",
     ]
     for metric, row in summary.items():
-        scale = 1 if metric == "output_words" else 100
+        scale = 1 if metric in ("output_words", "semantic_similarity") else 100
         p_value = f"{row['p_value']:.3g}" if "p_value" in row else ""
         lines.append(
             f"| {metric} | {row['judged'] * scale:.2f} | {row['retrieved'] * scale:.2f} | "

@@ -161,7 +161,8 @@ SYSTEMS: list[System] = register_systems(
         System(
             f"{PAPER}/ctrsgen_copy",
             TASK,
-            "extra: CtrsGen + copy (pointer-generator switch)",
+            "extra: CtrsGen + copy (pointer-generator switch; the query restated first where validation "
+            "chose it)",
             preset="zhang2020-ctrsgen-copy",
             preset_overrides={**CONTRAST_SETTING, **COPY_SIZES},
             training_overrides=dict(COPY_TRAINING),

@@ -24,6 +24,7 @@ __all__ = [
     "fill_frame",
     "frequent_question_frames",
     "k2q_scores",
+    "k2q_user_scores",
     "keeps_keywords",
     "question_frame_around",
 ]
@@ -51,6 +52,42 @@ def k2q_scores(predictions: Sequence[str], references: Sequence[Sequence[str]]) 
         out[f"{name} recall"] = float(r[f"{key}_recall_max"])
         out[f"{name} recall avg"] = float(r[f"{key}_recall_avg"])
     return out
+
+
+def k2q_user_scores(
+    predictions: Sequence[str], sources: Sequence[str], classifier: Any = "cached"
+) -> dict[str, float]:
+    """What users need of a generated question beside ROUGE: ``keywords_kept`` / ``all_keywords_kept``
+    (:func:`hf_querygen.metrics.keywords_kept.keywords_kept` against the keyword queries ``sources``) and
+    ``wellformed`` / ``wellformed_probability`` (:func:`hf_querygen.metrics.wellformedness_classifier.
+    wellformedness_scores`). ``classifier``: a classifier folder, ``"cached"`` (the default classifier when
+    it is built: else the well-formedness keys are left out) or None (left out)."""
+    from ..metrics.keywords_kept import keywords_kept
+    from ..metrics.wellformedness_classifier import wellformedness_scores
+
+    kept = keywords_kept(list(predictions), list(sources))
+    out = {"keywords_kept": kept["keywords_kept"], "all_keywords_kept": kept["all_keywords_kept"]}
+    folder = cached_wellformedness_classifier() if classifier == "cached" else classifier
+    if folder is not None:
+        formed = wellformedness_scores(list(predictions), folder)
+        out.update(wellformed=formed["wellformed"], wellformed_probability=formed["wellformed_probability"])
+    return out
+
+
+def cached_wellformedness_classifier() -> Any:
+    """The default well-formedness classifier's folder when it is built (``hf-querygen
+    wellformedness-classifier``), else None; looked up once per process."""
+    if not _CLASSIFIER:
+        from ..metrics.wellformedness_classifier import default_classifier
+
+        try:
+            _CLASSIFIER.append(default_classifier())
+        except (InvalidInputError, ImportError):  # not built, no corpus folder to key it by, no backbone
+            _CLASSIFIER.append(None)
+    return _CLASSIFIER[0]
+
+
+_CLASSIFIER: list[Any] = []
 
 
 #: the sacrebleu signature of the last :func:`k2q_scores` call (a one-item list: set in place)

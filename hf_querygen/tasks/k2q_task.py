@@ -69,9 +69,10 @@ class K2QTask(Text2TextTask):
     #: the decodings tried on VALIDATION after training (:func:`hf_querygen.training.choose_decoding`):
     #: greedy with and without guards against degenerate repeats ("capital capital capital", "the the":
     #: :class:`NoRepeatSourceWordsProcessor`, ``no_repeat_ngram_size``, ``repetition_penalty``), with
-    #: every keyword word required (``copy_all_source_words``), 4-beam searches, and the keyword fallback
-    #: in three frames (:data:`FALLBACK_FRAMES`); the one with the largest worst-split gain over the
-    #: echoed keyword query (:meth:`selection_splits`) is saved with the model as ``config.task_decoding``
+    #: every keyword word required (``copy_all_source_words``) and 4-beam searches; the one with the largest
+    #: worst-split gain over the echoed keyword query (:meth:`selection_splits`) is saved with the model as
+    #: ``config.task_decoding``. Every output is the model's own: the keyword fallback, which returns the
+    #: keyword query (in a frame) instead, is in :attr:`fallback_decoding_grid` only
     decoding_grid: tuple[dict[str, Any], ...] = (
         {},
         {"no_repeat_source_words": True},
@@ -80,6 +81,12 @@ class K2QTask(Text2TextTask):
         {"no_repeat_source_words": True, "copy_all_source_words": True},
         {"no_repeat_source_words": True, "copy_all_source_words": True, "num_beams": 4},
         {"no_repeat_source_words": True, "no_repeat_ngram_size": 2, "num_beams": 4},
+    )
+    #: :attr:`decoding_grid` plus the keyword fallback in each of :data:`FALLBACK_FRAMES` (greedy, and 4 beams
+    #: with the repeat guard): the grid of the ``*_echo_fallback`` rows of Table 2 (a model's output where it
+    #: keeps every keyword, else the keyword query), never of a paper's own row
+    fallback_decoding_grid: tuple[dict[str, Any], ...] = (
+        *decoding_grid,
         *(
             entry
             for frame in FALLBACK_FRAMES
