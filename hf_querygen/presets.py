@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ._registration import register_all
 from .errors import InvalidInputError, UnknownNameError
 from .models.dual_decoder.configuration_dual_decoder import LIU2018_DUAL_DECODER
+from .pretrained import MINILM_ID, backbone_config
 from .registry import Registry
 
 if TYPE_CHECKING:
@@ -159,6 +160,9 @@ _PRESETS: dict[str, dict[str, Any]] = {
         "tie_word_embeddings": False,
         "bridge": "linear",
     },
+    # not in Lin'17: a BIO token classifier warm-started from a pretrained encoder (the backbone's own
+    # sizes; its WordPiece tokenizer; a new linear head over the first piece of each word)
+    "lin2017-warm-start": {"model_type": "bert", "backbone": MINILM_ID, "classifier_dropout": 0.1},
     # not in Lin'17: our BiLSTM BIO tagger, the neural counterpart of its CRF (lin2017's extra row)
     "lin2017-tagger": {
         "model_type": "rnn_tagger",
@@ -227,6 +231,16 @@ _TRAINING_PRESETS: dict[str, dict[str, Any]] = {
         "per_device_train_batch_size": 64,
         "max_grad_norm": 0.0,
     },
+    # fine-tuning a pretrained encoder: AdamW with decoupled weight decay 0.01 and a linear decay after
+    # a short warm-up (Devlin et al. 2019's recipe); the rate is the row's (lin2017.py)
+    "lin2017-warm-start": {
+        "optim": "adamw_torch_fused",
+        "weight_decay": 0.01,
+        "per_device_train_batch_size": 32,
+        "lr_scheduler_type": "linear",
+        "warmup_steps": 0.06,
+        "max_grad_norm": 1.0,
+    },
     "lin2017-tagger": {
         **_ADAM,
         "learning_rate": 1e-3,
@@ -248,7 +262,9 @@ for _name, _spec in _TRAINING_PRESETS.items():
 
 def config_from_preset(name: str, **overrides: Any) -> PretrainedConfig:
     """The config of preset ``name`` with ``overrides`` (e.g. ``vocab_size``, ``output_vocab_size``)
-    applied."""
+    applied. A preset with a ``backbone`` (a Hub id or folder, :mod:`hf_querygen.pretrained`) starts from
+    that checkpoint's config (:func:`~hf_querygen.pretrained.backbone_config`), and
+    :func:`hf_querygen.training.model_for_config` then loads its weights."""
     if name not in PRESETS:
         raise UnknownNameError(f"unknown preset {name!r}; known presets: {sorted(PRESETS)}")
     from transformers import AutoConfig
@@ -256,7 +272,11 @@ def config_from_preset(name: str, **overrides: Any) -> PretrainedConfig:
     register_all()  # the model types must be known to AutoConfig
 
     kwargs = {**PRESETS.get(name), **overrides}
-    return AutoConfig.for_model(kwargs.pop("model_type"), **kwargs)
+    model_type = kwargs.pop("model_type")
+    backbone = kwargs.pop("backbone", None)
+    if backbone is not None:  # a warm start: the backbone's own config (sizes, vocabulary) plus kwargs
+        return backbone_config(backbone, model_type, **kwargs)
+    return AutoConfig.for_model(model_type, **kwargs)
 
 
 def config_fields(model_type: str) -> set[str]:
@@ -288,7 +308,7 @@ def check_config_overrides(preset: str, overrides: Mapping[str, Any], what: str 
     if preset not in PRESETS:
         raise UnknownNameError(f"unknown preset {preset!r}; known presets: {sorted(PRESETS)}")
     model_type = PRESETS.get(preset)["model_type"]
-    fields = config_fields(model_type)
+    fields = config_fields(model_type) | ({"backbone"} if "backbone" in PRESETS.get(preset) else set())
     for name in overrides:
         if name not in fields:
             close = difflib.get_close_matches(str(name), sorted(fields), n=3, cutoff=0.6)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from .._fs import atomic_output_dir
 from .._registration import register_all
 from ..model_folder import TOKENIZER_FINGERPRINT_KEY, tokenizer_fingerprint
+from ..pretrained import BACKBONE_FIELD, warm_started_model
 from ..specs import auto_class_name
 from ..tasks.base import TaskData
 from ..tasks.nl2kw_resources import load_word_vectors
@@ -31,11 +32,14 @@ LOG_HISTORY_FILE = "log_history.json"
 
 # ---------------------------------------------------------------- presets on task data
 def model_for_config(config: Any) -> PreTrainedModel:
-    """A freshly initialised model for ``config`` through its Auto class
-    (:func:`hf_querygen.specs.auto_class_name`); seed first."""
+    """A model for ``config`` through its Auto class (:func:`hf_querygen.specs.auto_class_name`): freshly
+    initialised, or for a config built on a backbone (:func:`hf_querygen.pretrained.backbone_config`)
+    warm-started from the backbone's weights; seed first (a new head is initialised randomly)."""
     import transformers
 
     register_all()
+    if getattr(config, BACKBONE_FIELD, None) is not None:
+        return warm_started_model(auto_class_name(config), config)
     auto = getattr(transformers, auto_class_name(config))
     return auto.from_config(config)
 
