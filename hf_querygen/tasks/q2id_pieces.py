@@ -213,3 +213,36 @@ class ContrastiveLoss:
     def __call__(self, outputs: Any, labels: torch.Tensor, num_items_in_batch: Any = None) -> torch.Tensor:
         logits = outputs["logits"] if isinstance(outputs, Mapping) else outputs.logits
         return contrastive_loss(logits, labels, self.weight, self.margin, num_items_in_batch)
+
+
+def generate_descriptions(
+    model: Any,
+    tokenizer: PreTrainedTokenizerFast,
+    sources: Sequence[Mapping[str, Any]],
+    batch_size: int = 16,
+    max_source_length: int = 512,
+    **generation_kwargs: Any,
+) -> list[list[str]]:
+    """Descriptions of q2id ``sources`` (``{"query", "relevant_documents", ...}``) by a warm-started
+    encoder-decoder: each source read as :func:`source_pieces` (relevant documents only), batches padded
+    to their longest source, ``generate()`` with ``generation_kwargs``, the pieces decoded to text. One list
+    per source (``num_return_sequences`` texts, in the order generate returns them)."""
+    import torch
+
+    n_returns = int(generation_kwargs.get("num_return_sequences", 1))
+    pad_id = tokenizer.pad_token_id
+    results: list[list[str]] = []
+    for start in range(0, len(sources), max(1, batch_size)):
+        chunk = sources[start : start + batch_size]
+        rows = [
+            source_pieces(s["query"], s["relevant_documents"], tokenizer, max_source_length) for s in chunk
+        ]
+        input_ids = _pad(rows, pad_id).to(model.device)
+        with torch.no_grad():
+            generated = model.generate(
+                input_ids=input_ids, attention_mask=(input_ids != pad_id).long(), **generation_kwargs
+            )
+        sequences = generated.sequences if hasattr(generated, "sequences") else generated
+        texts = tokenizer.batch_decode(sequences, skip_special_tokens=True)
+        results += [texts[k * n_returns : (k + 1) * n_returns] for k in range(len(chunk))]
+    return results

@@ -129,6 +129,7 @@ def train_preset(
         data_collator=task.collator(data.tokenizer),
         label_names=["labels"],  # the joint model's optional tag_labels must not hide the eval loss
         score_model=score_model,
+        compute_loss_func=task.loss_function(data, family),
         **overrides,
     )
     trainer.model.eval()
