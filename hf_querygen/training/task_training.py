@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from .._fs import atomic_output_dir
 from .._registration import register_all
 from ..model_folder import TOKENIZER_FINGERPRINT_KEY, tokenizer_fingerprint
+from ..models._warm_start import WARM_START_FIELD, warm_start_model
 from ..specs import auto_class_name
 from ..tasks.base import TaskData
 from ..tasks.nl2kw_resources import load_word_vectors
@@ -32,10 +33,14 @@ LOG_HISTORY_FILE = "log_history.json"
 # ---------------------------------------------------------------- presets on task data
 def model_for_config(config: Any) -> PreTrainedModel:
     """A freshly initialised model for ``config`` through its Auto class
-    (:func:`hf_querygen.specs.auto_class_name`); seed first."""
+    (:func:`hf_querygen.specs.auto_class_name`); seed first. A warm-start config
+    (:data:`~hf_querygen.models._warm_start.WARM_START_FIELD`) gets its backbone's weights instead
+    (:func:`~hf_querygen.models._warm_start.warm_start_model`)."""
     import transformers
 
     register_all()
+    if getattr(config, WARM_START_FIELD, None):
+        return warm_start_model(config)
     auto = getattr(transformers, auto_class_name(config))
     return auto.from_config(config)
 
