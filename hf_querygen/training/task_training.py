@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from .._fs import atomic_output_dir
 from .._registration import register_all
 from ..model_folder import TOKENIZER_FINGERPRINT_KEY, tokenizer_fingerprint
+from ..models._warm_start import WARM_START_FIELD, warm_start_model
 from ..pretrained import BACKBONE_FIELD, warm_started_model
 from ..specs import auto_class_name
 from ..tasks.base import TaskData
@@ -32,12 +33,17 @@ LOG_HISTORY_FILE = "log_history.json"
 
 # ---------------------------------------------------------------- presets on task data
 def model_for_config(config: Any) -> PreTrainedModel:
-    """A model for ``config`` through its Auto class (:func:`hf_querygen.specs.auto_class_name`): freshly
-    initialised, or for a config built on a backbone (:func:`hf_querygen.pretrained.backbone_config`)
-    warm-started from the backbone's weights; seed first (a new head is initialised randomly)."""
+    """A model for ``config`` through its Auto class (:func:`hf_querygen.specs.auto_class_name`), freshly
+    initialised; seed first. Warm starts get their backbone's weights instead: a BERT2BERT config
+    (:data:`~hf_querygen.models._warm_start.WARM_START_FIELD`) both halves
+    (:func:`~hf_querygen.models._warm_start.warm_start_model`), an encoder with a new head built on a
+    backbone's config (:data:`~hf_querygen.pretrained.BACKBONE_FIELD`: a token classifier) the encoder's
+    (:func:`~hf_querygen.pretrained.warm_started_model`; the head starts at random)."""
     import transformers
 
     register_all()
+    if getattr(config, WARM_START_FIELD, None):
+        return warm_start_model(config)
     if getattr(config, BACKBONE_FIELD, None) is not None:
         return warm_started_model(auto_class_name(config), config)
     auto = getattr(transformers, auto_class_name(config))

@@ -58,7 +58,10 @@ def configure_generation(
         num_beams=num_beams,
         do_sample=False,
         bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
+        # a BERT tokenizer has no [EOS]: the model's own end token ([SEP] for a warm-started BERT2BERT)
+        eos_token_id=tokenizer.eos_token_id
+        if tokenizer.eos_token_id is not None
+        else getattr(model.config, "eos_token_id", None),
         pad_token_id=tokenizer.pad_token_id,
         decoder_start_token_id=getattr(model.config, "decoder_start_token_id", None)
         or tokenizer.bos_token_id,
