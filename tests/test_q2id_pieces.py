@@ -131,3 +131,80 @@ def test_the_contrast_half_and_its_hinge(tokenizer, bert2bert):
     torch.testing.assert_close(sum(parts), contrasted)
     with pytest.raises(InvalidInputError, match="rows"):
         contrastive_loss(logits[:5], batch["labels"], 1.0, 1.0)
+
+
+# ---------------------------------------------------------------- the zhang2020/warm_start path, tiny
+def q2id_rows(n: int) -> list[dict]:
+    """Toy q2id records in the tiny backbone's words: the description names the relevant documents' topic."""
+    topics = ["capital france", "pizza york", "flights london", "cheap effects"]
+    rows = []
+    for i in range(n):
+        topic, other = topics[i % 4], topics[(i + 1) % 4]
+        rows.append(
+            {
+                "query": topic.split()[0],
+                "description": f"what is the {topic} ?",
+                "relevant_documents": [{"doc_id": "r", "label": 1, "sentences": [f"the {topic}", topic]}],
+                "irrelevant_documents": [{"doc_id": "i", "label": 0, "sentences": [f"the {other}"]}],
+            }
+        )
+    return rows
+
+
+@pytest.fixture(scope="module")
+def q2id_backbone(tmp_path_factory):
+    from test_warm_start import tiny_backbone
+    from transformers import AutoTokenizer
+
+    folder = tiny_backbone(tmp_path_factory.mktemp("q2id_backbone"))
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    tokenizer.model_max_length = 64  # the tiny BERT's positions
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.mark.parametrize("weight", [0.5, 0.0])
+def test_warm_start_q2id_trains_with_and_without_contrast_and_reloads(q2id_backbone, weight, tmp_path):
+    import datasets
+    from transformers import AutoModelForSeq2SeqLM
+
+    from hf_querygen.tasks.base import get_task
+    from hf_querygen.training import save_model_folder, train_preset
+
+    task = get_task("q2id")
+    splits = datasets.DatasetDict(
+        train=datasets.Dataset.from_list(q2id_rows(16)), validation=datasets.Dataset.from_list(q2id_rows(4))
+    )
+    data = task.prepare(splits, backbone=str(q2id_backbone), contrast_weight=weight)
+    encoded = data.encoded("bert2bert")["train"]
+    assert ("irrelevant_input_ids" in encoded.column_names) == (weight > 0)
+    assert max(len(ids) for ids in encoded["input_ids"]) <= 64
+    assert (task.loss_function(data, "bert2bert") is None) == (weight == 0)
+    trainer = train_preset(
+        data,
+        "bert2bert",
+        tmp_path / "checkpoints",
+        preset_overrides={"backbone": str(q2id_backbone)},
+        training_overrides={
+            "max_steps": 4,
+            "eval_strategy": "steps",
+            "eval_steps": 4,
+            "save_strategy": "steps",
+            "save_steps": 4,
+            "per_device_train_batch_size": 4,
+            "prediction_loss_only": True,
+        },
+        early_stopping_patience=None,
+    )
+    model = trainer.model
+    losses = [log["loss"] for log in trainer.state.log_history if "loss" in log]
+    assert all(loss == loss and loss > 0 for loss in losses)
+    sources = data.sources("validation")
+    outputs = task.predict(model, data.tokenizer, sources, no_repeat_ngram_size=2)
+    assert len(outputs) == 4 and all(isinstance(text, str) for text in outputs)
+    folder = save_model_folder(model, data.tokenizer, tmp_path / "q2id", {"task": "q2id"})
+    loaded = AutoModelForSeq2SeqLM.from_pretrained(folder)
+    assert type(loaded).__name__ == "EncoderDecoderModel"  # transformers' own class, no remote code
+    assert task.predict(loaded, data.tokenizer, sources, no_repeat_ngram_size=2) == outputs
+    restated = task.predict(loaded, data.tokenizer, sources[:1], restate_query=True, no_repeat_ngram_size=2)
+    assert restated[0].startswith(sources[0]["query"])
