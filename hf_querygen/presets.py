@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from ._registration import register_all
 from .errors import InvalidInputError, UnknownNameError
+from .models._warm_start import PRESET_FIELDS, WARM_START_MODEL_TYPE, bert2bert_config, is_warm_start_preset
 from .models.dual_decoder.configuration_dual_decoder import LIU2018_DUAL_DECODER
+from .pretrained import DEFAULT_BACKBONE, MINILM_ID, backbone_config
 from .registry import Registry
 
 if TYPE_CHECKING:
@@ -69,6 +71,9 @@ ZHANG2020_ABLATIONS: dict[str, dict[str, Any]] = {
 }
 
 _PRESETS: dict[str, dict[str, Any]] = {
+    # Rothe et al. TACL 2020: BERT2BERT, encoder and decoder warm-started from one pretrained BERT (here the
+    # 6-layer 384-d all-MiniLM-L6-v2, offline from its PyPI package); the tasks encode its word pieces
+    "bert2bert": {"model_type": WARM_START_MODEL_TYPE, "backbone": DEFAULT_BACKBONE},
     "zhang2020": dict(_ZHANG2020),
     **{name: {**_ZHANG2020, **switches} for name, switches in ZHANG2020_ABLATIONS.items()},
     # beyond the paper: CtrsGen with a pointer-generator switch over the query and relevant-document words
@@ -159,6 +164,9 @@ _PRESETS: dict[str, dict[str, Any]] = {
         "tie_word_embeddings": False,
         "bridge": "linear",
     },
+    # not in Lin'17: a BIO token classifier warm-started from a pretrained encoder (the backbone's own
+    # sizes; its WordPiece tokenizer; a new linear head over the first piece of each word)
+    "lin2017-warm-start": {"model_type": "bert", "backbone": MINILM_ID, "classifier_dropout": 0.1},
     # not in Lin'17: our BiLSTM BIO tagger, the neural counterpart of its CRF (lin2017's extra row)
     "lin2017-tagger": {
         "model_type": "rnn_tagger",
@@ -190,6 +198,16 @@ _ZHANG2020_TRAINING = {
 }
 
 _TRAINING_PRESETS: dict[str, dict[str, Any]] = {
+    # fine-tuning a pretrained network: AdamW with a short warm-up and a linear decay, the rate of
+    # Rothe et al.'s BERT2BERT fine-tuning range; batch 32 fits 2 CPU cores (step ~1-2 s)
+    "bert2bert": {
+        "optim": "adamw_torch_fused",
+        "learning_rate": 1e-4,
+        "weight_decay": 0.01,
+        "warmup_steps": 100,
+        "per_device_train_batch_size": 32,
+        "max_grad_norm": 1.0,
+    },
     # the baselines' optimiser settings are not stated: CtrsGen's, for a like-for-like comparison
     **{
         name: dict(_ZHANG2020_TRAINING)
@@ -227,6 +245,16 @@ _TRAINING_PRESETS: dict[str, dict[str, Any]] = {
         "per_device_train_batch_size": 64,
         "max_grad_norm": 0.0,
     },
+    # fine-tuning a pretrained encoder: AdamW with decoupled weight decay 0.01 and a linear decay after
+    # a short warm-up (Devlin et al. 2019's recipe); the rate is the row's (lin2017.py)
+    "lin2017-warm-start": {
+        "optim": "adamw_torch_fused",
+        "weight_decay": 0.01,
+        "per_device_train_batch_size": 32,
+        "lr_scheduler_type": "linear",
+        "warmup_steps": 0.06,
+        "max_grad_norm": 1.0,
+    },
     "lin2017-tagger": {
         **_ADAM,
         "learning_rate": 1e-3,
@@ -248,7 +276,9 @@ for _name, _spec in _TRAINING_PRESETS.items():
 
 def config_from_preset(name: str, **overrides: Any) -> PretrainedConfig:
     """The config of preset ``name`` with ``overrides`` (e.g. ``vocab_size``, ``output_vocab_size``)
-    applied."""
+    applied. A preset with a ``backbone`` (a Hub id or folder, :mod:`hf_querygen.pretrained`) starts from
+    that checkpoint's config (:func:`~hf_querygen.pretrained.backbone_config`), and
+    :func:`hf_querygen.training.model_for_config` then loads its weights."""
     if name not in PRESETS:
         raise UnknownNameError(f"unknown preset {name!r}; known presets: {sorted(PRESETS)}")
     from transformers import AutoConfig
@@ -256,7 +286,34 @@ def config_from_preset(name: str, **overrides: Any) -> PretrainedConfig:
     register_all()  # the model types must be known to AutoConfig
 
     kwargs = {**PRESETS.get(name), **overrides}
-    return AutoConfig.for_model(kwargs.pop("model_type"), **kwargs)
+    if is_warm_start_preset(kwargs):
+        raise InvalidInputError(
+            f"preset {name!r} warm-starts from a backbone: its config comes with the backbone's tokenizer "
+            "(warm_start_config(preset, tokenizer))"
+        )
+    model_type = kwargs.pop("model_type")
+    backbone = kwargs.pop("backbone", None)
+    if backbone is not None:  # an encoder with a new head: the backbone's own config (sizes) plus kwargs
+        return backbone_config(backbone, model_type, **kwargs)
+    return AutoConfig.for_model(model_type, **kwargs)
+
+
+def warm_start_config(name: str, tokenizer: Any, **overrides: Any) -> PretrainedConfig:
+    """The BERT2BERT config of warm-start preset ``name`` (:func:`hf_querygen.models._warm_start.
+    bert2bert_config`) for the backbone's ``tokenizer``; ``overrides`` may change the preset's
+    ``backbone`` / ``revision`` only."""
+    if name not in PRESETS:
+        raise UnknownNameError(f"unknown preset {name!r}; known presets: {sorted(PRESETS)}")
+    kwargs = {**PRESETS.get(name), **overrides}
+    if not is_warm_start_preset(kwargs):
+        raise InvalidInputError(f"preset {name!r} is not a warm-start preset")
+    kwargs.pop("model_type")
+    return bert2bert_config(tokenizer=tokenizer, **kwargs)
+
+
+def is_warm_start(name: str) -> bool:
+    """Whether preset ``name`` warm-starts from a pretrained backbone."""
+    return name in PRESETS and is_warm_start_preset(PRESETS.get(name))
 
 
 def config_fields(model_type: str) -> set[str]:
@@ -288,7 +345,10 @@ def check_config_overrides(preset: str, overrides: Mapping[str, Any], what: str 
     if preset not in PRESETS:
         raise UnknownNameError(f"unknown preset {preset!r}; known presets: {sorted(PRESETS)}")
     model_type = PRESETS.get(preset)["model_type"]
-    fields = config_fields(model_type)
+    if model_type == WARM_START_MODEL_TYPE:
+        fields = set(PRESET_FIELDS)
+    else:
+        fields = config_fields(model_type) | ({"backbone"} if "backbone" in PRESETS.get(preset) else set())
     for name in overrides:
         if name not in fields:
             close = difflib.get_close_matches(str(name), sorted(fields), n=3, cutoff=0.6)
@@ -311,5 +371,7 @@ __all__ = [
     "ZHANG2020_ABLATIONS",
     "TRAINING_PRESETS",
     "config_from_preset",
+    "is_warm_start",
     "training_arguments_from_preset",
+    "warm_start_config",
 ]

@@ -232,6 +232,46 @@ def resolve_backbone(
     return Backbone(name, name, revision, Path(path), "hub")
 
 
+#: config.json field of a warm-started model: the backbone its weights started from (``Backbone.describe()``)
+BACKBONE_FIELD = "hf_querygen_backbone"
+
+
+def backbone_config(
+    backbone: str | os.PathLike | Backbone, model_type: str | None = None, **fields: Any
+) -> Any:
+    """The backbone's own ``PretrainedConfig`` with ``fields`` set on it (e.g. ``id2label`` of a token
+    classifier), recording where it came from in :data:`BACKBONE_FIELD` so that
+    :func:`warm_started_model` loads the backbone's weights into it.
+
+    ``model_type``: what the caller expects (a preset's ``"bert"``); a backbone of another type is an
+    :class:`InvalidInputError` naming both.
+    """
+    from transformers import AutoConfig
+
+    resolved = backbone if isinstance(backbone, Backbone) else resolve_backbone(backbone)
+    config = AutoConfig.from_pretrained(str(resolved.path), **fields)
+    if model_type is not None and config.model_type != model_type:
+        raise InvalidInputError(
+            f"backbone {resolved.model_id!r} is a {config.model_type!r} model, not the {model_type!r} "
+            "the preset builds on"
+        )
+    setattr(config, BACKBONE_FIELD, resolved.describe())
+    return config
+
+
+def warm_started_model(auto_class: str, config: Any) -> Any:
+    """A model of ``config`` (from :func:`backbone_config`) built by the transformers Auto class named
+    ``auto_class`` with the backbone's weights; the parts the backbone has no weights for (a token
+    classifier's head) start as the class initialises them."""
+    import transformers
+
+    recorded = getattr(config, BACKBONE_FIELD, None)
+    if not isinstance(recorded, dict) or "model_id" not in recorded:
+        raise InvalidInputError(f"config has no backbone to warm-start from ({BACKBONE_FIELD}: {recorded!r})")
+    resolved = resolve_backbone(recorded["model_id"], recorded.get("revision"))
+    return getattr(transformers, auto_class).from_pretrained(str(resolved.path), config=config)
+
+
 class SentenceEmbedder:
     """Sentence embeddings from a backbone (sentence-transformers: its pooling and normalisation).
 

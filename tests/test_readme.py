@@ -3,7 +3,8 @@
 The bash blocks run in order through the CLI's ``main`` (in this process, in a temporary working
 directory), the python blocks with ``exec`` in the same directory, so the python example finds the
 ``runs/...`` models that the README's own ``train`` commands wrote. Tiny size: every ``train`` gets a
-few steps on a data slice with 8-unit layers appended (later flags win; a ding2018 system's recipe
+few steps on a data slice with 8-unit layers appended (not to a model warm-started from a backbone: its
+sizes are the backbone's; later flags win; a ding2018 system's recipe
 takes ``--budget quick``: its synthetic set from 1,500 questions), ``reproduce`` runs ``--quick``
 and ``synthesize`` takes 20 questions. Not run: the Quickstart
 block (it installs the package and runs the whole suite, i.e. this test).
@@ -18,20 +19,13 @@ import pytest
 from hf_querygen.cli import main as cli_main
 
 README = Path(__file__).resolve().parents[1] / "README.md"
-TINY_TRAIN = [
-    "--max-steps",
-    "2",
-    "--max-train-examples",
-    "64",
-    "--max-validation-examples",
-    "8",
-    *("--set embedding_size=8 --set hidden_size=8".split()),
-]
+TINY_TRAIN = ["--max-steps", "2", "--max-train-examples", "64", "--max-validation-examples", "8"]
 
 
-def tiny_decoder(arguments: list[str]) -> list[str]:
-    """``--set decoder_hidden_size=8`` for the presets whose config has that field (``--set`` refuses
-    a field the config does not have)."""
+def tiny_sizes(arguments: list[str]) -> list[str]:
+    """``--set`` 8-unit layers (``decoder_hidden_size`` for the presets whose config has that field:
+    ``--set`` refuses a field the config does not have); none for a preset warm-started from a backbone,
+    whose sizes are the backbone's (its weights would not fit other ones)."""
     from hf_querygen.presets import PRESETS, config_fields
     from hf_querygen.systems import get_system
 
@@ -42,8 +36,11 @@ def tiny_decoder(arguments: list[str]) -> list[str]:
         if system.decodes_model_of is not None:
             system = get_system(f"{system.name.rsplit('/', 1)[0]}/{system.decodes_model_of}")
         preset = system.preset
+    if "backbone" in PRESETS.get(preset):
+        return []
+    sizes = "--set embedding_size=8 --set hidden_size=8".split()
     fields = config_fields(PRESETS.get(preset)["model_type"])
-    return ["--set", "decoder_hidden_size=8"] if "decoder_hidden_size" in fields else []
+    return sizes + (["--set", "decoder_hidden_size=8"] if "decoder_hidden_size" in fields else [])
 
 
 SKIPPED_BECAUSE = {".ci/setup": "the Quickstart installs the package and runs the whole test suite"}
@@ -88,7 +85,7 @@ def test_every_readme_example_runs(data_dir, tmp_path, monkeypatch):
             assert command[0] == "hf-querygen", command
             arguments = command[1:]
             if arguments[0] == "train":
-                arguments += TINY_TRAIN + tiny_decoder(arguments)
+                arguments += TINY_TRAIN + tiny_sizes(arguments)
                 if any(a.startswith("ding2018/") for a in arguments):
                     arguments += ["--budget", "quick"]  # the recipe's synthetic set from 1,500 questions
             elif arguments[0] == "reproduce" and "--quick" not in arguments:

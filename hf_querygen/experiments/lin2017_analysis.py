@@ -9,6 +9,7 @@ from typing import Any
 
 from hf_querygen.baselines.crf_segmenter import resource_coverage
 from hf_querygen.baselines.wikipedia_titles import WikipediaTitleSegmenter
+from hf_querygen.experiments._report import aggregate
 from hf_querygen.experiments.lin2017_folds import crf_settings
 from hf_querygen.experiments.tables import RunContext
 from hf_querygen.metrics.segmentation_scores import segmentation_scores
@@ -110,6 +111,38 @@ def describe(context: RunContext) -> dict[str, Any]:
         "reimplementation_agreement": reimplementation_agreement(
             context.resources["algorithms"], context.resources["segmentation"]
         ),
+    }
+
+
+def unseen_word_queries(context: RunContext) -> dict[str, Any]:
+    """Every row's scores on the test queries with a word that no query of the fold's training part has
+    (whitespace words, lower-cased; the training part is all the other folds, what the CRFs train on):
+    the queries a segmenter must read from what it knows beyond the corpus. Mean ± std over runs
+    (folds x seeds), from each run's test outputs."""
+    chosen: dict[Any, list[int]] = {}
+    shares = []
+    for fold in context.folds:
+        known = {w for q in fold.extras["train_full"]["query"] for w in q.lower().split()}
+        queries = fold.splits["test"]["query"]
+        chosen[fold.id] = [i for i, q in enumerate(queries) if any(w not in known for w in q.lower().split())]
+        shares.append(len(chosen[fold.id]) / len(queries))
+    runs: dict[str, list[dict[str, float]]] = {}
+    for record in context.records:
+        rows = chosen.get(record["fold"])
+        outputs = record["outputs"].get("test")
+        if not rows or outputs is None:
+            continue
+        references = context.data[record["fold"]].splits["test"]["reference"]
+        runs.setdefault(record["system"], []).append(
+            _scores([outputs[i] for i in rows], [references[i] for i in rows])
+        )
+    return {
+        "unseen_word_queries": {
+            "definition": "test queries with a word (lower-cased) that no training query of the fold has",
+            "queries": sum(len(rows) for rows in chosen.values()),
+            "share_of_the_test_queries": sum(shares) / len(shares),
+            "systems": {system: aggregate(scores) for system, scores in runs.items()},
+        }
     }
 
 

@@ -61,6 +61,7 @@ from hf_querygen.experiments.zhang2020_systems import (
     TABLE3,
     TABLE_METRICS,
     TASK,
+    WARM_START_ROWS,
     sweep_key,
     sweep_systems,
 )
@@ -83,9 +84,11 @@ _ZHANG2020_SIZES = {
 def _sized(sizes: Mapping[str, Any], include_copy: bool = False) -> dict[str, dict[str, Any]]:
     """The same model size for every trained row (the sweep included); the copy row keeps its own sizes
     (its recipe is what `train --system` trains) unless ``include_copy``."""
-    keys = [s.key for s in SYSTEMS if s.trainable and (include_copy or s.key != "ctrsgen_copy")] + [
-        sweep_key(s) for s in SWEEP
-    ]
+    keys = [
+        s.key
+        for s in SYSTEMS
+        if s.trainable and (include_copy or s.key != "ctrsgen_copy") and s.key not in WARM_START_ROWS
+    ] + [sweep_key(s) for s in SWEEP]
     pointer = {"embedding_size": sizes["embedding_size"], "hidden_size": sizes["hidden_size"]}
     return {key: dict(pointer if key in ABSTRACTIVE_BASELINES else sizes) for key in keys}
 
@@ -133,7 +136,7 @@ FULL_BUDGET = Budget(
     },
     settings={"sweep": ("sweep_relevant_product", "sweep_irrelevant_renormalized")},
     # CtrsGen+copy trains its own recipe (128 units, up to 2,000 steps, selection on validation ROUGE)
-    own_recipe=("ctrsgen_copy",),
+    own_recipe=("ctrsgen_copy", *WARM_START_ROWS),
 )
 #: ``--budget paper``: the paper's sizes (embeddings 300, GRUs 256: the presets themselves, the copy row
 #: included), Adam 5e-4, batch 16, up to 30 epochs with early stopping (patience 3, per epoch), 3 seeds of
@@ -161,6 +164,7 @@ PAPER_BUDGET = Budget(
         }
     },
     settings={"sweep": ("sweep_relevant_product", "sweep_irrelevant_renormalized")},
+    own_recipe=WARM_START_ROWS,  # a fine-tuning rate, not the GRUs' 5e-4 over 30 epochs
 )
 #: a smoke run of minutes: 200 training queries, tiny models, 12 steps, 40 test queries
 QUICK_BUDGET = Budget(

@@ -26,6 +26,7 @@ from .k2q import (
     k2q_scores,
     keeps_keywords,
 )
+from .subword import generate_candidates, prepare_backbone
 from .text2text_task import Text2TextTask
 
 if TYPE_CHECKING:
@@ -62,8 +63,9 @@ class K2QTask(Text2TextTask):
 
     primary_metric = "ROUGE-L"
     pipeline_task = "question-generation"
-    #: encoder-decoders (EDNet / AttNet / CopyNet) and the question-frame model (a frame per query)
-    families = ("seq2seq", "frames")
+    #: encoder-decoders (EDNet / AttNet / CopyNet), the question-frame model (a frame per query) and
+    #: the warm-started BERT2BERT on the backbone's word pieces
+    families = ("seq2seq", "frames", "bert2bert")
     #: decoding strategies of :meth:`generate_questions` (and of ``pipeline("question-generation")``)
     strategies = ("beam", "distinct-beam", "sample")
     #: the decodings tried on VALIDATION after training (:func:`hf_querygen.training.choose_decoding`):
@@ -128,6 +130,7 @@ class K2QTask(Text2TextTask):
         seed_pairs: bool = False,
         synthetic_pairs: bool = True,
         synthetic_extra: bool = False,
+        backbone: str | None = None,
         **options: Any,
     ):
         """Word tokenizer on TRAIN: every word seen ``min_frequency`` times (targets first: the decoder's
@@ -146,7 +149,9 @@ class K2QTask(Text2TextTask):
         on. ``synthetic_extra``: train on the fold's further synthetic keyword queries per question too
         (:data:`~hf_querygen.tasks.k2q_data.EXTRA_SYNTHETIC_SPLIT`). The two validation sources stay as
         the splits ``t0_validation`` and ``nl2kw_validation`` too, where the decoding is chosen
-        (:meth:`selection_splits`)."""
+        (:meth:`selection_splits`). ``backbone``: the backbone's own tokenizer instead of a word tokenizer
+        (a warm-start preset reads its word pieces; ``min_frequency`` and the vocabulary sizes do not
+        apply)."""
         import datasets
 
         from ..tokenization import output_vocab_size_of, train_word_tokenizer
@@ -202,6 +207,9 @@ class K2QTask(Text2TextTask):
                 "(add human_pairs or seed_pairs)"
             )
         train = splits["train"]
+        if backbone is not None:
+            tokenizer, state = prepare_backbone(backbone)
+            return TaskData(self, splits, tokenizer, state)
 
         def build(size: int | None):
             return train_word_tokenizer(
@@ -338,6 +346,18 @@ class K2QTask(Text2TextTask):
         wanted = 1 if wanted is None else _count("num_return_sequences", wanted)
         if kwargs.get("num_beams") is not None:  # an explicit 0 is an error, not the default
             _count("num_beams", kwargs["num_beams"])
+        if self.family_of(model.config) == "bert2bert":
+            return self._warm_start_questions(
+                model,
+                tokenizer,
+                inputs,
+                batch_size,
+                max_source_length,
+                strategy,
+                overgenerate,
+                wanted,
+                kwargs,
+            )
         if self.family_of(model.config) == "frames":
             return self._frame_questions(
                 model,
@@ -431,6 +451,86 @@ class K2QTask(Text2TextTask):
                     results[i].append(item)
                     if len(results[i]) == wanted:
                         break
+        return results
+
+    def _warm_start_questions(
+        self,
+        model: Any,
+        tokenizer: Any,
+        inputs: Sequence[str],
+        batch_size: int,
+        max_source_length: int | None,
+        strategy: str,
+        overgenerate: int,
+        wanted: int,
+        kwargs: dict[str, Any],
+    ) -> list[list[dict[str, Any]]]:
+        """:meth:`generate_questions` for a warm-started BERT2BERT (word pieces,
+        :func:`~hf_querygen.tasks.subword.generate_candidates`). Its own decoding options:
+
+        * ``keyword_bonus`` (>= 0): added to the score of each keyword word not yet written (a soft copy
+          prior); ``require_keywords``: the question cannot end before every keyword word is in it
+          (:class:`~hf_querygen.tasks.subword.SourceWordsProcessor`);
+        * ``prefer_keywords``: among the candidates (the beams), those that keep every keyword word
+          (:func:`keeps_keywords`) come first, best score first; the rest follow;
+        * ``keyword_fallback`` as for the other families.
+
+        The word-id options of the copy models (``no_repeat_source_words``, ``copy_all_source_words``) do
+        not apply to word pieces: ``no_repeat_ngram_size`` and ``require_keywords`` are their counterparts.
+        """
+        for option in ("no_repeat_source_words", "copy_all_source_words"):
+            if kwargs.pop(option, False):
+                raise InvalidInputError(
+                    f"k2q: {option} is a word-vocabulary decoding; a warm-started model uses "
+                    "no_repeat_ngram_size / require_keywords / keyword_bonus"
+                )
+        prefer = bool(kwargs.pop("prefer_keywords", False))
+        fallback = kwargs.pop("keyword_fallback", None)
+        if fallback is not None and (
+            not isinstance(fallback, str) or fallback.split().count(FRAME_SLOT) != 1
+        ):
+            raise InvalidInputError(
+                f"k2q: keyword_fallback must be a question frame with one {FRAME_SLOT!r} slot, "
+                f"got {fallback!r}"
+            )
+        bonus = kwargs.pop("keyword_bonus", 0.0)
+        if isinstance(bonus, bool) or not isinstance(bonus, int | float) or bonus < 0:
+            raise InvalidInputError(f"k2q: keyword_bonus must be a number >= 0, got {bonus!r}")
+        require = bool(kwargs.pop("require_keywords", False))
+        if strategy == "sample":
+            kwargs.update(do_sample=True, num_beams=1, num_return_sequences=wanted * overgenerate)
+        else:
+            beams = kwargs.get("num_beams") or getattr(model.generation_config, "num_beams", 1) or 1
+            beams = max(beams, wanted * (overgenerate if strategy == "distinct-beam" else 1))
+            kwargs.update(do_sample=False, num_beams=beams, num_return_sequences=beams)
+        groups = generate_candidates(
+            model,
+            tokenizer,
+            list(inputs),
+            batch_size,
+            max_source_length or self.subword_source_length,
+            keyword_bonus=float(bonus),
+            require_keywords=require,
+            **kwargs,
+        )
+        results: list[list[dict[str, Any]]] = []
+        for query, group in zip(inputs, groups, strict=True):
+            ranked = sorted(group, key=lambda item: -item[1])  # stable: beam order on ties
+            if any(text for text, _ in ranked):
+                ranked = [item for item in ranked if item[0]]
+            if prefer or fallback is not None:
+                keeping = [item for item in ranked if keeps_keywords(item[0], query)]
+                if fallback is not None and not keeping:
+                    results.append([{"generated_text": fill_frame(fallback, query), "score": ranked[0][1]}])
+                    continue
+                ranked = keeping + ([] if fallback is not None else [i for i in ranked if i not in keeping])
+            items: list[dict[str, Any]] = []
+            seen: set[str] = set()
+            for text, score in ranked:
+                if text not in seen:  # distinct questions only
+                    seen.add(text)
+                    items.append({"generated_text": text, "score": score})
+            results.append(items[:wanted])
         return results
 
     def _frame_questions(

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 from ..errors import InvalidInputError
 from ..inference import as_max_length
 from .base import TASKS, Task, TaskData
+from .q2id_pieces import ContrastiveCollator, ContrastiveLoss, encode_q2id_pieces, generate_descriptions
+from .subword import prepare_backbone, warm_start_task_config
 
 if TYPE_CHECKING:
     import datasets
@@ -210,10 +212,17 @@ class Q2IDTask(Task):
     pipeline_task = "intent-description"
     pipeline_tag = "summarization"
     corpora = {"q2id": ()}
-    families = ("hierarchical", "hierarchical-copy")
+    #: ``bert2bert``: a warm-started encoder-decoder reading the query and the relevant documents as one
+    #: word-piece sequence, trained against the irrelevant ones (:mod:`hf_querygen.tasks.q2id_pieces`)
+    families = ("hierarchical", "hierarchical-copy", "bert2bert")
     source_column = "query"
     reference_column = "description"
     primary_metric = "rouge1_recall"
+
+    #: word pieces a warm-started model reads (BERT's position limit) and writes (a 40-word description
+    #: is ~50 pieces)
+    max_source_pieces = 512
+    max_target_pieces = 64
 
     #: decoder output vocabulary: the training descriptions hold ~6.5K distinct words; 5K keep the
     #: CPU step time at ~4 s for the paper's size (benchmarks/ctrsgen_q2id_NOTES.md)
@@ -239,6 +248,9 @@ class Q2IDTask(Task):
         output_vocab_size: int | None = None,
         caps: Q2IDCaps | Mapping[str, Any] | None = None,
         min_frequency: int = 1,
+        backbone: str | None = None,
+        contrast_weight: float = 0.5,
+        contrast_margin: float = 1.0,
         **options: Any,
     ) -> Q2IDTaskData:
         """Word tokenizer on TRAIN (queries + document sentences; description words first = the output
@@ -248,7 +260,12 @@ class Q2IDTask(Task):
         ``min_frequency``: words seen fewer times in TRAIN (counted on their side: descriptions, or queries
         + document sentences) get no id of their own and read as [UNK]; 1 (default) keeps every word; 2 / 3
         size the input embedding table by frequency (the zhang2020 run's train split: 37,286 -> 28,975 /
-        21,206 rows; the effect on quality: results/zhang2020/vocabulary_study.md)."""
+        21,206 rows; the effect on quality: results/zhang2020/vocabulary_study.md).
+
+        ``backbone``: the backbone's own tokenizer instead, for a warm-started encoder-decoder (the
+        ``bert2bert`` family); ``contrast_weight`` (λ) and ``contrast_margin`` (m, nats per piece) set its
+        objective (:mod:`hf_querygen.tasks.q2id_pieces`; λ = 0: the likelihood alone, no irrelevant half).
+        ``caps`` still bound the documents per set; the word pieces are cut by the source budget."""
         from .q2id import Q2IDCaps, train_q2id_tokenizer
 
         if options:
@@ -256,6 +273,16 @@ class Q2IDTask(Task):
         if isinstance(caps, Mapping):
             caps = Q2IDCaps(**caps)
         caps = caps or self.caps
+        if backbone is not None:
+            if contrast_weight < 0 or contrast_margin < 0:
+                raise InvalidInputError(
+                    f"contrast_weight and contrast_margin must be >= 0, got {contrast_weight} and "
+                    f"{contrast_margin}"
+                )
+            tokenizer, state = prepare_backbone(backbone)
+            tokenizer.init_kwargs["q2id_caps"] = dataclasses.asdict(caps)
+            state["contrast"] = {"weight": float(contrast_weight), "margin": float(contrast_margin)}
+            return Q2IDTaskData(self, splits, tokenizer, state)
         tokenizer = train_q2id_tokenizer(
             splits["train"],
             output_vocab_size=output_vocab_size or self.output_vocab_size,
@@ -277,20 +304,80 @@ class Q2IDTask(Task):
         the output vocabulary (the pointer can copy them), the other maps them to [UNK]."""
         from .q2id import ENCODED_COLUMNS, encode_q2id_dataset
 
+        if family == "bert2bert":
+            return self._encode_pieces(data)
         copy = family == "hierarchical-copy"
         label_space = len(data.tokenizer) if copy else data.state["output_vocab_size"]
         caps = self.caps_for(data.tokenizer)
         encoded = encode_q2id_dataset(data.splits, data.tokenizer, caps, output_vocab_size=label_space)
         return encoded.select_columns(list(ENCODED_COLUMNS))
 
+    def source_budget(self, tokenizer: PreTrainedTokenizerFast) -> int:
+        """Word pieces of a warm-started model's source: :attr:`max_source_pieces`, or the tokenizer's
+        ``model_max_length`` when that is smaller (a backbone with fewer positions)."""
+        limit = getattr(tokenizer, "model_max_length", None)
+        bounded = isinstance(limit, int) and 0 < limit < 10**9  # transformers' "no limit" is int(1e30)
+        return min(self.max_source_pieces, limit) if bounded else self.max_source_pieces
+
+    def _encode_pieces(self, data: TaskData) -> datasets.DatasetDict:
+        """Word pieces of every split (:func:`~hf_querygen.tasks.q2id_pieces.encode_q2id_pieces`): the
+        irrelevant half only where the contrast trains (weight > 0) and only for train / validation."""
+        import datasets
+
+        if "backbone" not in data.state:
+            raise InvalidInputError(
+                "q2id: the bert2bert family reads a backbone's pieces: prepare(backbone=...)"
+            )
+        caps = self.caps_for(data.tokenizer)
+        contrast = data.state["contrast"]["weight"] > 0
+
+        def encode(split: str, batch: dict[str, list]) -> dict[str, list]:
+            rows = [dict(zip(batch, values, strict=True)) for values in zip(*batch.values(), strict=True)]
+            for row in rows:  # the caps bound the documents per set, as for the other families
+                row["relevant_documents"] = row["relevant_documents"][: caps.max_relevant_documents]
+                row["irrelevant_documents"] = (row.get("irrelevant_documents") or [])[
+                    : caps.max_irrelevant_documents
+                ]
+            return encode_q2id_pieces(
+                rows,
+                data.tokenizer,
+                self.source_budget(data.tokenizer),
+                self.max_target_pieces,
+                contrast=contrast and split != "test",
+            )
+
+        return datasets.DatasetDict(
+            {
+                name: split.map(
+                    lambda batch, name=name: encode(name, batch),
+                    batched=True,
+                    remove_columns=split.column_names,
+                    desc=f"word pieces ({name})",
+                )
+                for name, split in data.splits.items()
+            }
+        )
+
     def collator(self, tokenizer: PreTrainedTokenizerFast) -> Any:
         from .q2id import Q2IDCollator
 
+        if getattr(tokenizer, "cls_token_id", None) is not None:  # a backbone's tokenizer: word pieces
+            return ContrastiveCollator(tokenizer.pad_token_id, tokenizer.cls_token_id)
         return Q2IDCollator(tokenizer.pad_token_id)
 
-    def model_config(self, preset: str, data: TaskData, **overrides: Any) -> PretrainedConfig:
-        from ..presets import config_from_preset
+    def loss_function(self, data: TaskData, family: str) -> Any:
+        """The contrast with the irrelevant documents for a warm-started model (weight > 0), else None."""
 
+        contrast = data.state.get("contrast")
+        if family != "bert2bert" or not contrast or contrast["weight"] <= 0:
+            return None
+        return ContrastiveLoss(contrast["weight"], contrast["margin"])
+
+    def model_config(self, preset: str, data: TaskData, **overrides: Any) -> PretrainedConfig:
+        from ..presets import config_from_preset, is_warm_start
+
+        if is_warm_start(preset):
+            return warm_start_task_config(preset, data, **overrides)
         tokenizer = data.tokenizer
         sizes = {
             "vocab_size": len(tokenizer),
@@ -304,6 +391,8 @@ class Q2IDTask(Task):
         return config_from_preset(preset, **{**sizes, **overrides})
 
     def max_new_tokens(self, data: TaskData | None = None) -> int:
+        if data is not None and "backbone" in data.state:
+            return self.max_target_pieces
         return self.caps.max_description_words + 1  # [EOS]
 
     # ------------------------------------------------------------ decoding
@@ -343,6 +432,15 @@ class Q2IDTask(Task):
         n_returns = int(generation_kwargs.get("num_return_sequences", 1))
         generation_kwargs = as_max_length(dict(generation_kwargs))
         model.eval()
+        if self.family_of(model.config) == "bert2bert":
+            groups = generate_descriptions(
+                model, tokenizer, sources, batch_size, self.source_budget(tokenizer), **generation_kwargs
+            )
+            results = [
+                [restate_query(s["query"], text) for text in group] if restate else group
+                for s, group in zip(sources, groups, strict=True)
+            ]
+            return [group[0] for group in results] if n_returns == 1 else results
         results: list[list[str]] = []
         for start in range(0, len(sources), max(1, batch_size)):
             chunk = sources[start : start + batch_size]

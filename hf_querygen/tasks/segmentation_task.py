@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..errors import InvalidInputError
+from ..pretrained import BACKBONE_FIELD, resolve_backbone
 from ..text import BIO_LABELS, BREAK_TOKEN, breaks_to_segments
 from .base import TASKS, Task, TaskData
 
@@ -70,16 +72,34 @@ class SegmentationTask(Task):
         )
 
     def prepare(
-        self, splits: datasets.DatasetDict, min_word_frequency: int | None = None, **options: Any
+        self,
+        splits: datasets.DatasetDict,
+        min_word_frequency: int | None = None,
+        backbone: str | None = None,
+        **options: Any,
     ) -> TaskData:
         """Whitespace word tokenizer fitted on the training queries; target side = words + ``|``.
         ``min_word_frequency``: see
         :func:`~hf_querygen.tasks.segmentation_neural.train_segmentation_tokenizer` (2 maps training
-        singletons to ``[UNK]``); None: :attr:`min_word_frequency`."""
+        singletons to ``[UNK]``); None: :attr:`min_word_frequency`.
+
+        ``backbone`` (a Hub id or folder, :func:`hf_querygen.pretrained.resolve_backbone`): the backbone's
+        own subword tokenizer instead, for a tagger warm-started from it (a preset with that
+        ``backbone``); nothing is fitted, and ``min_word_frequency`` does not apply."""
         from .segmentation_neural import train_segmentation_tokenizer
 
         if options:
             raise TypeError(f"SegmentationTask.prepare: unknown options {sorted(options)}")
+        if backbone is not None:
+            if min_word_frequency is not None:
+                raise InvalidInputError(
+                    "SegmentationTask.prepare: min_word_frequency sizes the word tokenizer; a backbone "
+                    f"({backbone!r}) brings its own"
+                )
+            from transformers import AutoTokenizer
+
+            tokenizer = AutoTokenizer.from_pretrained(str(resolve_backbone(backbone).path))
+            return TaskData(self, splits, tokenizer, state={"backbone": backbone})
         train = splits["train"]
         if min_word_frequency is None:
             min_word_frequency = self.min_word_frequency
@@ -97,9 +117,12 @@ class SegmentationTask(Task):
         )
 
     def model_config(self, preset: str, data: TaskData, **overrides: Any) -> PretrainedConfig:
-        from ..presets import config_from_preset
+        from ..presets import PRESETS, config_from_preset
 
         tokenizer = data.tokenizer
+        backbone = data.state.get("backbone")
+        if backbone is not None or "backbone" in PRESETS.get(preset):
+            return self._backbone_config(preset, backbone, overrides)
         # every special id the tokenizer has, also for a tagger: the Trainer otherwise "aligns" the config
         # with the tokenizer and warns that the tokenizer has new PAD/BOS/EOS tokens
         sizes: dict[str, Any] = {
@@ -120,6 +143,31 @@ class SegmentationTask(Task):
                 decoder_start_token_id=tokenizer.bos_token_id,
             )
         return config_from_preset(preset, **{**sizes, **overrides})
+
+    def _backbone_config(
+        self, preset: str, backbone: str | None, overrides: dict[str, Any]
+    ) -> PretrainedConfig:
+        """A token classifier on the backbone the data was tokenized for (the model's and the tokenizer's
+        vocabularies must be the same one)."""
+        from ..presets import PRESETS, config_from_preset
+
+        if backbone is None:
+            raise InvalidInputError(
+                f"preset {preset!r} warm-starts from backbone {PRESETS.get(preset)['backbone']!r}: prepare "
+                "the data with that backbone's tokenizer (prepare option backbone=...)"
+            )
+        if "backbone" not in PRESETS.get(preset):
+            raise InvalidInputError(
+                f"the data is tokenized for backbone {backbone!r} but preset {preset!r} is not built on one"
+            )
+        labels = {
+            "id2label": dict(enumerate(BIO_LABELS)),
+            "label2id": {t: i for i, t in enumerate(BIO_LABELS)},
+        }
+        config = config_from_preset(preset, **{**labels, **overrides, "backbone": backbone})
+        if self.family_of(config) != "tagging":
+            raise InvalidInputError(f"preset {preset!r}: a segmenter on a backbone is a token classifier")
+        return config
 
     def max_new_tokens(self, data: TaskData | None = None) -> int:
         return 24
@@ -154,6 +202,15 @@ class SegmentationTask(Task):
     def card_inputs(self, config: PretrainedConfig, metadata: dict[str, Any]) -> str | None:
         """The features a neural segmenter needs: the query's words and nothing else."""
         vocab = metadata.get("vocab_size", getattr(config, "vocab_size", "?"))
+        backbone = getattr(config, BACKBONE_FIELD, None)
+        if isinstance(backbone, dict):
+            return (
+                "Features this segmenter needs: the query's whitespace-separated words only, read by the "
+                f"subword tokenizer of its backbone {backbone.get('model_id')!r} (a token classifier "
+                "warm-started from it: a word it never saw in training is split into pieces it knows, and "
+                "each word's tag is read at its first piece). No n-gram counts, Wikipedia titles or POS "
+                "tags."
+            )
         return (
             "Features this segmenter needs: the query's whitespace-separated words only (no n-gram counts, "
             "Wikipedia titles or POS tags), so it reads a query it has never seen the same way as a training "

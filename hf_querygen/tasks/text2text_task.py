@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ..inference import generate_texts
 from ..text import normalize_for_matching
 from .base import TASKS, Task, TaskData
+from .subword import encode_subword_pairs, generate_candidates, prepare_backbone, warm_start_task_config
 
 if TYPE_CHECKING:
     import datasets
@@ -25,7 +26,8 @@ class Text2TextTask(Task):
 
     pipeline_task = "query-reformulation"
     pipeline_tag = "text2text-generation"
-    families = ("seq2seq",)
+    #: ``bert2bert``: a warm-started encoder-decoder on the backbone's word pieces (:mod:`.subword`)
+    families = ("seq2seq", "bert2bert")
     primary_metric = "bleu"
 
     def __init__(
@@ -45,13 +47,21 @@ class Text2TextTask(Task):
         self.max_target_length = max_target_length
 
     def prepare(
-        self, splits: datasets.DatasetDict, output_vocab_size: int | None = None, **options: Any
+        self,
+        splits: datasets.DatasetDict,
+        output_vocab_size: int | None = None,
+        backbone: str | None = None,
+        **options: Any,
     ) -> TaskData:
-        """Word tokenizer on TRAIN (target words first: they are the decoder's output vocabulary)."""
+        """Word tokenizer on TRAIN (target words first: they are the decoder's output vocabulary); with
+        ``backbone``, that backbone's own tokenizer instead (for a warm-start preset, :mod:`.subword`)."""
         from ..tokenization import output_vocab_size_of, train_word_tokenizer
 
         if options:
             raise TypeError(f"{type(self).__name__}.prepare: unknown options {sorted(options)}")
+        if backbone is not None:
+            tokenizer, state = prepare_backbone(backbone)
+            return TaskData(self, splits, tokenizer, state)
         train = splits["train"]
         tokenizer = train_word_tokenizer(
             train[self.source_column],
@@ -62,6 +72,16 @@ class Text2TextTask(Task):
 
     def encode(self, data: TaskData, family: str) -> datasets.DatasetDict:
         from .seq2seq import encode_seq2seq
+
+        if family == "bert2bert":
+            return encode_subword_pairs(
+                data.splits,
+                data.tokenizer,
+                self.source_column,
+                self.reference_column,
+                self.subword_source_length,
+                self.subword_target_length,
+            )
 
         copy = bool(data.state.get("copy", False))
         encoded = encode_seq2seq(
@@ -78,8 +98,11 @@ class Text2TextTask(Task):
         return encoded.select_columns(columns)
 
     def model_config(self, preset: str, data: TaskData, **overrides: Any) -> PretrainedConfig:
-        from ..presets import config_from_preset
+        from ..presets import config_from_preset, is_warm_start
 
+        if is_warm_start(preset):
+            data._encoded.clear()
+            return warm_start_task_config(preset, data, **overrides)
         tokenizer = data.tokenizer
         config = config_from_preset(
             preset,
@@ -98,7 +121,19 @@ class Text2TextTask(Task):
         return config
 
     def max_new_tokens(self, data: TaskData | None = None) -> int:
+        if data is not None and "backbone" in data.state:
+            return self.subword_target_length
         return self.max_target_length
+
+    @property
+    def subword_source_length(self) -> int:
+        """Word pieces of a source for a warm-started model: [CLS], [SEP] and ~1.5 pieces per word."""
+        return 2 * self.max_source_length
+
+    @property
+    def subword_target_length(self) -> int:
+        """Word pieces of a target for a warm-started model ([SEP] included)."""
+        return 2 * self.max_target_length
 
     def predict(
         self,
@@ -113,6 +148,18 @@ class Text2TextTask(Task):
         with the model (``config.task_decoding``: e.g. k2q's no-repeat and length settings chosen on
         validation) is the default; ``generation_kwargs`` override it."""
         generation_kwargs = {**dict(getattr(model.config, "task_decoding", None) or {}), **generation_kwargs}
+        if self.family_of(model.config) == "bert2bert":
+            n = int(generation_kwargs.get("num_return_sequences") or 1)
+            groups = generate_candidates(
+                model,
+                tokenizer,
+                list(inputs),
+                batch_size,
+                max_source_length or self.subword_source_length,
+                **generation_kwargs,
+            )
+            texts = [[text for text, _ in group] for group in groups]
+            return [group[0] for group in texts] if n == 1 else texts
         texts = generate_texts(
             model,
             tokenizer,

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 from .._fs import atomic_output_dir
 from .._registration import register_all
 from ..model_folder import TOKENIZER_FINGERPRINT_KEY, tokenizer_fingerprint
+from ..models._warm_start import WARM_START_FIELD, warm_start_model
+from ..pretrained import BACKBONE_FIELD, warm_started_model
 from ..specs import auto_class_name
 from ..tasks.base import TaskData
 from ..tasks.nl2kw_resources import load_word_vectors
@@ -35,11 +37,19 @@ TRAIN_LOG_FILE = "train.log"
 
 # ---------------------------------------------------------------- presets on task data
 def model_for_config(config: Any) -> PreTrainedModel:
-    """A freshly initialised model for ``config`` through its Auto class
-    (:func:`hf_querygen.specs.auto_class_name`); seed first."""
+    """A model for ``config`` through its Auto class (:func:`hf_querygen.specs.auto_class_name`), freshly
+    initialised; seed first. Warm starts get their backbone's weights instead: a BERT2BERT config
+    (:data:`~hf_querygen.models._warm_start.WARM_START_FIELD`) both halves
+    (:func:`~hf_querygen.models._warm_start.warm_start_model`), an encoder with a new head built on a
+    backbone's config (:data:`~hf_querygen.pretrained.BACKBONE_FIELD`: a token classifier) the encoder's
+    (:func:`~hf_querygen.pretrained.warm_started_model`; the head starts at random)."""
     import transformers
 
     register_all()
+    if getattr(config, WARM_START_FIELD, None):
+        return warm_start_model(config)
+    if getattr(config, BACKBONE_FIELD, None) is not None:
+        return warm_started_model(auto_class_name(config), config)
     auto = getattr(transformers, auto_class_name(config))
     return auto.from_config(config)
 
@@ -129,6 +139,7 @@ def train_preset(
         data_collator=task.collator(data.tokenizer),
         label_names=["labels"],  # the joint model's optional tag_labels must not hide the eval loss
         score_model=score_model,
+        compute_loss_func=task.loss_function(data, family),
         **overrides,
     )
     trainer.model.eval()

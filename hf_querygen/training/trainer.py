@@ -59,7 +59,10 @@ def configure_generation(
         num_beams=num_beams,
         do_sample=False,
         bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
+        # a BERT tokenizer has no [EOS]: the model's own end token ([SEP] for a warm-started BERT2BERT)
+        eos_token_id=tokenizer.eos_token_id
+        if tokenizer.eos_token_id is not None
+        else getattr(model.config, "eos_token_id", None),
         pad_token_id=tokenizer.pad_token_id,
         decoder_start_token_id=getattr(model.config, "decoder_start_token_id", None)
         or tokenizer.bos_token_id,
@@ -332,6 +335,7 @@ def train_seq2seq(
     resume_from_checkpoint: bool | str | None = None,
     data_collator: Any | None = None,
     score_model: Callable[[PreTrainedModel], dict[str, float]] | None = None,
+    compute_loss_func: Callable | None = None,
     **training_args: Any,
 ) -> Seq2SeqTrainer:
     """Train a seq2seq model with the stock ``Seq2SeqTrainer`` and save the best one to ``output_dir``.
@@ -354,6 +358,8 @@ def train_seq2seq(
             task with nested inputs passes its own, ``Task.collator``).
         score_model: model -> scores, run at every evaluation and logged as ``eval_<name>`` (so
             ``metric_for_best_model`` may name one of them: selection and early stopping on it).
+        compute_loss_func: the Trainer's ``(outputs, labels, num_items_in_batch) -> loss`` instead of the
+            model's own loss (a task's objective: :meth:`hf_querygen.tasks.base.Task.loss_function`).
         **training_args: any ``Seq2SeqTrainingArguments`` field; overrides the preset and defaults.
 
     Returns:
@@ -410,6 +416,7 @@ def train_seq2seq(
         data_collator=data_collator or Seq2SeqCollator(pad_token_id=tokenizer.pad_token_id),
         compute_metrics=compute_metrics,
         callbacks=all_callbacks,
+        compute_loss_func=compute_loss_func,
     )
     if any(isinstance(callback, LogFileCallback) for callback in all_callbacks):
         from transformers.trainer_callback import PrinterCallback, ProgressCallback

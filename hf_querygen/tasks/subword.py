@@ -1,0 +1,327 @@
+"""Encoding and decoding for the warm-started encoder-decoders (the ``bert2bert`` family), for every task.
+
+A warm-started model reads and writes the word pieces of its backbone's own tokenizer
+(:func:`hf_querygen.models._warm_start.backbone_tokenizer`), not the tasks' word vocabularies:
+
+* :func:`encode_subword_pairs`: per example ``input_ids`` / ``attention_mask`` (``[CLS] source [SEP]``,
+  at most ``max_source_length`` pieces) and ``labels`` (the target's pieces without ``[CLS]``, closed by
+  ``[SEP]``, at most ``max_target_length``); the model shifts the labels right behind ``[CLS]``;
+* :func:`generate_candidates`: batched ``generate()`` on raw texts (sorted by length so that batches hold
+  little padding), every returned sequence decoded to text with its score;
+* :class:`SourceWordsProcessor`: a ``LogitsProcessor`` that keeps the source's words in the output
+  (a bonus for each source word not yet written, and optionally no end before every one is written).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..errors import InvalidInputError
+from ..models._warm_start import WARM_START_FIELD, backbone_tokenizer
+from ..pretrained import resolve_backbone
+from ..text import normalize_for_matching
+
+if TYPE_CHECKING:
+    import datasets
+    import torch
+    from transformers import PretrainedConfig, PreTrainedModel, PreTrainedTokenizerFast
+
+    from .base import TaskData
+
+
+def prepare_backbone(backbone: str) -> tuple[PreTrainedTokenizerFast, dict[str, Any]]:
+    """What a task's ``prepare(backbone=...)`` keeps: the backbone's own tokenizer and the state
+    ``{"backbone": canonical id}`` that :func:`warm_start_task_config` checks a preset against."""
+    return backbone_tokenizer(backbone), {"backbone": resolve_backbone(backbone).model_id}
+
+
+def warm_start_task_config(preset: str, data: TaskData, **overrides: Any) -> PretrainedConfig:
+    """The config of warm-start ``preset`` for task data prepared with the same backbone's tokenizer
+    (``prepare(backbone=...)``); an error names the mismatch."""
+    from ..presets import warm_start_config
+
+    prepared = data.state.get("backbone")
+    if prepared is None:
+        raise InvalidInputError(
+            f"preset {preset!r} warm-starts from a pretrained backbone and reads its word pieces: prepare "
+            f"the {data.task.name} data with backbone=<the preset's backbone> (a system's prepare_options)"
+        )
+    config = warm_start_config(preset, data.tokenizer, **overrides)
+    wanted = getattr(config, WARM_START_FIELD)["backbone"]
+    if wanted != prepared:
+        raise InvalidInputError(
+            f"preset {preset!r} warm-starts from {wanted!r} but the data was prepared with the tokenizer of "
+            f"{prepared!r}"
+        )
+    return config
+
+
+#: the columns :func:`encode_subword_pairs` keeps
+SUBWORD_COLUMNS = ("input_ids", "attention_mask", "labels")
+LABEL_PAD_ID = -100
+
+
+def _text(value: Any, column: str, row: int) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+        return " ".join(value)  # a keyword list is read as its words in order
+    raise InvalidInputError(f"column {column!r}, row {row}: expected text, got {type(value).__name__}")
+
+
+def encode_subword_pairs(
+    splits: datasets.DatasetDict,
+    tokenizer: PreTrainedTokenizerFast,
+    source_column: str,
+    target_column: str,
+    max_source_length: int,
+    max_target_length: int,
+) -> datasets.DatasetDict:
+    """Every split tokenised for a warm-started encoder-decoder (module docstring); only
+    :data:`SUBWORD_COLUMNS` are kept."""
+    if max_source_length < 3 or max_target_length < 2:
+        raise InvalidInputError(
+            "max_source_length must leave room for [CLS], a piece and [SEP]; max_target_length for a piece "
+            f"and [SEP] (got {max_source_length}, {max_target_length})"
+        )
+
+    def encode(batch: dict[str, list]) -> dict[str, list]:
+        sources = [_text(s, source_column, i) for i, s in enumerate(batch[source_column])]
+        targets = [_text(t, target_column, i) for i, t in enumerate(batch[target_column])]
+        source = tokenizer(
+            sources, truncation=True, max_length=max_source_length, return_token_type_ids=False
+        )
+        # +1: the target's [CLS] is dropped below, so max_target_length pieces remain with [SEP] last
+        target = tokenizer(
+            targets, truncation=True, max_length=max_target_length + 1, return_token_type_ids=False
+        )
+        return {
+            "input_ids": source["input_ids"],
+            "attention_mask": source["attention_mask"],
+            "labels": [ids[1:] for ids in target["input_ids"]],
+        }
+
+    out = {}
+    for name, split in splits.items():
+        for column in (source_column, target_column):
+            if column not in split.column_names:
+                raise InvalidInputError(f"split {name!r} has no column {column!r} ({split.column_names})")
+        out[name] = split.map(
+            encode, batched=True, remove_columns=split.column_names, desc=f"word pieces ({name})"
+        )
+    import datasets
+
+    return datasets.DatasetDict(out)
+
+
+def source_word_pieces(tokenizer: PreTrainedTokenizerFast, text: str) -> list[tuple[int, ...]]:
+    """The word pieces of each distinct word of ``text`` (normalised as the keyword checks compare,
+    :func:`~hf_querygen.text.normalize_for_matching`), in order of first occurrence."""
+    pieces: list[tuple[int, ...]] = []
+    for word in dict.fromkeys(normalize_for_matching(text).split()):
+        ids = tuple(tokenizer(word, add_special_tokens=False)["input_ids"])
+        if ids and tokenizer.unk_token_id not in ids:  # a word the vocabulary cannot spell is not forced
+            pieces.append(ids)
+    return pieces
+
+
+class SourceWordsProcessor:
+    """A ``LogitsProcessor`` keeping the source's words in a warm-started model's output.
+
+    For each hypothesis (``input_ids`` (N, t), N = batch x beams, a row's beams adjacent) and each source
+    word not yet written (its pieces not found as a contiguous run followed by a word start):
+
+    * ``bonus``: its first piece's score is raised by ``bonus`` (a soft copy prior on the source words);
+    * ``require``: the end token cannot be chosen, and each missing word's first piece gets at least the
+      end token's score, so where the model would end it writes a missing word instead (the hard form:
+      every source word the vocabulary can spell appears, unless the length limit comes first);
+    * a word begun (the hypothesis ends with a proper prefix of its pieces) is finished: its next piece gets
+      at least the best score of the row (a half-written keyword is no word);
+    * with ``require`` and ``max_length`` (generate's limit, [CLS] included): once the steps left are no
+      more than the pieces still missing, only the next missing piece may come, so the limit cannot cut a
+      keyword off.
+
+    ``source_pieces[b]`` lists the pieces of example ``b``'s words (:func:`source_word_pieces`);
+    ``continuation`` tells a piece that continues a word (WordPiece ``##``) from one that starts one.
+    """
+
+    def __init__(
+        self,
+        source_pieces: Sequence[Sequence[tuple[int, ...]]],
+        eos_token_id: int,
+        continuation: Sequence[bool],
+        bonus: float = 0.0,
+        require: bool = False,
+        max_length: int | None = None,
+    ) -> None:
+        if bonus < 0:
+            raise InvalidInputError(f"keyword_bonus must be >= 0, got {bonus}")
+        self.source_pieces = [list(words) for words in source_pieces]
+        self.eos_token_id = int(eos_token_id)
+        self.continuation = continuation
+        self.bonus = float(bonus)
+        self.require = bool(require)
+        self.max_length = max_length
+
+    def _missing(self, generated: list[int], words: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
+        missing = []
+        for pieces in words:
+            n = len(pieces)
+            written = any(
+                tuple(generated[i : i + n]) == pieces
+                and (i + n == len(generated) or not self.continuation[generated[i + n]])
+                for i in range(len(generated) - n + 1)
+            )
+            if not written:
+                missing.append(pieces)
+        return missing
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        """input_ids (N, t) ids so far ([CLS] first); scores (N, V) -> scores (N, V)."""
+        import torch
+
+        rows, batch = input_ids.shape[0], len(self.source_pieces)
+        expand = max(rows // batch, 1)
+        scores = scores.clone()
+        history = input_ids.tolist()
+        for row in range(rows):
+            words = self.source_pieces[row // expand]
+            if not words:
+                continue
+            generated = history[row][1:]
+            missing = self._missing(generated, words)
+            if not missing:
+                continue
+            eos = scores[row, self.eos_token_id].clone()
+            for pieces in missing:
+                first = pieces[0]
+                if self.bonus:
+                    scores[row, first] = scores[row, first] + self.bonus
+                if self.require:
+                    scores[row, first] = torch.maximum(scores[row, first], eos)
+            best = scores[row].max().clone()
+            begun: tuple[int, int] | None = None  # (index into missing, pieces written)
+            for index, pieces in enumerate(missing):
+                for k in range(len(pieces) - 1, 0, -1):  # a word begun is finished (longest prefix)
+                    if tuple(generated[-k:]) == pieces[:k]:
+                        # strictly above the best: a tie would leave the choice to the token order
+                        scores[row, pieces[k]] = torch.maximum(scores[row, pieces[k]], best + 1e-3)
+                        begun = begun or (index, k)
+                        break
+            if not self.require:
+                continue
+            scores[row, self.eos_token_id] = -float("inf")
+            if self.max_length is not None:
+                needed = sum(len(pieces) for pieces in missing) - (begun[1] if begun else 0)
+                if needed >= self.max_length - input_ids.shape[1]:
+                    index, written = begun or (0, 0)
+                    forced = missing[index][written]
+                    kept = (scores[row, forced] if torch.isfinite(scores[row, forced]) else best).clone()
+                    scores[row] = -float("inf")
+                    scores[row, forced] = kept
+        return scores
+
+
+def continuation_mask(tokenizer: PreTrainedTokenizerFast) -> list[bool]:
+    """Per token id, whether the piece continues a word (WordPiece's ``##`` prefix)."""
+    prefix = getattr(getattr(tokenizer.backend_tokenizer, "model", None), "continuing_subword_prefix", "##")
+    mask = [False] * len(tokenizer)
+    for token, index in tokenizer.get_vocab().items():
+        if index < len(mask) and prefix and token.startswith(prefix):
+            mask[index] = True
+    return mask
+
+
+def generate_candidates(
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerFast,
+    texts: Sequence[str],
+    batch_size: int = 64,
+    max_source_length: int | None = None,
+    keyword_bonus: float = 0.0,
+    require_keywords: bool = False,
+    **generate_kwargs: Any,
+) -> list[list[tuple[str, float]]]:
+    """Per text, every returned sequence as ``(text, score)`` in generate's order (beam search: best first).
+
+    ``score``: beam search's length-normalised log-probability (``sequences_scores``), for greedy or
+    sampling the mean log-probability of the emitted pieces under the processed distribution.
+    ``keyword_bonus`` / ``require_keywords``: a :class:`SourceWordsProcessor` over each text's words.
+    ``generate_kwargs`` go to ``generate()`` (``num_beams``, ``num_return_sequences``, ``max_length``,
+    ``no_repeat_ngram_size``, ...)."""
+    import torch
+    from transformers import LogitsProcessorList
+
+    if isinstance(texts, str):
+        raise InvalidInputError("expected a list of texts, not a single string")
+    if batch_size < 1:
+        raise InvalidInputError(f"batch_size must be >= 1, got {batch_size}")
+    texts = [str(t) for t in texts]
+    kwargs = {**generate_kwargs, "return_dict_in_generate": True, "output_scores": True}
+    n = int(kwargs.get("num_return_sequences") or 1)
+    continuation = continuation_mask(tokenizer) if (keyword_bonus or require_keywords) else None
+    max_length = kwargs.get("max_length") or model.generation_config.max_length
+    eos = model.generation_config.eos_token_id
+    eos = eos[0] if isinstance(eos, list) else eos
+    if model.training:
+        model.eval()
+    encoded = tokenizer(
+        texts,
+        truncation=max_source_length is not None,
+        max_length=max_source_length,
+        return_token_type_ids=False,
+    )["input_ids"]
+    order = sorted(range(len(texts)), key=lambda i: len(encoded[i]))
+    results: list[list[tuple[str, float]]] = [[] for _ in texts]
+    for start in range(0, len(order), batch_size):
+        indices = order[start : start + batch_size]
+        width = max(len(encoded[i]) for i in indices)
+        pad = tokenizer.pad_token_id
+        input_ids = torch.tensor([encoded[i] + [pad] * (width - len(encoded[i])) for i in indices])
+        mask = torch.tensor([[1] * len(encoded[i]) + [0] * (width - len(encoded[i])) for i in indices])
+        call = kwargs
+        if continuation is not None:
+            processors = LogitsProcessorList(kwargs.get("logits_processor") or [])
+            processors.append(
+                SourceWordsProcessor(
+                    [source_word_pieces(tokenizer, texts[i]) for i in indices],
+                    eos,
+                    continuation,
+                    bonus=keyword_bonus,
+                    require=require_keywords,
+                    max_length=max_length,
+                )
+            )
+            call = {**kwargs, "logits_processor": processors}
+        with torch.no_grad():
+            out = model.generate(
+                input_ids=input_ids.to(model.device), attention_mask=mask.to(model.device), **call
+            )
+        sequences = out.sequences
+        if getattr(out, "sequences_scores", None) is not None:
+            scores = out.sequences_scores.tolist()
+        else:
+            log_probs = torch.log_softmax(torch.stack(out.scores).float(), dim=-1)  # (T', N, V)
+            generated = sequences[:, -len(out.scores) :]
+            steps = log_probs.gather(-1, generated.T.unsqueeze(-1)).squeeze(-1).T  # (N, T')
+            keep = (generated != pad) & torch.isfinite(steps)
+            scores = (torch.where(keep, steps, 0.0).sum(-1) / keep.sum(-1).clamp(min=1)).tolist()
+        decoded = tokenizer.batch_decode(
+            sequences, skip_special_tokens=True, clean_up_tokenization_spaces=True
+        )
+        for k, i in enumerate(indices):
+            results[i] = [(decoded[j].strip(), float(scores[j])) for j in range(k * n, (k + 1) * n)]
+    return results
+
+
+__all__ = [
+    "SUBWORD_COLUMNS",
+    "SourceWordsProcessor",
+    "continuation_mask",
+    "encode_subword_pairs",
+    "generate_candidates",
+    "prepare_backbone",
+    "source_word_pieces",
+    "warm_start_task_config",
+]

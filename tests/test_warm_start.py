@@ -1,0 +1,170 @@
+"""The warm-started BERT2BERT family (models._warm_start, tasks.subword) on a tiny random BERT built here."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import torch
+
+from hf_querygen.errors import InvalidInputError
+from hf_querygen.text import normalize_for_matching
+
+WORDS = ("capital", "france", "pizza", "york", "flights", "london", "ibuprofen", "effects", "cheap", "best")
+FRAMES = ("what is the {} ?", "where is the {} ?", "how much is the {} ?")
+
+
+def tiny_backbone(folder, seed: int = 0):
+    """A 2-layer 32-d random BERT with a WordPiece vocabulary spelling every word (letters as ``##``
+    pieces), saved with its tokenizer: what resolve_backbone reads from a folder."""
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "?", "what", "is", "the", "where", "how", "much"]
+    vocab += [w for w in WORDS if w not in ("ibuprofen",)] + list(letters) + [f"##{c}" for c in letters]
+    folder.mkdir(parents=True, exist_ok=True)
+    BertTokenizerFast(vocab={piece: i for i, piece in enumerate(vocab)}).save_pretrained(folder)
+    torch.manual_seed(seed)
+    config = BertConfig(
+        vocab_size=len(vocab),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=64,
+    )
+    BertModel(config).save_pretrained(folder)
+    return folder
+
+
+def k2q_rows(n: int, seed: int) -> list[dict[str, str]]:
+    rng = random.Random(seed)
+    rows = []
+    for _ in range(n):
+        a, b = rng.sample(WORDS, 2)
+        rows.append({"keyword_query": f"{a} {b}", "question": rng.choice(FRAMES).format(f"{a} {b}")})
+    return rows
+
+
+@pytest.fixture(scope="module")
+def backbone(tmp_path_factory):
+    return tiny_backbone(tmp_path_factory.mktemp("backbone"))
+
+
+def test_the_config_and_the_warm_start_keep_the_backbone_weights(backbone):
+    from transformers import AutoModel
+
+    from hf_querygen.models._warm_start import backbone_tokenizer, bert2bert_config, warm_start_model
+    from hf_querygen.specs import family_of
+
+    tokenizer = backbone_tokenizer(backbone)
+    config = bert2bert_config(tokenizer, backbone)
+    assert family_of(config) == "bert2bert"
+    assert (config.decoder_start_token_id, config.eos_token_id) == (
+        tokenizer.cls_token_id,
+        tokenizer.sep_token_id,
+    )
+    model = warm_start_model(config)
+    original = AutoModel.from_pretrained(str(backbone))
+    for name, tensor in original.state_dict().items():
+        assert torch.equal(model.encoder.state_dict()[name], tensor), name
+    decoder = model.decoder.bert.state_dict()
+    assert torch.equal(
+        decoder["embeddings.word_embeddings.weight"], original.embeddings.word_embeddings.weight
+    )
+    assert torch.equal(
+        decoder["encoder.layer.1.attention.self.query.weight"],
+        original.encoder.layer[1].attention.self.query.weight,
+    )
+    assert model.generation_config.decoder_start_token_id == tokenizer.cls_token_id
+    with pytest.raises(InvalidInputError, match="takes only"):
+        bert2bert_config(tokenizer, backbone, hidden_size=8)
+
+
+def test_a_warm_start_preset_needs_data_prepared_with_its_backbone(backbone):
+    import datasets
+
+    from hf_querygen.presets import config_from_preset
+    from hf_querygen.tasks.base import get_task
+
+    task = get_task("text2text")
+    splits = datasets.DatasetDict(train=datasets.Dataset.from_list(k2q_rows(8, 0)))
+    with pytest.raises(InvalidInputError, match="backbone"):
+        task.model_config("bert2bert", task.prepare(splits), backbone=str(backbone))
+    with pytest.raises(InvalidInputError, match="tokenizer"):
+        config_from_preset("bert2bert")
+    data = task.prepare(splits, backbone=str(backbone))
+    encoded = task.encode(data, "bert2bert")["train"]
+    assert set(encoded.column_names) == {"input_ids", "attention_mask", "labels"}
+    row = encoded[0]
+    tokenizer = data.tokenizer
+    assert row["input_ids"][0] == tokenizer.cls_token_id and row["input_ids"][-1] == tokenizer.sep_token_id
+    assert row["labels"][0] != tokenizer.cls_token_id and row["labels"][-1] == tokenizer.sep_token_id
+    question = tokenizer.decode(row["labels"], skip_special_tokens=True)
+    assert normalize_for_matching(question) == normalize_for_matching(splits["train"][0]["question"])
+
+
+def test_the_source_words_processor_keeps_every_keyword_and_finishes_words(backbone):
+    from transformers import AutoTokenizer, EncoderDecoderModel
+
+    from hf_querygen.models._warm_start import bert2bert_config, warm_start_model
+    from hf_querygen.tasks.k2q import keeps_keywords
+    from hf_querygen.tasks.subword import generate_candidates
+
+    tokenizer = AutoTokenizer.from_pretrained(str(backbone))
+    model = warm_start_model(bert2bert_config(tokenizer, backbone))
+    assert isinstance(model, EncoderDecoderModel)
+    queries = ["capital france", "ibuprofen effects", "cheap flights london"]
+    free = generate_candidates(model, tokenizer, queries, max_length=24)
+    assert not all(keeps_keywords(group[0][0], q) for group, q in zip(free, queries, strict=True))
+    for settings in ({}, {"num_beams": 3, "num_return_sequences": 3, "no_repeat_ngram_size": 3}):
+        forced = generate_candidates(
+            model, tokenizer, queries, require_keywords=True, max_length=40, **settings
+        )
+        for group, query in zip(forced, queries, strict=True):
+            assert keeps_keywords(group[0][0], query), (query, group)  # "ibuprofen" spelled by pieces
+    bonus = generate_candidates(model, tokenizer, queries, keyword_bonus=50.0, max_length=40)
+    assert all(keeps_keywords(group[0][0], q) for group, q in zip(bonus, queries, strict=True))
+
+
+def test_train_save_load_and_pipeline_give_the_same_questions(backbone, tmp_path):
+    import datasets
+    from transformers import pipeline
+
+    from hf_querygen.model_folder import load_trained
+    from hf_querygen.tasks.base import get_task
+    from hf_querygen.training import train_model
+
+    splits = datasets.DatasetDict(
+        train=datasets.Dataset.from_list(k2q_rows(64, 0)),
+        validation=datasets.Dataset.from_list(k2q_rows(8, 1)),
+    )
+    decoding = {"num_beams": 2, "no_repeat_ngram_size": 3, "require_keywords": True}
+    metadata = train_model(
+        "bert2bert",
+        tmp_path / "model",
+        task="text2text",
+        splits=splits,
+        max_steps=12,
+        prepare_options={"backbone": str(backbone)},
+        preset_overrides={"backbone": str(backbone)},
+        training_overrides={"learning_rate": 5e-3, "per_device_train_batch_size": 16, "warmup_steps": 0},
+        decoding=decoding,
+    )
+    assert metadata["family"] == "bert2bert" and metadata["model_type"] == "encoder-decoder"
+    losses = [evaluation["eval_loss"] for evaluation in metadata["evaluations"]]
+    assert len(losses) >= 2 and losses[-1] < losses[0]
+    config = (tmp_path / "model" / "config.json").read_text()
+    assert "auto_map" not in config and '"hf_querygen_family": "bert2bert"' in config
+    model, tokenizer, _ = load_trained(tmp_path / "model")
+    assert model.config.task_decoding == decoding
+    task = get_task("k2q")
+    queries = ["capital france", "best pizza york"]
+    first = task.predict(model, tokenizer, queries)
+    again_model, again_tokenizer, _ = load_trained(tmp_path / "model")
+    assert task.predict(again_model, again_tokenizer, queries) == first
+    assert all(q.split()[0] in out for q, out in zip(queries, first, strict=True))
+    generator = pipeline("question-generation", model=str(tmp_path / "model"))
+    assert [out[0]["generated_text"] for out in generator(queries)] == first
+    with pytest.raises(InvalidInputError, match="word-vocabulary"):
+        task.predict(model, tokenizer, queries, copy_all_source_words=True)
