@@ -238,6 +238,10 @@ def _loaded(model_dir: Path):
 def _evaluate_command(args: argparse.Namespace) -> int:
     if args.predictions is not None:
         check_output_file(args.predictions, "--predictions")  # before the model is run
+    if args.record:  # a damaged record file is named now, not after the model has run
+        from .hub import read_evaluations
+
+        read_evaluations(args.model)
     set_threads(args.threads)
     model, tokenizer, metadata, task = _loaded(args.model)
     corpus = args.corpus or metadata.get("corpus")

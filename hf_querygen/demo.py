@@ -24,12 +24,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ._fs import check_output_dir
 from .baselines.keyword_query import YakeKeywordExtractor
 from .corpora import resolve_data_dir
 from .corpora._q2id_nfcorpus import nfcorpus_test_collection
 from .errors import InvalidInputError
 from .tasks.q2id_task import DocumentRetriever
-from .training import train_model
+from .training import MODEL_FOLDER_KIND, train_model
 
 #: role -> (preset, task, pipeline task, what the panel says)
 DEMO_MODELS: dict[str, tuple[str, str, str, str]] = {
@@ -72,6 +73,8 @@ def build_quick_models(
     models_dir = Path(models_dir)
     folders = {role: models_dir / role for role in roles}
     missing = [role for role, folder in folders.items() if not (folder / "config.json").is_file()]
+    for role in missing:  # every folder it will write, before the first model trains (minutes each)
+        check_output_dir(folders[role], MODEL_FOLDER_KIND, overwrite=True, what=f"demo: {role} model")
     bar = tqdm(missing, desc="demo: training the quick model set (first start)", disable=not progress)
     for role in bar:
         preset, task, _, _ = DEMO_MODELS[role]

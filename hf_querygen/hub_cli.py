@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ._fs import MARKER_FILE
 from .demo import DEMO_MODELS, EXAMPLE_QUESTION, QueryDemo, browse, build_quick_models, launch, load_documents
 from .utils import require_extra
 
@@ -92,7 +93,9 @@ def _export_command(args: argparse.Namespace) -> int:
     report = {
         "kind": kind,
         "folder": str(out),
-        "files": sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()),
+        "files": sorted(
+            str(p.relative_to(out)) for p in out.rglob("*") if p.is_file() and p.name != MARKER_FILE
+        ),
     }
     if args.push:
         report["commit"] = push_folder(
