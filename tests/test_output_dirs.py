@@ -353,7 +353,7 @@ def test_a_build_failing_in_its_pipeline_leaves_nothing_and_no_thread(tmp_path, 
             yield b"bytes" if i == 25 else f"document {i}"
 
     expected = (
-        (InvalidInputError, "text 24 is the chunk's first")
+        (InvalidInputError, "text 25 is bytes b'bytes', not a string")
         if failure.startswith("a bad")
         else (
             RuntimeError,

@@ -354,8 +354,15 @@ def test_queries_without_known_terms_return_nothing(index, query, ranker):
 
 def test_bad_queries_and_parameters_raise_clear_errors(index):
     for bad in (None, 3, ["alpha"], b"alpha"):
-        with pytest.raises(InvalidInputError, match="must be a string"):
+        with pytest.raises(InvalidInputError, match="the query is .*not a string"):
             index.search(bad)
+    for ranker in ("bm25", "ql", "sdm"):  # a lone surrogate: named, never a raw UnicodeEncodeError
+        with pytest.raises(InvalidInputError, match=r"lone surrogate '\\udc80' at character 6"):
+            index.search("alpha \udc80", ranker=ranker)
+        with pytest.raises(InvalidInputError, match="lone surrogate"):
+            index.score("alpha \udc80", ranker=ranker)
+    with pytest.raises(InvalidInputError, match="lone surrogate"):
+        index.search_batch(["alpha", "\ud800"], threads=2)
     with pytest.raises(InvalidInputError, match="max_query_terms"):
         index.search("alpha " * 2000)
     long_query = " ".join(random.Random(1).choices(["alpha", "beta", "gamma", "x"], k=1000))

@@ -311,8 +311,7 @@ class Index:
 
     def analyze_query(self, query: str) -> list[str]:
         """The query's terms (the index's analyzer); raises InvalidInputError for a non-string."""
-        if not isinstance(query, str):
-            raise InvalidInputError(f"Index.search: query must be a string, got {type(query).__name__}")
+        params_layer.check_query(query)
         terms = analyze(query)
         if len(terms) > self.max_query_terms:
             raise InvalidInputError(
@@ -444,10 +443,8 @@ class _CollectionAnalyser:
                 self.length_chunks.append(np.frombuffer(lengths, dtype=np.int64))
                 return documents
             index_texts, terms, lengths = analyze_chunk(chunk)
-        except (TypeError, UnicodeEncodeError) as err:  # a non-string, a lone surrogate
-            raise InvalidInputError(
-                f"Index.from_texts: {err} (text {first_row} is the chunk's first)"
-            ) from err
+        except (TypeError, UnicodeEncodeError) as err:  # a non-string, a lone surrogate: name its row
+            raise params_layer.locate_bad_text(chunk, first_row) from err
         self.terms.add(terms)
         self.length_chunks.append(lengths)
         return json_documents(index_texts, first_row)

@@ -219,6 +219,46 @@ def check_collection_arguments(texts: Any, ids: Any) -> tuple[Iterable[str], Seq
     return texts, ids
 
 
+def text_problem(text: Any) -> str | None:
+    """Why ``text`` cannot be analysed (``None``: it can): not a string, or a string that is not valid
+    Unicode text (a lone surrogate, which has no UTF-8 form)."""
+    if not isinstance(text, str):
+        return f"is {type(text).__name__} {_short(text)}, not a string"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        return (
+            f"has a lone surrogate {text[err.start]!r} at character {err.start} (not valid Unicode text; "
+            "decode its source with errors='replace')"
+        )
+    return None
+
+
+def locate_bad_text(
+    texts: Sequence[Any], first_row: int, where: str = "Index.from_texts"
+) -> InvalidInputError:
+    """The error for the first text of ``texts`` (rows from ``first_row``) that cannot be analysed,
+    naming that text's own row; called once a chunk failed, so the good path pays nothing."""
+    for offset, text in enumerate(texts):
+        problem = text_problem(text)
+        if problem is not None:
+            return InvalidInputError(f"{where}: text {first_row + offset} {problem}")
+    return InvalidInputError(f"{where}: a text among rows {first_row}..{first_row + len(texts) - 1} failed")
+
+
+def check_query(query: Any, where: str = "Index.search") -> str:
+    """A query: a string of valid Unicode text (the error names what it is instead)."""
+    problem = text_problem(query)
+    if problem is not None:
+        raise InvalidInputError(f"{where}: the query {problem}")
+    return query
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def check_ids(ids: Sequence | None, num_docs: int) -> list | None:
     """The caller's document ids as a list: one per text, str or int, none empty, all distinct (the error
     names the text); ``None`` (row numbers) passes through."""
