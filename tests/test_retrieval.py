@@ -752,3 +752,34 @@ def test_the_build_hashes_its_own_files_as_it_writes_them(tmp_path, monkeypatch)
     Index.from_texts(["alpha beta", "gamma"], ids=["a", "b"], path=tmp_path / "ix", **SMALL)
     assert read and set(read) == {"tantivy"}
     Index.open(tmp_path / "ix")  # and the recorded digests are those of the files on disk
+
+
+# ---------------------------------------------------------------- ties across segments
+@pytest.fixture(scope="module")
+def tied_indexes(tmp_path_factory):
+    """The same collection built with 1, 2 and 4 writer threads (one segment per thread): groups of
+    identical documents, so that whole groups tie under every ranker."""
+    texts = [["alpha beta", "alpha", "beta gamma alpha", "delta"][i % 4] for i in range(4000)]
+    indexes = {}
+    for threads in (1, 2, 4):
+        path = tmp_path_factory.mktemp(f"tied{threads}") / "ix"
+        Index.from_texts(
+            texts, path=path, show_progress=False, num_threads=threads, heap_size=15_000_000 * threads
+        )
+        indexes[threads] = Index.open(path)
+    return indexes
+
+
+@pytest.mark.parametrize(
+    ("ranker", "params"),
+    [("bm25", {}), ("bm25", {"exact": True}), ("ql", {}), ("sdm", {}), ("sdm", {"depth": 5})],
+    ids=["bm25-tantivy", "bm25-exact", "ql", "sdm", "sdm-depth5"],
+)
+@pytest.mark.parametrize("query", ["alpha", "beta alpha", "gamma alpha delta"])
+def test_ties_are_broken_by_row_whatever_the_number_of_segments(tied_indexes, ranker, params, query):
+    assert {t: ix._searcher.num_segments for t, ix in tied_indexes.items()} == {1: 1, 2: 2, 4: 4}
+    results = {t: ix.search(query, k=7, ranker=ranker, **params) for t, ix in tied_indexes.items()}
+    for hits in results.values():
+        keys = [(-h.score, h.row) for h in hits]
+        assert keys == sorted(keys) and len(hits) == 7
+    assert [h.row for h in results[2]] == [h.row for h in results[1]] == [h.row for h in results[4]]

@@ -351,7 +351,7 @@ class Index:
             return []
         if ranker == "bm25":
             if not params["exact"] and (params["k1"], params["b"]) == (BM25_DEFAULT_K1, BM25_DEFAULT_B):
-                rows, scores = tantivy_bm25(self._searcher, self._schema, terms, term_ids, k)
+                rows, scores = tantivy_bm25(self._searcher, self._schema, terms, term_ids, k, len(self))
                 return self._hits(rows, scores, k)
             docs = matching_documents(self.stats, term_ids)
             return self._hits(docs, bm25_scores(self.stats, term_ids, docs, params["k1"], params["b"]), k)
@@ -363,7 +363,7 @@ class Index:
             docs = np.arange(self.stats.num_docs)
         else:  # capped: tantivy aborts the process on a limit far above the collection size
             limit = min(max(depth, k), len(self))
-            docs = np.sort(tantivy_bm25(self._searcher, self._schema, terms, term_ids, limit)[0])
+            docs = np.sort(tantivy_bm25(self._searcher, self._schema, terms, term_ids, limit, len(self))[0])
         scores = sdm_scores(self.stats, term_ids, docs, params["mu"], params["weights"], params["window"])
         return self._hits(docs, scores, k)
 
