@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import ModelFolderError
 from .specs import auto_class_name
 from .utils import TRAINING_METADATA_FILE
+from .validation import GENERATION_BOOLS, GENERATION_FLOATS, GENERATION_INTS, GENERATION_POSITIVE_FLOATS
 
 if TYPE_CHECKING:  # torch/transformers cost seconds at import
     from transformers import PreTrainedModel, PreTrainedTokenizerFast
@@ -95,22 +96,12 @@ def check_model_folder(model_dir: str | Path, require_tokenizer: bool = True) ->
     return config
 
 
-#: generation_config.json fields and the values they take (the ones ``generate`` reads as numbers)
-_GENERATION_INTS = {
-    "max_length": 1,
-    "max_new_tokens": 1,
-    "min_length": 0,
-    "min_new_tokens": 0,
-    "num_beams": 1,
-    "num_beam_groups": 1,
-    "num_return_sequences": 1,
-    "no_repeat_ngram_size": 0,
-    "encoder_no_repeat_ngram_size": 0,
-    "top_k": 0,
-}
-_GENERATION_POSITIVE_FLOATS = ("temperature", "repetition_penalty", "top_p", "encoder_repetition_penalty")
-_GENERATION_FLOATS = ("length_penalty", "diversity_penalty")
-_GENERATION_BOOLS = ("do_sample", "use_cache", "output_scores", "return_dict_in_generate")
+#: generation_config.json fields and the values they take (the ones ``generate`` reads as numbers): the
+#: table of the call-time check (:func:`hf_querygen.validation.check_generation_kwargs`)
+_GENERATION_INTS = GENERATION_INTS
+_GENERATION_POSITIVE_FLOATS = GENERATION_POSITIVE_FLOATS
+_GENERATION_FLOATS = GENERATION_FLOATS
+_GENERATION_BOOLS = GENERATION_BOOLS
 _GENERATION_TOKEN_IDS = ("pad_token_id", "bos_token_id", "decoder_start_token_id", "eos_token_id")
 
 

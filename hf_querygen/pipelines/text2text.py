@@ -23,6 +23,7 @@ from transformers import Pipeline
 
 from ..errors import InvalidInputError
 from ..inference import as_max_length
+from ..tasks.base import get_task
 from ..tasks.seq2seq import decode_extended, encode_sources
 from ..tasks.text2text_task import Text2TextTask
 from ._task_pipeline import check_pipeline_model, guard_inputs, max_source_length
@@ -75,6 +76,10 @@ class QueryReformulationPipeline(Pipeline):
     ):
         preprocess_params = {} if max_source_length is None else {"max_source_length": max_source_length}
         postprocess_params = {} if return_tensors is None else {"return_tensors": return_tensors}
+        # the task's one check, under the names the caller wrote (before max_new_tokens -> max_length)
+        get_task("text2text").decoding_arguments(
+            self.model, generate_kwargs, owner=f"{self.pipeline_task_name} pipeline"
+        )
         return preprocess_params, as_max_length(generate_kwargs), postprocess_params
 
     def preprocess(self, text: str, max_source_length: int | None = None) -> dict[str, Any]:
