@@ -7,7 +7,16 @@ import argparse
 from pathlib import Path
 
 from ._fs import MARKER_FILE
-from .demo import DEMO_MODELS, EXAMPLE_QUESTION, QueryDemo, browse, build_quick_models, launch, load_documents
+from .demo import (
+    DEMO_MODELS,
+    EXAMPLE_QUESTION,
+    QueryDemo,
+    browse,
+    build_quick_models,
+    check_serve_arguments,
+    launch,
+    load_documents,
+)
 from .utils import require_extra
 
 
@@ -106,6 +115,9 @@ def _export_command(args: argparse.Namespace) -> int:
 
 
 def _demo_command(args: argparse.Namespace) -> int:
+    # every serving argument checked, and --host resolved once, before models are built or loaded
+    serve = check_serve_arguments(args.host, args.port, args.max_seconds)
+    args.host = serve.host
     require_extra("gradio", "demo", "hf-querygen demo")
     given = {role: getattr(args, role) for role in DEMO_MODELS if getattr(args, role) is not None}
     missing = [role for role in DEMO_MODELS if role not in given]
