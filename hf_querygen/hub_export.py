@@ -16,7 +16,7 @@ from .corpora import build_dataset_folder
 from .corpora._base import dataset_folder, get_corpus_spec
 from .errors import InvalidInputError, ModelFolderError
 from .hub import EVALUATIONS_FILE, card_kwargs_from_training, recorded_evaluations, render_model_card
-from .model_folder import load_trained
+from .model_folder import check_remote_code, load_trained
 from .utils import TRAINING_METADATA_FILE
 
 # ------------------------------------------------------------------------------------------ export
@@ -120,6 +120,10 @@ def check_model_repo(folder: str | Path) -> list[str]:
                 problems.append(f"missing {reference.split('.')[0]}.py (named by config.json)")
         if config.get("is_encoder_decoder") and not (folder / "generation_config.json").is_file():
             problems.append("missing generation_config.json")
+        try:  # every code file named, in the folder, and the one saved with the model
+            check_remote_code(folder)
+        except ModelFolderError as err:
+            problems.append(str(err))
     if (folder / "README.md").is_file():
         problems += validate_card_metadata(folder / "README.md")
     return problems
