@@ -105,6 +105,10 @@ def write_marker(folder: str | os.PathLike, kind: str, **info: Any) -> dict[str,
     return marker
 
 
+def _a(kind: str) -> str:
+    return f"{'an' if kind[:1] in 'aeiou' else 'a'} {kind}"
+
+
 def _listing(names: Iterable[str]) -> str:
     names = sorted(names)
     shown = ", ".join(names[:_SHOWN])
@@ -183,7 +187,7 @@ def check_output_dir(
     foreign = foreign_entries(folder, kind, owned)
     if foreign is None:
         raise OutputExistsError(
-            f"refusing to write into {folder}: it holds files that hf-querygen did not write as a {kind} "
+            f"refusing to write into {folder}: it holds files that hf-querygen did not write as {_a(kind)} "
             f"folder (no {MARKER_FILE} marker of kind {kind!r}){_damaged_marker(folder)}: "
             f"{_listing(names)}; choose another "
             "folder, or move those files away yourself"
