@@ -937,6 +937,8 @@ def classify_cli(case: Case) -> None:
         case.outcome, case.detail = "silent", f"exit 0; stdout {process.stdout[-200:]!r}"
     elif "Traceback (most recent call last)" in err:
         case.outcome, case.detail = "crash", f"exit {process.returncode}; traceback ending {last!r}"
+    elif case.mentions and not all(word in err for word in case.mentions):  # refused, for another reason
+        case.outcome, case.detail = "crash", f"misleading: exit {process.returncode}; {last!r}"
     else:
         case.outcome, case.detail = "clear", f"exit {process.returncode}; {last!r}"
 
@@ -1022,14 +1024,20 @@ def _search_in_child(call: str) -> str:
     )
 
 
-def _cli_case(case_id: str, group: str, argv: list[str], check: Callable[[], None] | None = None) -> Case:
+def _cli_case(
+    case_id: str,
+    group: str,
+    argv: list[str],
+    check: Callable[[], None] | None = None,
+    mentions: tuple[str, ...] = (),
+) -> Case:
     def call():
         process = _run_cli(argv)
         if check is not None:
             check()
         return process
 
-    return Case(case_id, group, call, timeout=120, extra={"cli": True})
+    return Case(case_id, group, call, timeout=120, mentions=mentions, extra={"cli": True})
 
 
 def overwrite_cases(work: Path) -> list[Case]:
@@ -1054,10 +1062,12 @@ def overwrite_cases(work: Path) -> list[Case]:
         return _keeps(folder, lambda: save_model_folder(model, tokenizer, folder, {}, overwrite=True))
 
     def reproduction_into_user_folder():
-        from hf_querygen.experiments.runner import _prepare_out_dir
+        from hf_querygen.experiments.runner import run_reproduction
 
         folder = _user_folder(work / "u3")
-        return _keeps(folder, lambda: _prepare_out_dir(folder, resume=False, overwrite=True))
+        # the folder is decided before the (absent) data is read
+        missing = work / "no-data"
+        return _keeps(folder, lambda: run_reproduction("liu2018", folder, overwrite=True, data_dir=missing))
 
     def added_file_in_library_index():
         folder = work / "u4"
@@ -1684,6 +1694,595 @@ def corpus_nul_cases(work: Path) -> list[Case]:
 
 
 # ---------------------------------------------------------------- main
+# ---------------------------------------------------------------- issue 37: the third round
+# Eight classes: writers that ignore the overwrite policy, index integrity, ties across segments, numbers
+# at the edges of the ranker parameters, generation arguments, the demo's arguments, remote code folders,
+# and where an error points. Every row goes through an entry point that exists before and after the
+# fixes (the CLI, Index, pipeline, load_trained, export_model, run_reproduction), so one catalogue
+# measures both.
+ISSUE37_GROUPS = (
+    "writers",
+    "index_integrity",
+    "ties",
+    "edges",
+    "generation",
+    "demo_args",
+    "remote_code",
+    "error_location",
+)
+_ISSUE37_STATE: dict[str, Any] = {}
+
+
+def _issue37_models(work: Path) -> dict[str, Path]:
+    if "models" not in _ISSUE37_STATE:
+        _ISSUE37_STATE["models"] = _tiny_models(work / "models37")
+    return _ISSUE37_STATE["models"]
+
+
+def _copy_model(work: Path, name: str, tag: str) -> Path:
+    import shutil
+
+    folder = work / f"{name}-{tag}"
+    shutil.copytree(_issue37_models(work)[name], folder)
+    return folder
+
+
+def _unchanged(folder: Path, before: dict[str, bytes]) -> Callable[[], None]:
+    def check():
+        if _snapshot(folder) != before:
+            raise DataLoss(f"files in {folder} were deleted or changed")
+
+    return check
+
+
+def _finite(values: Any) -> bool:
+    import numpy as np
+
+    return bool(np.isfinite(np.asarray(values, dtype=float)).all())
+
+
+def _flip_middle(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x5A
+    path.write_bytes(bytes(data))
+
+
+def issue37_cases(work: Path, group: str) -> list[Case]:
+    builders = {
+        "writers": _writer_cases,
+        "index_integrity": _integrity_cases,
+        "ties": _tie_cases,
+        "edges": _edge_cases,
+        "generation": _generation_cases,
+        "demo_args": _demo_cases,
+        "remote_code": _remote_code_cases,
+        "error_location": _location_cases,
+    }
+    (work / group).mkdir(parents=True, exist_ok=True)
+    return builders[group](work, work / group)
+
+
+def _writer_cases(root: Path, work: Path) -> list[Case]:
+    import json
+
+    cases: list[Case] = []
+    model = lambda tag: _copy_model(root, "dual", tag)  # noqa: E731
+    missing_data = str(work / "no-data")
+
+    # export --overwrite into a user's folder
+    user = _user_folder(work / "export-user")
+    source = model("export-user")
+    cases.append(
+        _cli_case(
+            "writers/export --overwrite into a user folder",
+            "writers",
+            ["export", str(source), str(user), "--overwrite"],
+            _unchanged(user, _snapshot(user)),
+        )
+    )
+    # export --overwrite into the folder that holds the model, and into one inside it
+    holder = work / "holder"
+    holder.mkdir()
+    inner = _copy_model(root, "dual", "held")
+    inner.rename(holder / "model")
+    cases.append(
+        _cli_case(
+            "writers/export --overwrite into the folder holding the model",
+            "writers",
+            ["export", str(holder / "model"), str(holder), "--overwrite"],
+            _unchanged(holder, _snapshot(holder)),
+        )
+    )
+    inside_source = model("inside")
+    cases.append(
+        _cli_case(
+            "writers/export into a folder inside the model",
+            "writers",
+            ["export", str(inside_source), str(inside_source / "hub"), "--overwrite"],
+            _unchanged(inside_source, _snapshot(inside_source)),
+        )
+    )
+
+    def api_export_over_user_folder():
+        from hf_querygen.hub_export import export_model
+
+        folder = _user_folder(work / "export-api")
+        return _keeps(folder, lambda: export_model(model("api"), folder, overwrite=True))
+
+    cases.append(
+        Case("writers/export_model overwrite=True over a user folder", "writers", api_export_over_user_folder)
+    )
+
+    # reproduce --resume into another paper's (or budget's) reproduction folder
+    for tag, argv_extra, mention in (
+        ("another paper", [], "liu2018"),
+        ("another budget", ["--quick"], "budget"),
+    ):
+        folder = work / f"repro-{tag.replace(' ', '-')}"
+        (folder / "runs").mkdir(parents=True)
+        (folder / "runs" / "dual_decoder-seed0.json").write_text('{"system": "dual_decoder"}')
+        (folder / "results.json").write_text(json.dumps({"paper": "liu2018", "systems": {"x": 1}}))
+        marker = {"kind": "reproduction", "format_version": 1, "build_id": "x", "entries": []}
+        if tag == "another budget":
+            marker["identity"] = {"paper": "liu2018", "budget": "full"}
+        (folder / ".hf_querygen").write_text(json.dumps(marker))
+        paper = "lin2017" if tag == "another paper" else "liu2018"
+        cases.append(
+            _cli_case(
+                f"writers/reproduce --resume into {tag}'s folder",
+                "writers",
+                [
+                    "reproduce",
+                    paper,
+                    "--resume",
+                    "--out-dir",
+                    str(folder),
+                    "--data-dir",
+                    missing_data,
+                    *argv_extra,
+                ],
+                _unchanged(folder, _snapshot(folder)),
+                mentions=(mention,),
+            )
+        )
+    # corpus build --out-dir over a user's data/ folder
+    corpus_user = work / "corpus-user"
+    (corpus_user / "data").mkdir(parents=True)
+    (corpus_user / "data" / "mine.parquet").write_bytes(b"my data")
+    (corpus_user / "README.md").write_text("my card")
+    cases.append(
+        _cli_case(
+            "writers/corpus build --out-dir over a user's data/",
+            "writers",
+            ["corpus", "build", "nl2kw", "--out-dir", str(corpus_user), "--data-dir", missing_data],
+            _unchanged(corpus_user / "data", _snapshot(corpus_user / "data")),
+            mentions=("data",),
+        )
+    )
+
+    # a model folder with evaluate's record beside it is the library's own: replaced with --overwrite
+    def overwrite_model_with_evaluations():
+        from hf_querygen.tokenization import train_word_tokenizer
+        from hf_querygen.training import save_model_folder
+
+        tokenizer = train_word_tokenizer(["a b c"])
+        folder = work / "evaluated"
+        save_model_folder(_tiny_seq2seq(tokenizer), tokenizer, folder, {})
+        (folder / "hf_querygen_evaluations.json").write_text("[]")
+        return save_model_folder(_tiny_seq2seq(tokenizer), tokenizer, folder, {}, overwrite=True)
+
+    cases.append(
+        Case(
+            "writers/train --overwrite of a model folder with its evaluations file",
+            "writers",
+            overwrite_model_with_evaluations,
+            expect=lambda path: Path(path).is_dir(),
+        )
+    )
+
+    # a damaged marker: refused, nothing touched
+    def damaged_marker():
+        from hf_querygen.retrieval import Index
+
+        folder = work / "damaged-marker"
+        Index.from_texts(["alpha"], path=folder, **SMALL_INDEX)
+        (folder / ".hf_querygen").write_text('{"kind": "index", "format_version": 1, "entries": 5}')
+        return _keeps(folder, lambda: Index.from_texts(["b"], path=folder, overwrite=True, **SMALL_INDEX))
+
+    cases.append(
+        Case("writers/overwrite with a damaged marker", "writers", damaged_marker, mentions=("marker",))
+    )
+
+    # evaluate with a damaged evaluations file: named, no predictions file left behind
+    evaluated = model("garbled-evaluations")
+    (evaluated / "hf_querygen_training.json").write_text(json.dumps({"task": "nl2kw", "corpus": "nl2kw"}))
+    (evaluated / "hf_querygen_evaluations.json").write_text("{not json")
+    predictions = work / "predictions.jsonl"
+
+    def no_predictions_left():
+        if predictions.exists():
+            raise DataLoss(f"a half-done evaluate left {predictions}")
+
+    cases.append(
+        _cli_case(
+            "writers/evaluate with a damaged evaluations file",
+            "writers",
+            [
+                "evaluate",
+                "--model",
+                str(evaluated),
+                "--data-dir",
+                missing_data,
+                "--predictions",
+                str(predictions),
+            ],
+            no_predictions_left,
+            mentions=("hf_querygen_evaluations.json",),
+        )
+    )
+    return cases
+
+
+def _integrity_cases(root: Path, work: Path) -> list[Case]:
+    import json
+    import random
+    import shutil
+
+    from hf_querygen.retrieval import Index
+
+    rng = random.Random(7)
+    words = [f"w{i}" for i in range(3000)]
+    large = work / "large"
+    Index.from_texts([" ".join(rng.choices(words, k=6000)) for _ in range(200)], path=large, **SMALL_INDEX)
+
+    def damaged(target: str):
+        def call():
+            folder = work / f"copy-{len(list(work.iterdir()))}"
+            shutil.copytree(large, folder)
+            if target == "tantivy":
+                path = max((folder / "tantivy").iterdir(), key=lambda p: p.stat().st_size)
+            else:
+                path = folder / target
+            _flip_middle(path)
+            index = Index.open(folder)
+            return [h.row for h in index.search("w1 w2", k=5)]
+
+        return call
+
+    def older_format(version: int):
+        def call():
+            folder = work / f"v{version}"
+            Index.from_texts(["alpha beta"], path=folder, **SMALL_INDEX)
+            meta = json.loads((folder / "index.json").read_text())
+            meta["format_version"] = version
+            meta.pop("files", None) if version == 1 else None
+            meta.pop("fingerprint", None) if version == 1 else None
+            (folder / "index.json").write_text(json.dumps(meta))
+            # statistics of another index of the same shape, which a format without hashes cannot tell
+            other = work / f"v{version}-other"
+            Index.from_texts(["gamma delta"], path=other, **SMALL_INDEX)
+            shutil.rmtree(folder / "stats")
+            shutil.copytree(other / "stats", folder / "stats")
+            return Index.open(folder).search("alpha")
+
+        return call
+
+    return [
+        Case(
+            "index_integrity/a byte flipped mid positions.npy (> 4 MiB)",
+            "index_integrity",
+            damaged("stats/positions.npy"),
+            mentions=("positions.npy",),
+            strict_mentions=True,
+        ),
+        Case(
+            "index_integrity/a byte flipped mid postings",
+            "index_integrity",
+            damaged("stats/postings.npy"),
+            mentions=("postings",),
+            strict_mentions=True,
+        ),
+        Case(
+            "index_integrity/a byte flipped mid the largest tantivy file",
+            "index_integrity",
+            damaged("tantivy"),
+            mentions=("tantivy",),
+            strict_mentions=True,
+        ),
+        Case(
+            "index_integrity/format 1 with another index's statistics",
+            "index_integrity",
+            older_format(1),
+            mentions=("format", "overwrite"),
+            strict_mentions=True,
+        ),
+        Case(
+            "index_integrity/format 2 with another index's statistics",
+            "index_integrity",
+            older_format(2),
+            mentions=("format", "overwrite"),
+            strict_mentions=True,
+        ),
+    ]
+
+
+def _tie_cases(root: Path, work: Path) -> list[Case]:
+    from hf_querygen.retrieval import Index
+
+    texts = [["alpha beta", "alpha", "beta gamma alpha", "delta"][i % 4] for i in range(4000)]
+    indexes: dict[int, Any] = {}
+
+    def index(threads: int):
+        if threads not in indexes:
+            path = work / f"t{threads}"
+            Index.from_texts(
+                texts, path=path, show_progress=False, num_threads=threads, heap_size=15_000_000 * threads
+            )
+            indexes[threads] = Index.open(path)
+        return indexes[threads]
+
+    def same_as_one_segment(threads: int, query: str, ranker: str, **params: Any):
+        def call():
+            rows = {
+                t: [h.row for h in index(t).search(query, k=7, ranker=ranker, **params)] for t in (1, threads)
+            }
+            return rows
+
+        return Case(
+            f"ties/{ranker}{'-' + '-'.join(f'{k}{v}' for k, v in params.items()) if params else ''} "
+            f"{query!r} at {threads} segments",
+            "ties",
+            call,
+            expect=lambda rows: rows[1] == rows[threads],
+        )
+
+    return [
+        same_as_one_segment(threads, query, ranker, **params)
+        for threads in (2, 4)
+        for query, ranker, params in (
+            ("gamma alpha delta", "bm25", {}),
+            ("gamma alpha delta", "sdm", {"depth": 5}),
+            ("alpha", "ql", {}),
+        )
+    ]
+
+
+def _edge_cases(root: Path, work: Path) -> list[Case]:
+    import numpy as np
+
+    from hf_querygen.retrieval import Index
+
+    docs = Index.from_texts(DOCS + [""], **SMALL_INDEX)
+    empty = Index.from_texts([], **SMALL_INDEX)
+    blanks = Index.from_texts(["", "  ", "?!"], **SMALL_INDEX)
+
+    def scaled_weights(scale: float):
+        def call():
+            scaled = docs.score(
+                "alpha beta gamma", ranker="sdm", weights=(0.85 * scale, 0.10 * scale, 0.05 * scale)
+            )
+            base = docs.score("alpha beta gamma", ranker="sdm")
+            return _finite(scaled) and np.allclose(scaled, base, rtol=1e-9)
+
+        return call
+
+    def equal_denormal_weights():
+        tiny = docs.score("alpha beta gamma", ranker="sdm", weights=(5e-324, 5e-324, 5e-324))
+        ones = docs.score("alpha beta gamma", ranker="sdm", weights=(1, 1, 1))
+        return _finite(tiny) and np.allclose(tiny, ones, rtol=1e-9)
+
+    rows: list[tuple[str, Callable[[], Any], Any]] = [
+        ("ql mu=5e-324 (denormal)", lambda: docs.score("alpha zzz", ranker="ql", mu=5e-324), _finite),
+        ("sdm mu=5e-324", lambda: docs.score("alpha zzz", ranker="sdm", mu=5e-324), _finite),
+        ("sdm mu=1e-300", lambda: docs.score("alpha beta", ranker="sdm", mu=1e-300), _finite),
+        (
+            "bm25 k1=5e-324 b=1",
+            lambda: docs.score("alpha zzz beta", ranker="bm25", k1=5e-324, b=1.0),
+            _finite,
+        ),
+        ("bm25 b=1 on an empty document", lambda: docs.score("alpha", ranker="bm25", b=1.0), _finite),
+        ("sdm weights x 1e308", scaled_weights(1e308 / 0.85), bool),
+        ("sdm weights x 1e-300", scaled_weights(1e-300), bool),
+        ("sdm weights all 5e-324", equal_denormal_weights, bool),
+        ("score in an empty collection (ql)", lambda: empty.score("alpha", ranker="ql"), _finite),
+        ("score in an empty collection (sdm)", lambda: empty.score("alpha beta", ranker="sdm"), _finite),
+        ("score over only empty documents (ql)", lambda: blanks.score("alpha", ranker="ql"), _finite),
+        ("score over only empty documents (sdm)", lambda: blanks.score("alpha beta", ranker="sdm"), _finite),
+        (
+            "score over only empty documents (bm25 exact)",
+            lambda: blanks.score("alpha", ranker="bm25"),
+            _finite,
+        ),
+        (
+            "search over only empty documents (sdm)",
+            lambda: blanks.search("alpha beta", ranker="sdm"),
+            lambda h: h == [],
+        ),
+    ]
+    return [Case(f"edges/{name}", "edges", call, expect=expect) for name, call, expect in rows]
+
+
+def _generation_cases(root: Path, work: Path) -> list[Case]:
+    import json
+
+    from transformers import pipeline
+
+    models = _issue37_models(root)
+    text = "where should i go in beijing"
+
+    def keywords(**kwargs: Any):
+        return lambda: pipeline("keyword-query-generation", model=str(models["dual"]))(text, **kwargs)
+
+    def segment(**kwargs: Any):
+        return lambda: pipeline("query-segmentation", model=str(models["tagger"]))(text, **kwargs)
+
+    def predict_tagger(**kwargs: Any):
+        def call():
+            from hf_querygen.model_folder import load_trained
+            from hf_querygen.tasks.base import get_task
+
+            model, tokenizer, _ = load_trained(models["tagger"])
+            return get_task("segmentation").predict(model, tokenizer, [text], **kwargs)
+
+        return call
+
+    rows = [
+        ("pipeline max_new_tokens=-1", keywords(max_new_tokens=-1), ("max_new_tokens",)),
+        ("pipeline max_new_tokens='7'", keywords(max_new_tokens="7"), ("max_new_tokens",)),
+        ("pipeline max_new_tokens=2.5", keywords(max_new_tokens=2.5), ("max_new_tokens",)),
+        ("pipeline num_beams=True", keywords(num_beams=True), ("num_beams",)),
+        (
+            "pipeline num_return_sequences=3 without beams",
+            keywords(num_return_sequences=3),
+            ("num_return_sequences",),
+        ),
+        ("pipeline top_p=1.5 sampling", keywords(top_p=1.5, do_sample=True), ("top_p",)),
+        (
+            "pipeline temperature=nan sampling",
+            keywords(temperature=float("nan"), do_sample=True),
+            ("temperature",),
+        ),
+        ("tagger pipeline num_beams=2", segment(num_beams=2), ("num_beams",)),
+        (
+            "tagger predict num_return_sequences=2",
+            predict_tagger(num_return_sequences=2),
+            ("num_return_sequences",),
+        ),
+        ("tagger predict max_new_tokens=3", predict_tagger(max_new_tokens=3), ("max_new_tokens",)),
+    ]
+    cases = [
+        Case(f"generation/{name}", "generation", call, mentions=m, strict_mentions=True)
+        for name, call, m in rows
+    ]
+    tagger = _copy_model(root, "tagger", "cli")
+    (tagger / "hf_querygen_training.json").write_text(json.dumps({"task": "segmentation"}))
+    cases.append(
+        _cli_case(
+            "generation/cli generate --num-return-sequences 2 on a tagger",
+            "generation",
+            ["generate", "--model", str(tagger), "--num-return-sequences", "2", text],
+            mentions=("num-return-sequences",),
+        )
+    )
+    cases.append(
+        _cli_case(
+            "generation/cli generate --max-new-tokens 3 on a tagger",
+            "generation",
+            ["generate", "--model", str(tagger), "--max-new-tokens", "3", text],
+            mentions=("max-new-tokens",),
+        )
+    )
+    return cases
+
+
+def _demo_cases(root: Path, work: Path) -> list[Case]:
+    base = ["demo", "--models-dir", str(work / "models"), "--data-dir", str(work / "no-data")]
+    rows = [
+        ("--port 70000", ["--port", "70000"], ("port",)),
+        ("--port 0", ["--port", "0"], ("port",)),
+        ("--port -1", ["--port", "-1"], ("port",)),
+        ("--max-seconds -5", ["--max-seconds", "-5"], ("max_seconds",)),
+        ("--max-seconds nan", ["--max-seconds", "nan"], ("max_seconds",)),
+        ("--max-seconds inf", ["--max-seconds", "inf"], ("max_seconds",)),
+        ("--host no-such-host.invalid", ["--host", "no-such-host.invalid"], ("no-such-host.invalid",)),
+        ("--host 192.0.2.1 (not this machine)", ["--host", "192.0.2.1"], ("192.0.2.1",)),
+        ("--host ''", ["--host", ""], ("host",)),
+    ]
+    return [_cli_case(f"demo_args/{name}", "demo_args", base + argv, mentions=m) for name, argv, m in rows]
+
+
+def _remote_code_cases(root: Path, work: Path) -> list[Case]:
+    import json
+
+    from hf_querygen import load_pipeline
+    from hf_querygen.model_folder import load_trained
+
+    def damaged(tag: str, damage: Callable[[Path], str]):
+        folder = _copy_model(root, "dual", f"code-{tag}")
+        name = damage(folder)
+
+        def call():
+            load_trained(folder)
+            return load_pipeline("keyword-query-generation", folder)
+
+        return Case(f"remote_code/{tag}", "remote_code", call, mentions=(name,), strict_mentions=True)
+
+    def garbage(folder: Path) -> str:
+        path = next(folder.glob("modeling_*.py"))
+        path.write_bytes(b"\x00\xff not python (")
+        return path.name
+
+    def truncated(folder: Path) -> str:
+        path = next(folder.glob("modeling_*.py"))
+        path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+        return path.name
+
+    def swapped(folder: Path) -> str:
+        path = next(folder.glob("modeling_*.py"))
+        path.write_bytes(next(folder.glob("configuration_*.py")).read_bytes())
+        return path.name
+
+    def missing(folder: Path) -> str:
+        path = next(folder.glob("pipeline_*.py"))
+        path.unlink()
+        return path.name
+
+    def reference(value: str) -> Callable[[Path], str]:
+        def edit(folder: Path) -> str:
+            config = json.loads((folder / "config.json").read_text())
+            config["auto_map"]["AutoConfig"] = value
+            (folder / "config.json").write_text(json.dumps(config))
+            return "auto_map"
+
+        return edit
+
+    return [
+        damaged("garbage modeling file", garbage),
+        damaged("truncated modeling file", truncated),
+        damaged("modeling file swapped with the configuration", swapped),
+        damaged("missing pipeline file", missing),
+        damaged("auto_map ../outside.Evil", reference("../outside.Evil")),
+        damaged("auto_map other/repo--module.Class", reference("other/repo--modeling_dual_decoder.X")),
+        damaged("auto_map without a class", reference("modeling_dual_decoder")),
+    ]
+
+
+def _location_cases(root: Path, work: Path) -> list[Case]:
+    from hf_querygen.retrieval import Index
+
+    docs = Index.from_texts(DOCS, **SMALL_INDEX)
+    texts = [f"document {i}" for i in range(9000)]
+    bad_row = 8200  # in the second chunk of 8192
+    rows = [
+        (
+            "a non-string text in the second chunk",
+            lambda: Index.from_texts([*texts[:bad_row], 5, *texts[bad_row:]], **SMALL_INDEX),
+            (f"text {bad_row}",),
+        ),
+        (
+            "a lone surrogate in a text of the second chunk",
+            lambda: Index.from_texts([*texts[:bad_row], "a \ud800 b", *texts[bad_row:]], **SMALL_INDEX),
+            (f"text {bad_row}",),
+        ),
+        ("a lone surrogate in a search query", lambda: docs.search("alpha \udc80"), ("surrogate",)),
+        (
+            "a lone surrogate in an sdm query",
+            lambda: docs.search("alpha \udc80", ranker="sdm"),
+            ("surrogate",),
+        ),
+        ("a lone surrogate in score", lambda: docs.score("\ud800 beta"), ("surrogate",)),
+        (
+            "a lone surrogate in search_batch",
+            lambda: docs.search_batch(["alpha", "\ud800"], threads=2),
+            ("surrogate",),
+        ),
+    ]
+    return [
+        Case(f"error_location/{name}", "error_location", call, mentions=m, strict_mentions=True)
+        for name, call, m in rows
+    ]
+
+
 GROUPS = (
     "corpus",
     "load_corpus",
@@ -1700,6 +2299,15 @@ GROUPS = (
     "model_folder",
     "metric_module",
     "corpus_nul",
+    # issue 37
+    "writers",
+    "index_integrity",
+    "ties",
+    "edges",
+    "generation",
+    "demo_args",
+    "remote_code",
+    "error_location",
 )
 
 
@@ -1736,6 +2344,7 @@ def main(argv: list[str] | None = None) -> int:
             "model_folder": lambda: model_folder_cases(work / "model_folder"),
             "metric_module": metric_module_cases,
             "corpus_nul": lambda: corpus_nul_cases(work / "corpus_nul"),
+            **{group: (lambda g=group: issue37_cases(work / "issue37", g)) for group in ISSUE37_GROUPS},
         }
         (work / "lc").mkdir()
         (work / "corpus").mkdir()

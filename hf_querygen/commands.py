@@ -12,6 +12,7 @@ from typing import Any
 
 from ._fs import check_output_dir, check_output_file
 from .cli import LazyChoices, non_negative_int, positive_float, positive_int
+from .errors import InvalidInputError
 from .experiments.papers import REPRODUCTIONS, get_reproduction
 from .experiments.recipes import training_recipe
 from .metrics.wellformedness_classifier import DEFAULT_BACKBONE, build_classifier, classifier_report
@@ -133,7 +134,7 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     generate.add_argument("--model", type=Path, required=True)
     generate.add_argument("texts", nargs="+")
     generate.add_argument("--num-beams", type=positive_int, default=None)
-    generate.add_argument("--num-return-sequences", type=positive_int, default=1)
+    generate.add_argument("--num-return-sequences", type=positive_int, default=None, help="default: 1")
     generate.add_argument("--max-new-tokens", type=positive_int, default=None)
     generate.add_argument("--threads", type=non_negative_int, default=1, help=THREADS_HELP)
     generate.set_defaults(func=_generate_command)
@@ -321,6 +322,10 @@ def _loaded(model_dir: Path):
 def _evaluate_command(args: argparse.Namespace) -> int:
     if args.predictions is not None:
         check_output_file(args.predictions, "--predictions")  # before the model is run
+    if args.record:  # a damaged record file is named now, not after the model has run
+        from .hub import read_evaluations
+
+        read_evaluations(args.model)
     set_threads(args.threads)
     model, tokenizer, metadata, task = _loaded(args.model)
     corpus = args.corpus or metadata.get("corpus")
@@ -359,25 +364,25 @@ def _evaluate_command(args: argparse.Namespace) -> int:
 def _generate_command(args: argparse.Namespace) -> int:
     set_threads(args.threads)
     model, tokenizer, _, task = _loaded(args.model)
-    kwargs: dict[str, Any] = {}
-    if task.name == "segmentation":
-        kwargs = {} if args.num_beams is None else {"num_beams": args.num_beams}
-    else:
-        kwargs["num_return_sequences"] = args.num_return_sequences
-        if args.num_beams is not None:
-            kwargs["num_beams"] = args.num_beams
-        if args.max_new_tokens is not None:
-            kwargs["max_new_tokens"] = args.max_new_tokens
-        generation = getattr(model, "generation_config", None)  # None: a model that does not decode
-        beams = args.num_beams or getattr(generation, "num_beams", None) or 1
-        if generation is not None and args.num_return_sequences > max(beams, 1):
-            raise SystemExit(
-                "--num-return-sequences cannot exceed --num-beams (beam search returns its beams)"
-            )
+    # only what the user gave: the task's one check refuses an option this model cannot honour (a
+    # tagger has no beams or sequences) instead of ignoring it, naming the option as typed
+    given = {
+        "num_beams": args.num_beams,
+        "num_return_sequences": args.num_return_sequences,
+        "max_new_tokens": args.max_new_tokens,
+    }
+    kwargs = {name: value for name, value in given.items() if value is not None}
+    try:
+        task.decoding_arguments(model, kwargs, owner="generate")
+    except InvalidInputError as err:
+        for name in given:  # the option as the user typed it
+            err.args = (str(err).replace(f"generate: {name}=", f"generate: --{name.replace('_', '-')} "),)
+        raise
     outputs = task.predict(model, tokenizer, args.texts, **kwargs)
     task.warn_if_degenerate(outputs, model)
+    returns = kwargs.get("num_return_sequences", 1)
     for output in outputs:
-        for one in output if isinstance(output, list) and task.name != "segmentation" else [output]:
+        for one in output if isinstance(output, list) and returns > 1 else [output]:
             print(task.as_text(one))
     return 0
 

@@ -24,13 +24,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ._fs import check_output_dir
 from .baselines.keyword_query import YakeKeywordExtractor
 from .corpora import resolve_data_dir
 from .corpora._q2id_nfcorpus import nfcorpus_test_collection
 from .errors import InvalidInputError
 from .retrieval import Index
 from .tasks.q2id_task import DocumentRetriever
-from .training import train_model
+from .training import MODEL_FOLDER_KIND, train_model
+from .validation import check_float, check_int, invalid
 
 #: role -> (preset, task, pipeline task, what the panel says)
 DEMO_MODELS: dict[str, tuple[str, str, str, str]] = {
@@ -75,6 +77,8 @@ def build_quick_models(
     models_dir = Path(models_dir)
     folders = {role: models_dir / role for role in roles}
     missing = [role for role, folder in folders.items() if not (folder / "config.json").is_file()]
+    for role in missing:  # every folder it will write, before the first model trains (minutes each)
+        check_output_dir(folders[role], MODEL_FOLDER_KIND, overwrite=True, what=f"demo: {role} model")
     bar = tqdm(missing, desc="demo: training the quick model set (first start)", disable=not progress)
     for role in bar:
         preset, task, _, _ = DEMO_MODELS[role]
@@ -379,6 +383,65 @@ def browse(
         driver.quit()
 
 
+#: how long the demo waits for ``--host`` to resolve (a name server that never answers must not hang it)
+HOST_RESOLVE_TIMEOUT_S = 10.0
+MAX_PORT = 65535
+
+
+@dataclass(frozen=True)
+class ServeArguments:
+    """Where and how long the demo serves, checked (:func:`check_serve_arguments`): ``host`` is the
+    address ``--host`` resolved to, once."""
+
+    host: str
+    port: int | None
+    max_seconds: float | None
+
+
+def check_serve_arguments(host: Any, port: Any, max_seconds: Any) -> ServeArguments:
+    """Check the demo's serving arguments before anything starts (models, Gradio): ``port`` an integer in
+    [1, 65535] that this machine can bind on ``host`` now (``None``: the first free one from 7860),
+    ``max_seconds`` a finite number > 0 (or ``None``: serve until stopped), ``host`` a name or address
+    resolved once, within :data:`HOST_RESOLVE_TIMEOUT_S`, to an address of this machine (the resolved
+    address is what is served on). Raises :class:`InvalidInputError` naming the argument."""
+    import concurrent.futures
+    import socket
+
+    if port is not None:
+        check_int("demo", "port", port, 1, MAX_PORT)
+    if max_seconds is not None:
+        check_float("demo", "max_seconds", max_seconds, 0.0, None, low_open=True)
+    if not isinstance(host, str) or not host.strip():
+        raise invalid("demo", "host", host, "a host name or IP address of this machine, e.g. 127.0.0.1")
+    # getaddrinfo has no timeout of its own: ask in a worker thread, give up after the limit
+    pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="hf-querygen-resolve")
+    future = pool.submit(socket.getaddrinfo, host, port or 0, type=socket.SOCK_STREAM)
+    pool.shutdown(wait=False)
+    try:
+        infos = future.result(timeout=HOST_RESOLVE_TIMEOUT_S)
+    except concurrent.futures.TimeoutError:
+        raise invalid(
+            "demo", "host", host, f"a name that resolves; no answer within {HOST_RESOLVE_TIMEOUT_S:g} s"
+        ) from None
+    except (OSError, UnicodeError) as err:
+        raise invalid("demo", "host", host, f"a name that resolves ({err})") from None
+    family, _, _, _, address = infos[0]
+    resolved = str(address[0])
+    with socket.socket(family, socket.SOCK_STREAM) as probe:  # can this machine serve there, now?
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((resolved, port or 0))
+        except OSError as err:
+            what = f"port {port} on {resolved}" if port else f"address {resolved}"
+            raise InvalidInputError(
+                f"demo: cannot serve on {what} (host={host!r}): {err.strerror or err}; "
+                + ("choose another --port" if port else "--host must be an address of this machine")
+            ) from None
+    return ServeArguments(
+        resolved, None if port is None else int(port), None if max_seconds is None else float(max_seconds)
+    )
+
+
 def launch(
     demo: QueryDemo,
     *,
@@ -393,6 +456,8 @@ def launch(
     closes it). ``on_start`` gets the URL."""
     import time
 
+    serve = check_serve_arguments(host, port, max_seconds)  # before Gradio starts anything
+    host, port, max_seconds = serve.host, serve.port, serve.max_seconds
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # offline: no usage reporting
     app = build_app(demo)
     app.queue()

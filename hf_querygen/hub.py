@@ -18,7 +18,9 @@ from typing import Any
 
 from huggingface_hub import EvalResult, HfApi, ModelCard, ModelCardData
 
+from ._fs import MODEL_EVALUATIONS_FILE, atomic_write_text
 from ._registration import register_all
+from .errors import ModelFolderError
 from .specs import MODELS, auto_class_name
 from .tasks.base import get_task
 from .utils import TRAINING_METADATA_FILE
@@ -280,22 +282,45 @@ def push_to_hub(
 
 
 # ------------------------------------------------------------------------------------- evaluations
-#: ``hf-querygen evaluate`` records its scores here, beside the model (the export puts them on the card)
-EVALUATIONS_FILE = "hf_querygen_evaluations.json"
+#: ``hf-querygen evaluate`` records its scores here, beside the model (the export puts them on the card);
+#: the library's own file in a model folder (hf_querygen._fs.COMPANION_FILES), never a foreign one
+EVALUATIONS_FILE = MODEL_EVALUATIONS_FILE
+
+
+def read_evaluations(model_dir: str | Path) -> list[dict[str, Any]]:
+    """The records of ``model_dir``'s :data:`EVALUATIONS_FILE` (``[]`` without one); a file that is not
+    a JSON list of objects is a :class:`~hf_querygen.errors.ModelFolderError` naming it."""
+    path = Path(model_dir) / EVALUATIONS_FILE
+    if not path.is_file():
+        return []
+    try:
+        records = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, ValueError) as err:
+        raise ModelFolderError(
+            f"{path} is damaged ({type(err).__name__}: {err}); move it away to record evaluations afresh"
+        ) from err
+    if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+        raise ModelFolderError(
+            f"{path} is damaged: expected a JSON list of evaluation records, got {type(records).__name__}; "
+            "move it away to record evaluations afresh"
+        )
+    return records
 
 
 def record_evaluation(model_dir: str | Path, result: Mapping[str, Any]) -> Path:
     """Add one ``hf-querygen evaluate`` result (corpus, config, split, examples, limit, metrics) to the
-    model folder's :data:`EVALUATIONS_FILE`; the same corpus/config/split replaces the older entry."""
+    model folder's :data:`EVALUATIONS_FILE`; the same corpus/config/split replaces the older entry.
+    Written to a temporary file and renamed, so a reader never sees half a file."""
     path = Path(model_dir) / EVALUATIONS_FILE
-    records = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else []
     key = (result.get("corpus"), result.get("config"), result.get("split"))
-    records = [r for r in records if (r.get("corpus"), r.get("config"), r.get("split")) != key]
+    records = [
+        r for r in read_evaluations(model_dir) if (r.get("corpus"), r.get("config"), r.get("split")) != key
+    ]
     records.append(
         {name: result.get(name) for name in ("corpus", "config", "split", "examples", "limit")}
         | {"metrics": {k: float(v) for k, v in result["metrics"].items() if _is_number(v)}}
     )
-    path.write_text(json.dumps(records, indent=2) + "\n", encoding="utf-8")
+    atomic_write_text(path, json.dumps(records, indent=2) + "\n")
     return path
 
 
@@ -305,8 +330,5 @@ def _is_number(value: Any) -> bool:
 
 def recorded_evaluations(model_dir: str | Path, split: str = "test") -> list[dict[str, Any]]:
     """The evaluations of ``split`` recorded in ``model_dir`` that scored the whole split (no ``--limit``)."""
-    path = Path(model_dir) / EVALUATIONS_FILE
-    if not path.is_file():
-        return []
-    records = json.loads(path.read_text(encoding="utf-8"))
+    records = read_evaluations(model_dir)
     return [r for r in records if r.get("split") == split and not r.get("limit") and r.get("metrics")]

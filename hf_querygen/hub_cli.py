@@ -6,7 +6,17 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .demo import DEMO_MODELS, EXAMPLE_QUESTION, QueryDemo, browse, build_quick_models, launch, load_documents
+from ._fs import MARKER_FILE
+from .demo import (
+    DEMO_MODELS,
+    EXAMPLE_QUESTION,
+    QueryDemo,
+    browse,
+    build_quick_models,
+    check_serve_arguments,
+    launch,
+    load_documents,
+)
 from .utils import require_extra
 
 
@@ -100,7 +110,9 @@ def _export_command(args: argparse.Namespace) -> int:
     report = {
         "kind": kind,
         "folder": str(out),
-        "files": sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()),
+        "files": sorted(
+            str(p.relative_to(out)) for p in out.rglob("*") if p.is_file() and p.name != MARKER_FILE
+        ),
     }
     if args.push:
         report["commit"] = push_folder(
@@ -111,6 +123,9 @@ def _export_command(args: argparse.Namespace) -> int:
 
 
 def _demo_command(args: argparse.Namespace) -> int:
+    # every serving argument checked, and --host resolved once, before models are built or loaded
+    serve = check_serve_arguments(args.host, args.port, args.max_seconds)
+    args.host = serve.host
     require_extra("gradio", "demo", "hf-querygen demo")
     given = {role: getattr(args, role) for role in DEMO_MODELS if getattr(args, role) is not None}
     missing = [role for role in DEMO_MODELS if role not in given]

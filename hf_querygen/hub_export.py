@@ -11,14 +11,17 @@ from typing import Any
 
 from huggingface_hub import HfApi, ModelCard
 
+from ._fs import MARKER_FILE, atomic_output_dir, check_output_dir
 from .corpora import build_dataset_folder
 from .corpora._base import dataset_folder, get_corpus_spec
 from .errors import HubPushError, InvalidInputError, ModelFolderError
 from .hub import EVALUATIONS_FILE, card_kwargs_from_training, recorded_evaluations, render_model_card
-from .model_folder import load_trained
+from .model_folder import check_remote_code, load_trained
 from .utils import TRAINING_METADATA_FILE
 
 # ------------------------------------------------------------------------------------------ export
+#: the .hf_querygen marker kind of an export folder (model or dataset repository)
+EXPORT_KIND = "export"
 #: files every exported model repository has (beside the code files its config names)
 MODEL_REPO_FILES = (
     "README.md",
@@ -37,40 +40,33 @@ def export_model(
     metadata and a model card whose ``model-index`` holds the validation scores from training and the
     test-split scores ``hf-querygen evaluate`` recorded. Checked with :func:`check_model_repo`."""
     model_dir, out = Path(model_dir), Path(out_dir)
+    check_output_dir(out, EXPORT_KIND, overwrite, what="export", protected=[model_dir])  # before loading
     model, tokenizer, metadata = load_trained(model_dir)
-    _prepare_out_dir(out, overwrite, source=model_dir)
-    model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
-    card_kwargs: dict[str, Any] = card_kwargs_from_training(model_dir) if metadata else {}
-    if metadata:
-        (out / TRAINING_METADATA_FILE).write_text(json.dumps(metadata, indent=2) + "\n", encoding="utf-8")
     evaluations = recorded_evaluations(model_dir)
-    if (model_dir / EVALUATIONS_FILE).is_file():
-        (out / EVALUATIONS_FILE).write_bytes((model_dir / EVALUATIONS_FILE).read_bytes())
-    card = render_model_card(
-        model,
-        model_name=repo_id.split("/")[-1] if repo_id else None,
-        repo_id=repo_id,
-        evaluations=evaluations,
-        **card_kwargs,
-    )
-    card.save(out / "README.md")
-    problems = check_model_repo(out)
-    if problems:
-        raise ModelFolderError(f"export of {model_dir} to {out} is incomplete: " + "; ".join(problems))
+    # built in a sibling and renamed into place: only an export folder hf-querygen wrote is replaced,
+    # never a user's folder nor one holding the source (hf_querygen._fs)
+    with atomic_output_dir(out, EXPORT_KIND, overwrite, what="export", protected=[model_dir]) as staging:
+        model.save_pretrained(staging)
+        tokenizer.save_pretrained(staging)
+        card_kwargs: dict[str, Any] = card_kwargs_from_training(model_dir) if metadata else {}
+        if metadata:
+            (staging / TRAINING_METADATA_FILE).write_text(
+                json.dumps(metadata, indent=2) + "\n", encoding="utf-8"
+            )
+        if (model_dir / EVALUATIONS_FILE).is_file():
+            (staging / EVALUATIONS_FILE).write_bytes((model_dir / EVALUATIONS_FILE).read_bytes())
+        card = render_model_card(
+            model,
+            model_name=repo_id.split("/")[-1] if repo_id else None,
+            repo_id=repo_id,
+            evaluations=evaluations,
+            **card_kwargs,
+        )
+        card.save(staging / "README.md")
+        problems = check_model_repo(staging)
+        if problems:
+            raise ModelFolderError(f"export of {model_dir} to {out} is incomplete: " + "; ".join(problems))
     return out
-
-
-def _prepare_out_dir(out: Path, overwrite: bool, source: Path) -> None:
-    import shutil
-
-    if out.resolve() == source.resolve():
-        raise InvalidInputError(f"export: the output folder {out} is the source folder; pick another one")
-    if out.exists() and any(out.iterdir()):
-        if not overwrite:
-            raise InvalidInputError(f"export: {out} exists and is not empty; pass --overwrite to replace it")
-        shutil.rmtree(out)
-    out.mkdir(parents=True, exist_ok=True)
 
 
 def validate_card_metadata(card_path: str | Path) -> list[str]:
@@ -124,6 +120,10 @@ def check_model_repo(folder: str | Path) -> list[str]:
                 problems.append(f"missing {reference.split('.')[0]}.py (named by config.json)")
         if config.get("is_encoder_decoder") and not (folder / "generation_config.json").is_file():
             problems.append("missing generation_config.json")
+        try:  # every code file named, in the folder, and the one saved with the model
+            check_remote_code(folder)
+        except ModelFolderError as err:
+            problems.append(str(err))
     if (folder / "README.md").is_file():
         problems += validate_card_metadata(folder / "README.md")
     return problems
@@ -140,27 +140,30 @@ def export_dataset(
 
     out = Path(out_dir)
     source_path = Path(source)
-    if source_path.is_dir():
-        _prepare_out_dir(out, overwrite, source=source_path)
-        card = source_path / "README.md"
-        if not card.is_file():
-            raise InvalidInputError(f"export: {source_path} has no README.md (dataset card with configs)")
-        shutil.copy2(card, out / "README.md")
-        for data_file in _dataset_data_files(source_path):
-            target = out / data_file
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source_path / data_file, target)
-    else:
+    if not source_path.is_dir():
         get_corpus_spec(str(source))  # an unknown name fails before anything is written
-        _prepare_out_dir(out, overwrite, source=Path(dataset_folder(str(source))))
-        # the checkout's card (license, prose) is the starting point; the build rewrites its header
-        card = Path(dataset_folder(str(source))) / "README.md"
-        if card.is_file():
-            shutil.copy2(card, out / "README.md")
-        build_dataset_folder(str(source), out, data_dir=data_dir, progress=False)
-    problems = check_dataset_repo(out)
-    if problems:
-        raise InvalidInputError(f"export of dataset {source} to {out} is incomplete: " + "; ".join(problems))
+    origin = source_path if source_path.is_dir() else Path(dataset_folder(str(source)))
+    with atomic_output_dir(out, EXPORT_KIND, overwrite, what="export", protected=[origin]) as staging:
+        if source_path.is_dir():
+            card = source_path / "README.md"
+            if not card.is_file():
+                raise InvalidInputError(f"export: {source_path} has no README.md (dataset card with configs)")
+            shutil.copy2(card, staging / "README.md")
+            for data_file in _dataset_data_files(source_path):
+                target = staging / data_file
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(source_path / data_file, target)
+        else:
+            # the checkout's card (license, prose) is the starting point; the build rewrites its header
+            card = origin / "README.md"
+            if card.is_file():
+                shutil.copy2(card, staging / "README.md")
+            build_dataset_folder(str(source), staging, data_dir=data_dir, progress=False)
+        problems = check_dataset_repo(staging)
+        if problems:
+            raise InvalidInputError(
+                f"export of dataset {source} to {out} is incomplete: " + "; ".join(problems)
+            )
     return out
 
 
@@ -272,6 +275,7 @@ def push_folder(
             repo_id=repo_id,
             repo_type=repo_type,
             folder_path=str(folder),
+            ignore_patterns=[MARKER_FILE],  # the library's own bookkeeping, not part of the repository
             commit_message=commit_message or f"Upload hf-querygen {repo_type} export",
         )
     except (OSError, ValueError, RuntimeError) as err:  # HfHubHTTPError is an OSError (requests')

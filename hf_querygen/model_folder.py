@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import ModelFolderError
 from .specs import auto_class_name
 from .utils import TRAINING_METADATA_FILE
+from .validation import GENERATION_BOOLS, GENERATION_FLOATS, GENERATION_INTS, GENERATION_POSITIVE_FLOATS
 
 if TYPE_CHECKING:  # torch/transformers cost seconds at import
     from transformers import PreTrainedModel, PreTrainedTokenizerFast
@@ -60,6 +61,93 @@ def _check_safetensors(model_dir: Path, name: str) -> None:
         ) from err
 
 
+#: the config.json / tokenizer_config.json field with the SHA-256 of every code file written beside it
+CODE_HASHES_FIELD = "hf_querygen_code_sha256"
+
+
+def code_hashes(sources: Mapping[str, str]) -> dict[str, str]:
+    """file name -> SHA-256 of its UTF-8 text: recorded at save time beside ``auto_map``."""
+    import hashlib
+
+    return {name: hashlib.sha256(text.encode("utf-8")).hexdigest() for name, text in sorted(sources.items())}
+
+
+def _code_references(config: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """(where in the config, reference) for every ``auto_map`` and ``custom_pipelines`` entry."""
+    found: list[tuple[str, Any]] = []
+    auto_map = config.get("auto_map")
+    if auto_map is not None:
+        if not isinstance(auto_map, dict):
+            return [("auto_map", auto_map)]
+        for key, value in auto_map.items():
+            values = value if isinstance(value, list) else [value]
+            found += [(f"auto_map[{key!r}]", v) for v in values if v is not None]
+    pipelines = config.get("custom_pipelines")
+    if pipelines is not None:
+        if not isinstance(pipelines, dict):
+            return [*found, ("custom_pipelines", pipelines)]
+        for task, info in pipelines.items():
+            impl = info.get("impl") if isinstance(info, dict) else info
+            found.append((f"custom_pipelines[{task!r}].impl", impl))
+    return found
+
+
+def check_remote_code(model_dir: str | Path, config_name: str = "config.json") -> list[str]:
+    """Check, before transformers imports any of them, the code files a folder's ``auto_map`` /
+    ``custom_pipelines`` name: each reference is ``module.Class`` with a module in the folder (not another
+    repository's, not a path outside it), the file is there, and its content is the one saved with the
+    folder (the SHA-256 recorded in :data:`CODE_HASHES_FIELD`; a folder without it: the file compiles and
+    defines the class). Raises :class:`ModelFolderError` naming the file; returns the files checked."""
+    import ast
+    import hashlib
+    import re
+
+    model_dir = Path(model_dir)
+    config = _json_object(model_dir, config_name, required=False) or {}
+    recorded = config.get(CODE_HASHES_FIELD)
+    if recorded is not None and not (
+        isinstance(recorded, dict) and all(isinstance(v, str) for v in recorded.values())
+    ):
+        raise _folder_file_error(model_dir, config_name, f"has a damaged {CODE_HASHES_FIELD} entry")
+    checked: dict[str, set[str]] = {}
+    for where, reference in _code_references(config):
+        if not isinstance(reference, str) or not re.fullmatch(r"[A-Za-z_]\w*\.[A-Za-z_]\w*", reference):
+            raise _folder_file_error(
+                model_dir,
+                config_name,
+                f"has {where}={reference!r}, not 'module.Class' of a code file in the folder (a reference "
+                "to another repository or a path outside the folder is refused)",
+            )
+        module, class_name = reference.split(".")
+        checked.setdefault(f"{module}.py", set()).add(class_name)
+    for name, classes in sorted(checked.items()):
+        path = model_dir / name
+        if not path.is_file():
+            raise _folder_file_error(model_dir, name, f"is missing (named by {config_name})")
+        data = path.read_bytes()
+        if recorded is not None and name in recorded:
+            if hashlib.sha256(data).hexdigest() != recorded[name]:
+                raise _folder_file_error(
+                    model_dir,
+                    name,
+                    f"is not the code saved with this model (damaged, truncated or swapped: its SHA-256 "
+                    f"differs from the one {config_name} recorded)",
+                )
+            continue
+        try:
+            tree = ast.parse(data.decode("utf-8"), filename=str(path))
+        except (UnicodeDecodeError, SyntaxError, ValueError) as err:
+            line = f" line {err.lineno}" if isinstance(err, SyntaxError) and err.lineno else ""
+            raise _folder_file_error(model_dir, name, f"is damaged ({type(err).__name__}{line})") from err
+        defined = {node.name for node in ast.walk(tree) if isinstance(node, ast.ClassDef)}
+        missing = sorted(classes - defined)
+        if missing:
+            raise _folder_file_error(
+                model_dir, name, f"does not define {', '.join(missing)} (named by {config_name})"
+            )
+    return sorted(checked)
+
+
 def check_model_folder(model_dir: str | Path, require_tokenizer: bool = True) -> dict[str, Any]:
     """Check that ``model_dir`` is a complete model folder before transformers opens it; returns its
     config.json. Raises :class:`~hf_querygen.errors.ModelFolderError` naming the folder and the file
@@ -86,31 +174,23 @@ def check_model_folder(model_dir: str | Path, require_tokenizer: bool = True) ->
             _check_safetensors(model_dir, str(shard))
     else:
         _check_safetensors(model_dir, "model.safetensors")
+    check_remote_code(model_dir)
     if require_tokenizer:
         _json_object(model_dir, "tokenizer.json")
         _json_object(model_dir, "tokenizer_config.json", required=False)
+        check_remote_code(model_dir, "tokenizer_config.json")
     generation = _json_object(model_dir, "generation_config.json", required=False)
     if generation is not None:
         _check_generation_config(model_dir, generation)
     return config
 
 
-#: generation_config.json fields and the values they take (the ones ``generate`` reads as numbers)
-_GENERATION_INTS = {
-    "max_length": 1,
-    "max_new_tokens": 1,
-    "min_length": 0,
-    "min_new_tokens": 0,
-    "num_beams": 1,
-    "num_beam_groups": 1,
-    "num_return_sequences": 1,
-    "no_repeat_ngram_size": 0,
-    "encoder_no_repeat_ngram_size": 0,
-    "top_k": 0,
-}
-_GENERATION_POSITIVE_FLOATS = ("temperature", "repetition_penalty", "top_p", "encoder_repetition_penalty")
-_GENERATION_FLOATS = ("length_penalty", "diversity_penalty")
-_GENERATION_BOOLS = ("do_sample", "use_cache", "output_scores", "return_dict_in_generate")
+#: generation_config.json fields and the values they take (the ones ``generate`` reads as numbers): the
+#: table of the call-time check (:func:`hf_querygen.validation.check_generation_kwargs`)
+_GENERATION_INTS = GENERATION_INTS
+_GENERATION_POSITIVE_FLOATS = GENERATION_POSITIVE_FLOATS
+_GENERATION_FLOATS = GENERATION_FLOATS
+_GENERATION_BOOLS = GENERATION_BOOLS
 _GENERATION_TOKEN_IDS = ("pad_token_id", "bos_token_id", "decoder_start_token_id", "eos_token_id")
 
 

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from .errors import InvalidInputError
 
 __all__ = [
     "check_bool",
+    "check_generation_kwargs",
     "check_choice",
     "check_float",
     "check_int",
@@ -149,3 +150,79 @@ def check_string_list(owner: str, name: str, value: Any, allow_nested: bool = Fa
             owner, f"{name}[{position}]", item, "a string" + (" or a list of strings" if allow_nested else "")
         )
     return list(value)
+
+
+# ---------------------------------------------------------------- generation arguments
+#: the generation arguments ``generate`` reads as counts, with their smallest value (also the checks of a
+#: saved ``generation_config.json``: :mod:`hf_querygen.model_folder`)
+GENERATION_INTS = {
+    "max_length": 1,
+    "max_new_tokens": 1,
+    "min_length": 0,
+    "min_new_tokens": 0,
+    "num_beams": 1,
+    "num_beam_groups": 1,
+    "num_return_sequences": 1,
+    "no_repeat_ngram_size": 0,
+    "encoder_no_repeat_ngram_size": 0,
+    "top_k": 0,
+}
+GENERATION_POSITIVE_FLOATS = ("temperature", "repetition_penalty", "top_p", "encoder_repetition_penalty")
+GENERATION_FLOATS = ("length_penalty", "diversity_penalty")
+GENERATION_BOOLS = ("do_sample", "use_cache", "output_scores", "return_dict_in_generate")
+
+
+def check_generation_kwargs(
+    owner: str,
+    kwargs: Mapping[str, Any],
+    accepted: Collection[str] | None = None,
+    why: str = "",
+    default_beams: int | None = 1,
+) -> dict[str, Any]:
+    """The one check of the generation arguments a caller passes to a pipeline, ``Task.predict``,
+    ``generate`` / ``evaluate`` or the demo, under the name the caller wrote (before anything renames
+    ``max_new_tokens`` into ``max_length``): counts are integers >= their minimum (not bools, not
+    strings), probabilities and penalties finite numbers in range, flags bools. ``accepted``: the names
+    the model can honour (``None``: any); another name is refused, never ignored (``why`` says why).
+    ``num_return_sequences`` above the beams (``default_beams``: the model's saved ``num_beams``)
+    without sampling is refused naming both (``default_beams=None``: the caller widens the beam itself).
+    ``None`` values mean "the default" and pass."""
+    if not isinstance(kwargs, Mapping):
+        raise invalid(owner, "generation arguments", kwargs, "keyword arguments")
+    if accepted is not None:
+        refused = sorted(name for name in kwargs if name not in accepted and kwargs[name] is not None)
+        if refused:
+            takes = ", ".join(sorted(accepted)) if accepted else "none"
+            raise invalid(
+                owner, refused[0], kwargs[refused[0]], f"this model cannot honour it{why} (it takes: {takes})"
+            )
+    for name, value in kwargs.items():
+        if value is None:
+            continue
+        if name in GENERATION_INTS:
+            check_int(owner, name, value, GENERATION_INTS[name])
+        elif name == "top_p":
+            check_float(owner, name, value, 0.0, 1.0, low_open=True)
+        elif name in GENERATION_POSITIVE_FLOATS:
+            check_float(owner, name, value, 0.0, None, low_open=True)
+        elif name in GENERATION_FLOATS:
+            check_float(owner, name, value)
+        elif name in GENERATION_BOOLS:
+            check_bool(owner, name, value)
+        elif name == "early_stopping" and not (isinstance(value, bool) or value == "never"):
+            raise invalid(owner, name, value, 'True, False or "never"')
+    returns, beams = kwargs.get("num_return_sequences"), kwargs.get("num_beams")
+    beams = default_beams if beams is None else beams
+    if (
+        default_beams is not None
+        and returns is not None
+        and not kwargs.get("do_sample")
+        and returns > max(beams, 1)
+    ):
+        raise invalid(
+            owner,
+            "num_return_sequences",
+            returns,
+            f"at most num_beams={beams} (beam search returns its beams; raise num_beams or sample)",
+        )
+    return dict(kwargs)

@@ -121,8 +121,9 @@ def test_generate_empty_batch_and_bad_arguments(folders):
     ids = tokenizer(TEXTS[:1], return_tensors="pt")["input_ids"]
     assert model.generate(ids).shape[0] == 1
     cases = [
-        ({"num_beams": 0}, "num_beams must be an integer >= 1, got 0"),
-        ({"max_new_tokens": -3}, "max_new_tokens must be an integer >= 1, got -3"),
+        ({"num_beams": 0}, r"generate\(\): num_beams=0 \(int\) is not valid: an integer in \[1, inf\)"),
+        ({"max_new_tokens": -3}, r"max_new_tokens=-3 \(int\) is not valid"),
+        ({"max_new_tokens": "5"}, r"max_new_tokens='5' \(str\) is not valid"),
         ({"num_return_sequences": 0}, "num_return_sequences"),
     ]
     for kwargs, expected in cases:
@@ -247,3 +248,54 @@ def test_unknown_preset_is_ours_and_still_a_key_error():
         config_from_preset("no-such-preset")
     assert isinstance(info.value, KeyError) and isinstance(info.value, InvalidInputError)
     assert str(info.value).startswith("unknown preset 'no-such-preset'; known presets: [")
+
+
+# ---------------------------------------------------------------- 4. generation arguments, one check
+@pytest.mark.parametrize(
+    ("kwargs", "expected"),
+    [
+        ({"max_new_tokens": -1}, r"max_new_tokens=-1 \(int\) is not valid: an integer in \[1, inf\)"),
+        ({"max_new_tokens": "7"}, r"max_new_tokens='7' \(str\) is not valid"),
+        ({"max_new_tokens": 2.5}, r"max_new_tokens=2.5 \(float\)"),
+        ({"num_beams": True}, r"num_beams=True \(bool\)"),
+        ({"temperature": float("nan"), "do_sample": True}, r"temperature=nan"),
+        ({"top_p": 1.5, "do_sample": True}, r"top_p=1.5"),
+        ({"num_return_sequences": 3}, r"num_return_sequences=3 .*at most num_beams=1"),
+    ],
+)
+@pytest.mark.parametrize("entry", ["pipeline", "predict"])
+def test_generation_arguments_are_named_as_written_by_every_entry(folders, kwargs, expected, entry):
+    model, tokenizer, _ = load_trained(folders["dual"])
+    if entry == "pipeline":
+        generator = pipeline("keyword-query-generation", model=str(folders["dual"]))
+        with pytest.raises(InvalidInputError, match="keyword-query-generation pipeline: " + expected):
+            generator(TEXTS[0], **kwargs)
+    else:
+        from hf_querygen.tasks.base import get_task
+
+        with pytest.raises(InvalidInputError, match="nl2kw: predict: " + expected):
+            get_task("nl2kw").predict(model, tokenizer, TEXTS[:1], **kwargs)
+
+
+@pytest.mark.parametrize("kwargs", [{"num_beams": 2}, {"num_return_sequences": 2}, {"max_new_tokens": 3}])
+def test_a_tagger_refuses_decoding_options_it_cannot_honour(folders, kwargs):
+    segmenter = pipeline("query-segmentation", model=str(folders["tagger"]))
+    name = next(iter(kwargs))
+    with pytest.raises(
+        InvalidInputError, match=f"{name}=2|{name}=3" + r".*cannot honour it \(a tagging model"
+    ):
+        segmenter(TEXTS[0], **kwargs) if name == "num_beams" else segmenter.task_object.predict(
+            segmenter.model, segmenter.tokenizer, TEXTS[:1], **kwargs
+        )
+    assert segmenter(TEXTS[0])  # without them it segments
+
+
+def test_cli_generate_refuses_what_a_tagger_cannot_honour(folders, capsys):
+    import json
+
+    (folders["tagger"] / "hf_querygen_training.json").write_text(json.dumps({"task": "segmentation"}))
+    argv = ["generate", "--model", str(folders["tagger"]), "--num-return-sequences", "2", TEXTS[0]]
+    assert cli_main(argv) == 2
+    err = capsys.readouterr().err
+    assert "generate: --num-return-sequences 2" in err and "cannot honour" in err and "Traceback" not in err
+    assert cli_main(["generate", "--model", str(folders["tagger"]), TEXTS[0]]) == 0

@@ -124,11 +124,26 @@ def test_export_refuses_to_overwrite_and_names_what_is_missing(trained, tmp_path
     out = tmp_path / "repo"
     out.mkdir()
     (out / "keep.txt").write_text("user file")
-    assert cli_main(["export", str(trained), str(out)]) == 2
-    assert "--overwrite" in capsys.readouterr().err and (out / "keep.txt").is_file()
+    for flags in ([], ["--overwrite"]):  # a user's folder is never replaced, with --overwrite neither
+        assert cli_main(["export", str(trained), str(out), *flags]) == 2
+        assert "keep.txt" in capsys.readouterr().err and (out / "keep.txt").read_text() == "user file"
 
+    source_files = sorted(p.name for p in trained.iterdir())
     assert cli_main(["export", str(trained), str(trained)]) == 2
-    assert "is the source folder" in capsys.readouterr().err
+    assert "is the input" in capsys.readouterr().err
+    # an output folder holding the model (its parent), or inside it: refused, the model untouched
+    for inside in (trained.parent, trained / "hub"):
+        assert cli_main(["export", str(trained), str(inside), "--overwrite"]) == 2
+        assert "the input" in capsys.readouterr().err
+    assert sorted(p.name for p in trained.iterdir()) == source_files
+
+    exported = tmp_path / "exported"
+    assert cli_main(["export", str(trained), str(exported)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert ".hf_querygen" not in report["files"]
+    assert cli_main(["export", str(trained), str(exported)]) == 2
+    assert "--overwrite" in capsys.readouterr().err
+    assert cli_main(["export", str(trained), str(exported), "--overwrite"]) == 0  # our own: replaced
 
     broken = tmp_path / "broken"
     broken.mkdir()
@@ -214,3 +229,20 @@ def test_push_is_checked_before_anything_is_written(
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1 and err.startswith("hf-querygen: error:")
     assert not out.exists()
+
+
+@pytest.mark.parametrize("content", ["{not json", '{"a": 1}', "[1, 2]"])
+def test_a_damaged_evaluations_file_is_named_before_the_model_runs(trained, tmp_path, capsys, content):
+    import shutil
+
+    model = tmp_path / "model"
+    shutil.copytree(trained, model)
+    (model / EVALUATIONS_FILE).write_text(content)
+    predictions = tmp_path / "predictions.jsonl"
+    arguments = ["evaluate", "--model", str(model), "--split", "test", "--predictions", str(predictions)]
+    assert cli_main(arguments) == 2
+    err = capsys.readouterr().err
+    assert EVALUATIONS_FILE in err and "damaged" in err and "Traceback" not in err
+    assert not predictions.exists() and (model / EVALUATIONS_FILE).read_text() == content
+    assert cli_main(["export", str(model), str(tmp_path / "out")]) == 2
+    assert "damaged" in capsys.readouterr().err and not (tmp_path / "out").exists()

@@ -364,7 +364,8 @@ def _import_time_code(tree: ast.AST) -> list[ast.AST]:
     found = []
     for child in ast.iter_child_nodes(tree):
         if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
-            found += [*child.decorator_list, *child.args.defaults, *child.args.kw_defaults]
+            # (a keyword-only argument without a default has None in kw_defaults)
+            found += [*child.decorator_list, *child.args.defaults, *filter(None, child.args.kw_defaults)]
         elif isinstance(child, ast.Lambda | ast.Import | ast.ImportFrom) or child is None:
             continue
         elif _is_type_checking(child):

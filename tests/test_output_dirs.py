@@ -234,22 +234,106 @@ def test_save_model_folder_replaces_only_model_folders(tmp_path):
     assert (user / "weights.bin").read_bytes() == b"mine" and siblings(user) == []
 
 
+class _Table:
+    """What the runner's folder check reads of a reproduction: its name and the keys of its rows."""
+
+    def __init__(self, name, keys=("a", "b")):
+        self.name = name
+        self.systems = [type("S", (), {"key": key})() for key in keys]
+
+
 def test_reproduction_overwrite_needs_the_marker_and_keeps_other_files(tmp_path):
     from hf_querygen.experiments.runner import _prepare_out_dir
 
+    table = _Table("liu2018")
     out = tmp_path / "results"
     (out / "runs").mkdir(parents=True)
     (out / "results.json").write_text("{}")
     (out / "NOTES.md").write_text("my notes")
     with pytest.raises(OutputExistsError, match="no .hf_querygen marker"):
-        _prepare_out_dir(out, resume=False, overwrite=True)
+        _prepare_out_dir(out, False, True, table, "full")
     assert (out / "runs").is_dir() and (out / "results.json").exists()
     write_marker(out, "reproduction")
-    _prepare_out_dir(out, resume=False, overwrite=True)
+    _prepare_out_dir(out, False, True, table, "full")
     assert sorted(p.name for p in out.iterdir()) == [MARKER_FILE, "NOTES.md"]
+    assert read_marker(out)["identity"] == {"paper": "liu2018", "budget": "full"}
     with pytest.raises(OutputExistsError, match="--resume"):
         (out / "results.json").write_text("{}")
-        _prepare_out_dir(out, resume=False, overwrite=False)
+        _prepare_out_dir(out, False, False, table, "full")
+
+
+@pytest.mark.parametrize(
+    ("paper", "budget"), [("lin2017", "full"), ("liu2018", "quick")], ids=["another paper", "another budget"]
+)
+def test_resume_never_continues_another_papers_or_budgets_run(tmp_path, paper, budget):
+    from hf_querygen.experiments.runner import _prepare_out_dir
+
+    out = tmp_path / "results"
+    _prepare_out_dir(out, False, False, _Table("liu2018"), "full")
+    (out / "runs").mkdir()
+    (out / "runs" / "a-seed0.json").write_text('{"system": "a"}')
+    (out / "results.json").write_text('{"paper": "liu2018"}')
+    before = snapshot(out)
+    differs = (
+        f"paper 'liu2018' there, paper '{paper}'"
+        if paper != "liu2018"
+        else f"'full' there, budget '{budget}'"
+    )
+    with pytest.raises(OutputExistsError, match=r"refusing to resume.*" + differs + " here"):
+        _prepare_out_dir(out, True, False, _Table(paper), budget)
+    assert snapshot(out) == before
+    _prepare_out_dir(out, True, False, _Table("liu2018"), "full")  # the same run continues
+    assert snapshot(out) == before
+
+
+def test_resume_of_an_older_marker_goes_by_what_its_files_name(tmp_path):
+    from hf_querygen.experiments.runner import _prepare_out_dir
+
+    out = tmp_path / "results"
+    (out / "runs").mkdir(parents=True)
+    (out / "runs" / "a-seed0.json").write_text('{"system": "a"}')
+    write_marker(out, "reproduction")  # no identity: written before markers named the paper
+    with pytest.raises(OutputExistsError, match="refusing to resume"):
+        _prepare_out_dir(out, True, False, _Table("lin2017", keys=("x",)), "full")
+    _prepare_out_dir(out, True, False, _Table("liu2018"), "full")
+    assert read_marker(out)["identity"] == {"paper": "liu2018", "budget": "full"}
+
+
+def test_resume_into_a_foreign_folder_with_like_named_files_is_refused(tmp_path):
+    from hf_querygen.experiments.runner import _prepare_out_dir
+
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "results.json").write_text("my own results")
+    with pytest.raises(OutputExistsError, match="results.json but no .hf_querygen marker"):
+        _prepare_out_dir(out, True, False, _Table("liu2018"), "full")
+    assert snapshot(out) == {"results.json": b"my own results"}
+
+
+@pytest.mark.parametrize(
+    "marker",
+    ["{not json", '{"kind": "model", "format_version": 1, "entries": 5}', '{"kind": 3, "format_version": 1}'],
+    ids=["not json", "entries not a list", "kind not a string"],
+)
+def test_a_damaged_marker_is_not_ours_and_is_named(tmp_path, marker):
+    folder = tmp_path / "m"
+    folder.mkdir()
+    (folder / MARKER_FILE).write_text(marker)
+    (folder / "config.json").write_text("{}")
+    with pytest.raises(OutputExistsError, match="marker is damaged"):
+        _fs.check_output_dir(folder, "model", overwrite=True)
+    assert (folder / "config.json").exists()
+
+
+def test_evaluations_recorded_beside_a_model_are_the_librarys_own(tmp_path):
+    folder = tmp_path / "model"
+    with atomic_output_dir(folder, "model") as staging:
+        (staging / "config.json").write_text("{}")
+    (folder / _fs.MODEL_EVALUATIONS_FILE).write_text("[]")
+    _fs.check_output_dir(folder, "model", overwrite=True)  # not foreign: no error
+    with atomic_output_dir(folder, "model", overwrite=True) as staging:
+        (staging / "config.json").write_text('{"new": 1}')
+    assert (folder / "config.json").read_text() == '{"new": 1}'
 
 
 @pytest.mark.parametrize("failure", ["a bad text in a later chunk", "the caller's iterable"])
@@ -269,7 +353,7 @@ def test_a_build_failing_in_its_pipeline_leaves_nothing_and_no_thread(tmp_path, 
             yield b"bytes" if i == 25 else f"document {i}"
 
     expected = (
-        (InvalidInputError, "text 24 is the chunk's first")
+        (InvalidInputError, "text 25 is bytes b'bytes', not a string")
         if failure.startswith("a bad")
         else (
             RuntimeError,
@@ -280,3 +364,24 @@ def test_a_build_failing_in_its_pipeline_leaves_nothing_and_no_thread(tmp_path, 
         Index.from_texts(texts(), path=tmp_path / "ix", **SMALL)
     assert not (tmp_path / "ix").exists() and siblings(tmp_path / "ix") == []
     assert not [t for t in threading.enumerate() if t.name.startswith("hf-querygen-analysis")]
+
+
+def test_corpus_build_writes_only_into_a_folder_of_that_corpus(tmp_path):
+    from hf_querygen.corpora import build_dataset_folder
+
+    mine = tmp_path / "mine"
+    (mine / "data").mkdir(parents=True)
+    (mine / "README.md").write_text("my card")
+    (mine / "data" / "x.parquet").write_bytes(b"mine")
+    before = snapshot(mine)
+    # refused before a raw file is read (no data_dir is needed to get there)
+    with pytest.raises(OutputExistsError, match=r"holds data but no .hf_querygen marker"):
+        build_dataset_folder("nl2kw", mine, data_dir=tmp_path / "absent", progress=False)
+    assert snapshot(mine) == before
+    other = tmp_path / "other"
+    _fs.claim_in_place_dir(other, "dataset", ("data",), identity={"corpus": "q2id"})
+    (other / "data").mkdir()
+    (other / "README.md").write_text("q2id card")
+    with pytest.raises(OutputExistsError, match="different corpus: corpus 'q2id' there, corpus 'nl2kw' here"):
+        build_dataset_folder("nl2kw", other, data_dir=tmp_path / "absent", progress=False)
+    assert (other / "README.md").read_text() == "q2id card"

@@ -354,8 +354,15 @@ def test_queries_without_known_terms_return_nothing(index, query, ranker):
 
 def test_bad_queries_and_parameters_raise_clear_errors(index):
     for bad in (None, 3, ["alpha"], b"alpha"):
-        with pytest.raises(InvalidInputError, match="must be a string"):
+        with pytest.raises(InvalidInputError, match="the query is .*not a string"):
             index.search(bad)
+    for ranker in ("bm25", "ql", "sdm"):  # a lone surrogate: named, never a raw UnicodeEncodeError
+        with pytest.raises(InvalidInputError, match=r"lone surrogate '\\udc80' at character 6"):
+            index.search("alpha \udc80", ranker=ranker)
+        with pytest.raises(InvalidInputError, match="lone surrogate"):
+            index.score("alpha \udc80", ranker=ranker)
+    with pytest.raises(InvalidInputError, match="lone surrogate"):
+        index.search_batch(["alpha", "\ud800"], threads=2)
     with pytest.raises(InvalidInputError, match="max_query_terms"):
         index.search("alpha " * 2000)
     long_query = " ".join(random.Random(1).choices(["alpha", "beta", "gamma", "x"], k=1000))
@@ -572,11 +579,11 @@ def test_term_numbering_across_chunks_is_first_occurrence_order(chunks, unify_ev
     assert vocab == list(reference) and ids.tolist() == expected and ids.dtype == np.int32
 
 
-def test_a_lone_surrogate_is_an_error_naming_the_chunk():
+def test_a_lone_surrogate_is_an_error_naming_the_text():
     from hf_querygen.retrieval import Index
 
-    with pytest.raises(InvalidInputError, match="surrogates not allowed.*text 0"):
-        Index.from_texts(["a \ud800 b", "c"], show_progress=False)
+    with pytest.raises(InvalidInputError, match="text 1 has a lone surrogate"):
+        Index.from_texts(["c", "a \ud800 b"], show_progress=False)
 
 
 def test_chunk_analysis_drops_long_terms_only_where_they_are_and_names_a_non_string():
@@ -677,3 +684,102 @@ def test_tantivy_indexes_the_terms_the_sidecar_counts(texts, chunk_size, arrow_p
         exact = {h.row: h.score for h in index.search(term, k=20, exact=True)}
         assert sorted(fast) == sorted(exact), term
         np.testing.assert_allclose([fast[row] for row in exact], list(exact.values()), rtol=1e-5)
+
+
+# ---------------------------------------------------------------- content integrity (every byte hashed)
+@pytest.fixture(scope="module")
+def large_index(tmp_path_factory):
+    """An index whose positions array is over 4 MiB (1.2M tokens): past the size where format 2 hashed
+    only the first and last MiB."""
+    rng = random.Random(7)
+    words = [f"w{i}" for i in range(3000)]
+    texts = [" ".join(rng.choices(words, k=6000)) for _ in range(200)]
+    path = tmp_path_factory.mktemp("large") / "ix"
+    Index.from_texts(texts, path=path, **SMALL)
+    return path
+
+
+def _flip_middle_byte(path):
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x5A
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("which", ["stats/positions.npy", "the largest tantivy file"])
+def test_a_damaged_block_in_the_middle_of_a_large_file_is_named(large_index, tmp_path, which):
+    import shutil
+
+    folder = tmp_path / "ix"
+    shutil.copytree(large_index, folder)
+    if which.startswith("stats"):
+        target = folder / which
+    else:
+        target = max((folder / "tantivy").iterdir(), key=lambda p: p.stat().st_size)
+    assert target.stat().st_size > (4 << 20 if which.startswith("stats") else 1 << 19)
+    Index.open(folder).verify()  # intact: opens and verifies
+    _flip_middle_byte(target)
+    with pytest.raises(ModelFolderError, match=re.escape(target.name) + ".*damaged.*--overwrite"):
+        Index.open(folder)
+    opened = Index.open(folder, verify=False)  # the opt-out checks sizes only ...
+    with pytest.raises(ModelFolderError, match=re.escape(target.name)):
+        opened.verify()  # ... and the contents when asked
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_an_older_format_is_refused_saying_how_to_rebuild(tmp_path, version):
+    import json
+
+    from hf_querygen.cli import main
+    from hf_querygen.retrieval.manifest import IndexFormatError
+
+    Index.from_texts(["alpha beta"], path=tmp_path / "ix", **SMALL)
+    meta_path = tmp_path / "ix" / "index.json"
+    meta = json.loads(meta_path.read_text())
+    meta["format_version"] = version
+    meta_path.write_text(json.dumps(meta))
+    with pytest.raises(IndexFormatError, match=r"format version .*older.*index build .*--overwrite"):
+        Index.open(tmp_path / "ix")
+    assert main(["index", "search", str(tmp_path / "ix"), "alpha"]) == 2
+
+
+def test_the_build_hashes_its_own_files_as_it_writes_them(tmp_path, monkeypatch):
+    # only tantivy's files are read back to be hashed: the statistics and ids are hashed while written
+    from hf_querygen.retrieval import manifest
+
+    read = []
+    real = manifest.file_digest
+    monkeypatch.setattr(manifest, "file_digest", lambda path: read.append(path.parent.name) or real(path))
+    Index.from_texts(["alpha beta", "gamma"], ids=["a", "b"], path=tmp_path / "ix", **SMALL)
+    assert read and set(read) == {"tantivy"}
+    Index.open(tmp_path / "ix")  # and the recorded digests are those of the files on disk
+
+
+# ---------------------------------------------------------------- ties across segments
+@pytest.fixture(scope="module")
+def tied_indexes(tmp_path_factory):
+    """The same collection built with 1, 2 and 4 writer threads (one segment per thread): groups of
+    identical documents, so that whole groups tie under every ranker."""
+    texts = [["alpha beta", "alpha", "beta gamma alpha", "delta"][i % 4] for i in range(4000)]
+    indexes = {}
+    for threads in (1, 2, 4):
+        path = tmp_path_factory.mktemp(f"tied{threads}") / "ix"
+        Index.from_texts(
+            texts, path=path, show_progress=False, num_threads=threads, heap_size=15_000_000 * threads
+        )
+        indexes[threads] = Index.open(path)
+    return indexes
+
+
+@pytest.mark.parametrize(
+    ("ranker", "params"),
+    [("bm25", {}), ("bm25", {"exact": True}), ("ql", {}), ("sdm", {}), ("sdm", {"depth": 5})],
+    ids=["bm25-tantivy", "bm25-exact", "ql", "sdm", "sdm-depth5"],
+)
+@pytest.mark.parametrize("query", ["alpha", "beta alpha", "gamma alpha delta"])
+def test_ties_are_broken_by_row_whatever_the_number_of_segments(tied_indexes, ranker, params, query):
+    assert {t: ix._searcher.num_segments for t, ix in tied_indexes.items()} == {1: 1, 2: 2, 4: 4}
+    results = {t: ix.search(query, k=7, ranker=ranker, **params) for t, ix in tied_indexes.items()}
+    for hits in results.values():
+        keys = [(-h.score, h.row) for h in hits]
+        assert keys == sorted(keys) and len(hits) == 7
+    assert [h.row for h in results[2]] == [h.row for h in results[1]] == [h.row for h in results[4]]

@@ -138,13 +138,20 @@ def test_chunk_encoder_refuses_a_second_caller_while_it_runs():
     assert documents == ['{"row":0,"text":"a b"}'] and encoder.vocabulary() == ["a", "b"]
 
 
-@pytest.mark.parametrize("bad", [[b"x"], ["ok", 3], ["é \ud800 b"]])
+@pytest.mark.parametrize(
+    ("bad", "named"),
+    [
+        ([b"x"], "text 0 is bytes"),
+        (["ok", 3], "text 1 is int 3"),
+        (["a", "b", "é \ud800 b"], r"text 2 has a lone surrogate '\\ud800' at character 2"),
+    ],
+)
 @pytest.mark.parametrize("path", ["native", "arrow"])
-def test_both_build_paths_reject_bad_texts_the_same_way(bad, path):
+def test_both_build_paths_reject_bad_texts_the_same_way_naming_the_texts_row(bad, named, path):
     if path == "native" and native is None:
         pytest.skip("the C module is not compiled here")
     with mock.patch.dict(os.environ, {NO_NATIVE_ENV: "1" if path == "arrow" else "0"}):
-        with pytest.raises(InvalidInputError, match=r"Index.from_texts: .*text 0 is the chunk's first"):
+        with pytest.raises(InvalidInputError, match=r"Index.from_texts: " + named):
             Index.from_texts(bad, show_progress=False, num_threads=1, heap_size=15_000_000)
 
 

@@ -129,7 +129,7 @@ def test_cli_param_parsing_is_the_same_layer(ranker, name, value):
 @pytest.mark.parametrize(
     ("ranker", "pair", "message"),
     [
-        ("ql", "mu=abc", "mu must be a finite number > 0"),
+        ("ql", "mu=abc", "mu must be a finite number >= 1e-06"),
         ("ql", "mu=nan", "mu must be"),
         ("ql", "mu=-1", "mu must be"),
         ("bm25", "k1=inf", "k1 must be"),
@@ -217,3 +217,90 @@ def test_writer_settings_are_checked(kwargs, message):
 def test_collection_arguments_are_checked(texts, ids, message):
     with pytest.raises(InvalidInputError, match=message):
         Index.from_texts(texts, ids=ids, **SMALL)
+
+
+# ---------------------------------------------------------------- the accepted domain, at its edges
+EDGE_COLLECTIONS = {
+    "no documents": [],
+    "only empty documents": ["", "  ", "?!"],
+    "documents": DOCS,
+    "a long document": ["alpha " * 5000 + "beta", "beta", ""],
+}
+
+
+@pytest.fixture(scope="module")
+def edge_indexes():
+    return {name: Index.from_texts(texts, **SMALL) for name, texts in EDGE_COLLECTIONS.items()}
+
+
+def _edges(low: float, high: float) -> st.SearchStrategy:
+    """The bounds of a range, the floats next to them on both sides, and what lies far outside."""
+    special = [low, high, math.nextafter(low, math.inf), math.nextafter(high, -math.inf)]
+    special += [math.nextafter(low, -math.inf), math.nextafter(high, math.inf), 5e-324, 2.2e-308, 1e308, 0.0]
+    return st.one_of(st.sampled_from(special), st.floats(low, high), st.floats(allow_nan=False))
+
+
+EDGE_VALUE = {
+    "k1": _edges(RANKER_PARAMS["bm25"]["k1"].low, RANKER_PARAMS["bm25"]["k1"].high),
+    "b": _edges(0.0, 1.0),
+    "mu": _edges(RANKER_PARAMS["ql"]["mu"].low, RANKER_PARAMS["ql"]["mu"].high),
+    "weights": st.tuples(
+        *[st.one_of(st.sampled_from([0.0, 5e-324, 2.2e-308, 1e-100, 1.0, 1e100, 1e308]), st.floats(0, 1e308))]
+        * 3
+    ),
+    "window": st.sampled_from([2, 3, 8, 2**31 - 1]),
+}
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    ranker=st.sampled_from(["bm25", "ql", "sdm"]),
+    data=st.data(),
+    collection=st.sampled_from(list(EDGE_COLLECTIONS)),
+    query=st.sampled_from(["alpha beta", "beta", "alpha zzz beta", "zzz", "beta alpha alpha"]),
+)
+def test_every_accepted_value_gives_finite_scores_in_every_collection(
+    edge_indexes, ranker, data, collection, query
+):
+    """Over the whole accepted domain (its bounds and the floats next to them included) every score of
+    every document is finite, in an empty collection, one of empty documents and one of very unequal
+    lengths alike; a value outside it is refused naming the parameter."""
+    index = edge_indexes[collection]
+    names = [n for n in RANKER_PARAMS[ranker] if n in EDGE_VALUE]
+    params = {name: data.draw(EDGE_VALUE[name], label=name) for name in names}
+    try:
+        scores = index.score(query, ranker=ranker, **params)
+    except InvalidInputError as err:
+        assert any(name in str(err) for name in params), err
+        return
+    assert np.isfinite(scores).all(), (params, scores)
+    assert len(scores) == len(EDGE_COLLECTIONS[collection])
+    hits = index.search(query, k=5, ranker=ranker, **params)
+    assert all(math.isfinite(h.score) for h in hits)
+
+
+@pytest.mark.parametrize("scale", [5e-324, 1e-200, 1.0, 1e200, 1e308 / 0.85 * 0.5])
+def test_sdm_weights_are_proportions_whatever_their_scale(index, scale):
+    base = index.score("alpha beta gamma", ranker="sdm", weights=(0.85, 0.10, 0.05))
+    if scale == 5e-324:  # every weight the smallest denormal: equal proportions
+        scaled = index.score("alpha beta gamma", ranker="sdm", weights=(scale, scale, scale))
+        equal = index.score("alpha beta gamma", ranker="sdm", weights=(1, 1, 1))
+        np.testing.assert_allclose(scaled, equal, rtol=1e-12)
+        return
+    scaled = index.score(
+        "alpha beta gamma", ranker="sdm", weights=tuple(w * scale for w in (0.85, 0.10, 0.05))
+    )
+    np.testing.assert_allclose(scaled, base, rtol=1e-12)
+    assert [
+        h.row
+        for h in index.search(
+            "alpha beta gamma", ranker="sdm", weights=(0.85 * scale, 0.1 * scale, 0.05 * scale)
+        )
+    ] == [h.row for h in index.search("alpha beta gamma", ranker="sdm")]
+
+
+@pytest.mark.parametrize(("name", "value"), [("mu", 5e-324), ("mu", 1e-7), ("k1", 5e-324), ("k1", 0.0)])
+def test_values_below_the_finite_domain_are_refused(index, name, value):
+    ranker = "bm25" if name == "k1" else "ql"
+    with pytest.raises(InvalidInputError, match=f"{name} must be a finite number >= 1e-06"):
+        index.score("alpha", ranker=ranker, **{name: value})

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .._fs import claim_in_place_dir
 from ._catalog import build_summary, get_corpus_spec, load_corpus
 from ._data_dir import dataset_folder
 from ._parse_log import ParseLog
@@ -60,6 +61,13 @@ def render_card_header(name: str, built: dict[str, datasets.DatasetDict], extra:
     return "---\n" + yaml.safe_dump(header, sort_keys=False, allow_unicode=True, width=100) + "---\n"
 
 
+#: the .hf_querygen marker kind of a dataset folder built into an ``out_dir`` of the user's, and what the
+#: build replaces there (the card's header is refreshed, its prose kept; the checkout's own
+#: ``dataset_scripts/<name>`` is the library's and carries no marker)
+DATASET_KIND = "dataset"
+DATASET_OUTPUTS = ("data",)
+
+
 def build_dataset_folder(
     name: str,
     out_dir: str | os.PathLike | None = None,
@@ -77,10 +85,18 @@ def build_dataset_folder(
     Pass a dict as ``logs`` to receive each config's :class:`ParseLog` (skipped and removed records)
     and one as ``summaries`` to receive each config's :func:`build_summary` (rows per split against
     the counts the dataset card recorded before this build rewrote it).
+
+    An ``out_dir`` of your own is written only when it holds no ``data/``, or one built for this corpus
+    before (its ``.hf_querygen`` marker): a ``data/`` there that hf-querygen did not write, or another
+    corpus's build, is refused before anything is read (:mod:`hf_querygen._fs`).
     """
     from tqdm.auto import tqdm
 
     spec = get_corpus_spec(name)
+    if out_dir is not None and Path(out_dir).resolve() != Path(dataset_folder(name)).resolve():
+        claim_in_place_dir(
+            out_dir, DATASET_KIND, DATASET_OUTPUTS, identity={"corpus": name}, resume=True, what="--out-dir"
+        )
     out = Path(out_dir) if out_dir is not None else dataset_folder(name)
     out.mkdir(parents=True, exist_ok=True)
     built = {}

@@ -6,6 +6,7 @@ vocabulary coverage of Figs. 5-6."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -109,6 +110,7 @@ def load_synthetic_data(data_dir: Any, settings: Mapping[str, Any]) -> Synthetic
     """Q (the first ``settings["questions"]`` of it in quick runs), its SDM index (built once into the
     cache) and P(s) from T_0 train."""
     from hf_querygen.retrieval import Index
+    from hf_querygen.retrieval.manifest import IndexFormatError
     from hf_querygen.synthetic.corpus import build_question_corpus, seed_length_prior
 
     corpus = build_question_corpus(data_dir)
@@ -120,10 +122,14 @@ def load_synthetic_data(data_dir: Any, settings: Mapping[str, Any]) -> Synthetic
     cache = cache_dir(settings)
     cache.mkdir(parents=True, exist_ok=True)
     index_path = cache / f"index{tag}"
+    index = None
     if index_path.exists():  # built by an earlier run (Index.from_texts writes its folder at the end)
-        index = Index.open(index_path)
-    else:
-        index = Index.from_texts(questions["text"], ids=questions["id"], path=index_path, show_progress=False)
+        with contextlib.suppress(IndexFormatError):  # an older format: rebuilt below
+            index = Index.open(index_path)
+    if index is None:
+        index = Index.from_texts(
+            questions["text"], ids=questions["id"], path=index_path, show_progress=False, overwrite=True
+        )
     return SyntheticData(
         corpus,
         questions,

@@ -27,7 +27,6 @@ settings), :mod:`.jobs` (a training job, a baseline's run, their records); this 
 from __future__ import annotations
 
 import dataclasses
-import shutil
 import sys
 import time
 from collections import defaultdict
@@ -36,8 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._fs import check_output_dir, check_writable_dir, foreign_entries, read_marker, write_marker
-from ..errors import InvalidInputError, OutputExistsError
+from .._fs import check_output_dir, check_writable_dir, claim_in_place_dir
+from ..errors import InvalidInputError
 from ..systems import System
 from ..training import MODEL_FOLDER_KIND, quiet_console
 from ._report import markdown_table, results_document, write_results
@@ -54,7 +53,7 @@ from .jobs import (
 )
 from .papers import REPRODUCTIONS, get_reproduction
 from .recipes import _folds, _jsonable
-from .tables import Budget, Fold, PaperTable, RunContext
+from .tables import REPRODUCTION_KIND, Budget, Fold, PaperTable, RunContext, results_paper
 
 if TYPE_CHECKING:
     from ..tasks.base import TaskData
@@ -73,37 +72,40 @@ class Reproduction(PaperTable):
 
 
 # ---------------------------------------------------------------- the run
-#: the .hf_querygen marker kind of a reproduction's out_dir (see hf_querygen._fs)
-REPRODUCTION_KIND = "reproduction"
 #: what a reproduction writes in its out_dir and ``overwrite`` deletes there (nothing else is touched)
 REPRODUCTION_OUTPUTS = ("runs", "checkpoints", "results.json", "results.md", "train.log")
 
 
-def _prepare_out_dir(out: Path, resume: bool, overwrite: bool) -> None:
-    # an empty or absent folder (and the writability of its parent); a non-empty one is decided below
-    if not (out.is_dir() and any(out.iterdir())):
-        check_output_dir(out, REPRODUCTION_KIND, overwrite, what="--out-dir")
-    elif overwrite:
-        ours = [name for name in REPRODUCTION_OUTPUTS if (out / name).exists()]
-        if ours and foreign_entries(out, REPRODUCTION_KIND) is None:
-            raise OutputExistsError(
-                f"refusing to overwrite {out}: it has no .hf_querygen marker of a reproduction, so "
-                f"{', '.join(ours)} there may not be hf-querygen's; move them away or choose another "
-                "--out-dir"
-            )
-        for name in ours:  # only the reproduction's own outputs; other files in the folder stay
-            path = out / name
-            if path.is_dir():
-                shutil.rmtree(path)
-            else:
-                path.unlink()
-    elif not resume:
-        raise OutputExistsError(
-            f"{out} is not empty: pass --resume to continue that run or --overwrite to start again"
-        )
-    out.mkdir(parents=True, exist_ok=True)
-    if read_marker(out) is None:
-        write_marker(out, REPRODUCTION_KIND)
+def _prepare_out_dir(out: Path, resume: bool, overwrite: bool, reproduction: PaperTable, mode: str) -> None:
+    # the one owner of "may this run write, continue or replace here" (hf_querygen._fs): another
+    # paper's or budget's run is never continued, a folder without our marker never written over
+    claim_in_place_dir(
+        out,
+        REPRODUCTION_KIND,
+        REPRODUCTION_OUTPUTS,
+        identity={"paper": reproduction.name, "budget": mode},
+        overwrite=overwrite,
+        resume=resume,
+        what="--out-dir",
+        legacy_identity=lambda folder: _legacy_identity(folder, reproduction),
+    )
+
+
+def _legacy_identity(out: Path, reproduction: PaperTable) -> dict[str, Any] | None:
+    """The paper of a reproduction folder marked before markers named it: its results.json's, else
+    ``reproduction``'s when every run record there is of one of its systems (else unknown)."""
+    import json
+
+    found = results_paper(out)
+    if found is not None:
+        return found
+    keys = {system.key for system in reproduction.systems}
+    try:
+        records = sorted((out / "runs").glob("*.json"))
+        systems = {json.loads(path.read_text(encoding="utf-8")).get("system") for path in records}
+    except (OSError, ValueError, AttributeError):
+        return None
+    return {"paper": reproduction.name} if systems and systems <= keys else None
 
 
 def _check_save_models(save_dir: Path, jobs: Sequence[Job]) -> None:
@@ -184,7 +186,7 @@ def run_reproduction(
     mode = _budget_name(reproduction, budget, quick)
     chosen = reproduction.budgets[mode]
     out = Path(out_dir)
-    _prepare_out_dir(out, resume, overwrite)
+    _prepare_out_dir(out, resume, overwrite, reproduction, mode)
     save_dir = Path(save_models) if save_models else None
     torch.set_num_threads(reproduction.threads_per_worker)
     datasets.disable_progress_bars()

@@ -13,7 +13,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from .._fs import claim_in_place_dir
 from ..systems import System
+
+#: the .hf_querygen marker kind of a reproduction's out_dir (see hf_querygen._fs)
+REPRODUCTION_KIND = "reproduction"
+
+
+def results_paper(out: Path) -> dict[str, str] | None:
+    """``{"paper": ...}`` of the results.json in ``out`` (a folder marked before markers named their
+    paper), or None when there is none to read."""
+    import json
+
+    try:
+        paper = json.loads((Path(out) / "results.json").read_text(encoding="utf-8")).get("paper")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return {"paper": paper} if isinstance(paper, str) else None
+
 
 if TYPE_CHECKING:
     import datasets
@@ -171,7 +188,21 @@ class Evaluation:
         models_dir: str | Path | None = None,
         **_training_options: Any,
     ) -> dict:
-        """Run it (the training options of ``reproduce``, ``workers`` / ``resume`` ..., do not apply)."""
+        """Run it (the training options of ``reproduce``, ``workers`` / ``save_models`` ..., do not
+        apply). ``out_dir`` goes through the same owner as a training table's: another paper's or
+        budget's results are never replaced, those of this evaluation only with ``resume`` (it is
+        computed again) or ``overwrite``."""
+        mode = "quick" if quick else "full"
+        claim_in_place_dir(
+            out_dir,
+            REPRODUCTION_KIND,
+            ("results.json", "results.md"),
+            identity={"paper": self.name, "budget": mode},
+            overwrite=bool(_training_options.get("overwrite")),
+            resume=bool(_training_options.get("resume")),
+            what="--out-dir",
+            legacy_identity=results_paper,
+        )
         document = self.run(out_dir, quick=quick, seeds=seeds, data_dir=data_dir, models_dir=models_dir)
         print(self.summary(document), flush=True)
         return document

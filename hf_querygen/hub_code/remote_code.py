@@ -12,6 +12,7 @@ from typing import Any
 
 from .. import __version__
 from .._registration import PIPELINES, register_all
+from ..model_folder import CODE_HASHES_FIELD, code_hashes
 from ..models import MODELS
 from ..specs import FAMILY_FIELD, family_of
 from ..tasks.base import Task, get_task
@@ -130,6 +131,8 @@ def write_remote_code(model: Any, save_directory: str | Path) -> list[str]:
     config_path = save_directory / "config.json"
     config = json.loads(config_path.read_text(encoding="utf-8"))
     config.update(additions)
+    # what the loaders check before transformers imports a file (hf_querygen.model_folder)
+    config[CODE_HASHES_FIELD] = code_hashes(sources)
     config_path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return sorted(sources)
 
@@ -205,6 +208,7 @@ def write_tokenizer_code(tokenizer: Any, save_directory: str | Path) -> list[str
     config_path = save_directory / "tokenizer_config.json"
     config = json.loads(config_path.read_text(encoding="utf-8"))
     config["auto_map"] = {"AutoTokenizer": [None, f"{Path(TOKENIZER_FILE).stem}.{cls.__name__}"]}
+    config[CODE_HASHES_FIELD] = code_hashes({TOKENIZER_FILE: text})
     config_path.write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return [TOKENIZER_FILE]
 

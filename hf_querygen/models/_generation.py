@@ -53,6 +53,7 @@ from transformers.modeling_outputs import Seq2SeqLMOutput
 
 from ..errors import InvalidInputError
 from ..nn.cache import CACHE_NAME, RecurrentStateCache
+from ..validation import check_generation_kwargs
 
 
 @dataclass
@@ -328,16 +329,11 @@ class RecurrentGenerationMixin(GenerationMixin):
         return outputs.logits, getattr(outputs, CACHE_NAME)
 
     def _check_generation_arguments(self, generation_config, kwargs: dict) -> None:
-        for name in ("num_beams", "num_return_sequences", "max_new_tokens", "max_length"):
-            # a call argument overrides the generation config passed in (the model's own is valid)
-            value = kwargs[name] if name in kwargs else getattr(generation_config, name, None)
-            if value is None:
-                continue
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise InvalidInputError(
-                    f"generate(): {name} must be an integer >= 1, got {value!r}"
-                    + (" (num_beams=1 is greedy search)" if name == "num_beams" else "")
-                )
+        # the library's one check of generation arguments (hf_querygen.validation); a call argument
+        # overrides the generation config passed in (the model's own is valid)
+        counts = ("num_beams", "num_return_sequences", "max_new_tokens", "max_length")
+        values = {name: getattr(generation_config, name, None) for name in counts}
+        check_generation_kwargs("generate()", {**values, **kwargs}, default_beams=None)
 
     def _check_input_ids(self, input_ids) -> None:
         if not isinstance(input_ids, torch.Tensor):

@@ -146,6 +146,9 @@ class TaskPipeline(Pipeline):
             raise TypeError(
                 f"{self.task_name} pipeline: unknown arguments {unknown}; accepted: {list(allowed)}"
             )
+        # the arguments as the caller wrote them, checked once for every call (the task's one check)
+        task = self.task_object
+        task.decoding_arguments(self.model, kwargs, owner=f"{task.pipeline_task} pipeline")
         return {}, kwargs, {}
 
     def preprocess(self, text: str) -> dict[str, Any]:

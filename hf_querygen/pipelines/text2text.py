@@ -25,6 +25,7 @@ from ..errors import InvalidInputError
 from ..inference import as_max_length
 from ..tasks.seq2seq import decode_extended, encode_sources
 from ..tasks.text2text_task import Text2TextTask
+from ..validation import check_generation_kwargs
 from ._task_pipeline import check_pipeline_model, guard_inputs, max_source_length
 
 TASK_NAME = "query-reformulation"
@@ -75,6 +76,14 @@ class QueryReformulationPipeline(Pipeline):
     ):
         preprocess_params = {} if max_source_length is None else {"max_source_length": max_source_length}
         postprocess_params = {} if return_tensors is None else {"return_tensors": return_tensors}
+        # the one check of generation arguments, under the names the caller wrote (before max_new_tokens
+        # -> max_length); a seq2seq model (checked at construction) honours every generate() argument
+        beams = getattr(getattr(self.model, "generation_config", None), "num_beams", None)
+        check_generation_kwargs(
+            f"{self.pipeline_task_name} pipeline",
+            generate_kwargs,
+            default_beams=beams if isinstance(beams, int) else 1,
+        )
         return preprocess_params, as_max_length(generate_kwargs), postprocess_params
 
     def preprocess(self, text: str, max_source_length: int | None = None) -> dict[str, Any]:

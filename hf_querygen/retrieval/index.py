@@ -2,10 +2,10 @@
 
 Folder layout (``Index.from_texts(..., path=folder)``; reopened with ``Index.open(folder)``)::
 
-    folder/index.json    format version, analyzer, counts, and every file below with its size and content
-                         hash plus a fingerprint over them (ties statistics, ids and tantivy segments to
-                         one build; ``open`` verifies it and names a missing, truncated or foreign file:
-                         :mod:`hf_querygen.retrieval.manifest`)
+    folder/index.json    format version, analyzer, counts, and every file below with its size and SHA-256
+                         of its whole content plus a fingerprint over them (ties statistics, ids and
+                         tantivy segments to one build; ``open`` verifies it and names a missing,
+                         truncated, damaged or foreign file: :mod:`hf_querygen.retrieval.manifest`)
     folder/.hf_querygen  the library's marker (what ``overwrite`` may replace: :mod:`hf_querygen._fs`)
     folder/ids.json      the caller's document ids (omitted when ids are row numbers)
     folder/tantivy/      the tantivy index (field ``text``: analysed terms, freqs; fast field ``row``):
@@ -65,7 +65,7 @@ from . import dense as dense_field
 from . import params as params_layer
 from .analysis import TermNumbering, analyze, analyze_chunk, native_chunk_encoder
 from .ann import AnnIndex
-from .manifest import FORMAT_VERSION, META_FILE, read_manifest, write_manifest
+from .manifest import FORMAT_VERSION, META_FILE, Digests, read_manifest, write_manifest
 from .rankers import (
     BM25_DEFAULT_B,
     BM25_DEFAULT_K1,
@@ -190,12 +190,14 @@ class Index:
                 index.dense = dense_field.DenseField(vectors.astype(dtype), entry, embedder)
             return index
         with atomic_output_dir(path, INDEX_KIND, overwrite, what="index") as staging:
-            cls._build(texts, ids, staging, show_progress, heap_size, num_threads)
+            digests = Digests()
+            cls._build(texts, ids, staging, show_progress, heap_size, num_threads, digests)
             gc.collect()  # drop the staging folder's tantivy handles before it is renamed
             if dense is not None:
                 dense_field.write_dense(staging, *dense)
-            write_manifest(staging)
-        return cls.open(path, embedder=embedder)
+            write_manifest(staging, digests.files)
+        # the files were hashed as they were written (tantivy's and the embeddings right after): sizes suffice
+        return cls.open(path, embedder=embedder, verify=False)
 
     @classmethod
     def _build(
@@ -206,6 +208,7 @@ class Index:
         show_progress: bool,
         heap_size: int,
         num_threads: int,
+        digests: Digests | None = None,
     ) -> Index:
         tantivy = import_tantivy()
         schema = build_schema()
@@ -273,9 +276,10 @@ class Index:
         ids = params_layer.check_ids(ids, num_docs)
         tantivy_index.reload()
         if folder is not None:
-            stats.save(folder / STATS_DIR)
+            digests = digests or Digests()
+            stats.save(folder / STATS_DIR, digests.under(STATS_DIR))
             if ids is not None:
-                (folder / IDS_FILE).write_text(json.dumps(ids))
+                digests.write_bytes(folder / IDS_FILE, json.dumps(ids).encode("utf-8"))
             meta = {
                 "format_version": FORMAT_VERSION,
                 "analyzer": "hf_querygen.retrieval.analysis.analyze (normalize_for_matching terms)",
@@ -316,15 +320,19 @@ class Index:
 
     # ------------------------------------------------------------------ opening
     @classmethod
-    def open(cls, path: str | os.PathLike, embedder: Any = None) -> Index:
+    def open(cls, path: str | os.PathLike, embedder: Any = None, verify: bool = True) -> Index:
         """Reopen a persisted index without rebuilding (the statistics and embeddings are memory-mapped).
 
         ``embedder``: the query embedder of the dense field (checked to be the model, revision, dimension
         and normalisation the documents were encoded with); default: loaded from ``index.json`` on the
-        first dense query.
-        """
+        first dense query. ``verify`` (default): every file's SHA-256 is checked against ``index.json``
+        first, so a damaged block anywhere is a :class:`~hf_querygen.errors.ModelFolderError` naming the
+        file, never wrong results (cost: one read of the folder, about 200 MB at 1M documents; see
+        ``benchmarks/index_verify.json``). ``verify=False`` checks the file list and sizes only (then
+        :meth:`verify` checks the contents when convenient). An index of an older format is refused
+        with the command that rebuilds it."""
         folder = Path(path)
-        meta = read_manifest(folder)
+        meta = read_manifest(folder, verify=verify)
         num_docs = int(meta["num_docs"])
         ids_path = folder / IDS_FILE
         if meta.get("ids") == IDS_FILE and not ids_path.is_file():
@@ -360,14 +368,20 @@ class Index:
         index._read_only_shadow = shadow  # kept alive with the index (None for a writable folder)
         return index
 
+    def verify(self) -> None:
+        """Check every file of this index's folder against the SHA-256 its ``index.json`` lists (what
+        :meth:`open` does by default); raises ModelFolderError naming the first damaged file."""
+        if self.path is None:
+            raise InvalidInputError("Index.verify: an in-memory index has no folder to verify")
+        read_manifest(self.path, verify=True)
+
     # ------------------------------------------------------------------ searching
     def doc_id(self, row: int):
         return self._ids[row] if self._ids is not None else row
 
     def analyze_query(self, query: str) -> list[str]:
         """The query's terms (the index's analyzer); raises InvalidInputError for a non-string."""
-        if not isinstance(query, str):
-            raise InvalidInputError(f"Index.search: query must be a string, got {type(query).__name__}")
+        params_layer.check_query(query)
         terms = analyze(query)
         if len(terms) > self.max_query_terms:
             raise InvalidInputError(
@@ -391,7 +405,7 @@ class Index:
             return []
         if ranker == "bm25":
             if not params["exact"] and (params["k1"], params["b"]) == (BM25_DEFAULT_K1, BM25_DEFAULT_B):
-                rows, scores = tantivy_bm25(self._searcher, self._schema, terms, term_ids, k)
+                rows, scores = tantivy_bm25(self._searcher, self._schema, terms, term_ids, k, len(self))
                 return self._hits(rows, scores, k)
             docs = matching_documents(self.stats, term_ids)
             return self._hits(docs, bm25_scores(self.stats, term_ids, docs, params["k1"], params["b"]), k)
@@ -403,7 +417,7 @@ class Index:
             docs = np.arange(self.stats.num_docs)
         else:  # capped: tantivy aborts the process on a limit far above the collection size
             limit = min(max(depth, k), len(self))
-            docs = np.sort(tantivy_bm25(self._searcher, self._schema, terms, term_ids, limit)[0])
+            docs = np.sort(tantivy_bm25(self._searcher, self._schema, terms, term_ids, limit, len(self))[0])
         scores = sdm_scores(self.stats, term_ids, docs, params["mu"], params["weights"], params["window"])
         return self._hits(docs, scores, k)
 
@@ -601,10 +615,8 @@ class _CollectionAnalyser:
                 self.length_chunks.append(np.frombuffer(lengths, dtype=np.int64))
                 return documents
             index_texts, terms, lengths = analyze_chunk(chunk)
-        except (TypeError, UnicodeEncodeError) as err:  # a non-string, a lone surrogate
-            raise InvalidInputError(
-                f"Index.from_texts: {err} (text {first_row} is the chunk's first)"
-            ) from err
+        except (TypeError, UnicodeEncodeError) as err:  # a non-string, a lone surrogate: name its row
+            raise params_layer.locate_bad_text(chunk, first_row) from err
         self.terms.add(terms)
         self.length_chunks.append(lengths)
         return json_documents(index_texts, first_row)

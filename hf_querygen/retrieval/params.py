@@ -28,6 +28,14 @@ from .rankers import BM25_DEFAULT_B, BM25_DEFAULT_K1, SDM_DEFAULT_MU, SDM_DEFAUL
 #: upper bounds where larger values stop being meaningful and start losing float precision
 MAX_K1 = 1e4
 MAX_MU = 1e9
+#: lower bounds (closed) that keep every score finite: ``mu P(x|C)`` must not underflow to 0 even for
+#: an unseen expression of the largest collection (``1 / (2 * 2**63)``), nor ``k1`` times a short
+#: document's length norm (tests/test_retrieval_params.py proves finiteness over the whole domain)
+MIN_K1 = 1e-6
+MIN_MU = 1e-6
+#: SDM weights whose sum lies outside this range are rescaled (same proportions) before scoring, so that
+#: neither the weighted sum overflows (1e308) nor the weights vanish into denormals (5e-324)
+_WEIGHT_SUM_RANGE = (1e-100, 1e100)
 MAX_WINDOW = 2**31 - 1  # positions are int32 in the statistics
 MAX_THREADS = 1024
 #: tantivy's limits on the indexing memory arena per writer thread (bytes)
@@ -68,10 +76,10 @@ def _number(value: float) -> str:
     return f"{int(value):,}" if float(value).is_integer() and abs(value) < 1e12 else f"{value:g}"
 
 
-_MU = Param("mu", "float", SDM_DEFAULT_MU, 0.0, MAX_MU, low_open=True)
+_MU = Param("mu", "float", SDM_DEFAULT_MU, MIN_MU, MAX_MU)
 RANKER_PARAMS: dict[str, dict[str, Param]] = {
     "bm25": {
-        "k1": Param("k1", "float", BM25_DEFAULT_K1, 0.0, MAX_K1, low_open=True),
+        "k1": Param("k1", "float", BM25_DEFAULT_K1, MIN_K1, MAX_K1),
         "b": Param("b", "float", BM25_DEFAULT_B, 0.0, 1.0),
         "exact": Param("exact", "bool", False),
     },
@@ -130,9 +138,18 @@ def check_value(param: Param, value: Any, where: str) -> Any:
         weights = tuple(value)
         if len(weights) != 3 or not all(_is_real(w) and math.isfinite(w) and w >= 0 for w in weights):
             raise _fail(where, param, value)
-        if not sum(weights) > 0:
+        if not max(weights) > 0:
             raise _fail(where, param, value)
-        return tuple(float(w) for w in weights)
+        weights = tuple(float(w) for w in weights)
+        low, high = _WEIGHT_SUM_RANGE
+        peak = max(weights)  # the sum lies in [peak, 3 peak]: no overflow in computing it
+        if not low <= peak <= high / 3:
+            # only the proportions matter (Indri's #weight normalises by the sum): scale by the largest
+            # first (no overflow, no underflow of the largest), then to a sum of 1
+            scaled = [w / peak for w in weights]
+            total = math.fsum(scaled)
+            weights = tuple(w / total for w in scaled)
+        return weights
     if param.kind == "depth" and value is None:
         return None
     if param.kind in ("int", "depth"):
@@ -241,6 +258,46 @@ def check_collection_arguments(texts: Any, ids: Any) -> tuple[Iterable[str], Seq
                 f"{'strings' if name == 'texts' else 'str or int ids'}, got {type(value).__name__}"
             )
     return texts, ids
+
+
+def text_problem(text: Any) -> str | None:
+    """Why ``text`` cannot be analysed (``None``: it can): not a string, or a string that is not valid
+    Unicode text (a lone surrogate, which has no UTF-8 form)."""
+    if not isinstance(text, str):
+        return f"is {type(text).__name__} {_short(text)}, not a string"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        return (
+            f"has a lone surrogate {text[err.start]!r} at character {err.start} (not valid Unicode text; "
+            "decode its source with errors='replace')"
+        )
+    return None
+
+
+def locate_bad_text(
+    texts: Sequence[Any], first_row: int, where: str = "Index.from_texts"
+) -> InvalidInputError:
+    """The error for the first text of ``texts`` (rows from ``first_row``) that cannot be analysed,
+    naming that text's own row; called once a chunk failed, so the good path pays nothing."""
+    for offset, text in enumerate(texts):
+        problem = text_problem(text)
+        if problem is not None:
+            return InvalidInputError(f"{where}: text {first_row + offset} {problem}")
+    return InvalidInputError(f"{where}: a text among rows {first_row}..{first_row + len(texts) - 1} failed")
+
+
+def check_query(query: Any, where: str = "Index.search") -> str:
+    """A query: a string of valid Unicode text (the error names what it is instead)."""
+    problem = text_problem(query)
+    if problem is not None:
+        raise InvalidInputError(f"{where}: the query {problem}")
+    return query
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def check_ids(ids: Sequence | None, num_docs: int) -> list | None:

@@ -15,6 +15,9 @@ collection) and returns float64 scores for the given documents. Formulas:
   expression that never occurs (Indri's background for unseen terms and windows). ``#weight``
   normalises its weights by their sum (as Indri does), which only matters when they do not sum to 1
   or when a single-term query leaves only the unigram part.
+
+A collection without any term (no documents, or only empty ones) scores every document 0 under each
+ranker (no ``P(x|C)`` or ``avgdl`` exists); a term absent from a document adds 0 to its BM25.
 """
 
 from __future__ import annotations
@@ -56,7 +59,7 @@ def bm25_scores(
     """BM25 of ``docs`` (K,) for the query; a repeated query term counts once per occurrence."""
     docs = np.asarray(docs, dtype=np.int64)
     scores = np.zeros(len(docs))
-    if not stats.num_docs:
+    if not stats.num_tokens:  # no document has a term (an empty collection, or only empty documents)
         return scores
     lengths = stats.doc_lengths[docs]
     avgdl = stats.num_tokens / stats.num_docs
@@ -66,8 +69,11 @@ def bm25_scores(
             continue
         df = stats.df(t)
         idf = np.log1p((stats.num_docs - df + 0.5) / (df + 0.5))
-        tf = stats.term_tf(t, docs)
-        scores += idf * tf * (k1 + 1.0) / (tf + norm)
+        tf = stats.term_tf(t, docs).astype(np.float64)
+        # tf = 0 contributes 0 (the formula's limit); computed only where tf > 0, so an empty document
+        # with b = 1 (norm 0) is not 0/0
+        saturation = np.divide(tf * (k1 + 1.0), tf + norm, out=np.zeros(len(docs)), where=tf > 0)
+        scores += idf * saturation
     return scores
 
 
@@ -76,6 +82,8 @@ def ql_scores(stats: CollectionStats, term_ids: Sequence[int], docs: np.ndarray,
     docs = np.asarray(docs, dtype=np.int64)
     lengths = stats.doc_lengths[docs]
     scores = np.zeros(len(docs))
+    if not stats.num_tokens:  # no P(x|C) exists: every document is empty and scores alike
+        return scores
     for t in term_ids:
         scores += dirichlet_log_prob(
             stats.term_tf(t, docs), lengths, background_probability(stats, stats.cf(t)), mu
@@ -100,6 +108,8 @@ def sdm_scores(
     lengths = stats.doc_lengths[docs]
     n = len(term_ids)
     unigram = np.zeros(len(docs))
+    if not stats.num_tokens or not n:  # no P(x|C) exists (every document empty), or no query term
+        return unigram
     for t in term_ids:
         p = background_probability(stats, stats.cf(t))
         unigram += dirichlet_log_prob(stats.term_tf(t, docs), lengths, p, mu)

@@ -40,6 +40,7 @@ import numpy as np
 
 from hf_querygen.errors import ModelFolderError
 
+from .manifest import Digests
 from .native import load_native
 
 ARRAYS = ("tokens", "doc_offsets", "pos_ptr", "positions", "pos_doc", "doc_ptr", "post_docs", "post_tfs")
@@ -133,12 +134,17 @@ class CollectionStats:
         return cls.from_token_ids(list(vocab), np.array(ids, dtype=np.int32), np.array(lengths))
 
     # ------------------------------------------------------------------ persistence
-    def save(self, folder: str | Path) -> None:
+    def save(self, folder: str | Path, digests: Digests | None = None) -> None:
+        """Write the arrays (``.npy``) and the vocabulary; each file's SHA-256 is computed as it is
+        written and recorded in ``digests`` (the index manifest's), so no file is read back."""
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
+        digests = digests or Digests()
         for name in ARRAYS + (PAIR_ARRAYS if len(self.pair_terms) else ()):
-            np.save(folder / f"{name}.npy", np.ascontiguousarray(getattr(self, name)))
-        (folder / VOCAB_FILE).write_text("".join(term + "\n" for term in self.vocab), encoding="utf-8")
+            with digests.writer(folder / f"{name}.npy") as handle:
+                np.save(handle, np.ascontiguousarray(getattr(self, name)))
+        vocabulary = "".join(term + "\n" for term in self.vocab).encode("utf-8")
+        digests.write_bytes(folder / VOCAB_FILE, vocabulary)
 
     @classmethod
     def load(cls, folder: str | Path) -> CollectionStats:

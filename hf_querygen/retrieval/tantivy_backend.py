@@ -86,10 +86,17 @@ def json_documents(index_texts: pa.Array, first_row: int) -> list[str]:
 
 
 def tantivy_bm25(
-    searcher, schema, terms: list[str], term_ids: list[int], limit: int
+    searcher, schema, terms: list[str], term_ids: list[int], limit: int, num_docs: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """tantivy's own BM25 top-``limit`` (WAND) over the terms that occur in the collection (``term_id``
-    >= 0): ``(rows, scores)``, best first."""
+    >= 0): ``(rows, scores)``, best first, ties by row, whatever the number of segments.
+
+    tantivy breaks ties by segment and address within it, which follows the row only in a one-segment
+    index (a multi-threaded or large build has several). So one more document than asked is fetched:
+    when it ties with the ``limit``-th score, every document tied there is fetched (a larger fetch until
+    one past the tie; ``num_docs`` caps it, as tantivy aborts on a limit far above the collection size)
+    and the cut is made by (score, row). An untied boundary costs one extra hit, a tied one a second
+    search."""
     tantivy = import_tantivy()
     clauses = [
         (tantivy.Occur.Should, tantivy.Query.term_query(schema, TEXT_FIELD, term))
@@ -97,11 +104,20 @@ def tantivy_bm25(
         if term_id >= 0
     ]
     query = tantivy.Query.boolean_query(clauses)
-    hits = searcher.search(query, limit=limit, count=False).hits
+    fetch = min(limit + 1, max(num_docs, 1))
+    while True:
+        hits = searcher.search(query, limit=fetch, count=False).hits
+        if len(hits) <= limit or hits[-1][0] < hits[limit - 1][0] or fetch >= num_docs:
+            break
+        # tied groups are often larger than a few documents (duplicates, tantivy's quantised lengths):
+        # one generous second fetch rather than many small ones
+        fetch = min(max(fetch * 4, 64), num_docs)
     if not hits:
         return np.zeros(0, dtype=np.int64), np.zeros(0)
-    rows = searcher.fast_field_values(ROW_FIELD, [address for _, address in hits])
-    return np.asarray(rows, dtype=np.int64), np.asarray([score for score, _ in hits], dtype=np.float64)
+    rows = np.asarray(searcher.fast_field_values(ROW_FIELD, [address for _, address in hits]), dtype=np.int64)
+    scores = np.asarray([score for score, _ in hits], dtype=np.float64)
+    order = np.lexsort((rows, -scores))[:limit]
+    return rows[order], scores[order]
 
 
 def open_tantivy(tantivy_dir: Path):

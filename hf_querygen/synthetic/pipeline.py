@@ -36,6 +36,7 @@ from pathlib import Path
 import datasets
 import numpy as np
 
+from .._fs import claim_in_place_dir
 from ..errors import InvalidInputError
 from .filters import SearchIndex, keyword_query_filter
 from .filters import top_l as select_top_l
@@ -165,6 +166,20 @@ def _shard_path(out_dir: Path, index: int, num_shards: int) -> Path:
     return out_dir / "data" / "all" / f"train-{index:05d}-of-{num_shards:05d}.parquet"
 
 
+#: the .hf_querygen marker kind of a synthetic dataset folder, and the names a run writes there
+SYNTHETIC_KIND = "synthetic"
+SYNTHETIC_OUTPUTS = ("data", "README.md", "synthesis.json")
+
+
+def _legacy_manifest(out: Path) -> dict | None:
+    """The manifest of a run written before its folder was marked: its synthesis.json (None: unreadable)."""
+    try:
+        manifest = json.loads((out / "synthesis.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return manifest if isinstance(manifest, dict) and manifest else None
+
+
 def synthesize(
     questions: datasets.Dataset,
     out_dir: str | os.PathLike,
@@ -202,7 +217,6 @@ def synthesize(
         )
     features = _features(per_question)
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     num_shards = math.ceil(len(questions) / config.shard_size)
     # what determines the output (num_proc / threads / batch_size do not: a resumed run may change them)
     determining = {
@@ -216,15 +230,19 @@ def synthesize(
         "num_shards": num_shards,
         "kqf_tdf": index is not None,
     }
+    # resumed only when the folder holds this very run (its marker's identity is the manifest); a folder
+    # with a data/ or README.md hf-querygen did not write, or another run's, is refused untouched
+    claim_in_place_dir(
+        out,
+        SYNTHETIC_KIND,
+        SYNTHETIC_OUTPUTS,
+        identity=manifest,
+        resume=True,
+        what="synthesize: out_dir",
+        legacy_identity=_legacy_manifest,
+    )
     manifest_path = out / "synthesis.json"
-    if manifest_path.exists():
-        previous = json.loads(manifest_path.read_text())
-        stale = [k for k in manifest if previous.get(k) != json.loads(json.dumps(manifest[k]))]
-        if stale:
-            raise InvalidInputError(
-                f"synthesize: {out} holds a run with different {stale}; use another out_dir to start afresh"
-            )
-    else:
+    if not manifest_path.exists():
         manifest_path.write_text(json.dumps(manifest, indent=2) + "\n")
 
     todo = [

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ..errors import DegenerateOutputWarning, InvalidInputError
 from ..registry import Registry
 from ..specs import family_of
+from ..validation import check_generation_kwargs
 
 if TYPE_CHECKING:
     import datasets
@@ -309,6 +310,35 @@ class Task:
         return None
 
     # ------------------------------------------------------------ decoding and scoring
+    #: the decoding arguments of a family that generates no sequence (a tagger labels its input's words)
+    TAGGER_DECODING: ClassVar[tuple[str, ...]] = ()
+    #: whether ``num_return_sequences`` must fit the beams (False: the task widens the beam itself)
+    RETURNS_WITHIN_BEAMS: ClassVar[bool] = True
+
+    def accepted_decoding(self, family: str) -> tuple[str, ...] | None:
+        """The decoding arguments a model of ``family`` can honour (``None``: those of ``generate`` and
+        the task's own); a tagger honours none."""
+        return self.TAGGER_DECODING if family == "tagging" else None
+
+    def decoding_arguments(
+        self, model: PreTrainedModel, generation_kwargs: Mapping[str, Any], owner: str | None = None
+    ) -> dict[str, Any]:
+        """The one check of the decoding arguments a caller passed (pipelines, ``predict``, ``generate``,
+        ``evaluate``, the demo), under the names the caller wrote, before any are renamed or merged with
+        the model's saved decoding: types and ranges (:func:`hf_querygen.validation.check_generation_kwargs`)
+        and the arguments this model cannot honour, refused rather than ignored."""
+        family = self.family_of(model.config)
+        generation = getattr(model, "generation_config", None)
+        saved = dict(getattr(model.config, "task_decoding", None) or {})
+        beams = saved.get("num_beams") or getattr(generation, "num_beams", None) or 1
+        return check_generation_kwargs(
+            owner or f"{self.name}: predict",
+            generation_kwargs,
+            self.accepted_decoding(family),
+            why=f" (a {family} model of the {self.name} task)",
+            default_beams=(beams if isinstance(beams, int) else 1) if self.RETURNS_WITHIN_BEAMS else None,
+        )
+
     def predict(
         self,
         model: PreTrainedModel,

@@ -63,6 +63,10 @@ class K2QTask(Text2TextTask):
 
     primary_metric = "ROUGE-L"
     pipeline_task = "question-generation"
+    #: the beam is widened to the questions asked for (:meth:`generate_questions`)
+    RETURNS_WITHIN_BEAMS = False
+    #: what a question-frame model honours: it fills frames, it generates no words
+    FRAME_DECODING = ("num_return_sequences", "num_beams", "temperature", "strategy", "overgenerate")
     #: encoder-decoders (EDNet / AttNet / CopyNet), the question-frame model (a frame per query) and
     #: the warm-started BERT2BERT on the backbone's word pieces
     families = ("seq2seq", "frames", "bert2bert")
@@ -277,6 +281,9 @@ class K2QTask(Text2TextTask):
         """The keyword query echoed: the floor to beat."""
         return echo_keyword_queries(sources)
 
+    def accepted_decoding(self, family: str) -> tuple[str, ...] | None:
+        return self.FRAME_DECODING if family == "frames" else super().accepted_decoding(family)
+
     def predict(
         self,
         model: Any,
@@ -339,6 +346,7 @@ class K2QTask(Text2TextTask):
         if strategy not in self.strategies:
             raise InvalidInputError(f"k2q: strategy {strategy!r} is not one of {self.strategies}")
         _count("overgenerate", overgenerate)
+        generation_kwargs = self.decoding_arguments(model, generation_kwargs)  # names as the caller wrote
         kwargs = as_max_length(
             {**dict(getattr(model.config, "task_decoding", None) or {}), **generation_kwargs}
         )

@@ -18,6 +18,7 @@ folder itself) / ``$HF_QUERYGEN_CACHE`` (default ``~/.cache/hf_querygen``).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -116,6 +117,7 @@ def build_synthetic_dataset(
             )
         return datasets.load_dataset(str(out), "all", split="train")
     from ..retrieval import Index
+    from ..retrieval.manifest import IndexFormatError
 
     # P(s) of the KQGM: the keyword-query lengths of the seed pairs' train split
     from ..synthetic.corpus import build_question_corpus, seed_length_prior
@@ -123,10 +125,14 @@ def build_synthetic_dataset(
 
     corpus = build_question_corpus(data_dir)
     index_path = out.parent / f"{out.name}-index"
+    index = None
     if index_path.exists():
-        index = Index.open(index_path)
-    else:
-        index = Index.from_texts(corpus.questions["text"], ids=corpus.questions["id"], path=index_path)
+        with contextlib.suppress(IndexFormatError):  # an older format: rebuilt below
+            index = Index.open(index_path)
+    if index is None:
+        index = Index.from_texts(
+            corpus.questions["text"], ids=corpus.questions["id"], path=index_path, overwrite=True
+        )
     return synthesize(corpus.questions, out, config, seed_length_prior(data_dir), index)
 
 

@@ -425,6 +425,7 @@ class Q2IDTask(Task):
         collate = Q2IDCollator(tokenizer.pad_token_id)
         # the decoding saved with the model (``hf-querygen train --system``: config.task_decoding) is the
         # default; the caller's keyword arguments win
+        generation_kwargs = self.decoding_arguments(model, generation_kwargs)  # names as the caller wrote
         generation_kwargs = {**dict(getattr(model.config, "task_decoding", None) or {}), **generation_kwargs}
         restate = generation_kwargs.pop("restate_query", False)
         if not isinstance(restate, bool):

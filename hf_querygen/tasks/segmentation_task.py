@@ -172,25 +172,40 @@ class SegmentationTask(Task):
     def max_new_tokens(self, data: TaskData | None = None) -> int:
         return 24
 
+    #: what a sequence-to-sequence segmenter honours (it decodes the breaks itself, not generate())
+    SEQ2SEQ_DECODING = ("constrained", "num_beams", "pool_word_probability")
+
+    def accepted_decoding(self, family: str) -> tuple[str, ...] | None:
+        return self.TAGGER_DECODING if family == "tagging" else self.SEQ2SEQ_DECODING
+
     def predict(
         self,
         model: PreTrainedModel,
         tokenizer: PreTrainedTokenizerFast,
         inputs: Sequence[str],
         batch_size: int = 64,
-        constrained: bool = True,
-        num_beams: int = 1,
-        pool_word_probability: bool = True,
+        constrained: bool | None = None,
+        num_beams: int | None = None,
+        pool_word_probability: bool | None = None,
         **generation_kwargs: Any,
     ) -> list[list[str]]:
         """Segments of each query, in the caller's own words (whitespace split, case kept).
 
-        constrained / num_beams / pool_word_probability: see
-        :func:`hf_querygen.tasks.segmentation_neural.seq2seq_batch_breaks` (ignored by a tagger)."""
+        constrained (default True) / num_beams (1) / pool_word_probability (True): see
+        :func:`hf_querygen.tasks.segmentation_neural.seq2seq_batch_breaks`; a tagger honours none of
+        them (given, they are refused), nor any other decoding argument."""
         from .segmentation_neural import segment_breaks
 
-        if generation_kwargs:
-            raise TypeError(f"segmentation predict: unsupported arguments {sorted(generation_kwargs)}")
+        given = {
+            "constrained": constrained,
+            "num_beams": num_beams,
+            "pool_word_probability": pool_word_probability,
+        }
+        given = {name: value for name, value in given.items() if value is not None}
+        self.decoding_arguments(model, {**given, **generation_kwargs})
+        constrained = True if constrained is None else constrained
+        num_beams = 1 if num_beams is None else num_beams
+        pool_word_probability = True if pool_word_probability is None else pool_word_probability
         for i, query in enumerate(inputs):
             if not isinstance(query, str) or not query.split():
                 raise ValueError(f"segmentation inputs must be non-empty strings; input {i} is {query!r}")
