@@ -30,6 +30,10 @@ collections = st.lists(
 queries = st.lists(st.sampled_from(WORDS + ["unseen"]), min_size=1, max_size=5).map(" ".join)
 
 
+def _in_memory(texts, ids=None):
+    return Index.from_texts(texts, ids=ids, show_progress=False, num_threads=1)
+
+
 def _tuples(hits):
     return [(h.id, h.score, h.rank, h.row) for h in hits]
 
@@ -39,7 +43,7 @@ def _tie_at(scores: list[float], cut: int) -> bool:
     return 0 < cut < len(scores) and scores[cut - 1] == scores[cut]
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     texts=collections,
     num_shards=st.integers(1, 4),
@@ -50,17 +54,21 @@ def _tie_at(scores: list[float], cut: int) -> bool:
     pair_table=st.booleans(),
 )
 def test_sharded_results_identical_to_one_index(
-    tmp_path_factory, texts, num_shards, query_list, k, depth, with_ids, pair_table
+    texts, num_shards, query_list, k, depth, with_ids, pair_table
 ):
     num_shards = min(num_shards, len(texts))
     ids = [f"d{i}" for i in range(len(texts))] if with_ids else None
-    folder = tmp_path_factory.mktemp("sharded") / "index"
     # a low threshold puts every term in the pair table, so window counts come from it (as for frequent
     # terms of a large collection) in the single index and in the shards alike
     with mock.patch.object(stats_module, "PAIR_MIN_CF", 1 if pair_table else stats_module.PAIR_MIN_CF):
-        single = Index.from_texts(texts, ids=ids, show_progress=False, num_threads=1)
-        sharded = build_sharded_index(
-            texts, folder, num_shards, ids=ids, show_progress=False, num_threads=1
+        single = _in_memory(texts, ids)
+        # in memory, as build_sharded_index cuts them (its folders: test_folder_checks, the Ray tests)
+        sharded = ShardedIndex(
+            [
+                _in_memory(texts[start:end], ids[start:end] if ids else None)
+                for start, end in shard_ranges(len(texts), num_shards)
+            ],
+            ids=with_ids,
         )
     assert len(sharded) == len(single) and len(sharded.shards) == num_shards
     for query in query_list:
@@ -82,16 +90,17 @@ def test_sharded_results_identical_to_one_index(
             got = _tuples(sharded.search(query, k=k, ranker=ranker, **params))
             assert got == expected, (query, ranker, params)
     batch = sharded.search_batch(query_list, k=k, ranker="sdm", threads=2, depth=None)
-    assert [_tuples(h) for h in batch] == [_tuples(sharded.search(q, k=k, ranker="sdm", depth=None)) for q in query_list]
+    assert [_tuples(h) for h in batch] == [
+        _tuples(sharded.search(q, k=k, ranker="sdm", depth=None)) for q in query_list
+    ]
 
 
 def test_tantivy_arithmetic_on_long_documents():
     """Above 40 tokens tantivy quantises lengths: the sharded first pass follows its codes exactly."""
     rng = np.random.default_rng(3)
     texts = [" ".join(rng.choice(WORDS[:4], size=int(n))) for n in rng.integers(30, 400, size=60)]
-    single = Index.from_texts(texts, show_progress=False, num_threads=1)
-    sharded = ShardedIndex([Index.from_texts(texts[:25], show_progress=False, num_threads=1),
-                            Index.from_texts(texts[25:], show_progress=False, num_threads=1)], ids=False)
+    single = _in_memory(texts)
+    sharded = ShardedIndex([_in_memory(texts[:25]), _in_memory(texts[25:])], ids=False)
     for query in ["alpha", "beta gamma", "alpha alpha delta beta"]:
         assert _tuples(sharded.search(query, k=len(texts))) == _tuples(single.search(query, k=len(texts)))
 
@@ -129,5 +138,7 @@ def test_folder_checks(tmp_path):
     with pytest.raises(ModelFolderError, match="shards.json is missing"):
         ShardedIndex.open(folder)
     with pytest.raises(InvalidInputError, match="duplicate|unique"):
-        build_sharded_index(texts, tmp_path / "dup", 2, ids=["x", "x", "y"], show_progress=False, num_threads=1)
+        build_sharded_index(
+            texts, tmp_path / "dup", 2, ids=["x", "x", "y"], show_progress=False, num_threads=1
+        )
     assert not (tmp_path / "dup").exists()

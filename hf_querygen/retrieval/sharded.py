@@ -157,12 +157,18 @@ def build_sharded_index(
             "format_version": SHARDS_FORMAT_VERSION,
             "num_docs": len(texts),
             "ids": ids is not None,
-            "shards": [
-                {"folder": shard_folder_name(s), "num_docs": size} for s, size in enumerate(sizes)
-            ],
+            "shards": [{"folder": shard_folder_name(s), "num_docs": size} for s, size in enumerate(sizes)],
         }
         (staging / SHARDS_FILE).write_text(json.dumps(manifest, indent=2) + "\n")
     return ShardedIndex.open(path)
+
+
+def open_any_index(path: str | os.PathLike) -> Index | ShardedIndex:
+    """The index at ``path``: a :class:`ShardedIndex` where the folder holds ``shards.json``, else an
+    :class:`Index` (both answer ``search`` / ``search_batch`` alike)."""
+    if (Path(path) / SHARDS_FILE).is_file():
+        return ShardedIndex.open(path)
+    return Index.open(path)
 
 
 # ---------------------------------------------------------------------------------------------- tantivy BM25
@@ -305,7 +311,9 @@ class _GlobalView:
     def term_tf(self, term: int, docs: np.ndarray) -> np.ndarray:
         return self._stats.term_tf(self._to_local(term), docs)
 
-    def window_tf(self, a: int, b: int, width: int, ordered: bool, docs: np.ndarray) -> tuple[int, np.ndarray]:
+    def window_tf(
+        self, a: int, b: int, width: int, ordered: bool, docs: np.ndarray
+    ) -> tuple[int, np.ndarray]:
         cf = self._query.window_cf(a, b, width, ordered)
         la, lb = self._to_local(a), self._to_local(b)
         if la < 0 or lb < 0:
@@ -350,7 +358,8 @@ class ShardedIndex:
             shard = Index.open(folder / entry["folder"])
             if len(shard) != int(entry["num_docs"]):
                 raise ModelFolderError(
-                    f"{folder / entry['folder']}: {len(shard)} documents, {manifest_path} says {entry['num_docs']}"
+                    f"{folder / entry['folder']}: {len(shard)} documents, {manifest_path} says "
+                    f"{entry['num_docs']}"
                 )
             shards.append(shard)
         index = cls(shards, bool(manifest.get("ids")), folder)
@@ -382,9 +391,14 @@ class ShardedIndex:
         if not any(t >= 0 for t in term_ids):
             return []
         views = [_GlobalView(shard.stats, query_stats, s) for s, shard in enumerate(self.shards)]
-        if ranker == "bm25" and not params["exact"] and (params["k1"], params["b"]) == (
-            BM25_DEFAULT_K1,
-            BM25_DEFAULT_B,
+        if (
+            ranker == "bm25"
+            and not params["exact"]
+            and (params["k1"], params["b"])
+            == (
+                BM25_DEFAULT_K1,
+                BM25_DEFAULT_B,
+            )
         ):
             rows, scores = self._tantivy_bm25(query_stats)
             return self._hits(rows, scores.astype(np.float64), k)
@@ -407,9 +421,7 @@ class ShardedIndex:
                 first_rows, _ = top_rows(first_rows, first_scores, limit)
                 candidates = self._split(np.sort(first_rows))
             for s, (view, docs) in enumerate(zip(views, candidates, strict=True)):
-                scores = sdm_scores(
-                    view, term_ids, docs, params["mu"], params["weights"], params["window"]
-                )
+                scores = sdm_scores(view, term_ids, docs, params["mu"], params["weights"], params["window"])
                 parts.append((docs + self.offsets[s], scores))
         rows = np.concatenate([p[0] for p in parts]).astype(np.int64)
         return self._hits(rows, np.concatenate([p[1] for p in parts]), k)
@@ -438,7 +450,7 @@ class ShardedIndex:
 
     # ------------------------------------------------------------------ internals
     def _tantivy_bm25(self, query: _QueryStatistics) -> tuple[np.ndarray, np.ndarray]:
-        """Global rows matching a query term and their tantivy BM25 scores (float32) with global statistics."""
+        """Global rows matching a query term, with their tantivy BM25 (float32) under global statistics."""
         rows, scores = [], []
         for s, shard in enumerate(self.shards):
             occurrences = [
