@@ -329,7 +329,6 @@ def _run_on_ray(
         batch_size=1,
         compute=ray.data.ActorPoolStrategy(size=workers),
         num_cpus=1,
-        max_task_retries=1,
     )
     for row in results.iter_rows():
         yield int(row["rows"])

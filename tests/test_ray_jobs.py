@@ -123,3 +123,18 @@ def test_a_task_that_fails_twice_is_named(local_ray, tmp_path):
         _ray.run_tasks(_build_shard, arguments, ["shard 0", "shard 1"], "build")
     assert Index.open(tmp_path / "s0")  # the task that succeeded kept its output
     assert not (tmp_path / "s1").exists()
+
+
+def test_reformulate_on_ray_data_equals_one_process(local_ray, tmp_path, capsys):
+    import pyarrow.parquet as pq
+    from test_batch_reformulation import query_file, tiny_model_folder
+
+    model_dir = tiny_model_folder(tmp_path / "model")
+    queries = query_file(tmp_path / "q.tsv", 30)
+    common = ["reformulate", "--model", str(model_dir), "--input", str(queries), "--chunk-size", "8"]
+    assert main([*common, "--output", str(tmp_path / "plain.parquet")]) == 0
+    assert main([*common, "--output", str(tmp_path / "ray.parquet"), "--ray", "--workers", "2"]) == 0
+    assert "queries/s" in capsys.readouterr().err
+    assert pq.read_table(tmp_path / "ray.parquet").equals(pq.read_table(tmp_path / "plain.parquet"))
+    assert main([*common, "--output", str(tmp_path / "x.parquet"), "--workers", "2"]) == 2
+    assert "--ray" in capsys.readouterr().err
