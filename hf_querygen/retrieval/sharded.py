@@ -58,6 +58,7 @@ from . import params as params_layer
 from .index import Hit, Index, top_rows
 from .rankers import BM25_DEFAULT_B, BM25_DEFAULT_K1, bm25_scores, matching_documents, ql_scores, sdm_scores
 from .stats import CollectionStats
+from .tantivy_backend import tantivy_bm25
 
 SHARDED_KIND = "sharded-index"  # the .hf_querygen marker kind of a sharded index folder
 SHARDS_FILE = "shards.json"
@@ -217,6 +218,14 @@ def tantivy_idf(df: int, num_docs: int) -> np.float32:
     return _F32(_logf(float(_F32(1.0) + x)))
 
 
+def _tf_norms(num_tokens: int, num_docs: int) -> np.ndarray:
+    """tantivy's BM25 length normalisation per fieldnorm code (256,) float32:
+    ``k1 (1 - b + b dl / avgdl)``, ``avgdl = |C| / N`` in float32."""
+    k1, b = _F32(BM25_DEFAULT_K1), _F32(BM25_DEFAULT_B)
+    average = _F32(num_tokens) / _F32(num_docs)
+    return k1 * (_F32(1.0) - b + b * FIELDNORMS.astype(_F32) / average)
+
+
 def tantivy_bm25_scores(
     num_docs: int,
     num_tokens: int,
@@ -233,9 +242,8 @@ def tantivy_bm25_scores(
     this collection part's documents; ``query``: per query term occurrence ``(df, post_docs, post_tfs)``
     with its global df and its postings in this part. Returns ``(docs, scores)``: the matching documents
     ascending (K,) int64 and their float32 scores (K,)."""
-    k1, b = _F32(BM25_DEFAULT_K1), _F32(BM25_DEFAULT_B)
-    average = _F32(num_tokens) / _F32(num_docs)
-    norm = k1 * (_F32(1.0) - b + b * FIELDNORMS.astype(_F32) / average)  # (256,) tantivy's tf cache
+    k1 = _F32(BM25_DEFAULT_K1)
+    norm = _tf_norms(num_tokens, num_docs)
     scores = np.zeros(size, dtype=_F32)
     matched = np.zeros(size, dtype=bool)
     for df, docs, tfs in query:
@@ -257,6 +265,7 @@ class _QueryStatistics:
 
     def __init__(self, shards: Sequence[CollectionStats], terms: Sequence[str]):
         self.shards = shards
+        self.terms = list(terms)
         present: dict[str, list[int]] = {}
         for term in dict.fromkeys(terms):
             ids = [stats.term_id(term) for stats in shards]
@@ -400,7 +409,7 @@ class ShardedIndex:
                 BM25_DEFAULT_B,
             )
         ):
-            rows, scores = self._tantivy_bm25(query_stats)
+            rows, scores = self._tantivy_bm25(query_stats, k)
             return self._hits(rows, scores.astype(np.float64), k)
         parts: list[tuple[np.ndarray, np.ndarray]] = []
         if ranker in ("bm25", "ql"):
@@ -417,7 +426,7 @@ class ShardedIndex:
                 candidates = [np.arange(len(shard)) for shard in self.shards]
             else:
                 limit = min(max(depth, k), len(self))
-                first_rows, first_scores = self._tantivy_bm25(query_stats)
+                first_rows, first_scores = self._tantivy_bm25(query_stats, limit)
                 first_rows, _ = top_rows(first_rows, first_scores, limit)
                 candidates = self._split(np.sort(first_rows))
             for s, (view, docs) in enumerate(zip(views, candidates, strict=True)):
@@ -449,20 +458,71 @@ class ShardedIndex:
             return list(pool.map(lambda q: self.search(q, k, ranker, **params), queries))
 
     # ------------------------------------------------------------------ internals
-    def _tantivy_bm25(self, query: _QueryStatistics) -> tuple[np.ndarray, np.ndarray]:
-        """Global rows matching a query term, with their tantivy BM25 (float32) under global statistics."""
-        rows, scores = [], []
+    def _tantivy_bm25(self, query: _QueryStatistics, limit: int) -> tuple[np.ndarray, np.ndarray]:
+        """Global rows and their tantivy BM25 (float32) under global statistics: a set of matching documents
+        that holds the global top ``limit`` (all of them where the top is tied at the cut-off).
+
+        Each shard's own tantivy top ``limit`` (WAND, the shard's statistics) is re-scored with the global
+        ones. A document it left out has a local score <= the shard's ``limit``-th, s_L, and a global score
+        <= ratio * s_L, where ratio bounds global / local per term: max_t w_global(t) / w_local(t) times
+        max(1, avgdl_global / avgdl_local) (the tf part tf / (tf + k1 (1 - b + b dl / avgdl)) changes by at
+        most the ratio of the averages). If that bound reaches the ``limit``-th global score of the
+        candidates, the shard is scored in full (every matching document) instead."""
+        k1 = _F32(BM25_DEFAULT_K1)
+        num_docs, num_tokens = query.num_docs, query.num_tokens
+        global_weights = {
+            t: tantivy_idf(query.df[t], num_docs) * (_F32(1.0) + k1) for t in set(query.term_ids) if t >= 0
+        }
+        norm = _tf_norms(num_tokens, num_docs)
+        parts: list[tuple[int, np.ndarray, np.ndarray, float | None]] = []  # shard, docs, scores, bound
         for s, shard in enumerate(self.shards):
-            occurrences = [
-                (query.df[t], *shard.stats.postings(query.local[s][t]))
-                for t in query.term_ids
-                if t >= 0 and query.local[s][t] >= 0
-            ]
-            docs, part = tantivy_bm25_scores(
-                query.num_docs, query.num_tokens, self._fieldnorms[s], occurrences, len(shard)
+            local = query.local[s]
+            present = [t for t in query.term_ids if t >= 0 and local[t] >= 0]
+            if not present:
+                continue
+            stats = shard.stats
+            shard_limit = min(limit, len(shard))
+            local_ids = [local[t] if t >= 0 else -1 for t in query.term_ids]
+            docs, local_scores = tantivy_bm25(
+                shard._searcher, shard._schema, query.terms, local_ids, shard_limit
             )
+            docs = np.sort(docs)
+            scores = np.zeros(len(docs), dtype=_F32)
+            codes = self._fieldnorms[s][docs]
+            for t in present:  # query order, as tantivy sums; a term not in a document adds 0
+                tf = stats.term_tf(local[t], docs).astype(_F32)
+                scores += global_weights[t] * (tf / (tf + norm[codes]))
+            bound = None
+            if len(docs) == shard_limit and shard_limit < len(shard):  # the shard may hold more matches
+                local_average = _F32(stats.num_tokens) / _F32(stats.num_docs)
+                weight_ratio = max(
+                    float(global_weights[t])
+                    / float(tantivy_idf(stats.df(local[t]), stats.num_docs) * (1 + k1))
+                    for t in present
+                )
+                length_ratio = max(1.0, float(_F32(num_tokens) / _F32(num_docs)) / float(local_average))
+                # float32 rounding of both scores: a margin far above it
+                bound = float(local_scores.min()) * weight_ratio * length_ratio * (1.0 + 1e-4)
+            parts.append((s, docs, scores, bound))
+        if not parts:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=_F32)
+        candidates = np.concatenate([p[2] for p in parts])
+        threshold = (
+            np.partition(candidates, len(candidates) - limit)[-limit] if len(candidates) >= limit else None
+        )
+        rows, scores = [], []
+        for s, docs, part_scores, bound in parts:
+            if bound is not None and (threshold is None or bound >= threshold):
+                occurrences = [
+                    (query.df[t], *self.shards[s].stats.postings(query.local[s][t]))
+                    for t in query.term_ids
+                    if t >= 0 and query.local[s][t] >= 0
+                ]
+                docs, part_scores = tantivy_bm25_scores(
+                    num_docs, num_tokens, self._fieldnorms[s], occurrences, len(self.shards[s])
+                )
             rows.append(docs + self.offsets[s])
-            scores.append(part)
+            scores.append(part_scores)
         return np.concatenate(rows).astype(np.int64), np.concatenate(scores)
 
     def _split(self, rows: np.ndarray) -> list[np.ndarray]:
