@@ -1,5 +1,5 @@
-"""The three Ray jobs on this machine, 1 vs 2 Ray workers against the plain one-process path, and the projection
-to the paper's 3.17M questions and a 100M-document collection on N machines.
+"""The three Ray jobs on this machine, 1 vs 2 Ray workers against the plain one-process path, and the
+projection to the paper's 3.17M questions and a 100M-document collection on N machines.
 
 Sections (``--section``, each writes its key of ``--out``, so they can be run one at a time):
 
@@ -146,8 +146,6 @@ def bench_synthesis(args: argparse.Namespace, work: Path) -> dict:
 
 # ---------------------------------------------------------------------------------------------- index
 def bench_index(args: argparse.Namespace, work: Path) -> dict:
-    import numpy as np
-
     from hf_querygen._ray import LOCAL
     from hf_querygen.retrieval import Index
     from hf_querygen.retrieval.sharded import ShardedIndex, build_sharded_index
@@ -200,25 +198,33 @@ def bench_index(args: argparse.Namespace, work: Path) -> dict:
         - 1
     )
 
-    one = Index.open(work / "single")
-    many = ShardedIndex.open(work / "sharded-ray2")
+    single_index = Index.open(work / "single")
+    sharded_index = ShardedIndex.open(work / "sharded-ray2")
     searches = {}
     identical = True
     for ranker in ("sdm", "bm25", "ql"):
-        single_lat = latency(lambda q, r=ranker: one.search(q, k=10, ranker=r), queries)
-        sharded_lat = latency(lambda q, r=ranker: many.search(q, k=10, ranker=r), queries)
-        same = sum(
-            [(h.id, h.score) for h in one.search(q, k=10, ranker=ranker)]
-            == [(h.id, h.score) for h in many.search(q, k=10, ranker=ranker)]
-            for q in queries
-        )
-        identical &= same == len(queries)
+        single_lat = latency(lambda q, r=ranker: single_index.search(q, k=10, ranker=r), queries)
+        sharded_lat = latency(lambda q, r=ranker: sharded_index.search(q, k=10, ranker=r), queries)
+        same = tied_differences = 0
+        for q in queries:
+            equal = [(h.id, h.score) for h in single_index.search(q, k=10, ranker=ranker)] == [
+                (h.id, h.score) for h in sharded_index.search(q, k=10, ranker=ranker)
+            ]
+            same += equal
+            # a tie in tantivy's BM25 at the cut-off (k for bm25, depth for sdm): one index keeps the
+            # documents of its own address order there, the sharded one the lower rows
+            cut = 10 if ranker == "bm25" else 1000
+            first = [h.score for h in single_index.search(q, k=cut + 1)]
+            tie = ranker != "ql" and len(first) > cut and first[cut - 1] == first[cut]
+            tied_differences += not equal and tie
+        identical &= same + tied_differences == len(queries)
         searches[ranker] = {
             "single": single_lat,
             "sharded": sharded_lat,
             "p95_ratio": sharded_lat["p95_ms"] / single_lat["p95_ms"],
             "cpu_p95_ratio": sharded_lat["cpu_p95_ms"] / single_lat["cpu_p95_ms"],
             "queries_with_identical_top10": same,
+            "differing_queries_with_a_bm25_tie_at_the_cut_off": tied_differences,
         }
     results["search_k10"] = searches
     results["search_identical"] = identical
@@ -227,8 +233,6 @@ def bench_index(args: argparse.Namespace, work: Path) -> dict:
         name: sum(p.stat().st_size for p in (work / name).rglob("*") if p.is_file()) / 2**20
         for name in ("single", "sharded-ray2")
     }
-    del one, many
-    np.random.default_rng(0)
     return results
 
 
@@ -351,8 +355,8 @@ def projection(results: dict) -> dict:
                 for n in PROJECTION_MACHINES
             },
             "index_gb": index["index_mb"]["single"] * PROJECTION_DOCS / index["num_docs"] / 1024,
-            "caveat": "the CLI reads the documents file in the driver and ships each shard's texts to its task: "
-            "the driver needs the collection's text in memory (~6 GB for 100M short documents); the "
+            "caveat": "the CLI reads the documents file in the driver and ships each shard's texts to its "
+            "task: the driver needs the collection's text in memory (~6 GB for 100M short documents); the "
             "search reads every shard, so a query's cost is the single index's plus a per-shard overhead",
             "command": f"hf-querygen index build /shared/docs.tsv /shared/index --shards {shards} "
             "--ray ray://HEAD:10001",
@@ -366,7 +370,8 @@ def projection(results: dict) -> dict:
                 str(n): 1e8 / (per_worker * n * PROJECTION_CORES) / 3600 for n in PROJECTION_MACHINES
             },
             "command": "hf-querygen reformulate --model /shared/model --input /shared/log.tsv "
-            f"--output /shared/out.parquet --ray ray://HEAD:10001 --workers {max(PROJECTION_MACHINES) * PROJECTION_CORES}",
+            "--output /shared/out.parquet --ray ray://HEAD:10001 "
+            f"--workers {max(PROJECTION_MACHINES) * PROJECTION_CORES}",
         }
     return out
 

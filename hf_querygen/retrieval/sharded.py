@@ -462,26 +462,26 @@ class ShardedIndex:
         """Global rows and their tantivy BM25 (float32) under global statistics: a set of matching documents
         that holds the global top ``limit`` (all of them where the top is tied at the cut-off).
 
-        Each shard's own tantivy top ``limit`` (WAND, the shard's statistics) is re-scored with the global
-        ones. A document it left out has a local score <= the shard's ``limit``-th, s_L, and a global score
-        <= ratio * s_L, where ratio bounds global / local per term: max_t w_global(t) / w_local(t) times
+        Each shard's own tantivy top l (WAND, the shard's statistics) is re-scored with the global ones. A
+        document it left out has a local score <= the shard's l-th, s_l, and a global score <= ratio * s_l,
+        where ratio bounds global / local per term: max_t w_global(t) / w_local(t) times
         max(1, avgdl_global / avgdl_local) (the tf part tf / (tf + k1 (1 - b + b dl / avgdl)) changes by at
-        most the ratio of the averages). If that bound reaches the ``limit``-th global score of the
-        candidates, the shard is scored in full (every matching document) instead."""
+        most the ratio of the averages). l starts at twice the shard's share of ``limit``; a shard whose
+        bound reaches the ``limit``-th global score of the candidates is asked again for l = ``limit``, and
+        if it still reaches it, scored in full (every matching document)."""
         k1 = _F32(BM25_DEFAULT_K1)
         num_docs, num_tokens = query.num_docs, query.num_tokens
         global_weights = {
             t: tantivy_idf(query.df[t], num_docs) * (_F32(1.0) + k1) for t in set(query.term_ids) if t >= 0
         }
         norm = _tf_norms(num_tokens, num_docs)
-        parts: list[tuple[int, np.ndarray, np.ndarray, float | None]] = []  # shard, docs, scores, bound
-        for s, shard in enumerate(self.shards):
-            local = query.local[s]
-            present = [t for t in query.term_ids if t >= 0 and local[t] >= 0]
-            if not present:
-                continue
+
+        def candidates(s: int, shard_limit: int) -> tuple[np.ndarray, np.ndarray, float | None]:
+            """The shard's tantivy top ``shard_limit`` with global scores, and the bound on the global
+            score of what it left out (None: it returned every matching document)."""
+            shard, local = self.shards[s], query.local[s]
             stats = shard.stats
-            shard_limit = min(limit, len(shard))
+            present = [t for t in query.term_ids if t >= 0 and local[t] >= 0]
             local_ids = [local[t] if t >= 0 else -1 for t in query.term_ids]
             docs, local_scores = tantivy_bm25(
                 shard._searcher, shard._schema, query.terms, local_ids, shard_limit
@@ -492,38 +492,54 @@ class ShardedIndex:
             for t in present:  # query order, as tantivy sums; a term not in a document adds 0
                 tf = stats.term_tf(local[t], docs).astype(_F32)
                 scores += global_weights[t] * (tf / (tf + norm[codes]))
-            bound = None
-            if len(docs) == shard_limit and shard_limit < len(shard):  # the shard may hold more matches
-                local_average = _F32(stats.num_tokens) / _F32(stats.num_docs)
-                weight_ratio = max(
-                    float(global_weights[t])
-                    / float(tantivy_idf(stats.df(local[t]), stats.num_docs) * (1 + k1))
-                    for t in present
-                )
-                length_ratio = max(1.0, float(_F32(num_tokens) / _F32(num_docs)) / float(local_average))
-                # float32 rounding of both scores: a margin far above it
-                bound = float(local_scores.min()) * weight_ratio * length_ratio * (1.0 + 1e-4)
-            parts.append((s, docs, scores, bound))
-        if not parts:
+            if len(docs) < shard_limit or shard_limit >= len(shard):
+                return docs, scores, None
+            local_average = _F32(stats.num_tokens) / _F32(stats.num_docs)
+            weight_ratio = max(
+                float(global_weights[t]) / float(tantivy_idf(stats.df(local[t]), stats.num_docs) * (1 + k1))
+                for t in present
+            )
+            length_ratio = max(1.0, float(_F32(num_tokens) / _F32(num_docs)) / float(local_average))
+            # the margin covers float32 rounding of both scores, far above it
+            return docs, scores, float(local_scores.min()) * weight_ratio * length_ratio * (1.0 + 1e-4)
+
+        def full(s: int) -> tuple[np.ndarray, np.ndarray, None]:
+            occurrences = [
+                (query.df[t], *self.shards[s].stats.postings(query.local[s][t]))
+                for t in query.term_ids
+                if t >= 0 and query.local[s][t] >= 0
+            ]
+            docs, scores = tantivy_bm25_scores(
+                num_docs, num_tokens, self._fieldnorms[s], occurrences, len(self.shards[s])
+            )
+            return docs, scores, None
+
+        searched = [
+            s
+            for s in range(len(self.shards))
+            if any(t >= 0 and query.local[s][t] >= 0 for t in query.term_ids)
+        ]
+        if not searched:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=_F32)
-        candidates = np.concatenate([p[2] for p in parts])
-        threshold = (
-            np.partition(candidates, len(candidates) - limit)[-limit] if len(candidates) >= limit else None
-        )
-        rows, scores = [], []
-        for s, docs, part_scores, bound in parts:
-            if bound is not None and (threshold is None or bound >= threshold):
-                occurrences = [
-                    (query.df[t], *self.shards[s].stats.postings(query.local[s][t]))
-                    for t in query.term_ids
-                    if t >= 0 and query.local[s][t] >= 0
-                ]
-                docs, part_scores = tantivy_bm25_scores(
-                    num_docs, num_tokens, self._fieldnorms[s], occurrences, len(self.shards[s])
-                )
-            rows.append(docs + self.offsets[s])
-            scores.append(part_scores)
-        return np.concatenate(rows).astype(np.int64), np.concatenate(scores)
+        # first ask each shard for twice its share of the top (enough unless the top gathers in a few
+        # shards), then the whole top from the shards whose bound is not below the global limit-th score,
+        # then every matching document of those still not below it
+        share = min(limit, -(-2 * limit // len(searched)))
+        parts = {s: candidates(s, min(share, len(self.shards[s]))) for s in searched}
+        for step in ("top", "full"):
+            pooled = np.concatenate([part[1] for part in parts.values()])
+            threshold = np.partition(pooled, len(pooled) - limit)[-limit] if len(pooled) >= limit else None
+            open_shards = [
+                s
+                for s, (_, _, bound) in parts.items()
+                if bound is not None and (threshold is None or bound >= threshold)
+            ]
+            for s in open_shards:
+                shard_limit = min(limit, len(self.shards[s]))
+                wider = step == "top" and share < shard_limit
+                parts[s] = candidates(s, shard_limit) if wider else full(s)
+        rows = np.concatenate([parts[s][0] + self.offsets[s] for s in searched]).astype(np.int64)
+        return rows, np.concatenate([parts[s][1] for s in searched])
 
     def _split(self, rows: np.ndarray) -> list[np.ndarray]:
         """Ascending global rows -> each shard's local rows (ascending)."""
