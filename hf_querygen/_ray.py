@@ -49,7 +49,8 @@ def ensure_ray(address: str | None = None, num_cpus: int | None = None) -> Any:
             return ray
         except ConnectionError:
             pass  # no Ray running on this machine: start one for this job
-        ray.init(num_cpus=num_cpus, **options)
+        # a Ray for this job alone listens on the loopback interface only
+        ray.init(num_cpus=num_cpus, _node_ip_address="127.0.0.1", **options)
         return ray
     try:
         ray.init(address=address, **options)

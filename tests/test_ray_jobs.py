@@ -24,6 +24,8 @@ from hf_querygen.synthetic.pipeline import SynthesisConfig, synthesize  # noqa: 
 @pytest.fixture(scope="module")
 def local_ray():
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    if ray.is_initialized():  # a Ray another test's command started (the README's) has other CPUs
+        ray.shutdown()
     ray.init(
         num_cpus=2,
         include_dashboard=False,
