@@ -50,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from hf_querygen._fs import atomic_output_dir, remove_tree
+from hf_querygen._fs import atomic_output_dir
 from hf_querygen._ray import ensure_ray, run_tasks
 from hf_querygen.errors import InvalidInputError, ModelFolderError
 
@@ -129,6 +129,7 @@ def build_sharded_index(
             from tqdm.auto import tqdm
 
             progress = tqdm(total=len(texts), desc=f"indexing {num_shards} shards", unit="doc")
+        # a failure leaves nothing: the shards built so far are inside the staging folder, removed with it
         try:
             if use_ray:
                 ensure_ray(ray_address)
@@ -145,12 +146,6 @@ def build_sharded_index(
                     sizes.append(_build_shard(*args))
                     if progress is not None:
                         progress.update(sizes[-1])
-        except BaseException:
-            # tasks that finished published their shard inside the staging folder: removed with it
-            for args in arguments:
-                if Path(args[2]).exists():
-                    remove_tree(Path(args[2]))
-            raise
         finally:
             if progress is not None:
                 progress.close()
@@ -399,18 +394,11 @@ class ShardedIndex:
         term_ids = query_stats.term_ids
         if not any(t >= 0 for t in term_ids):
             return []
-        views = [_GlobalView(shard.stats, query_stats, s) for s, shard in enumerate(self.shards)]
-        if (
-            ranker == "bm25"
-            and not params["exact"]
-            and (params["k1"], params["b"])
-            == (
-                BM25_DEFAULT_K1,
-                BM25_DEFAULT_B,
-            )
-        ):
+        tantivy_defaults = (params.get("k1"), params.get("b")) == (BM25_DEFAULT_K1, BM25_DEFAULT_B)
+        if ranker == "bm25" and not params["exact"] and tantivy_defaults:
             rows, scores = self._tantivy_bm25(query_stats, k)
             return self._hits(rows, scores.astype(np.float64), k)
+        views = [_GlobalView(shard.stats, query_stats, s) for s, shard in enumerate(self.shards)]
         parts: list[tuple[np.ndarray, np.ndarray]] = []
         if ranker in ("bm25", "ql"):
             for s, view in enumerate(views):
