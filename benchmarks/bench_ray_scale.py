@@ -38,7 +38,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_retrieval import latency, read_question_pool, synthetic_corpus  # noqa: E402
+from bench_retrieval import read_question_pool, synthetic_corpus  # noqa: E402
 
 PAPER_QUESTIONS = 3_168_678
 PROJECTION_DOCS = 100_000_000
@@ -146,6 +146,8 @@ def bench_synthesis(args: argparse.Namespace, work: Path) -> dict:
 
 # ---------------------------------------------------------------------------------------------- index
 def bench_index(args: argparse.Namespace, work: Path) -> dict:
+    import numpy as np
+
     from hf_querygen._ray import LOCAL
     from hf_querygen.retrieval import Index
     from hf_querygen.retrieval.sharded import ShardedIndex, build_sharded_index
@@ -202,27 +204,42 @@ def bench_index(args: argparse.Namespace, work: Path) -> dict:
     sharded_index = ShardedIndex.open(work / "sharded-ray2")
     searches = {}
     identical = True
-    for ranker in ("sdm", "bm25", "ql"):
-        single_lat = latency(lambda q, r=ranker: single_index.search(q, k=10, ranker=r), queries)
-        sharded_lat = latency(lambda q, r=ranker: sharded_index.search(q, k=10, ranker=r), queries)
+    for ranker in args.rankers.split(","):
+        timings: dict[str, dict[str, list[float]]] = {
+            "single": {"wall": [], "cpu": []},
+            "sharded": {"wall": [], "cpu": []},
+        }
         same = tied_differences = 0
         for q in queries:
-            equal = [(h.id, h.score) for h in single_index.search(q, k=10, ranker=ranker)] == [
-                (h.id, h.score) for h in sharded_index.search(q, k=10, ranker=ranker)
-            ]
+            hits = {}
+            for name, index in (("single", single_index), ("sharded", sharded_index)):
+                started, started_cpu = time.perf_counter(), time.process_time()
+                hits[name] = [(h.id, h.score) for h in index.search(q, k=10, ranker=ranker)]
+                timings[name]["wall"].append((time.perf_counter() - started) * 1000)
+                timings[name]["cpu"].append((time.process_time() - started_cpu) * 1000)
+            equal = hits["single"] == hits["sharded"]
             same += equal
-            # a tie in tantivy's BM25 at the cut-off (k for bm25, depth for sdm): one index keeps the
-            # documents of its own address order there, the sharded one the lower rows
-            cut = 10 if ranker == "bm25" else 1000
-            first = [h.score for h in single_index.search(q, k=cut + 1)]
-            tie = ranker != "ql" and len(first) > cut and first[cut - 1] == first[cut]
-            tied_differences += not equal and tie
+            if not equal and ranker != "ql":
+                # a tie in tantivy's BM25 at the cut-off (k for bm25, depth for sdm): one index keeps the
+                # documents of its own address order there, the sharded one the lower rows
+                cut = 10 if ranker == "bm25" else 1000
+                first = [h.score for h in single_index.search(q, k=cut + 1)]
+                tied_differences += len(first) > cut and first[cut - 1] == first[cut]
         identical &= same + tied_differences == len(queries)
+        summary = {
+            name: {
+                "p50_ms": float(np.percentile(t["wall"], 50)),
+                "p95_ms": float(np.percentile(t["wall"], 95)),
+                "cpu_p50_ms": float(np.percentile(t["cpu"], 50)),
+                "cpu_p95_ms": float(np.percentile(t["cpu"], 95)),
+                "n": len(t["wall"]),
+            }
+            for name, t in timings.items()
+        }
         searches[ranker] = {
-            "single": single_lat,
-            "sharded": sharded_lat,
-            "p95_ratio": sharded_lat["p95_ms"] / single_lat["p95_ms"],
-            "cpu_p95_ratio": sharded_lat["cpu_p95_ms"] / single_lat["cpu_p95_ms"],
+            **summary,
+            "p95_ratio": summary["sharded"]["p95_ms"] / summary["single"]["p95_ms"],
+            "cpu_p95_ratio": summary["sharded"]["cpu_p95_ms"] / summary["single"]["cpu_p95_ms"],
             "queries_with_identical_top10": same,
             "differing_queries_with_a_bm25_tie_at_the_cut_off": tied_differences,
         }
@@ -392,6 +409,7 @@ def main() -> None:
     parser.add_argument("--num-docs", type=int, default=1_000_000)
     parser.add_argument("--shards", type=int, default=4)
     parser.add_argument("--num-queries", type=int, default=300)
+    parser.add_argument("--rankers", default="sdm,bm25,ql", help="index: the rankers timed, comma-separated")
     parser.add_argument("--queries", type=int, default=3000)
     parser.add_argument("--chunk-size", type=int, default=250)
     parser.add_argument("--hidden", type=int, default=256)
