@@ -322,7 +322,8 @@ def _run_on_ray(
     """The chunks of ``todo`` through Ray Data: a dataset of chunk rows, ``map_batches`` on ``workers``
     actors of :class:`ChunkReformulator` (one chunk per call); yields each chunk's rows as it finishes."""
     ray = ensure_ray(ray_address)
-    dataset = ray.data.from_items([asdict(chunk) for chunk in todo])
+    # one block per chunk: the actors share the chunks (in one block, one actor would take them all)
+    dataset = ray.data.from_items([asdict(chunk) for chunk in todo], override_num_blocks=len(todo))
     results = dataset.map_batches(
         ChunkReformulator,
         fn_constructor_args=(str(model_dir), str(input_path), str(parts_dir), asdict(settings)),
