@@ -1,5 +1,5 @@
-"""``hf-querygen train`` / ``evaluate`` / ``generate``: thin argument parsing over library functions
-(:func:`hf_querygen.training.train_model`, :meth:`hf_querygen.tasks.base.Task.evaluate` /
+"""``hf-querygen train`` / ``evaluate`` / ``generate`` / ``reformulate``: thin argument parsing over library
+functions (:func:`hf_querygen.training.train_model`, :meth:`hf_querygen.tasks.base.Task.evaluate` /
 :meth:`~hf_querygen.tasks.base.Task.predict`). Nothing heavy is imported to build the parser."""
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from ._fs import check_output_dir, check_output_file
+from ._ray import LOCAL
+from .batch_reformulation import ReformulationSettings, print_summary, reformulate
 from .cli import LazyChoices, non_negative_int, positive_float, positive_int
 from .errors import InvalidInputError
 from .experiments.papers import REPRODUCTIONS, get_reproduction
@@ -138,6 +140,39 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     generate.add_argument("--max-new-tokens", type=positive_int, default=None)
     generate.add_argument("--threads", type=non_negative_int, default=1, help=THREADS_HELP)
     generate.set_defaults(func=_generate_command)
+
+    reformulate = subparsers.add_parser(
+        "reformulate",
+        help="run a trained model over a query file in batches (resumable); writes a parquet file",
+        description="Every line of --input (.tsv: id<TAB>text with an optional header; .txt: one query per "
+        "line, ids = line numbers) through the model's task, in chunks written as they finish (rerun the "
+        "same command to continue a killed run), then --output (parquet: id, input, output).",
+    )
+    reformulate.add_argument("--model", type=Path, required=True, help="model folder (hf-querygen train)")
+    reformulate.add_argument("--input", type=Path, required=True, help="queries (.tsv or .txt)")
+    reformulate.add_argument("--output", type=Path, required=True, help="parquet file to write")
+    reformulate.add_argument("--overwrite", action="store_true", help="replace an existing --output")
+    reformulate.add_argument("--batch-size", type=positive_int, default=64, help="queries per model call")
+    reformulate.add_argument(
+        "--chunk-size", type=positive_int, default=10_000, help="queries per part file (resume granularity)"
+    )
+    reformulate.add_argument("--num-beams", type=positive_int, default=None)
+    reformulate.add_argument("--max-new-tokens", type=positive_int, default=None)
+    reformulate.add_argument(
+        "--ray",
+        nargs="?",
+        const=LOCAL,
+        default=None,
+        metavar="ADDRESS",
+        help="run the chunks through Ray Data (map_batches on --workers actors, the model loaded once per "
+        "actor; pip install 'hf-querygen[ray]'): on the cluster at ADDRESS (the files on a file system "
+        "every node sees), or without ADDRESS on a Ray started on this machine, else a local one",
+    )
+    reformulate.add_argument(
+        "--workers", type=positive_int, default=1, help="--ray: model replicas (actors), one CPU each"
+    )
+    reformulate.add_argument("--threads", type=non_negative_int, default=1, help=THREADS_HELP)
+    reformulate.set_defaults(func=_reformulate_command)
 
     classifier = subparsers.add_parser(
         "wellformedness-classifier",
@@ -358,6 +393,31 @@ def _evaluate_command(args: argparse.Namespace) -> int:
             for source, output in zip(dataset[task.source_column], outputs, strict=True):
                 handle.write(json.dumps({"source": source, "prediction": task.as_text(output)}) + "\n")
     print(json.dumps(result, indent=2))
+    return 0
+
+
+def _reformulate_command(args: argparse.Namespace) -> int:
+    generation: dict[str, Any] = {}
+    if args.num_beams is not None:
+        generation["num_beams"] = args.num_beams
+    if args.max_new_tokens is not None:
+        generation["max_new_tokens"] = args.max_new_tokens
+    if args.workers > 1 and args.ray is None:
+        raise SystemExit("reformulate: --workers runs model replicas on Ray; add --ray")
+    set_threads(args.threads)
+    settings = ReformulationSettings(
+        batch_size=args.batch_size, chunk_size=args.chunk_size, generation=generation, threads=args.threads
+    )
+    summary = reformulate(
+        args.model,
+        args.input,
+        args.output,
+        settings,
+        ray_address=args.ray,
+        workers=args.workers,
+        overwrite=args.overwrite,
+    )
+    print_summary(summary, args.output)
     return 0
 
 

@@ -20,6 +20,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
         "__init__",
         "_fs",
         "_lazy_registration",
+        "_ray",
         "_registration",
         "cli",
         "errors",
@@ -37,7 +38,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("tasks", "inference", "model_folder"),
     ("baselines", "training", "hub", "hub_export"),
     ("pipelines",),
-    ("experiments", "systems", "commands", "hub_cli", "hub_code", "demo"),
+    ("experiments", "systems", "commands", "batch_reformulation", "hub_cli", "hub_code", "demo"),
 )
 FLOOR = {component: level for level, components in enumerate(FLOORS) for component in components}
 
@@ -174,6 +175,7 @@ HEAVY = frozenset(
         "jieba",
         "matplotlib",
         "pycrfsuite",
+        "ray",
         "selenium",
         "sumy",
         "yake",

@@ -9,6 +9,7 @@
 
 from .analysis import analyze
 from .index import RANKERS, Hit, Index
+from .sharded import ShardedIndex, build_sharded_index
 from .stats import CollectionStats
 
-__all__ = ["RANKERS", "CollectionStats", "Hit", "Index", "analyze"]
+__all__ = ["RANKERS", "CollectionStats", "Hit", "Index", "ShardedIndex", "analyze", "build_sharded_index"]

@@ -13,7 +13,9 @@ from hf_querygen.retrieval import Index
 from hf_querygen.retrieval.dense import DTYPES
 from hf_querygen.retrieval.index import INDEX_KIND
 from hf_querygen.retrieval.params import RANKERS, parse_params
+from hf_querygen.retrieval.sharded import SHARDED_KIND, build_sharded_index, open_any_index
 
+from .._ray import LOCAL
 from ..cli import non_negative_int, positive_int
 
 
@@ -47,10 +49,27 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     )
     build.add_argument("--dense-dtype", choices=DTYPES, default="float32", help="stored embedding type")
     build.add_argument("--device", default=None, help="encoding device (cpu, cuda; default: CUDA if present)")
+    build.add_argument(
+        "--shards",
+        type=positive_int,
+        default=None,
+        help="split the documents into N contiguous shards, each its own index, searched as one with the "
+        "summed collection statistics (results equal one index's)",
+    )
+    build.add_argument(
+        "--ray",
+        nargs="?",
+        const=LOCAL,
+        default=None,
+        metavar="ADDRESS",
+        help="build the shards as Ray tasks (needs --shards; pip install 'hf-querygen[ray]'): on the cluster "
+        "at ADDRESS (e.g. ray://head:10001, the output folder on a file system every node sees), or without "
+        "ADDRESS on a Ray started on this machine, else a local one",
+    )
     build.set_defaults(func=_build)
 
     search = commands.add_parser("search", help="search an index; prints JSON lines")
-    search.add_argument("index", type=Path, help="index folder")
+    search.add_argument("index", type=Path, help="index folder (one index or a sharded one)")
     search.add_argument("queries", nargs="*", help="queries (default: one per line on stdin)")
     search.add_argument("-k", type=positive_int, default=10, help="hits per query (default 10)")
     search.add_argument("--ranker", default="bm25", choices=list(RANKERS))
@@ -157,19 +176,36 @@ def _parse_params(ranker: str, pairs: list[str]) -> dict:
 def _build(args: argparse.Namespace) -> int:
     import time
 
-    check_output_dir(args.output, INDEX_KIND, args.overwrite, what="index")  # before reading the input
+    if args.ray is not None and args.shards is None:
+        raise SystemExit("index build: --ray builds shards as Ray tasks; give --shards N")
+    if args.embed is not None and args.shards is not None:
+        raise SystemExit("index build: --embed builds one index's dense field; it does not go with --shards")
+    kind = INDEX_KIND if args.shards is None else SHARDED_KIND
+    check_output_dir(args.output, kind, args.overwrite, what="index")  # before reading the input
     texts, ids = _read_documents(args.input, args.text_field, args.id_field)
     start = time.perf_counter()
-    index = Index.from_texts(
-        texts,
-        ids=ids,
-        path=args.output,
-        overwrite=args.overwrite,
-        num_threads=args.threads,
-        embedder=args.embed,
-        dense_dtype=args.dense_dtype,
-        device=args.device,
-    )
+    if args.shards is None:
+        index = Index.from_texts(
+            texts,
+            ids=ids,
+            path=args.output,
+            overwrite=args.overwrite,
+            num_threads=args.threads,
+            embedder=args.embed,
+            dense_dtype=args.dense_dtype,
+            device=args.device,
+        )
+    else:
+        index = build_sharded_index(
+            texts,
+            args.output,
+            args.shards,
+            ids=ids,
+            overwrite=args.overwrite,
+            use_ray=args.ray is not None,
+            ray_address=args.ray,
+            num_threads=args.threads,
+        )
     seconds = time.perf_counter() - start
     print(
         f"{index} built in {seconds:.1f} s ({len(index) / max(seconds, 1e-9):,.0f} docs/s)", file=sys.stderr
@@ -179,7 +215,7 @@ def _build(args: argparse.Namespace) -> int:
 
 def _search(args: argparse.Namespace) -> int:
     params = _parse_params(args.ranker, args.param)  # before opening the index
-    index = Index.open(args.index)
+    index = open_any_index(args.index)
     queries = args.queries or [line.rstrip("\n") for line in sys.stdin]
     results = index.search_batch(queries, k=args.k, ranker=args.ranker, threads=args.threads, **params)
     for query, hits in zip(queries, results, strict=True):

@@ -568,18 +568,10 @@ class Index:
 
     # ------------------------------------------------------------------ internals
     def _hits(self, rows: np.ndarray, scores: np.ndarray, k: int) -> list[Hit]:
-        if not len(rows):
-            return []
-        if len(rows) > k:
-            keep = np.argpartition(-scores, k - 1)[:k]
-            # argpartition may cut through a tie at the k-th score: take every row tied with it
-            threshold = scores[keep].min()
-            keep = np.flatnonzero(scores >= threshold)
-            rows, scores = rows[keep], scores[keep]
-        order = np.lexsort((rows, -scores))[:k]
+        rows, scores = top_rows(rows, scores, k)
         return [
-            Hit(self.doc_id(int(rows[i])), float(scores[i]), rank, int(rows[i]))
-            for rank, i in enumerate(order, start=1)
+            Hit(self.doc_id(int(row)), float(score), rank, int(row))
+            for rank, (row, score) in enumerate(zip(rows, scores, strict=True), start=1)
         ]
 
 
@@ -640,6 +632,18 @@ def _chunks(iterable: Iterable, size: int) -> Iterable[list]:
     iterator = iter(iterable)
     while chunk := list(itertools.islice(iterator, size)):
         yield chunk
+
+
+def top_rows(rows: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The best ``k`` of ``rows`` (K,) by ``scores`` (K,): ``(rows, scores)``, best first, ties by row."""
+    if len(rows) > k:
+        keep = np.argpartition(-scores, k - 1)[:k]
+        # argpartition may cut through a tie at the k-th score: take every row tied with it
+        threshold = scores[keep].min()
+        keep = np.flatnonzero(scores >= threshold)
+        rows, scores = rows[keep], scores[keep]
+    order = np.lexsort((rows, -scores))[:k]
+    return rows[order], scores[order]
 
 
 def _ranker_params(ranker: str, params: dict[str, Any]) -> dict[str, Any]:

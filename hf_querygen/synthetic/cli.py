@@ -13,6 +13,7 @@ import argparse
 from pathlib import Path
 
 from .._fs import check_writable_dir
+from .._ray import LOCAL
 from ..cli import non_negative_int, positive_int, unit_float
 from ..errors import InvalidInputError
 
@@ -46,6 +47,16 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--no-filters", action="store_true", help="skip KQF and TDF (no index needed)")
     parser.add_argument(
         "--limit", type=positive_int, default=None, help="only the first N questions (smoke runs)"
+    )
+    parser.add_argument(
+        "--ray",
+        nargs="?",
+        const=LOCAL,
+        default=None,
+        metavar="ADDRESS",
+        help="run the shards as Ray tasks (pip install 'hf-querygen[ray]'): on the cluster at ADDRESS (e.g. "
+        "ray://head:10001; --out-dir and --index on a file system every node sees), or without ADDRESS on a "
+        "Ray started on this machine, else a local one; same output as without --ray",
     )
     parser.set_defaults(func=_synthesize)
 
@@ -93,7 +104,13 @@ def _synthesize(args: argparse.Namespace) -> int:
         threads=args.threads,
     )
     out = synthesize(
-        questions, args.out_dir, config, seed_length_prior(args.data_dir), index, top_l=args.top_l
+        questions,
+        args.out_dir,
+        config,
+        seed_length_prior(args.data_dir),
+        index,
+        top_l=args.top_l,
+        ray_address=args.ray,
     )
     print(f"{len(out):,} synthetic pairs in {args.out_dir} ({corpus.stats['questions']:,} questions in Q)")
     return 0

@@ -18,13 +18,15 @@
 to the Hub as it is. Without an index, KQF and TDF are skipped (``kqf_rank`` = -1, ``tdf_score`` NaN)
 and the first candidate is kept: the KQGM-only data (the paper's "Baseline/Par/Par+Ph" sets).
 
-Scale: shards are independent given Q, its statistics and the index, so several machines can each
-run a disjoint range of shards (``shards=range(a, b)``) into a shared folder; the same split maps onto
-Ray Data (``map_batches`` over the shard list) or Spark (``mapPartitions`` over shards).
+Scale: shards are independent given Q, its statistics and the index. ``ray_address=`` (CLI
+``--ray [ADDRESS]``) runs each missing shard as a Ray task, the same shard function as the one-process
+run, so the output is byte-identical; without Ray, several machines can each run a disjoint range of
+shards (``shards=range(a, b)``) into a shared folder.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -37,7 +39,9 @@ import datasets
 import numpy as np
 
 from .._fs import claim_in_place_dir
+from .._ray import ensure_ray, run_tasks
 from ..errors import InvalidInputError
+from ..retrieval.sharded import open_any_index
 from .filters import SearchIndex, keyword_query_filter
 from .filters import top_l as select_top_l
 from .kqgm import (
@@ -190,6 +194,7 @@ def synthesize(
     shards: Iterable[int] | None = None,
     generator: KeywordQueryGenerator | None = None,
     progress: bool = True,
+    ray_address: str | None = None,
 ) -> datasets.Dataset:
     """Run (or resume) the pipeline of the module docstring; returns the full synthetic dataset.
 
@@ -197,6 +202,13 @@ def synthesize(
     (see :func:`hf_querygen.synthetic.corpus.build_question_corpus`); the index, when given, must hold
     Q under the same ids. ``shards`` restricts this call to some shards (distributed runs); the card
     is written once every shard exists.
+
+    ``ray_address``: run the missing shards as Ray tasks, one per shard, each the same shard function as
+    the one-process run (so the same bytes): on the cluster at that address, or with
+    :data:`hf_querygen._ray.LOCAL` on a Ray started on this machine, else a local one. Q, the generator
+    and the cluster map go to the object store once; each task reopens the index from its folder (which,
+    like ``out_dir``, every worker must see). A failed task is retried once; a shard that fails again is
+    named with its error after the others have finished (rerun to continue).
     """
     from tqdm.auto import tqdm
 
@@ -257,100 +269,33 @@ def synthesize(
         cluster_of = (
             dict(zip(questions["id"], questions["cluster_id"], strict=True)) if index is not None else {}
         )
-        kq = config.kqgm
-        for shard_index in tqdm(todo, desc="synthesize shards", disable=not progress):
-            shard = questions.shard(num_shards, shard_index, contiguous=True)
-            with_candidates = shard.map(
-                _candidates_batch,
-                batched=True,
-                batch_size=config.batch_size,
-                num_proc=config.num_proc,
-                # without KQF only the first candidate is kept: draw just that one (the per-question
-                # generator is sequential, so candidate 0 is the same whatever m is)
-                fn_kwargs={
-                    "generator": generator,
-                    "seed": config.seed,
-                    "m": config.num_candidates if index is not None else 1,
-                },
-                # fingerprint from what determines the output; hashing the generator would be slow
-                new_fingerprint=hashlib.sha1(
-                    json.dumps(
-                        [manifest["questions_fingerprint"], determining, index is not None, shard_index]
-                    ).encode()
-                ).hexdigest(),
-                desc=f"KQGM shard {shard_index}",
+        shard_fingerprint = [manifest["questions_fingerprint"], determining]
+        if ray_address is not None:
+            _synthesize_on_ray(
+                (questions, generator, cluster_of),
+                todo,
+                num_shards,
+                out,
+                config,
+                index,
+                shard_fingerprint,
+                ray_address,
+                progress,
             )
-            ids = with_candidates["id"]
-            candidates = with_candidates["candidates"]
-            cand_units = with_candidates["candidate_units"]
-            # each column read once (a Dataset column is materialised on every access)
-            questions_column, clusters_column = with_candidates["question"], with_candidates["cluster_id"]
-            if index is not None:
-                bar = tqdm(
-                    total=len(ids) * config.num_candidates,
-                    desc="KQF queries",
-                    disable=not progress,
-                    leave=False,
-                )
-                kqf = keyword_query_filter(
-                    ids,
-                    candidates,
+        else:
+            for shard_index in tqdm(todo, desc="synthesize shards", disable=not progress):
+                _synthesize_shard(
+                    questions.shard(num_shards, shard_index, contiguous=True),
+                    shard_index,
+                    num_shards,
+                    out,
+                    config,
+                    generator,
                     index,
-                    top_n=config.top_n,
-                    ranker=config.ranker,
-                    threads=config.threads,
-                    progress=bar.update,
-                    keep=per_question,
+                    cluster_of,
+                    shard_fingerprint,
+                    progress,
                 )
-                bar.close()
-                # (question, candidate, rank of q, retrieved ids, query number): the kept candidate, then
-                # the further ones that rank q first (keyword_queries_per_question > 1)
-                picks = [
-                    (i, j, rank, retrieved, number)
-                    for i, r in enumerate(kqf)
-                    for number, (j, rank, retrieved) in enumerate(
-                        [(r.chosen, r.rank, r.retrieved), *((a, 1, hits) for a, hits in r.also)], start=1
-                    )
-                ]
-                tried = [kqf[i].candidates_tried for i, *_ in picks]
-                scores = [
-                    (sum(cluster_of.get(h) == clusters_column[i] for h in retrieved) / len(retrieved))
-                    if retrieved
-                    else 0.0
-                    for i, _, _, retrieved, _ in picks
-                ]  # Eq. (8), C_q = the members of q's cluster
-            else:
-                picks = [(i, 0, -1, None, 1) for i in range(len(ids))]
-                tried, scores = [0] * len(ids), [float("nan")] * len(ids)
-            rows = [pick[0] for pick in picks]
-            chosen = [pick[1] for pick in picks]
-            n = len(picks)
-            columns = {
-                "id": [ids[i] for i in rows],
-                "question": [questions_column[i] for i in rows],
-                "cluster_id": [clusters_column[i] for i in rows],
-                "keyword_query": [candidates[i][j] for i, j in zip(rows, chosen, strict=True)],
-                "keyword_units": [cand_units[i][j].split(" ") for i, j in zip(rows, chosen, strict=True)],
-                "kqgm_config": [kq.name] * n,
-                "strategy": [kq.strategy] * n,
-                "paraphrase": [kq.paraphrase] * n,
-                "phrases": [kq.phrases] * n,
-                "lam": [kq.lam] * n,
-                "alpha": [kq.alpha] * n,
-                "beta": [kq.beta] * n,
-                "seed": [config.seed] * n,
-                "kqf_candidate": chosen,
-                "kqf_candidates_tried": tried,
-                "kqf_rank": [pick[2] for pick in picks],
-                "tdf_score": scores,
-            }
-            if per_question > 1:
-                columns["query_number"] = [pick[4] for pick in picks]
-            path = _shard_path(out, shard_index, num_shards)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(".parquet.tmp")
-            datasets.Dataset.from_dict(columns, features=features).to_parquet(str(tmp))
-            os.replace(tmp, path)  # atomic: a killed run never leaves a half-written shard behind
 
     paths = [_shard_path(out, i, num_shards) for i in range(num_shards)]
     if not all(p.exists() for p in paths):
@@ -362,6 +307,201 @@ def synthesize(
         select_top_l(full, top_l).to_parquet(str(top_dir / "train.parquet"))
     _write_card(out, manifest, full, top_l)
     return full
+
+
+def _synthesize_on_ray(
+    shared: tuple,
+    todo: list[int],
+    num_shards: int,
+    out: Path,
+    config: SynthesisConfig,
+    index: SearchIndex | None,
+    shard_fingerprint: list,
+    ray_address: str,
+    progress: bool,
+) -> None:
+    """The shards of ``todo`` as Ray tasks (:func:`_shard_task`), one CPU each."""
+    from tqdm.auto import tqdm
+
+    index_path = None
+    if index is not None:
+        index_path = getattr(index, "path", None)
+        if index_path is None:
+            raise InvalidInputError(
+                "synthesize on Ray: the workers open the index from its folder; build it with a path "
+                "(Index.from_texts(..., path=...)) on a file system every worker sees"
+            )
+    ray = ensure_ray(ray_address)
+    shared_ref = ray.put(shared)  # once in the object store, not once per task
+    # one CPU per task: one process for KQGM, one retrieval thread (threads do not change the output)
+    task_config = dataclasses.replace(config, num_proc=None, threads=config.threads or 1)
+    bar = tqdm(total=len(todo), desc="synthesize shards (Ray)", disable=not progress)
+    try:
+        run_tasks(
+            _shard_task,
+            [
+                (
+                    shared_ref,
+                    i,
+                    num_shards,
+                    str(out),
+                    task_config,
+                    index_path and str(index_path),
+                    shard_fingerprint,
+                )
+                for i in todo
+            ],
+            [f"shard {i} ({_shard_path(out, i, num_shards).name})" for i in todo],
+            "synthesize",
+            on_done=lambda *_: bar.update(1),
+        )
+    finally:
+        bar.close()
+
+
+#: indexes a Ray worker has opened (path -> index): opened once per worker, not once per shard
+_WORKER_INDEXES: dict[str, SearchIndex] = {}
+
+
+def _shard_task(
+    shared: tuple,
+    shard_index: int,
+    num_shards: int,
+    out: str,
+    config: SynthesisConfig,
+    index_path: str | None,
+    shard_fingerprint: list,
+) -> int:
+    """One shard in a Ray task: :func:`_synthesize_shard` on the shared Q, generator and cluster map."""
+    questions, generator, cluster_of = shared
+    index = None
+    if index_path is not None:
+        if index_path not in _WORKER_INDEXES:
+            _WORKER_INDEXES[index_path] = open_any_index(index_path)
+        index = _WORKER_INDEXES[index_path]
+    return _synthesize_shard(
+        questions.shard(num_shards, shard_index, contiguous=True),
+        shard_index,
+        num_shards,
+        Path(out),
+        config,
+        generator,
+        index,
+        cluster_of,
+        shard_fingerprint,
+        progress=False,
+    )
+
+
+def _synthesize_shard(
+    shard: datasets.Dataset,
+    shard_index: int,
+    num_shards: int,
+    out: Path,
+    config: SynthesisConfig,
+    generator: KeywordQueryGenerator,
+    index: SearchIndex | None,
+    cluster_of: dict,
+    shard_fingerprint: list,
+    progress: bool,
+) -> int:
+    """Steps 2-3 of the module docstring for one shard: its rows written to its parquet file atomically;
+    returns the number of rows. The one shard function of the one-process run and of the Ray tasks."""
+    from tqdm.auto import tqdm
+
+    per_question = config.keyword_queries_per_question
+    features = _features(per_question)
+    kq = config.kqgm
+    with_candidates = shard.map(
+        _candidates_batch,
+        batched=True,
+        batch_size=config.batch_size,
+        num_proc=config.num_proc,
+        # without KQF only the first candidate is kept: draw just that one (the per-question
+        # generator is sequential, so candidate 0 is the same whatever m is)
+        fn_kwargs={
+            "generator": generator,
+            "seed": config.seed,
+            "m": config.num_candidates if index is not None else 1,
+        },
+        # fingerprint from what determines the output; hashing the generator would be slow
+        new_fingerprint=hashlib.sha1(
+            json.dumps([*shard_fingerprint, index is not None, shard_index]).encode()
+        ).hexdigest(),
+        desc=f"KQGM shard {shard_index}",
+    )
+    ids = with_candidates["id"]
+    candidates = with_candidates["candidates"]
+    cand_units = with_candidates["candidate_units"]
+    # each column read once (a Dataset column is materialised on every access)
+    questions_column, clusters_column = with_candidates["question"], with_candidates["cluster_id"]
+    if index is not None:
+        bar = tqdm(
+            total=len(ids) * config.num_candidates,
+            desc="KQF queries",
+            disable=not progress,
+            leave=False,
+        )
+        kqf = keyword_query_filter(
+            ids,
+            candidates,
+            index,
+            top_n=config.top_n,
+            ranker=config.ranker,
+            threads=config.threads,
+            progress=bar.update,
+            keep=per_question,
+        )
+        bar.close()
+        # (question, candidate, rank of q, retrieved ids, query number): the kept candidate, then
+        # the further ones that rank q first (keyword_queries_per_question > 1)
+        picks = [
+            (i, j, rank, retrieved, number)
+            for i, r in enumerate(kqf)
+            for number, (j, rank, retrieved) in enumerate(
+                [(r.chosen, r.rank, r.retrieved), *((a, 1, hits) for a, hits in r.also)], start=1
+            )
+        ]
+        tried = [kqf[i].candidates_tried for i, *_ in picks]
+        scores = [
+            (sum(cluster_of.get(h) == clusters_column[i] for h in retrieved) / len(retrieved))
+            if retrieved
+            else 0.0
+            for i, _, _, retrieved, _ in picks
+        ]  # Eq. (8), C_q = the members of q's cluster
+    else:
+        picks = [(i, 0, -1, None, 1) for i in range(len(ids))]
+        tried, scores = [0] * len(ids), [float("nan")] * len(ids)
+    rows = [pick[0] for pick in picks]
+    chosen = [pick[1] for pick in picks]
+    n = len(picks)
+    columns = {
+        "id": [ids[i] for i in rows],
+        "question": [questions_column[i] for i in rows],
+        "cluster_id": [clusters_column[i] for i in rows],
+        "keyword_query": [candidates[i][j] for i, j in zip(rows, chosen, strict=True)],
+        "keyword_units": [cand_units[i][j].split(" ") for i, j in zip(rows, chosen, strict=True)],
+        "kqgm_config": [kq.name] * n,
+        "strategy": [kq.strategy] * n,
+        "paraphrase": [kq.paraphrase] * n,
+        "phrases": [kq.phrases] * n,
+        "lam": [kq.lam] * n,
+        "alpha": [kq.alpha] * n,
+        "beta": [kq.beta] * n,
+        "seed": [config.seed] * n,
+        "kqf_candidate": chosen,
+        "kqf_candidates_tried": tried,
+        "kqf_rank": [pick[2] for pick in picks],
+        "tdf_score": scores,
+    }
+    if per_question > 1:
+        columns["query_number"] = [pick[4] for pick in picks]
+    path = _shard_path(out, shard_index, num_shards)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".parquet.tmp")
+    datasets.Dataset.from_dict(columns, features=features).to_parquet(str(tmp))
+    os.replace(tmp, path)  # atomic: a killed run never leaves a half-written shard behind
+    return n
 
 
 def _write_card(out: Path, manifest: dict, full: datasets.Dataset, top_l: int | None) -> None:
