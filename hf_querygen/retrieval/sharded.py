@@ -472,7 +472,7 @@ class ShardedIndex:
             present = [t for t in query.term_ids if t >= 0 and local[t] >= 0]
             local_ids = [local[t] if t >= 0 else -1 for t in query.term_ids]
             docs, local_scores = tantivy_bm25(
-                shard._searcher, shard._schema, query.terms, local_ids, shard_limit
+                shard._searcher, shard._schema, query.terms, local_ids, shard_limit, len(shard)
             )
             docs = np.sort(docs)
             scores = np.zeros(len(docs), dtype=_F32)
