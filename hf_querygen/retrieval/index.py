@@ -539,7 +539,9 @@ class Index:
             bm25_rows = np.zeros(0, np.int64)
             if matched:
                 # the engine's BM25 list (tantivy's scores), ties by row
-                rows, first_pass = tantivy_bm25(self._searcher, self._schema, terms, term_ids, depth)
+                rows, first_pass = tantivy_bm25(
+                    self._searcher, self._schema, terms, term_ids, depth, len(self)
+                )
                 bm25_rows = rows[np.lexsort((rows, -first_pass))]
             candidates = np.union1d(bm25_rows, dense_rows)
             lexical = (
