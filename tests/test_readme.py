@@ -25,14 +25,14 @@ TINY_TRAIN = [
     "64",
     "--max-validation-examples",
     "8",
-    *("--set embedding_size=8 --set hidden_size=8".split()),
 ]
 
 
 def tiny_decoder(arguments: list[str]) -> list[str]:
-    """``--set decoder_hidden_size=8`` for the presets whose config has that field (``--set`` refuses
-    a field the config does not have)."""
-    from hf_querygen.presets import PRESETS, config_fields
+    """``--set embedding_size=8 --set hidden_size=8`` and ``--set decoder_hidden_size=8`` for the presets
+    whose config has those fields (``--set`` refuses a field the config does not have; a warm-started
+    model has the backbone's sizes)."""
+    from hf_querygen.presets import PRESETS, config_fields, is_warm_start
     from hf_querygen.systems import get_system
 
     if "--preset" in arguments:
@@ -42,8 +42,11 @@ def tiny_decoder(arguments: list[str]) -> list[str]:
         if system.decodes_model_of is not None:
             system = get_system(f"{system.name.rsplit('/', 1)[0]}/{system.decodes_model_of}")
         preset = system.preset
+    if is_warm_start(preset):
+        return []
     fields = config_fields(PRESETS.get(preset)["model_type"])
-    return ["--set", "decoder_hidden_size=8"] if "decoder_hidden_size" in fields else []
+    sizes = "--set embedding_size=8 --set hidden_size=8".split()
+    return sizes + (["--set", "decoder_hidden_size=8"] if "decoder_hidden_size" in fields else [])
 
 
 SKIPPED_BECAUSE = {".ci/setup": "the Quickstart installs the package and runs the whole test suite"}
