@@ -56,12 +56,13 @@ EXTRA_ROW_LABELS = {
 #: the warm-start row: the backbone whose tokenizer the data is prepared with (the preset's)
 WARM_START_DATA = {"backbone": "sentence-transformers/all-MiniLM-L6-v2"}
 #: its schedule under the full budget (Budget.own_recipe): AdamW 1e-4 (the bert2bert training preset),
-#: batch 32, 1,000 steps (~0.6 epoch of the synthetic pairs; a step costs 2.1 CPU-seconds at 1 thread, so
-#: ~35 minutes of training on one core), the validation loss every 200 steps keeps the best checkpoint
+#: batch 32, 800 steps (~0.5 epoch of the synthetic pairs; a step costs ~2.6 CPU-seconds at 1 thread,
+#: measured over 129 steps on the shared machine, so ~35 minutes of training on one core and ~8 of
+#: decoding), the validation loss every 200 steps keeps the best checkpoint
 #: (decoding the validation splits with a 49M-parameter network at every evaluation would cost more than
 #: the training)
 WARM_START_TRAINING = {
-    "max_steps": 1000,
+    "max_steps": 800,
     "learning_rate": 1e-4,
     "eval_strategy": "steps",
     "eval_steps": 200,
@@ -72,7 +73,8 @@ WARM_START_TRAINING = {
 #: the decodings its default is chosen from on VALIDATION: beam search with no repeated piece trigram (so no
 #: repeated word trigram either) and every keyword word required (SourceWordsProcessor), with and without a
 #: soft bonus on the keyword words; the one with the best worst-split ROUGE-L gain over the echoed keyword
-#: query is saved with the model. Unconstrained decodings drop keywords (results/ding2018/NOTES.md)
+#: query is saved with the model. Plain beam search lets a briefly fine-tuned BERT2BERT drop or replace
+#: keywords ("obama birthplace" -> "who was the population of obama born?"), so every entry keeps them
 WARM_START_BEAMS = {"num_beams": 4, "no_repeat_ngram_size": 3}
 WARM_START_GRID = (
     {**WARM_START_BEAMS, "require_keywords": True},

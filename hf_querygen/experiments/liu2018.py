@@ -109,7 +109,7 @@ def union_baseline(context: BaselineContext) -> list[list[str]]:
 _NEURAL = {"training_preset": "liu2018-attn-seq2seq", "decoding": GREEDY, "task": "nl2kw"}
 #: the warm-start row: the backbone whose tokenizer the data is prepared with (the preset's), and its schedule
 #: under the full budget (Budget.own_recipe): AdamW 1e-4 (the bert2bert training preset), batch 32, 600
-#: steps (~3.5 epochs of nl2kw train; a step costs ~2 CPU-seconds at 1 thread, ~21 minutes on one core), the
+#: steps (~3.5 epochs of nl2kw train; a step costs ~2.6 CPU-seconds at 1 thread, ~26 minutes on one core), the
 #: best checkpoint by validation loss every 100 steps
 WARM_START_DATA = {"backbone": "sentence-transformers/all-MiniLM-L6-v2"}
 WARM_START_TRAINING = {
