@@ -26,7 +26,7 @@ def tiny_sizes(arguments: list[str]) -> list[str]:
     """``--set`` 8-unit layers (``decoder_hidden_size`` for the presets whose config has that field:
     ``--set`` refuses a field the config does not have); none for a preset warm-started from a backbone,
     whose sizes are the backbone's (its weights would not fit other ones)."""
-    from hf_querygen.presets import PRESETS, config_fields
+    from hf_querygen.presets import PRESETS, config_fields, is_warm_start
     from hf_querygen.systems import get_system
 
     if "--preset" in arguments:
@@ -36,7 +36,7 @@ def tiny_sizes(arguments: list[str]) -> list[str]:
         if system.decodes_model_of is not None:
             system = get_system(f"{system.name.rsplit('/', 1)[0]}/{system.decodes_model_of}")
         preset = system.preset
-    if "backbone" in PRESETS.get(preset):
+    if is_warm_start(preset):
         return []
     sizes = "--set embedding_size=8 --set hidden_size=8".split()
     fields = config_fields(PRESETS.get(preset)["model_type"])

@@ -168,3 +168,30 @@ def test_train_save_load_and_pipeline_give_the_same_questions(backbone, tmp_path
     assert [out[0]["generated_text"] for out in generator(queries)] == first
     with pytest.raises(InvalidInputError, match="word-vocabulary"):
         task.predict(model, tokenizer, queries, copy_all_source_words=True)
+
+
+def test_nl2kw_reads_a_warm_started_model_into_keyword_queries(backbone):
+    import datasets
+
+    from hf_querygen.tasks.base import get_task
+
+    task = get_task("nl2kw")
+    rows = [
+        {"nl_query": f"what is the {a} of {b} ?", "keyword_query": f"{a} {b}"}
+        for a, b in zip(WORDS, WORDS[1:], strict=False)
+    ]
+    data = task.prepare(datasets.DatasetDict(train=datasets.Dataset.from_list(rows)), backbone=str(backbone))
+    encoded = task.encode(data, "bert2bert")["train"]
+    assert data.tokenizer.decode(encoded[0]["labels"], skip_special_tokens=True) == rows[0]["keyword_query"]
+    from hf_querygen.training.task_training import model_for_config
+
+    model = model_for_config(task.model_config("bert2bert", data, backbone=str(backbone)))
+    sources = [row["nl_query"] for row in rows[:3]]
+    queries = task.predict(model, data.tokenizer, sources, max_length=8)
+    assert len(queries) == 3
+    for source, query in zip(sources, queries, strict=True):
+        assert set(query.extracted) <= set(normalize_for_matching(source).split())
+        assert not set(query.generated) & set(normalize_for_matching(source).split())
+    with pytest.raises(InvalidInputError, match="word-vocabulary"):
+        task.predict(model, data.tokenizer, sources, min_keywords=2)
+    assert len(task.predict(model, data.tokenizer, sources, num_beams=2, num_return_sequences=2)[0]) == 2

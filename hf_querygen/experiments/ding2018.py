@@ -89,7 +89,7 @@ FULL_BUDGET = Budget(
     patience=4,
     training_overrides=FULL_TRAINING,
     # their own schedules (ding2018_systems.COPYNET_HUMAN_STEPS, QUESTION_FRAMES_TRAINING)
-    own_recipe=("copynet_human", "question_frames"),
+    own_recipe=("copynet_human", "question_frames", "warm_start"),
     preset_overrides={
         **{key: FULL_MODEL for key in ("ednet", "attnet", "copynet", "copynet_human")},
         "fig5_copynet": FIG5_MODEL,
@@ -147,6 +147,18 @@ QUICK_BUDGET = Budget(
     max_train=500,  # caps the human pairs (nl2kw_train); the synthetic set is capped by "questions"
     patience=None,
     training_overrides=QUICK_TRAINING,
+    # the warm-started BERT2BERT (49M parameters): a few steps of its own rate (the budget's 1e-2 is for the
+    # small networks trained from scratch)
+    row_training={
+        "warm_start": {
+            "max_steps": 6,
+            "learning_rate": 1e-4,
+            "warmup_steps": 0,
+            "per_device_train_batch_size": 8,
+            "eval_steps": 3,
+            "save_steps": 3,
+        }
+    },
     preset_overrides={
         key: TINY_MODEL for key in ("ednet", "attnet", "copynet", "copynet_human", "fig5_copynet")
     },

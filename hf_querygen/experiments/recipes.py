@@ -70,11 +70,14 @@ def row_settings(reproduction: PaperTable, system: System, budget: Budget) -> di
         "training_preset": system.training_preset,
         # the mode's budget wins over the system's own settings (quick mode: more steps, a higher rate),
         # except for a row with its own recipe under that budget (Budget.own_recipe)
-        "training_overrides": (
-            {**budget.training_overrides, **system.training_overrides}
-            if system.key in budget.own_recipe
-            else {**system.training_overrides, **budget.training_overrides}
-        ),
+        "training_overrides": {
+            **(
+                {**budget.training_overrides, **system.training_overrides}
+                if system.key in budget.own_recipe
+                else {**system.training_overrides, **budget.training_overrides}
+            ),
+            **budget.row_training.get(system.key, {}),
+        },
         "prepare_options": {**reproduction.prepare_options, **dict(system.prepare_options)},
         "train_options": dict(system.train_options),
         "early_stopping_patience": budget.patience,

@@ -68,6 +68,9 @@ class Budget:
     #: system keys trained with their own recipe: their ``training_overrides`` win over the budget's (so the
     #: row is what ``train --system`` trains)
     own_recipe: tuple[str, ...] = ()
+    #: system key -> ``Seq2SeqTrainingArguments`` fields this mode gives that row above every other setting
+    #: (a smoke run's few steps for a row whose own recipe is long, e.g. a pretrained network)
+    row_training: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     #: seconds of training per run, then the run stops and keeps its best checkpoint by validation
     #: (:class:`~hf_querygen.training.TimeLimitCallback`; e.g. a GPU lease); None: the schedule decides
     time_limit_s: float | None = None

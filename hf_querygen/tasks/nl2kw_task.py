@@ -28,6 +28,7 @@ from .nl2kw import (
     unique_words,
 )
 from .nl2kw_resources import in_domain_texts, synthetic_pairs, word_vectors
+from .subword import encode_subword_pairs, generate_candidates, prepare_backbone, warm_start_task_config
 
 if TYPE_CHECKING:
     import datasets
@@ -72,7 +73,8 @@ class NL2KWTask(Task):
     pipeline_task = "keyword-query-generation"
     pipeline_tag = "text2text-generation"
     corpora = {"nl2kw": ("en", "zh")}
-    families = ("seq2seq", "dual", "pointer", "tagging", "joint")
+    #: ``bert2bert``: a warm-started encoder-decoder writing the keyword query in the backbone's word pieces
+    families = ("seq2seq", "dual", "pointer", "tagging", "joint", "bert2bert")
     source_column = "nl_query"
     reference_column = "keyword_query"
     primary_metric = "f1"
@@ -91,6 +93,7 @@ class NL2KWTask(Task):
         keyword_order: str = "tfidf",
         vocabulary: str | None = None,
         data_dir: str | None = None,
+        backbone: str | None = None,
         **options: Any,
     ) -> TaskData:
         """Tokenizer (input vocabulary = all training words) and keyword order, fitted on TRAIN.
@@ -102,11 +105,16 @@ class NL2KWTask(Task):
         (:func:`hf_querygen.tasks.nl2kw_resources.in_domain_texts`: never validation or test) to the
         INPUT vocabulary only, so that word vectors and pretraining reach words nl2kw train lacks; the
         output vocabulary is unchanged. ``state["length_prior"]`` is the
-        :class:`~hf_querygen.tasks.nl2kw.KeywordLengthPrior` of TRAIN."""
+        :class:`~hf_querygen.tasks.nl2kw.KeywordLengthPrior` of TRAIN. ``backbone``: the backbone's own
+        tokenizer instead (a warm-start preset writes the keyword query as given, in word pieces; the
+        vocabulary and keyword-order options do not apply)."""
         from ..tokenization import train_word_tokenizer, word_tokenize
 
         if options:
             raise TypeError(f"NL2KWTask.prepare: unknown options {sorted(options)}")
+        if backbone is not None:
+            tokenizer, state = prepare_backbone(backbone)
+            return TaskData(self, splits, tokenizer, state)
         train = splits["train"]
         sources = list(train["nl_query"])
         if vocabulary == "in-domain":
@@ -131,6 +139,15 @@ class NL2KWTask(Task):
         return TaskData(self, splits, tokenizer, state)
 
     def encode(self, data: TaskData, family: str) -> datasets.DatasetDict:
+        if family == "bert2bert":
+            return encode_subword_pairs(
+                data.splits,
+                data.tokenizer,
+                self.source_column,
+                self.reference_column,
+                2 * self.max_source_length,
+                2 * self.max_target_length,
+            )
         encoded = encode_nl2kw(
             data.splits,
             data.tokenizer,
@@ -148,8 +165,10 @@ class NL2KWTask(Task):
         return encoded.select_columns(columns)
 
     def model_config(self, preset: str, data: TaskData, **overrides: Any) -> PretrainedConfig:
-        from ..presets import config_from_preset
+        from ..presets import config_from_preset, is_warm_start
 
+        if is_warm_start(preset):
+            return warm_start_task_config(preset, data, **overrides)
         tokenizer = data.tokenizer
         # every special id the tokenizer has, also for a tagger: the Trainer otherwise "aligns" the config
         # with the tokenizer and warns that the tokenizer has new PAD/BOS/EOS tokens
@@ -173,6 +192,8 @@ class NL2KWTask(Task):
         return config_from_preset(preset, **{**sizes, **overrides})
 
     def max_new_tokens(self, data: TaskData | None = None) -> int:
+        if data is not None and "backbone" in data.state:
+            return 2 * self.max_target_length  # word pieces, [SEP] included
         return self.max_target_length + 2  # pointer sentinel and [EOS]
 
     #: ``pretraining_data`` / ``word_vectors`` names (:mod:`hf_querygen.tasks.nl2kw_resources`)
@@ -240,6 +261,10 @@ class NL2KWTask(Task):
         family = self.family_of(model.config)
         if model.training:  # eval() walks every module: a measurable share of a batch-1 call
             model.eval()
+        if family == "bert2bert":
+            return self._warm_start_keywords(
+                model, tokenizer, inputs, batch_size, 2 * max_source_length, generation_kwargs
+            )
         results: list[list[KeywordQuery]] = [[] for _ in inputs]
         if family == "tagging":
             for indices, batch, source_words in encoded_batches(
@@ -288,6 +313,39 @@ class NL2KWTask(Task):
                     self.decode_ids(model.config, tokenizer, ids, source_words[k], size, tags and tags[k])
                     for ids in rows
                 ]
+        return [group[0] for group in results] if n_returns == 1 else results
+
+    def _warm_start_keywords(
+        self,
+        model: PreTrainedModel,
+        tokenizer: PreTrainedTokenizerFast,
+        inputs: Sequence[str],
+        batch_size: int,
+        max_source_length: int,
+        generation_kwargs: dict[str, Any],
+    ) -> list[KeywordQuery] | list[list[KeywordQuery]]:
+        """:meth:`predict` for a warm-started BERT2BERT: its text, split into words, as a
+        :class:`KeywordQuery` (words of the question first as extracted, the others as generated; repeats
+        dropped). ``min_keywords`` / ``min_generated`` are decodings of the word-vocabulary models."""
+        for option in ("min_keywords", "min_generated"):
+            if generation_kwargs.pop(option, None):
+                raise InvalidInputError(f"nl2kw: {option} is a decoding of the word-vocabulary models")
+        n_returns = int(generation_kwargs.get("num_return_sequences") or 1)
+        groups = generate_candidates(
+            model, tokenizer, list(inputs), batch_size, max_source_length, **generation_kwargs
+        )
+        results = []
+        for source, group in zip(inputs, groups, strict=True):
+            in_source = set(normalize_for_matching(source).split())
+            queries = []
+            for text, _ in group:
+                words = unique_words(normalize_for_matching(text).split())
+                queries.append(
+                    KeywordQuery(
+                        [w for w in words if w in in_source], [w for w in words if w not in in_source]
+                    )
+                )
+            results.append(queries)
         return [group[0] for group in results] if n_returns == 1 else results
 
     def min_keywords_processor(
