@@ -8,7 +8,11 @@ import os
 
 import pytest
 
+from hf_querygen._fs import MARKER_FILE
+
 ray = pytest.importorskip("ray", reason="the [ray] extra (pip install 'hf-querygen[ray]') is not installed")
+#: one pytest-xdist worker runs them all (.ci/run: --dist loadgroup): one local Ray, not one per worker
+pytestmark = pytest.mark.xdist_group("ray")
 
 from test_synthetic import _toy_questions  # noqa: E402
 
@@ -38,10 +42,11 @@ def local_ray():
 
 
 def _files(folder):
+    """Every output file's bytes; the library's marker is bookkeeping (it names its own build), not output."""
     return {
         str(path.relative_to(folder)): path.read_bytes()
         for path in sorted(folder.rglob("*"))
-        if path.is_file() and ".cache" not in path.parts
+        if path.is_file() and ".cache" not in path.parts and path.name != MARKER_FILE
     }
 
 
