@@ -15,7 +15,7 @@ from ._ray import LOCAL
 from .batch_reformulation import ReformulationSettings, print_summary, reformulate
 from .cli import LazyChoices, non_negative_int, positive_float, positive_int
 from .errors import InvalidInputError
-from .experiments.papers import REPRODUCTIONS, get_reproduction
+from .experiments.papers import REPRODUCTIONS, budget_names, get_reproduction
 from .experiments.recipes import training_recipe
 from .metrics.wellformedness_classifier import DEFAULT_BACKBONE, build_classifier, classifier_report
 from .model_folder import load_trained
@@ -195,8 +195,6 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
 
 def _budget_listing() -> str:
     """Each paper's budgets, from the registered paper data files (no paper module is imported)."""
-    from .experiments.papers import budget_names
-
     return "; ".join(f"{paper}: {', '.join(names)}" for paper, names in budget_names().items())
 
 

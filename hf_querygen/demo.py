@@ -32,6 +32,7 @@ from .errors import InvalidInputError
 from .retrieval import Index
 from .tasks.q2id_task import DocumentRetriever
 from .training import MODEL_FOLDER_KIND, train_model
+from .utils import TRAINING_METADATA_FILE
 from .validation import check_float, check_int, invalid
 
 #: role -> (preset, task, pipeline task, what the panel says)
@@ -242,8 +243,6 @@ def model_label(role: str, folder: str | Path) -> str:
     """What a panel shows as its model: the table row (``system``) or preset the folder was trained as,
     its model type, and the folder's name; the paper's name when it is the role's default preset."""
     import json
-
-    from .utils import TRAINING_METADATA_FILE
 
     folder = Path(folder)
     try:

@@ -20,6 +20,7 @@ from huggingface_hub import EvalResult, HfApi, ModelCard, ModelCardData
 
 from ._fs import MODEL_EVALUATIONS_FILE, atomic_write_text
 from ._registration import register_all
+from .corpora import get_corpus_spec
 from .errors import ModelFolderError
 from .specs import MODELS, auto_class_name
 from .tasks.base import get_task
@@ -225,8 +226,6 @@ def corpus_card_kwargs(corpus: str | None, config: str | None) -> dict[str, Any]
     """What a model card says of its training corpus: ``license`` (the data's, from the corpus's
     registration), ``hub_datasets`` (its Hub id, or none) and ``where`` (a sentence: the Hub dataset, or
     that it is not on the Hub and the command that builds it)."""
-    from .corpora import get_corpus_spec
-
     if not corpus:
         return {"where": "The training corpus was not recorded."}
     try:

@@ -168,10 +168,15 @@ def test_readme_segmenter_recipe_is_the_best_pipeline_model_on_unseen_queries():
     )
     assert recipe, "the README has no query-segmentation recipe"
     document = json.loads((root / "results" / "lin2017" / "results.json").read_text())
+    # the warm_start budget's run (the same folds and scoring; results/lin2017/warm_start) adds its rows
+    warm = root / "results" / "lin2017" / "warm_start" / "results.json"
+    if warm.is_file():
+        extra = json.loads(warm.read_text())["systems"]
+        document["systems"].update({k: v for k, v in extra.items() if k not in document["systems"]})
     systems = {s.key: s for s in lin2017.REPRODUCTION.systems}
     loadable = [
         key
-        for key in lin2017_report.UNSEEN_READY
+        for key in (*lin2017_report.UNSEEN_READY, "warm_start")
         if key in document["systems"] and (systems[key].preset or systems[key].decodes_model_of)
     ]
     best = max(loadable, key=lambda key: document["systems"][key]["query_accuracy"]["mean"])

@@ -198,7 +198,8 @@ SYSTEMS = register_systems(
             "liu2018/sequence_labeling",
             label=SYSTEM_LABELS["sequence_labeling"],
             preset="liu2018-sequence-labeling",
-            **_NEURAL,
+            # a tagger labels the question's words: no decoding settings to pass
+            **{**_NEURAL, "decoding": {}},
         ),
         System(
             "liu2018/pointer_network",

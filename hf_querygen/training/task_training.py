@@ -307,7 +307,10 @@ def choose_decoding(
     (k2q: QALD questions vs users' TREC topics) is not chosen over one that beats it on both; without a
     floor, the mean of the splits' scores."""
     task = data.task
-    grid = tuple(task.decoding_grid if grid is None else grid)
+    if grid is None:  # the task's grid: only the candidates this model's family can honour
+        accepted = task.accepted_decoding(task.family_of(model.config))
+        grid = [c for c in task.decoding_grid if accepted is None or set(c) <= set(accepted)]
+    grid = tuple(grid)
     measure = _selection_measure(data, metric)
     if not grid or measure is None:
         return dict(base or {}), []

@@ -446,6 +446,8 @@ _VOLATILE_CONFIG_FIELDS = {
     "dtype",
     "torch_dtype",
     "auto_map",
+    # the remote code files' hashes, recorded by save_pretrained beside auto_map (model_folder)
+    "hf_querygen_code_sha256",
     "custom_pipelines",
     FAMILY_FIELD,
 }
