@@ -36,7 +36,7 @@ def tiny_sizes(arguments: list[str]) -> list[str]:
         if system.decodes_model_of is not None:
             system = get_system(f"{system.name.rsplit('/', 1)[0]}/{system.decodes_model_of}")
         preset = system.preset
-    if is_warm_start(preset):
+    if is_warm_start(preset) or "backbone" in PRESETS.get(preset):
         return []
     sizes = "--set embedding_size=8 --set hidden_size=8".split()
     fields = config_fields(PRESETS.get(preset)["model_type"])
