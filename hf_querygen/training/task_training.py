@@ -308,8 +308,9 @@ def choose_decoding(
     floor, the mean of the splits' scores."""
     task = data.task
     if grid is None:  # the task's grid: only the candidates this model's family can honour
-        accepted = task.accepted_decoding(task.family_of(model.config))
-        grid = [c for c in task.decoding_grid if accepted is None or set(c) <= set(accepted)]
+        config = getattr(model, "config", None)
+        accepted = task.accepted_decoding(task.family_of(config)) if config is not None else None
+        grid = [c for c in task.decoding_grid if not accepted or set(c) <= set(accepted)]
     grid = tuple(grid)
     measure = _selection_measure(data, metric)
     if not grid or measure is None:
