@@ -354,30 +354,12 @@ class K2QTask(Text2TextTask):
         wanted = 1 if wanted is None else _count("num_return_sequences", wanted)
         if kwargs.get("num_beams") is not None:  # an explicit 0 is an error, not the default
             _count("num_beams", kwargs["num_beams"])
-        if self.family_of(model.config) == "bert2bert":
-            return self._warm_start_questions(
-                model,
-                tokenizer,
-                inputs,
-                batch_size,
-                max_source_length,
-                strategy,
-                overgenerate,
-                wanted,
-                kwargs,
-            )
-        if self.family_of(model.config) == "frames":
-            return self._frame_questions(
-                model,
-                tokenizer,
-                inputs,
-                batch_size,
-                max_source_length,
-                strategy,
-                overgenerate,
-                wanted,
-                kwargs,
-            )
+        # the families that decode by their own loop: word pieces (bert2bert) and question frames
+        own_loop = {"bert2bert": self._warm_start_questions, "frames": self._frame_questions}
+        decode = own_loop.get(self.family_of(model.config))
+        if decode is not None:
+            settings = (batch_size, max_source_length, strategy, overgenerate, wanted, kwargs)
+            return decode(model, tokenizer, inputs, *settings)
         no_repeat_source_words = bool(kwargs.pop("no_repeat_source_words", False))
         fallback = kwargs.pop("keyword_fallback", None)
         if fallback is not None and (
