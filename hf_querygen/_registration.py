@@ -55,9 +55,13 @@ def _register_all() -> None:
 
 def _register_late(_name: str, spec: ModelSpec) -> None:
     """A model registered after :func:`register_all` started (a package imported while it runs, a plugin
-    imported later) is wired at once: transformers' Auto classes are complete by then."""
+    imported later, the package whose own import started the registration) is wired at once:
+    transformers' Auto classes are complete by then. Once the registration is done, its save hooks too
+    (while it runs, ``hub_code.install`` at its end covers every model registered by then)."""
     if _done or _running:
         spec.register_auto()
+    if _done:
+        importlib.import_module("hf_querygen.hub_code").install_spec(spec)
 
 
 MODELS.on_register(_register_late)

@@ -51,6 +51,27 @@ def test_registration_never_runs_inside_a_half_imported_transformers_module(firs
     assert found == "DualDecoderConfig"
 
 
+@pytest.mark.parametrize(
+    "first_import",
+    [
+        "from hf_querygen import batch_reformulation",
+        "import hf_querygen.models.rnn_seq2seq",
+        "import hf_querygen",
+    ],
+)
+def test_every_model_saves_its_code_whichever_import_starts_the_registration(first_import):
+    # a model package whose own import starts the registration registers its spec after the registration
+    # ended: its save_pretrained must still write the remote code (auto_map), as every other model's does
+    found = _fresh(
+        f"{first_import}\n"
+        "from transformers import AutoConfig\n"
+        "from hf_querygen.specs import MODELS\n"
+        "print(sorted(name for name, spec in MODELS.items()\n"
+        "    if not getattr(spec.model_class.save_pretrained, '_writes_remote_code', False)))"
+    )
+    assert found == "[]"
+
+
 def test_every_public_name_is_exported_lazily():
     import hf_querygen
     from hf_querygen import _EXPORTS

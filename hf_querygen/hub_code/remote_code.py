@@ -14,7 +14,7 @@ from .. import __version__
 from .._registration import PIPELINES, register_all
 from ..model_folder import CODE_HASHES_FIELD, code_hashes
 from ..models import MODELS
-from ..specs import FAMILY_FIELD, family_of
+from ..specs import FAMILY_FIELD, ModelSpec, family_of
 from ..tasks.base import Task, get_task
 from .bundler import BundleFile, bundle
 from .source import PACKAGE, BundleError
@@ -232,16 +232,22 @@ def _tokenizer_save_with_code(original: Any) -> Any:
     return save_pretrained
 
 
+def install_spec(spec: ModelSpec) -> None:
+    """The hooks of :func:`install` for one model: also for a model registered after it ran (a model
+    package whose import started the registration, a plugin imported later). Idempotent."""
+    model_class = spec.model_class
+    if not getattr(model_class.save_pretrained, "_writes_remote_code", False):
+        model_class.save_pretrained = _save_pretrained_with_code(model_class.save_pretrained)
+    if not isinstance(spec.config_class.__dict__.get("custom_pipelines"), _LocallyServedPipelines):
+        spec.config_class.custom_pipelines = _LocallyServedPipelines()
+
+
 def install() -> None:
     """Called by the library's registration: every registered model's ``save_pretrained`` also writes its
     self-contained code (:func:`write_remote_code`), and its config hides the custom pipelines this
     process serves itself (:class:`_LocallyServedPipelines`). Idempotent."""
     for _name, spec in MODELS.items():
-        model_class = spec.model_class
-        if not getattr(model_class.save_pretrained, "_writes_remote_code", False):
-            model_class.save_pretrained = _save_pretrained_with_code(model_class.save_pretrained)
-        if not isinstance(spec.config_class.__dict__.get("custom_pipelines"), _LocallyServedPipelines):
-            spec.config_class.custom_pipelines = _LocallyServedPipelines()
+        install_spec(spec)
     from ..tokenization import JiebaWordTokenizer
 
     if not getattr(JiebaWordTokenizer.save_pretrained, "_writes_remote_code", False):
