@@ -22,7 +22,7 @@ from ._fs import MODEL_EVALUATIONS_FILE, atomic_write_text
 from ._registration import register_all
 from .corpora import get_corpus_spec
 from .errors import ModelFolderError
-from .specs import MODELS, auto_class_name
+from .specs import MODELS, auto_class_name, spec_for_config
 from .tasks.base import get_task
 from .utils import TRAINING_METADATA_FILE
 
@@ -73,6 +73,47 @@ def _metrics_table(metrics: Mapping[str, float], title: str) -> str:
     return f"{title}:\n\n| metric | value |\n|---|---|\n{rows}"
 
 
+def _plain_transformers_usage(
+    config: Any, auto_class: str, pipeline_task: str, repo: str, example: Any
+) -> tuple[str, str]:
+    """(sentence, code) of the card's "plain transformers" usage. A model of the library's own classes
+    loads through the code saved beside it (``trust_remote_code``); a model of transformers' own classes
+    (a warm-started BERT2BERT, a BERT token classifier) needs no code: transformers' generate or
+    token-classification pipeline reads it, without the library's task decoding (kept keywords, segments)."""
+    if spec_for_config(config) is not None:
+        return (
+            "With plain `transformers`: the repository carries the model's code (`configuration_*.py`, "
+            "`modeling_*.py`, `pipeline_*.py`, generated from hf-querygen's source); read it, then allow it "
+            "with `trust_remote_code=True`:",
+            "from transformers import pipeline\n\n"
+            f'predict = pipeline("{pipeline_task}", model="{repo}", trust_remote_code=True)\n'
+            f"print(predict({example!r}))",
+        )
+    intro = (
+        f"With plain `transformers`: the weights are a standard `{auto_class}` model, no remote code. "
+        "What hf-querygen adds on top (its saved decoding, e.g. keeping every keyword; its task outputs) "
+        "needs the library:"
+    )
+    if isinstance(example, Mapping):  # q2id: the query and its relevant documents, one [SEP]-joined source
+        example = " [SEP] ".join([example["query"], *map(str, example.get("relevant_documents", ()))])
+    if auto_class == "AutoModelForTokenClassification":
+        code = (
+            "from transformers import pipeline\n\n"
+            f'tag = pipeline("token-classification", model="{repo}")\n'
+            f"print(tag({example!r}))  # per word piece: does a segment break follow it"
+        )
+        return intro, code
+    code = (
+        f"from transformers import {auto_class}, AutoTokenizer\n\n"
+        f'tokenizer = AutoTokenizer.from_pretrained("{repo}")\n'
+        f'model = {auto_class}.from_pretrained("{repo}")\n'
+        f'inputs = tokenizer([{example!r}], return_tensors="pt")\n'
+        "outputs = model.generate(**inputs, num_beams=4, max_new_tokens=32)\n"
+        "print(tokenizer.batch_decode(outputs, skip_special_tokens=True))"
+    )
+    return intro, code
+
+
 def render_model_card(
     model: Any,
     *,
@@ -90,6 +131,7 @@ def render_model_card(
     pipeline_task: str = "query-reformulation",
     evaluations: Sequence[Mapping[str, Any]] = (),
     hub_datasets: Sequence[str] | None = None,
+    example_input: Any = None,
 ) -> ModelCard:
     """A filled model card for ``model`` (a PreTrainedModel of this package); ``task`` is the Hub
     ``pipeline_tag``, ``pipeline_task`` the ``transformers.pipeline`` task shown in the usage code.
@@ -98,7 +140,9 @@ def render_model_card(
     recorded); ``evaluations`` more results, each ``{"corpus", "config", "split", "metrics"}`` (what
     ``hf-querygen evaluate`` recorded, :func:`recorded_evaluations`). All of them go to the card's
     ``model-index`` and its evaluation table. ``hub_datasets``: the training data's Hub dataset ids (the
-    card's ``datasets:``); ``license``: the training data's (:func:`corpus_card_kwargs`)."""
+    card's ``datasets:``); ``license``: the training data's (:func:`corpus_card_kwargs`).
+    ``example_input``: what the usage code passes (default: the pipeline task's
+    :attr:`~hf_querygen.tasks.base.Task.example_input`)."""
     config = model.config
     model_type = config.model_type
     paper_title, citation, bibtex = PAPERS.get(model_type, _UNKNOWN_PAPER)
@@ -132,11 +176,14 @@ def render_model_card(
     table = "\n\n".join(tables)
     repo = repo_id or "REPO_ID"
     auto_class = auto_class_name(config)
+    example = example_input or get_task(pipeline_task).example_input
     usage = (
         f'model = {auto_class}.from_pretrained("{repo}")\n'
         f'tokenizer = AutoTokenizer.from_pretrained("{repo}")\n'
-        f'predict = pipeline("{pipeline_task}", model="{repo}")'
+        f'predict = pipeline("{pipeline_task}", model="{repo}")\n'
+        f"print(predict({example!r}))"
     )
+    plain_intro, plain_code = _plain_transformers_usage(config, auto_class, pipeline_task, repo, example)
     return ModelCard.from_template(
         card_data,
         template_path=str(TEMPLATE_PATH),
@@ -153,7 +200,8 @@ def render_model_card(
         vocab_size=getattr(config, "vocab_size", "-"),
         output_vocab_size=getattr(config, "output_vocab_size", getattr(config, "vocab_size", "-")),
         usage_code=usage,
-        remote_usage_code=f'predict = pipeline("{pipeline_task}", model="{repo}", trust_remote_code=True)',
+        plain_usage_intro=plain_intro,
+        plain_usage_code=plain_code,
         training_data=training_data or (f"`{dataset}`" if dataset else "Not recorded."),
         hyperparameters=dict(hyperparameters or {}),
         eval_results_table=table,

@@ -48,6 +48,7 @@ def export_model(
     with atomic_output_dir(out, EXPORT_KIND, overwrite, what="export", protected=[model_dir]) as staging:
         model.save_pretrained(staging)
         tokenizer.save_pretrained(staging)
+        _drop_local_only_keys(staging / "tokenizer_config.json")
         card_kwargs: dict[str, Any] = card_kwargs_from_training(model_dir) if metadata else {}
         if metadata:
             (staging / TRAINING_METADATA_FILE).write_text(
@@ -67,6 +68,18 @@ def export_model(
         if problems:
             raise ModelFolderError(f"export of {model_dir} to {out} is incomplete: " + "; ".join(problems))
     return out
+
+
+#: keys transformers writes into ``tokenizer_config.json`` about where this machine loaded the tokenizer
+#: from: meaningless (and misleading: ``local_files_only``) in a Hub repository
+LOCAL_ONLY_TOKENIZER_KEYS = ("is_local", "local_files_only")
+
+
+def _drop_local_only_keys(path: Path) -> None:
+    config = json.loads(path.read_text(encoding="utf-8"))
+    kept = {key: value for key, value in config.items() if key not in LOCAL_ONLY_TOKENIZER_KEYS}
+    if kept != config:
+        path.write_text(json.dumps(kept, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def validate_card_metadata(card_path: str | Path) -> list[str]:
@@ -99,14 +112,36 @@ def validate_card_metadata(card_path: str | Path) -> list[str]:
     return problems
 
 
+def _is_transformers_model_type(model_type: Any) -> bool:
+    """Whether transformers itself defines ``model_type`` (not one of the library's registrations)."""
+    from transformers import CONFIG_MAPPING
+
+    from .specs import MODELS
+
+    ours = {spec.model_type for _, spec in MODELS.items()}
+    return isinstance(model_type, str) and model_type in CONFIG_MAPPING and model_type not in ours
+
+
 def check_model_repo(folder: str | Path) -> list[str]:
     """What a model repository folder lacks for a Hub user (empty list: nothing): the files of
-    :data:`MODEL_REPO_FILES`, every code file ``auto_map`` / ``custom_pipelines`` name, and card metadata
-    that passes :func:`validate_card_metadata`."""
+    :data:`MODEL_REPO_FILES`, no local-only tokenizer keys, every code file ``auto_map`` /
+    ``custom_pipelines`` name (a model of transformers' own classes needs none), and card metadata that
+    passes :func:`validate_card_metadata`."""
     folder = Path(folder)
     problems = [f"missing {name}" for name in MODEL_REPO_FILES if not (folder / name).is_file()]
+    if (folder / "tokenizer_config.json").is_file():
+        tokenizer_config = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
+        local = [key for key in LOCAL_ONLY_TOKENIZER_KEYS if key in tokenizer_config]
+        if local:
+            problems.append(f"tokenizer_config.json: keys about this machine's copy: {local}")
+    config = {}
     if (folder / "config.json").is_file():
         config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    if config.get("is_encoder_decoder") and not (folder / "generation_config.json").is_file():
+        problems.append("missing generation_config.json")
+    # transformers' own classes (a warm-started BERT2BERT, a BERT tagger) load without remote code; the
+    # library's pipelines serve them where it is installed
+    if config and not _is_transformers_model_type(config.get("model_type")):
         auto_map = config.get("auto_map") or {}
         if "AutoConfig" not in auto_map or len(auto_map) < 2:
             problems.append("config.json: auto_map lacks AutoConfig or the model's Auto class")
@@ -118,8 +153,6 @@ def check_model_repo(folder: str | Path) -> list[str]:
         for reference in references:
             if not (folder / f"{reference.split('.')[0]}.py").is_file():
                 problems.append(f"missing {reference.split('.')[0]}.py (named by config.json)")
-        if config.get("is_encoder_decoder") and not (folder / "generation_config.json").is_file():
-            problems.append("missing generation_config.json")
         try:  # every code file named, in the folder, and the one saved with the model
             check_remote_code(folder)
         except ModelFolderError as err:

@@ -81,8 +81,6 @@ def test_pipeline_beam_search_returns_n_sequences_per_input(reformulate):
         reformulate.model, reformulate.tokenizer, TEXTS[:3], num_beams=3, num_return_sequences=2
     )
     assert [o["generated_text"] for output in beams for o in output] == expected
-    ids = reformulate(TEXTS[0], return_tensors=True)[0]["generated_token_ids"]
-    assert int(ids.max()) >= reformulate.model.config.output_vocab_size  # a copy id in the extended space
 
 
 def test_pipeline_rejects_non_text(reformulate):

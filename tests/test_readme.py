@@ -68,6 +68,23 @@ def test_readme_has_the_examples_this_test_runs():
     assert len(skipped) == 1  # only the Quickstart
 
 
+def test_every_readme_command_can_run_again():
+    """A reader runs an example twice: every command that refuses a non-empty output without
+    ``--overwrite`` (or ``--resume``) is written with it (the parser says which commands have it)."""
+    from hf_querygen.cli import build_parser
+
+    parser = build_parser()
+    once_only = []
+    for language, code in code_blocks(README.read_text(encoding="utf-8")):
+        if language != "bash" or any(marker in code for marker in SKIPPED_BECAUSE):
+            continue
+        for command in bash_commands(code):
+            arguments = parser.parse_args(command[1:])
+            if getattr(arguments, "overwrite", True) is False and not getattr(arguments, "resume", False):
+                once_only.append(" ".join(command))
+    assert once_only == []
+
+
 @pytest.mark.slow
 def test_every_readme_example_runs(data_dir, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
@@ -95,5 +112,10 @@ def test_every_readme_example_runs(data_dir, tmp_path, monkeypatch):
             assert cli_main(arguments) == 0, command
             ran += 1
     assert (tmp_path / "runs" / "dual-decoder" / "README.md").is_file()
+    # the exported card's usage code runs against the exported folder, with and without the library
+    from _card_code import run_card_code
+
+    with_library, plain = run_card_code(tmp_path / "hub" / "dual-decoder", "REPO_ID", tmp_path)
+    assert with_library == plain and with_library.startswith("[")
     assert (tmp_path / "runs" / "segmenter" / "config.json").is_file()
     assert ran >= 9

@@ -265,15 +265,15 @@ def test_the_code_follows_the_library_source(tmp_path):
 def test_bundle_renames_clashing_names_and_cuts_training_only_imports():
     """Two pipeline modules define TASK_NAME: one flat namespace keeps both apart; the task's training
     paths (corpora, metrics, the k2q data) become an ImportError naming the library, not a dependency."""
+    from hf_querygen.pipelines.intent_description import IntentDescriptionPipeline
     from hf_querygen.pipelines.question_generation import QuestionGenerationPipeline
-    from hf_querygen.pipelines.text2text import QueryReformulationPipeline
 
     (text,) = bundle(
         [
             _file(
                 "pipeline_question_generation.py",
                 QuestionGenerationPipeline,
-                QueryReformulationPipeline,
+                IntentDescriptionPipeline,
                 ("hf_querygen.tasks.k2q_task", "K2Q"),
             )
         ]
@@ -285,12 +285,15 @@ def test_bundle_renames_clashing_names_and_cuts_training_only_imports():
     finally:
         del sys.modules[module.__name__]
     namespace = module.__dict__
-    assert namespace["QueryReformulationPipeline"].pipeline_task_name == "query-reformulation"
     task_names = {key: value for key, value in namespace.items() if key.startswith("TASK_NAME")}
-    assert len(task_names) == 2 and set(task_names.values()) == {"question-generation", "query-reformulation"}
-    # the question-generation class reads its own TASK_NAME (renamed), not the other module's
-    read = namespace["QuestionGenerationPipeline"]._sanitize_parameters.__code__.co_names
-    assert [task_names[name] for name in read if name in task_names] == ["question-generation"]
+    assert len(task_names) == 2 and set(task_names.values()) == {"question-generation", "intent-description"}
+    # each class reads its own TASK_NAME (renamed), not the other module's
+    for cls, expected in (
+        ("QuestionGenerationPipeline", "question-generation"),
+        ("IntentDescriptionPipeline", "intent-description"),
+    ):
+        read = namespace[cls]._sanitize_parameters.__code__.co_names
+        assert [task_names[name] for name in read if name in task_names] == [expected]
     assert "needs the hf-querygen library" in text  # K2QTask.load / prepare: training data and metrics
     with pytest.raises(ImportError, match="hf-querygen"):
         namespace["K2QTask"]().load()

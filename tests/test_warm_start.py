@@ -168,6 +168,15 @@ def test_train_save_load_and_pipeline_give_the_same_questions(backbone, tmp_path
     assert [out[0]["generated_text"] for out in generator(queries)] == first
     with pytest.raises(InvalidInputError, match="word-vocabulary"):
         task.predict(model, tokenizer, queries, copy_all_source_words=True)
+    # exported as a Hub repository: transformers' own classes, no remote code; the card's code runs
+    from _card_code import run_card_code
+
+    from hf_querygen.hub_export import check_model_repo, export_model
+
+    hub = export_model(tmp_path / "model", tmp_path / "hub", repo_id="me/k2q")
+    assert check_model_repo(hub) == [] and not list(hub.glob("*.py"))
+    with_library, plain = run_card_code(hub, "me/k2q", tmp_path)
+    assert with_library and plain.startswith("[")
 
 
 def test_nl2kw_reads_a_warm_started_model_into_keyword_queries(backbone):

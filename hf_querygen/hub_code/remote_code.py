@@ -31,7 +31,6 @@ def served_pipelines(config: Any) -> dict[str, type]:
     from transformers.pipelines import PIPELINE_REGISTRY
 
     from ..pipelines._task_pipeline import _model_labels, _serves
-    from ..pipelines.text2text import QueryReformulationPipeline
 
     register_all()
     family = Task.family_of(Task(), config)
@@ -39,11 +38,7 @@ def served_pipelines(config: Any) -> dict[str, type]:
     served = {}
     for task_name, _module in PIPELINES.items():
         pipeline_class = PIPELINE_REGISTRY.supported_tasks[task_name]["impl"]
-        if issubclass(pipeline_class, QueryReformulationPipeline):
-            ok = family == "seq2seq"
-        else:
-            ok = _serves(get_task(pipeline_class.task_name), family, labels)
-        if ok:
+        if _serves(get_task(pipeline_class.task_name), family, labels):
             served[task_name] = pipeline_class
     return served
 

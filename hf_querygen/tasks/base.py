@@ -185,6 +185,8 @@ class Task:
     tag_labels: ClassVar[tuple[str, ...] | None] = None
     #: one output per input is itself a list (segmentation: the segments), not a list of alternatives
     outputs_are_lists: ClassVar[bool] = False
+    #: an input its pipeline takes, as a Python literal would write it (a model card's usage code runs it)
+    example_input: ClassVar[Any] = "what is the population of berlin"
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"

@@ -63,6 +63,7 @@ class K2QTask(Text2TextTask):
 
     primary_metric = "ROUGE-L"
     pipeline_task = "question-generation"
+    example_input = "capital france"
     #: the beam is widened to the questions asked for (:meth:`generate_questions`)
     RETURNS_WITHIN_BEAMS = False
     #: what a question-frame model honours: it fills frames, it generates no words

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import InvalidInputError
 from ..inference import as_max_length
@@ -210,6 +210,11 @@ class Q2IDTask(Task):
 
     name = "q2id"
     pipeline_task = "intent-description"
+    example_input: ClassVar[Any] = {
+        "query": "language teacher job doha",
+        "relevant_documents": ["How a qualified English teacher can find a teaching job in Doha, Qatar."],
+        "irrelevant_documents": ["Doha weather in summer."],
+    }
     pipeline_tag = "summarization"
     corpora = {"q2id": ()}
     #: ``bert2bert``: a warm-started encoder-decoder reading the query and the relevant documents as one

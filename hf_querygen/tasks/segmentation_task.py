@@ -28,6 +28,7 @@ class SegmentationTask(Task):
 
     name = "segmentation"
     pipeline_task = "query-segmentation"
+    example_input = "new york cheap hotels"
     pipeline_tag = "token-classification"
     corpora = {"webis_qsec_10": ("segmentations",)}
     families = ("seq2seq", "tagging")
