@@ -248,6 +248,30 @@ def test_generated_code_is_flat_and_needs_only_transformers(saved):
         ), (file, top_levels)
 
 
+def test_training_code_is_not_bundled(saved):
+    """A task's training-only methods and the functions that import training code keep their signature
+    and raise ImportError: what only they reach (tokenizer training, synthetic data, backbone download)
+    is not in the file a reviewer reads."""
+    _, library, _ = saved
+    text = (library["dual_decoder"]["folder"] / "pipeline_keyword_query_generation.py").read_text()
+    for reached_by_training_only in (
+        "def train_word_tokenizer",
+        "def build_synthetic_dataset",
+        "def resolve_backbone",
+    ):
+        assert reached_by_training_only not in text
+    tree = ast.parse(text)
+    (task_class,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "NL2KWTask"]
+    methods = {n.name: n for n in task_class.body if isinstance(n, ast.FunctionDef)}
+    (raised,) = [n for n in methods["prepare"].body if isinstance(n, ast.Raise)]
+    assert "NL2KWTask.prepare needs the hf-querygen library" in ast.unparse(raised)
+    assert not [
+        n
+        for n in ast.walk(methods["predict"])
+        if isinstance(n, ast.Raise) and "hf-querygen library" in ast.unparse(n)
+    ]
+
+
 def test_the_code_follows_the_library_source(tmp_path):
     """Generated at save time from the current source: the config file defines the class the library
     has, with the same source lines."""

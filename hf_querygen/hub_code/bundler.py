@@ -6,9 +6,11 @@ modules), into flat modules that run where ``hf_querygen`` is not installed:
 * third-party imports as they were; package-internal imports dropped (the names live in the same
   module) or turned into an assignment when renamed;
 * a name defined differently in two modules gets the module's name appended in one flat namespace;
-* code reached only through a function-level import that needs a package a plain ``transformers``
-  install lacks (``datasets``, ``tantivy``, ...: training, corpora, metrics) is cut: that import raises
-  an ``ImportError`` saying the library is needed for it. The inference path keeps working.
+* a function whose body imports from the library's training-only parts (:data:`TRAINING_ONLY`), and a
+  task's training-only methods (:data:`TRAINING_METHODS`), keep their signature and docstring; their body
+  becomes one ``raise ImportError`` saying the library is needed, so nothing they alone reach is bundled;
+* a remaining function-level import that needs a package a plain ``transformers`` install lacks is cut
+  the same way in place. The inference path keeps working.
 """
 
 from __future__ import annotations
@@ -49,6 +51,64 @@ TRAINING_ONLY = (
     "hf_querygen.training",
 )
 
+#: methods of the task classes (modules under these packages) that preparing data, training and scoring
+#: use and that decoding never calls: bundled as signatures raising ImportError
+TRAINING_METHODS: dict[str, frozenset[str]] = {
+    "hf_querygen.tasks": frozenset(
+        {
+            "load",
+            "resolve_corpus",
+            "prepare",
+            "prepare_data",
+            "encode",
+            "collator",
+            "loss_function",
+            "model_config",
+            "_backbone_config",
+            "pretraining_data",
+            "word_vectors",
+            "selection_splits",
+            "selection_floor",
+            "split_references",
+            "evaluate",
+            "score",
+            "per_example_scores",
+            "card_inputs",
+        }
+    )
+}
+
+_LIBRARY_NEEDED = (
+    "needs the hf-querygen library (pip install hf-querygen): this bundled file holds the inference code only"
+)
+
+
+def _training_only_import(target: str) -> bool:
+    return _is_internal(target) and any(target == p or target.startswith(p + ".") for p in TRAINING_ONLY)
+
+
+def _own_statements(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.AST]:
+    """The nodes of ``function``'s body outside the functions and classes defined in it."""
+    found: list[ast.AST] = []
+    stack: list[ast.AST] = list(function.body)
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            stack.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def _body_start(function: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.stmt | None:
+    """The first statement after the docstring (None: the body is the docstring alone, or a one-liner)."""
+    body = function.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant):
+        if isinstance(body[0].value.value, str):
+            body = body[1:]
+    if not body or body[0].lineno == function.lineno:
+        return None
+    return body[0]
+
 
 # ---------------------------------------------------------------------------------------------- bundling
 @dataclass
@@ -62,6 +122,8 @@ class _Plan:
     ext_files: dict[int, set[tuple]] = field(default_factory=dict)
     flat: dict[tuple, str] = field(default_factory=dict)  # symbol -> flat name
     cut: set[int] = field(default_factory=set)  # ids of import nodes replaced by a raise
+    #: (module, unit index) -> the functions of the unit bundled as a raise (_Bundler.cut_functions)
+    cut_functions: dict[tuple[str, int], list] = field(default_factory=dict)
     usable: dict[tuple, bool] = field(default_factory=dict)
 
 
@@ -71,11 +133,52 @@ class _Bundler:
         self.plan = _Plan(self.source)
         self._visiting: set[tuple] = set()
 
+    # -- functions bundled as a signature raising ImportError (module docstring)
+    def cut_functions(self, unit: _Unit) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+        if (unit.module, unit.index) in self.plan.cut_functions:
+            return self.plan.cut_functions[(unit.module, unit.index)]
+        module = self.source.module(unit.module)
+        methods = next(
+            (names for package, names in TRAINING_METHODS.items() if unit.module.startswith(package + ".")),
+            frozenset(),
+        )
+        cut: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
+        if isinstance(unit.node, ast.ClassDef):
+            for node in unit.node.body:
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in methods:
+                    cut.append(node)
+        for node in ast.walk(unit.node):
+            # the innermost function holding a training-only import: its enclosing ones keep working
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node not in cut:
+                if any(
+                    isinstance(sub, ast.ImportFrom)
+                    and _training_only_import(self.source.absolute(module, sub.level, sub.module))
+                    for sub in _own_statements(node)
+                ):
+                    cut.append(node)
+        cut = [node for node in cut if _body_start(node) is not None]
+        # a function inside a cut one is gone with it
+        inside = {id(sub) for node in cut for stmt in node.body for sub in ast.walk(stmt)}
+        cut = [node for node in cut if id(node) not in inside]
+        self.plan.cut_functions[(unit.module, unit.index)] = cut
+        return cut
+
+    def _cut_node_ids(self, unit: _Unit) -> set[int]:
+        return {
+            id(sub)
+            for function in self.cut_functions(unit)
+            for stmt in function.body
+            for sub in ast.walk(stmt)
+        }
+
     # -- which symbols a unit needs: hard (its own references) and soft (function-level imports)
     def _hard_deps(self, unit: _Unit) -> list[tuple]:
         module = self.source.module(unit.module)
         deps = []
+        cut = self._cut_node_ids(unit)
         for name in _names_used(unit.node):
+            if id(name) in cut:
+                continue
             if name.id in module.bindings and name.id not in unit.names:
                 deps.append(self.source.resolve(unit.module, name.id))
         # third-party names in annotations too: dataclasses read ``ClassVar`` / ``InitVar`` from the module
@@ -91,12 +194,13 @@ class _Bundler:
         """Function-level imports: (node, [(local name, internal symbol or None for an external)])."""
         module = self.source.module(unit.module)
         found = []
+        cut = self._cut_node_ids(unit)
         for node in _nested_imports(unit.node):
+            if id(node) in cut:
+                continue
             if isinstance(node, ast.ImportFrom):
                 target = self.source.absolute(module, node.level, node.module)
-                if _is_internal(target) and any(
-                    target == p or target.startswith(p + ".") for p in TRAINING_ONLY
-                ):
+                if _training_only_import(target):
                     found.append((node, [(a.asname or a.name, None) for a in node.names]))
                 elif _is_internal(target):
                     found.append(
@@ -251,7 +355,10 @@ class _Bundler:
         def at(lineno: int) -> int:
             return lineno - first
 
+        cut = self._cut_node_ids(unit)
         for name in _names_used(node):
+            if id(name) in cut:
+                continue
             flat = self.flat_name(key[0], name.id)
             if flat is not None and flat != name.id:
                 edits.append((at(name.lineno), name.col_offset, name.end_col_offset, flat))
@@ -263,16 +370,19 @@ class _Bundler:
                     match = re.search(rb"\b(?:def|class)\s+(" + sub.name.encode() + rb")\b", line)
                     edits.append((at(sub.lineno), match.start(1), match.end(1), flat))
         replaced_lines: dict[int, list[str]] = {}
+        owner = unit.names[0] if len(unit.names) == 1 else key[0].rpartition(".")[2]
+        for function in self.cut_functions(unit):
+            start = _body_start(function)
+            indent = " " * start.col_offset
+            what = function.name if function is node else f"{owner}.{function.name}"
+            replaced_lines[at(start.lineno)] = [f'{indent}raise ImportError("{what} {_LIBRARY_NEEDED}")']
+            for lineno in range(start.lineno + 1, function.end_lineno + 1):
+                replaced_lines[at(lineno)] = []
         for sub, aliases in self._soft_imports(unit):
             indent = " " * sub.col_offset
             if id(sub) in self.plan.cut:
                 what = ", ".join(local for local, _ in aliases)
-                text = [
-                    f"{indent}raise ImportError(",
-                    f'{indent}    "{what} needs the hf-querygen library (pip install hf-querygen): '
-                    f'this bundled file holds the inference code only"',
-                    f"{indent})",
-                ]
+                text = [f'{indent}raise ImportError("{what} {_LIBRARY_NEEDED}")']
             elif any(t is not None and t[0] == "external" for _, t in aliases):
                 continue  # an allowed third-party import stays as written
             else:
