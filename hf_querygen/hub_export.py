@@ -17,6 +17,7 @@ from .corpora._base import dataset_folder, get_corpus_spec
 from .errors import HubPushError, InvalidInputError, ModelFolderError
 from .hub import EVALUATIONS_FILE, card_kwargs_from_training, recorded_evaluations, render_model_card
 from .model_folder import check_remote_code, load_trained
+from .specs import MODELS
 from .utils import TRAINING_METADATA_FILE
 
 # ------------------------------------------------------------------------------------------ export
@@ -115,8 +116,6 @@ def validate_card_metadata(card_path: str | Path) -> list[str]:
 def _is_transformers_model_type(model_type: Any) -> bool:
     """Whether transformers itself defines ``model_type`` (not one of the library's registrations)."""
     from transformers import CONFIG_MAPPING
-
-    from .specs import MODELS
 
     ours = {spec.model_type for _, spec in MODELS.items()}
     return isinstance(model_type, str) and model_type in CONFIG_MAPPING and model_type not in ours
