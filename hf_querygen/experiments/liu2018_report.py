@@ -34,8 +34,14 @@ SYSTEM_LABELS = {
 def write_plots(document: dict, out: Path) -> None:
     """Fig. 4 (``lambda_sweep.png``) and Fig. 5 (``f1_by_length.png``) into folder ``out``."""
     config = document["config"]
-    plot_lambda_sweep(config["lambda_sweep_validation_f1"], out / "lambda_sweep.png")
+    if _swept(config):  # a budget without the sweep (quick, warm_start) draws no empty figure
+        plot_lambda_sweep(config["lambda_sweep_validation_f1"], out / "lambda_sweep.png")
     plot_f1_by_length(config["f1_by_length_test"], out / "f1_by_length.png")
+
+
+def _swept(config: dict) -> bool:
+    """Whether the run trained any lambda of the sweep (Fig. 4)."""
+    return any(config.get("lambda_sweep_validation_f1", {}).values())
 
 
 def write_report(document: dict, out_dir: str | Path) -> Path:
@@ -74,13 +80,17 @@ def render_markdown(document: dict) -> str:
         "",
         markdown_table(document, ["pooled_precision", "pooled_recall", "pooled_f1"], systems, SYSTEM_LABELS),
         claim_check(document),
-        "## Fig. 4: lambda sweep (validation F1, per-query mean; see lambda_sweep.png)",
-        "",
-        "Every lambda is trained with seed 0 (the curve); lambda = 0.5 also has the main runs' other seeds.",
-        "",
-        "| lambda | F1 (validation), seed 0 | mean ± std over all runs | runs |",
-        "|---|---|---|---|",
     ]
+    if _swept(config):
+        lines += [
+            "## Fig. 4: lambda sweep (validation F1, per-query mean; see lambda_sweep.png)",
+            "",
+            "Every lambda is trained with seed 0 (the curve); lambda = 0.5 also has the main runs' other "
+            "seeds.",
+            "",
+            "| lambda | F1 (validation), seed 0 | mean ± std over all runs | runs |",
+            "|---|---|---|---|",
+        ]
     for lam, values in config["lambda_sweep_validation_f1"].items():
         if not values:
             continue
