@@ -14,6 +14,7 @@ import textwrap
 
 import datasets
 import pytest
+from _card_code import BLOCK_LIBRARY
 from huggingface_hub import ModelCard
 from huggingface_hub.repocard_data import model_index_to_eval_results
 from test_hub import local_hub  # noqa: F401  (fixture)
@@ -91,16 +92,10 @@ def test_export_of_a_trained_dual_decoder_is_a_complete_hub_repo(trained, tmp_pa
     ours = pipeline("keyword-query-generation", model=str(repo))(QUESTION)
     assert ours == pipeline("keyword-query-generation", model=str(trained))(QUESTION)
     # ...and with plain transformers where the library cannot be imported
-    script = textwrap.dedent(
+    script = BLOCK_LIBRARY + textwrap.dedent(
         """
-        import json, sys
+        import json
 
-        class BlockLibrary:
-            def find_spec(self, name, path=None, target=None):
-                if name.split(".")[0] == "hf_querygen":
-                    raise ModuleNotFoundError(name)
-
-        sys.meta_path.insert(0, BlockLibrary())
         from transformers import pipeline
 
         print(json.dumps(pipeline(sys.argv[2], model=sys.argv[1], trust_remote_code=True)(sys.argv[3])))

@@ -124,6 +124,8 @@ class _Plan:
     cut: set[int] = field(default_factory=set)  # ids of import nodes replaced by a raise
     #: (module, unit index) -> the functions of the unit bundled as a raise (_Bundler.cut_functions)
     cut_functions: dict[tuple[str, int], list] = field(default_factory=dict)
+    #: (module, unit index) -> ids of the nodes inside those functions' bodies (read by every dependency pass)
+    cut_nodes: dict[tuple[str, int], set[int]] = field(default_factory=dict)
     usable: dict[tuple, bool] = field(default_factory=dict)
 
 
@@ -164,12 +166,15 @@ class _Bundler:
         return cut
 
     def _cut_node_ids(self, unit: _Unit) -> set[int]:
-        return {
-            id(sub)
-            for function in self.cut_functions(unit)
-            for stmt in function.body
-            for sub in ast.walk(stmt)
-        }
+        key = (unit.module, unit.index)
+        if key not in self.plan.cut_nodes:
+            self.plan.cut_nodes[key] = {
+                id(sub)
+                for function in self.cut_functions(unit)
+                for stmt in function.body
+                for sub in ast.walk(stmt)
+            }
+        return self.plan.cut_nodes[key]
 
     # -- which symbols a unit needs: hard (its own references) and soft (function-level imports)
     def _hard_deps(self, unit: _Unit) -> list[tuple]:
