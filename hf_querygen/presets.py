@@ -167,6 +167,8 @@ _PRESETS: dict[str, dict[str, Any]] = {
     # not in Lin'17: a BIO token classifier warm-started from a pretrained encoder (the backbone's own
     # sizes; its WordPiece tokenizer; a new linear head over the first piece of each word)
     "lin2017-warm-start": {"model_type": "bert", "backbone": MINILM_ID, "classifier_dropout": 0.1},
+    # not in Liu'18: a KEYWORD/O token classifier over the question's words, warm-started the same way
+    "liu2018-warm-start-tagger": {"model_type": "bert", "backbone": MINILM_ID, "classifier_dropout": 0.1},
     # not in Lin'17: our BiLSTM BIO tagger, the neural counterpart of its CRF (lin2017's extra row)
     "lin2017-tagger": {
         "model_type": "rnn_tagger",
@@ -195,6 +197,17 @@ _ZHANG2020_TRAINING = {
     "learning_rate": 5e-4,
     "per_device_train_batch_size": 16,
     "max_grad_norm": 5.0,
+}
+
+# fine-tuning a pretrained encoder: AdamW with decoupled weight decay 0.01 and a linear decay after a
+# short warm-up (Devlin et al. 2019's recipe); the rate is the row's (lin2017.py, liu2018.py)
+_ENCODER_FINE_TUNING = {
+    "optim": "adamw_torch_fused",
+    "weight_decay": 0.01,
+    "per_device_train_batch_size": 32,
+    "lr_scheduler_type": "linear",
+    "warmup_steps": 0.06,
+    "max_grad_norm": 1.0,
 }
 
 _TRAINING_PRESETS: dict[str, dict[str, Any]] = {
@@ -245,16 +258,8 @@ _TRAINING_PRESETS: dict[str, dict[str, Any]] = {
         "per_device_train_batch_size": 64,
         "max_grad_norm": 0.0,
     },
-    # fine-tuning a pretrained encoder: AdamW with decoupled weight decay 0.01 and a linear decay after
-    # a short warm-up (Devlin et al. 2019's recipe); the rate is the row's (lin2017.py)
-    "lin2017-warm-start": {
-        "optim": "adamw_torch_fused",
-        "weight_decay": 0.01,
-        "per_device_train_batch_size": 32,
-        "lr_scheduler_type": "linear",
-        "warmup_steps": 0.06,
-        "max_grad_norm": 1.0,
-    },
+    "lin2017-warm-start": dict(_ENCODER_FINE_TUNING),
+    "liu2018-warm-start-tagger": dict(_ENCODER_FINE_TUNING),
     "lin2017-tagger": {
         **_ADAM,
         "learning_rate": 1e-3,

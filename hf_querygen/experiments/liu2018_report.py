@@ -28,6 +28,7 @@ SYSTEM_LABELS = {
     "dual_decoder_plus": "extra: dual decoder + order, in-domain vectors, synthetic pretraining",
     "dual_decoder_plus_minlen": "extra: dual decoder + order, vectors, pretraining + length prior",
     "warm_start": "extra: BERT2BERT warm-started from all-MiniLM-L6-v2",
+    "warm_start_tagger": "extra: keyword tagger warm-started from all-MiniLM-L6-v2",
 }
 
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidInputError
 from ..inference import encoded_batches, generate_batches, output_vocab_size_of_model
+from ..pretrained import BACKBONE_FIELD
 from ..text import normalize_for_matching
 from .base import TASKS, Task, TaskData
 from .nl2kw import (
@@ -139,6 +140,8 @@ class NL2KWTask(Task):
         return TaskData(self, splits, tokenizer, state)
 
     def encode(self, data: TaskData, family: str) -> datasets.DatasetDict:
+        if family == "tagging" and "backbone" in data.state:
+            return self._encode_backbone_tags(data)
         if family == "bert2bert":
             return encode_subword_pairs(
                 data.splits,
@@ -164,11 +167,37 @@ class NL2KWTask(Task):
         ]
         return encoded.select_columns(columns)
 
+    def _encode_backbone_tags(self, data: TaskData) -> datasets.DatasetDict:
+        """A token classifier on a backbone's word pieces: each whitespace word of the question tagged
+        KEYWORD when its normalised form is a word of the keyword query (its first piece carries the
+        tag, :func:`~hf_querygen.tasks.word_tagging.encode_word_tags`)."""
+        import datasets
+
+        from .nl2kw_targets import keyword_tag_labels
+        from .word_tagging import encode_word_tags
+
+        def tags(batch: dict[str, list], i: int, words: list[str]) -> list[int]:
+            keywords = normalize_for_matching(batch[self.reference_column][i]).split()
+            return keyword_tag_labels(words, keywords, normalize_for_matching)
+
+        return datasets.DatasetDict(
+            {
+                name: encode_word_tags(split, data.tokenizer, self.source_column, tags, desc="keyword tags")
+                for name, split in data.splits.items()
+            }
+        )
+
     def model_config(self, preset: str, data: TaskData, **overrides: Any) -> PretrainedConfig:
-        from ..presets import config_from_preset, is_warm_start
+        from ..presets import PRESETS, config_from_preset, is_warm_start
 
         if is_warm_start(preset):
             return warm_start_task_config(preset, data, **overrides)
+        if "backbone" in data.state or "backbone" in PRESETS.get(preset):
+            from .word_tagging import token_classifier_config
+
+            return token_classifier_config(
+                self.name, preset, data.state.get("backbone"), self.tag_labels, overrides
+            )
         tokenizer = data.tokenizer
         # every special id the tokenizer has, also for a tagger: the Trainer otherwise "aligns" the config
         # with the tokenizer and warns that the tokenizer has new PAD/BOS/EOS tokens
@@ -265,6 +294,8 @@ class NL2KWTask(Task):
             return self._warm_start_keywords(
                 model, tokenizer, inputs, batch_size, 2 * max_source_length, generation_kwargs
             )
+        if family == "tagging" and getattr(model.config, BACKBONE_FIELD, None) is not None:
+            return self._backbone_tagger_keywords(model, tokenizer, inputs, batch_size)
         results: list[list[KeywordQuery]] = [[] for _ in inputs]
         if family == "tagging":
             for indices, batch, source_words in encoded_batches(
@@ -314,6 +345,32 @@ class NL2KWTask(Task):
                     for ids in rows
                 ]
         return [group[0] for group in results] if n_returns == 1 else results
+
+    def _backbone_tagger_keywords(
+        self,
+        model: PreTrainedModel,
+        tokenizer: PreTrainedTokenizerFast,
+        inputs: Sequence[str],
+        batch_size: int,
+    ) -> list[KeywordQuery]:
+        """:meth:`predict` for a token classifier on a backbone's word pieces: the question's whitespace
+        words tagged KEYWORD (read at their first piece), normalised, repeats dropped, all extracted."""
+        from .word_tagging import predict_word_tags
+
+        keyword = self.tag_labels[1]
+        tags = predict_word_tags(model, tokenizer, list(inputs), batch_size, cut_off_tag=self.tag_labels[0])
+        return [
+            KeywordQuery(
+                unique_words(
+                    piece
+                    for word, tag in zip(text.split(), row, strict=True)
+                    if tag == keyword
+                    for piece in normalize_for_matching(word).split()
+                ),
+                [],
+            )
+            for text, row in zip(inputs, tags, strict=True)
+        ]
 
     def _warm_start_keywords(
         self,

@@ -37,13 +37,14 @@ from .segmentation import (
     target_tokens_to_breaks,
 )
 from .seq2seq import Seq2SeqCollator, decode_extended, encode_seq2seq, encode_sources, extended_target_ids
+from .word_tagging import IGNORED_LABEL, encode_word_tags, predict_word_tags
 
 if TYPE_CHECKING:
     import datasets
     from transformers import PreTrainedModel, PreTrainedTokenizerFast
 
 TARGET_COLUMN = "segmentation_target"
-LABEL_PAD_ID = -100
+LABEL_PAD_ID = IGNORED_LABEL
 
 
 class ConstrainedSegmentationLogitsProcessor(LogitsProcessor):
@@ -139,92 +140,17 @@ def encode_for_seq2seq(
     return encoded.select_columns(["input_ids", "attention_mask", "labels"])
 
 
-def word_aligned_inputs(queries: Sequence[str], tokenizer: PreTrainedTokenizerFast) -> dict[str, list]:
-    """Encoder inputs of a tagger for whitespace-split queries, with where each word starts.
-
-    Any tokenizer: a word-level one gives one token per word, a subword one (WordPiece, BPE) several;
-    the query's words are handed over pre-split (``is_split_into_words``), so a word is never merged
-    with its neighbour. Returns ``input_ids`` / ``attention_mask`` (lists, unpadded) and ``word_starts``:
-    per query, the position of each word's FIRST piece (the piece whose tag is the word's), ``-1`` for a
-    word cut off by the tokenizer's ``model_max_length``. A word the tokenizer turns into no piece at all
-    (a zero-width space, a control character: BERT's normaliser drops them) is read as the unknown token,
-    so every word keeps a position.
-    """
-    word_lists = [query.split() for query in queries]
-    vocabulary = sorted({word for words in word_lists for word in words})
-    pieces = (
-        tokenizer(vocabulary, add_special_tokens=False, split_special_tokens=True)["input_ids"]
-        if vocabulary
-        else []
-    )
-    empty = {word for word, ids in zip(vocabulary, pieces, strict=True) if not ids}
-    if empty:  # stand-in words of one piece, whose piece becomes the unknown token below
-        stand_in = _one_piece_word(tokenizer)
-        word_lists = [[stand_in if word in empty else word for word in words] for words in word_lists]
-    limit = getattr(tokenizer, "model_max_length", None)
-    bounded = isinstance(limit, int) and 0 < limit < 10**9  # transformers' "no limit" is int(1e30)
-    encoded = tokenizer(
-        word_lists,
-        is_split_into_words=True,
-        truncation=bounded,
-        max_length=limit if bounded else None,
-        split_special_tokens=True,
-    )
-    starts: list[list[int]] = []
-    for row, words in enumerate(word_lists):
-        first = [-1] * len(words)
-        for position, word in enumerate(encoded.word_ids(row)):
-            if word is not None and first[word] < 0:
-                first[word] = position
-        starts.append(first)
-        if empty:
-            for word, position in zip(queries[row].split(), first, strict=True):
-                if word in empty and position >= 0:
-                    encoded["input_ids"][row][position] = tokenizer.unk_token_id
-    return {
-        "input_ids": encoded["input_ids"],
-        "attention_mask": encoded["attention_mask"],
-        "word_starts": starts,
-    }
-
-
-def _one_piece_word(tokenizer: PreTrainedTokenizerFast) -> str:
-    """A word the tokenizer reads as exactly one piece (a stand-in position for a word it deletes)."""
-    for candidate in ("a", "x", "0", "unk"):
-        if len(tokenizer(candidate, add_special_tokens=False)["input_ids"]) == 1:
-            return candidate
-    raise ValueError("the tokenizer reads none of 'a', 'x', '0', 'unk' as one piece")
-
-
 def encode_for_tagging(
     dataset: datasets.Dataset, tokenizer: PreTrainedTokenizerFast, breaks_column: str = "breaks"
 ) -> datasets.Dataset:
     """Model columns for a BIO tagger: ``input_ids``, ``attention_mask``, ``labels``: each word's B/I id
     on its first piece, -100 on its other pieces and on special tokens (``[CLS]`` / ``[SEP]`` of a BERT
-    tokenizer, ``[EOS]`` of the word tokenizer), so the loss counts every word once, as decoding reads it
-    (:func:`word_aligned_inputs`)."""
+    tokenizer, ``[EOS]`` of the word tokenizer): :func:`hf_querygen.tasks.word_tagging.encode_word_tags`."""
 
-    def encode(batch):
-        encoded = word_aligned_inputs(batch["query"], tokenizer)
-        labels = []
-        for input_ids, starts, breaks in zip(
-            encoded["input_ids"], encoded["word_starts"], batch[breaks_column], strict=True
-        ):
-            tags = [BIO_LABELS.index(tag) for tag in breaks_to_bio(breaks)]
-            if len(tags) != len(starts):
-                raise ValueError(f"{len(starts)} words in the query but {len(tags)} tags from its breaks")
-            row = [LABEL_PAD_ID] * len(input_ids)
-            for start, tag in zip(starts, tags, strict=True):
-                if start >= 0:
-                    row[start] = tag
-            labels.append(row)
-        return {
-            "input_ids": encoded["input_ids"],
-            "attention_mask": encoded["attention_mask"],
-            "labels": labels,
-        }
+    def bio_ids(batch: dict[str, list], i: int, words: list[str]) -> list[int]:
+        return [BIO_LABELS.index(tag) for tag in breaks_to_bio(batch[breaks_column][i])]
 
-    return dataset.map(encode, batched=True, remove_columns=dataset.column_names, desc="BIO tagging")
+    return encode_word_tags(dataset, tokenizer, "query", bio_ids, desc="BIO tagging")
 
 
 def encode_queries(queries: Sequence[str], tokenizer: PreTrainedTokenizerFast) -> dict[str, list]:
@@ -303,29 +229,6 @@ def seq2seq_batch_breaks(
     return breaks
 
 
-def tagger_batch_breaks(
-    model: PreTrainedModel,
-    input_ids: torch.Tensor,
-    attention_mask: torch.Tensor,
-    word_starts: Sequence[Sequence[int]],
-) -> list[list[int]]:
-    """Break vectors from a BIO tagger's argmax tags, read per word at its first piece.
-
-    input_ids / attention_mask: (B, S); word_starts: per query the position of each word's first piece
-    (:func:`word_aligned_inputs`). A word cut off by the tokenizer's length limit (``-1``) starts a
-    segment of its own: the model never saw it."""
-    with torch.no_grad():
-        logits = model(
-            input_ids=input_ids.to(model.device), attention_mask=attention_mask.to(model.device)
-        ).logits
-    label_names = [model.config.id2label[i] for i in range(logits.shape[-1])]
-    tags = logits.argmax(-1).tolist()
-    return [
-        bio_to_breaks([label_names[row[start]] if start >= 0 else "B" for start in starts])
-        for row, starts in zip(tags, word_starts, strict=True)
-    ]
-
-
 def is_seq2seq_segmenter(model: PreTrainedModel) -> bool:
     return bool(getattr(model.config, "is_encoder_decoder", False))
 
@@ -345,13 +248,9 @@ def segment_breaks(
     model.eval()
     breaks: list[list[int]] = []
     if not is_seq2seq_segmenter(model):
-        aligned = word_aligned_inputs(queries, tokenizer)
-        for start in range(0, len(queries), batch_size):
-            rows = range(start, min(start + batch_size, len(queries)))
-            batch = collator([{k: aligned[k][i] for k in ("input_ids", "attention_mask")} for i in rows])
-            starts = [aligned["word_starts"][i] for i in rows]
-            breaks += tagger_batch_breaks(model, batch["input_ids"], batch["attention_mask"], starts)
-        return breaks
+        # a word the tokenizer cut off starts a segment of its own: the model never saw it
+        tags = predict_word_tags(model, tokenizer, queries, batch_size, cut_off_tag="B")
+        return [bio_to_breaks(row) for row in tags]
     encoded = encode_queries(queries, tokenizer)
     for start in range(0, len(queries), batch_size):
         rows = range(start, min(start + batch_size, len(queries)))

@@ -148,27 +148,10 @@ class SegmentationTask(Task):
     def _backbone_config(
         self, preset: str, backbone: str | None, overrides: dict[str, Any]
     ) -> PretrainedConfig:
-        """A token classifier on the backbone the data was tokenized for (the model's and the tokenizer's
-        vocabularies must be the same one)."""
-        from ..presets import PRESETS, config_from_preset
+        """A BIO token classifier on the backbone the data was tokenized for."""
+        from .word_tagging import token_classifier_config
 
-        if backbone is None:
-            raise InvalidInputError(
-                f"preset {preset!r} warm-starts from backbone {PRESETS.get(preset)['backbone']!r}: prepare "
-                "the data with that backbone's tokenizer (prepare option backbone=...)"
-            )
-        if "backbone" not in PRESETS.get(preset):
-            raise InvalidInputError(
-                f"the data is tokenized for backbone {backbone!r} but preset {preset!r} is not built on one"
-            )
-        labels = {
-            "id2label": dict(enumerate(BIO_LABELS)),
-            "label2id": {t: i for i, t in enumerate(BIO_LABELS)},
-        }
-        config = config_from_preset(preset, **{**labels, **overrides, "backbone": backbone})
-        if self.family_of(config) != "tagging":
-            raise InvalidInputError(f"preset {preset!r}: a segmenter on a backbone is a token classifier")
-        return config
+        return token_classifier_config(self.name, preset, backbone, BIO_LABELS, overrides)
 
     def max_new_tokens(self, data: TaskData | None = None) -> int:
         return 24
