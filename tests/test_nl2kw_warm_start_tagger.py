@@ -1,0 +1,134 @@
+"""The warm-started keyword tagger (liu2018/warm_start_tagger) on a tiny random BERT built here: KEYWORD/O
+labels on each question word's first piece, the preset and the prepared backbone must agree, a toy rule is
+learned, and the saved folder decodes identically through ``pipeline("keyword-query-generation")``."""
+
+from __future__ import annotations
+
+import random
+
+import datasets
+import pytest
+import torch
+
+from hf_querygen.errors import InvalidInputError
+from hf_querygen.tasks.base import get_task
+
+FUNCTION_WORDS = ["what", "is", "the", "of", "how", "do", "i", "a", "for", "where", "can", "in"]
+CONTENT_WORDS = ["graffiti", "fonts", "berlin", "population", "cheap", "freezers", "visa", "doha", "teacher"]
+#: two content words exist only as pieces, so that labels must skip the later piece
+PIECES = ["graf", "##fiti", "freez", "##ers"]
+
+
+def toy_pairs(n: int, seed: int) -> list[dict[str, str]]:
+    """Questions mixing function and content words; the keyword query is the content words, in order."""
+    rng = random.Random(seed)
+    rows = []
+    for _ in range(n):
+        words = rng.sample(FUNCTION_WORDS, 3) + rng.sample(CONTENT_WORDS, 2)
+        rng.shuffle(words)
+        question = " ".join(words) + " ?"
+        rows.append(
+            {"nl_query": question, "keyword_query": " ".join(w for w in words if w in CONTENT_WORDS)}
+        )
+    return rows
+
+
+@pytest.fixture(scope="module")
+def backbone(tmp_path_factory):
+    """A folder holding a 1-layer random BERT and its WordPiece tokenizer: a local backbone."""
+    from transformers import BertConfig, BertModel, BertTokenizer
+
+    folder = tmp_path_factory.mktemp("tiny_bert")
+    whole = sorted(set(FUNCTION_WORDS + CONTENT_WORDS) - {"graffiti", "freezers"})
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "?", *PIECES, *whole]
+    (folder / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    BertTokenizer(vocab=str(folder / "vocab.txt")).save_pretrained(folder)
+    torch.manual_seed(0)
+    config = BertConfig(
+        vocab_size=len(vocab),
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=64,
+    )
+    BertModel(config).save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def toy_splits():
+    return datasets.DatasetDict(
+        train=datasets.Dataset.from_list(toy_pairs(200, seed=0)),
+        validation=datasets.Dataset.from_list(toy_pairs(30, seed=1)),
+    )
+
+
+def test_keyword_labels_sit_on_each_words_first_piece(backbone, toy_splits):
+    task = get_task("nl2kw")
+    row = datasets.DatasetDict(
+        train=datasets.Dataset.from_list(
+            [{"nl_query": "Graffiti fonts for the freezers?", "keyword_query": "graffiti freezers"}]
+        )
+    )
+    data = task.prepare(row, backbone=str(backbone))
+    encoded = task.encode(data, "tagging")["train"][0]
+    tokens = data.tokenizer.convert_ids_to_tokens(encoded["input_ids"])
+    assert tokens == ["[CLS]", "graf", "##fiti", "fonts", "for", "the", "freez", "##ers", "?", "[SEP]"]
+    # "freezers?" is one whitespace word: its tag (KEYWORD = 1, by its normalised form) sits on "freez"
+    assert encoded["labels"] == [-100, 1, -100, 0, 0, 0, 1, -100, -100, -100]
+
+
+def test_backbone_and_preset_must_agree(backbone, toy_splits):
+    task = get_task("nl2kw")
+    words = task.prepare(toy_splits)
+    with pytest.raises(InvalidInputError, match="prepare option backbone"):
+        task.model_config("liu2018-warm-start-tagger", words)
+    pieces = task.prepare(toy_splits, backbone=str(backbone))
+    with pytest.raises(InvalidInputError, match="not built on one"):
+        task.model_config("liu2018-sequence-labeling", pieces)
+    config = task.model_config("liu2018-warm-start-tagger", pieces)
+    assert config.id2label == {0: "O", 1: "KEYWORD"} and config.hidden_size == 16
+
+
+@pytest.fixture(scope="module")
+def trained(backbone, toy_splits, tmp_path_factory):
+    from hf_querygen.training import train_preset
+
+    data = get_task("nl2kw").prepare(toy_splits, backbone=str(backbone))
+    trainer = train_preset(
+        data,
+        "liu2018-warm-start-tagger",
+        tmp_path_factory.mktemp("checkpoints"),
+        seed=0,
+        training_overrides={
+            "num_train_epochs": 25,
+            "learning_rate": 1e-2,
+            "per_device_train_batch_size": 16,
+            "warmup_steps": 0,
+        },
+        early_stopping_patience=None,
+    )
+    return data, trainer.model
+
+
+def test_a_toy_rule_is_learned_and_the_saved_folder_decodes_identically(trained, tmp_path):
+    from transformers import pipeline
+
+    import hf_querygen  # noqa: F401  (registers the pipeline task)
+    from hf_querygen.training import save_model_folder
+
+    data, model = trained
+    task = data.task
+    questions = data.sources("validation")
+    outputs = task.predict(model, data.tokenizer, questions)
+    assert task.score(outputs, data.references("validation"), questions)["f1"] >= 0.9
+    for question, output in zip(questions, outputs, strict=True):
+        assert output.generated == [] and set(output.extracted) <= set(question.split())
+
+    folder = save_model_folder(model, data.tokenizer, tmp_path / "tagger", {"task": "nl2kw"})
+    extract = pipeline("keyword-query-generation", model=str(folder))
+    served = extract(questions, batch_size=7)
+    assert [rows[0]["keywords"] for rows in served] == [output.keywords for output in outputs]
+    # the caller's casing and punctuation do not reach the keywords: they are normalised words
+    assert extract("Where is the POPULATION of Berlin?")[0]["keywords"] == ["population", "berlin"]
