@@ -299,6 +299,7 @@ SYSTEMS = register_systems(
             SYSTEM_LABELS["warm_start_tagger"],
             preset="liu2018-warm-start-tagger",
             decoding={},
+            evaluate_on=("test", "validation"),  # validation: the README's rule picks a default on it
             cost=2,
             prepare_options=WARM_START_DATA,
             training_overrides=WARM_START_TAGGER_TRAINING,
