@@ -1,9 +1,9 @@
-"""Training-step time of CopyNet, the dual decoder and the query pointer-generator against the computation
-they ran before; CPU, JSON.
+"""Training-step time of CopyNet, the dual decoder and the query pointer-generator against the plain
+reference computation of the same loss ("before"); CPU, JSON.
 
 One step = forward with labels, backward, Adam update, at the reproduction sizes (batch 64); "library" uses
-the optimizer the stock Trainer builds for the model's preset (the fused AdamW kernel), "before" the one it
-built before (``adamw_torch``, on CPU a Python loop over the parameters):
+the optimizer the stock Trainer builds for the model's preset (the fused AdamW kernel), "before" the plain
+``adamw_torch`` (on CPU a Python loop over the parameters):
 
 * CopyNet (Ding'18: embeddings 100, BiGRU 200, GRU decoder 400, Bahdanau attention, selective read;
   vocabulary 14,062 / output vocabulary 4,000 as in ``results/ding2018``), sources of 3-8 words and
@@ -12,12 +12,12 @@ built before (``adamw_torch``, on CPU a Python loop over the parameters):
   softmax and scatter inside the loop) + the same loss; "library" is ``model(**batch, labels=labels)``
   (the output layer after the loop, log p read at the labels only).
 * dual decoder (Liu'18: embeddings 60, BiLSTM 128; nl2kw vocabulary sizes 4,847 / 3,713): "before" is the
-  library's forward + the loss as two cross-entropies over the extended rows (the old ``dual_loss``),
+  library's forward + the loss as two cross-entropies over the extended rows (the plain form),
   "library" the one-gather loss.
 * query pointer-generator (Zhang'20 Table 4 PG at the run's 64 units: q2id batches of 16 queries, 4 relevant
   documents x 4 sentences x 25 words read as one 400-word sequence, 40 target tokens, 37,286 token ids /
   2,000 output words): "before" is the packed BiGRU source encoder (O(S^2) backward on CPU) + the NLL of
-  the full distribution over every token id, as it ran before; "library" the unpacked encoder for long
+  the full distribution over every token id; "library" the unpacked encoder for long
   sequences + the mixture read at the labels only. "before" runs without dropout (it needs eval mode for
   the full distribution), so its figure is slightly favourable to it.
 
@@ -28,8 +28,8 @@ dropout off. Absolute times move with the machine's load (recorded); the ratios 
   GRUs, the run's contrast setting) and its default model ctrsgen_copy (128 units, copy=True), on real q2id
   training batches of 16 queries under the run's caps (``zhang2020_systems.CAPS``) and 2,000 output words.
   One step = zero_grad, forward with labels, backward, gradient clipping at 5.0 and the optimizer the stock
-  Trainer builds for that checkout's training preset (its ``optim``: the fused AdamW kernel now). "before"
-  is the library at PATH (a checkout of the code before, e.g. ``git worktree add --detach /tmp/before
+  Trainer builds for that checkout's training preset (its ``optim``). "before"
+  is the library at PATH (another checkout, e.g. ``git worktree add --detach /tmp/before
   <commit>``), "library" this checkout: each runs in its own process on the same pickled batches with the
   same initial weights, the two processes alternating; the losses of the first batches (no dropout in these
   presets) are compared across them, under the initial weights and after both sides' training steps.
@@ -126,7 +126,7 @@ def pg_batch(config, batch_size: int, generator):
 
 
 def pg_before(model, batch, labels):
-    """The packed encoder and the full distribution (eval mode), as the PG step ran before."""
+    """The packed encoder and the full distribution (eval mode): the plain reference PG step."""
     import hf_querygen.nn.encoder as encoder_module
 
     threshold, training = encoder_module.UNPACKED_FROM_LENGTH, model.training
@@ -165,9 +165,9 @@ def step_timer(model, loss_fn, batches, optimizer):
 
 
 def measure(model, before, after, batches, steps_per_repetition: int, repetitions: int, preset: str) -> dict:
-    """``before``: the old computation with the optimizer the Trainer built before (``adamw_torch``: on CPU
-    a Python loop over the parameters); ``library``: this checkout's loss with the optimizer the stock
-    Trainer builds for ``preset`` now."""
+    """``before``: the plain reference computation with ``adamw_torch`` (on CPU a Python loop over the
+    parameters); ``library``: this checkout's loss with the optimizer the stock Trainer builds for
+    ``preset``."""
     import torch
 
     optimizers = {

@@ -205,16 +205,6 @@ def check_output_dir(
     return folder
 
 
-def prepare_output_dir(
-    path: str | os.PathLike, kind: str, overwrite: bool, owned: Iterable[str] = (), what: str = "output"
-) -> Path:
-    """:func:`check_output_dir`, then create the folder (in place: for writers that fill it step by
-    step, such as a reproduction's ``--out-dir``; one-shot builds use :func:`atomic_output_dir`)."""
-    folder = check_output_dir(path, kind, overwrite, owned, what)
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
-
-
 def _build_id(folder: Path) -> str | None:
     marker = read_marker(folder) if folder.is_dir() else None
     return marker.get("build_id") if marker else None

@@ -77,16 +77,13 @@ def unit_float(text: str) -> float:
 
 class LazyChoices:
     """argparse ``choices`` read from a registry when argparse first checks or prints them, so building
-    the parser imports nothing (``hf-querygen --help`` stays cheap). ``also`` accepts further names that
-    the help does not list (e.g. deprecated aliases that still resolve)."""
+    the parser imports nothing (``hf-querygen --help`` stays cheap)."""
 
-    def __init__(self, names: Callable[[], Iterable[str]], also: Callable[[str], bool] | None = None):
-        self.names, self.also = names, also
+    def __init__(self, names: Callable[[], Iterable[str]]):
+        self.names = names
 
     def __contains__(self, name: object) -> bool:
-        return name in list(self.names()) or (
-            self.also is not None and isinstance(name, str) and self.also(name)
-        )
+        return name in list(self.names())
 
     def __iter__(self) -> Iterator[str]:
         return iter(list(self.names()))

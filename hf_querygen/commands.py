@@ -20,7 +20,7 @@ from .experiments.recipes import training_recipe
 from .metrics.wellformedness_classifier import DEFAULT_BACKBONE, build_classifier, classifier_report
 from .model_folder import load_trained
 from .systems import get_system
-from .tasks.base import DEPRECATED_TASK_NAMES, TASKS, get_task
+from .tasks.base import TASKS, get_task
 from .training import MODEL_FOLDER_KIND, QUICK_SETTINGS, TRAIN_LOG_FILE, quiet_console, train_model
 from .utils import TRAINING_METADATA_FILE
 
@@ -35,7 +35,7 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
         "--task",
         default=None,
         metavar="TASK",
-        choices=LazyChoices(lambda: TASKS.names(), also=lambda name: name in DEPRECATED_TASK_NAMES),
+        choices=LazyChoices(lambda: TASKS.names()),
         help="%(choices)s (default: the task that trains on --corpus)",
     )
     train.add_argument("--corpus", default=None, help="default: the task's first corpus")

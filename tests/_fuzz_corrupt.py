@@ -3,7 +3,7 @@
 Each :class:`FileType` names one kind of raw file that a corpus builder reads, the reader to call
 on a data dir, and how to make each kind of damage to it; each corruption returns the new bytes and
 what the reader must say about it (which line, which words). Shared by the fuzz tests
-(``tests/test_fuzz_*.py``) and the bad-input harness (``benchmarks/bad_inputs.py``).
+(``tests/test_fuzz_*.py``) and the bad-input harness (``tests/robustness/bad_inputs.py``).
 """
 
 from __future__ import annotations

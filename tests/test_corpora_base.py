@@ -68,7 +68,7 @@ def test_an_empty_source_file_is_an_error_and_a_counted_whole_file_skip(data_dir
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         dataset_dict, log = load_corpus("nl2kw", "en", data_dir=broken, strict=False, return_log=True)
-    # the build no longer shrinks without a word: the card counts move, a warning says by how much
+    # a lenient build never shrinks silently: the card counts move, a warning says by how much
     moved = [str(w.message) for w in caught if issubclass(w.category, CorpusCountWarning)]
     assert len(moved) == 3 and all("the dataset card records" in m for m in moved)
     assert log.per_file()[UQV100]["whole_file"]
@@ -108,7 +108,7 @@ def test_find_misalignment_on_a_small_example():
     assert find_misalignment(first[:70] + first[71:], second) == (71, "second")
 
 
-# ---------------------------------------------------------------- NUL characters (issue 20, class 8)
+# ---------------------------------------------------------------- NUL characters
 @pytest.mark.parametrize(
     ("name", "content", "line", "reader"),
     [

@@ -1,6 +1,7 @@
-"""Issue 13's levers for nl2kw: target order, length prior + min-keywords LogitsProcessor, word vectors in
-the shared embeddings, synthetic pretraining through train_preset, per-system prepare options in the
-runner, and the evaluation-question filter of the synthetic pairs. Tiny data and models (seconds)."""
+"""The levers for nl2kw topics unseen in training: target order, length prior + min-keywords
+LogitsProcessor, word vectors in the shared embeddings, synthetic pretraining through train_preset,
+per-system prepare options in the runner, and the evaluation-question filter of the synthetic pairs. Tiny
+data and models (seconds)."""
 
 import datasets
 import pytest

@@ -1,3 +1,4 @@
+import argparse
 import socket
 import subprocess
 import sys
@@ -95,10 +96,12 @@ def test_every_public_name_is_exported_lazily():
 
 
 def test_reproduce_choices_equal_the_registry():
-    from hf_querygen.experiments.cli import NAMES
+    from hf_querygen.cli import build_parser
     from hf_querygen.experiments.papers import REPRODUCTIONS
 
-    assert sorted(NAMES) == REPRODUCTIONS.names()
+    subparsers = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    name = next(a for a in subparsers.choices["reproduce"]._actions if a.dest == "name")
+    assert list(name.choices) == [*REPRODUCTIONS.names(), "all"]
 
 
 def test_network_is_blocked():

@@ -182,7 +182,7 @@ def test_prepare_trains_on_seed_and_human_pairs_without_the_synthetic_ones():
         "seed 1",
         "seed 2",
     ]
-    # T_0 train trains now, so only T_0's validation split selects (beside the users' validation)
+    # T_0 train is training data, so only T_0's validation split selects (beside the users' validation)
     assert data.splits["t0_validation"]["keyword_query"] == ["seed 0"]
     assert data.splits["validation"]["keyword_query"] == ["seed 0", "user 0", "user 1"]
     assert not {"seed_train", "seed_validation", "nl2kw_train"} & set(data.splits)

@@ -44,7 +44,7 @@ def test_modules_are_imported_on_first_lookup(tmp_path, monkeypatch):
 def test_a_task_has_one_name_and_its_pipeline_string_as_the_one_alias():
     import warnings
 
-    from hf_querygen.tasks.base import DEPRECATED_TASK_NAMES, TASKS, get_task, pipeline_task_names
+    from hf_querygen.tasks.base import TASKS, get_task, pipeline_task_names
 
     for name, task in TASKS.items():
         assert task.name == name
@@ -55,9 +55,5 @@ def test_a_task_has_one_name_and_its_pipeline_string_as_the_one_alias():
         for pipeline_task, name in pipeline_task_names().items():
             assert get_task(pipeline_task).pipeline_task == pipeline_task
             assert get_task(pipeline_task) is TASKS.get(name)
-    # an old name still works, with a DeprecationWarning naming the new one
-    for old, new in DEPRECATED_TASK_NAMES.items():
-        with pytest.warns(DeprecationWarning, match=repr(new)):
-            assert get_task(old) is TASKS.get(new)
     with pytest.raises(Exception, match="unknown task 'nl2kww'.*nl2kw"):
         get_task("nl2kww")

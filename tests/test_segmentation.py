@@ -233,7 +233,8 @@ def test_crf_learns_and_beats_the_trivial_baseline(small_folds, tmp_path, resour
 
 
 def test_crf_model_selection_uses_only_the_training_data(small_folds):
-    from hf_querygen.baselines.crf_segmenter import select_regularization, validation_mask
+    from hf_querygen.baselines.crf_segmenter import select_regularization
+    from hf_querygen.corpora._base import validation_mask
 
     train, _ = small_folds
     grid = ((0.0, 0.1), (0.5, 0.0))

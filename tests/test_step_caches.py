@@ -1,13 +1,13 @@
-"""The decoders' fast paths equal the computation they replace.
+"""The decoders' fast paths equal the plain computation they stand for.
 
-* teacher forcing: the RNN decoder's output layer / CopyNet's joint softmax and scatter now run once after
+* teacher forcing: the RNN decoder's output layer / CopyNet's joint softmax and scatter run once after
   the step loop (and the selective read comes from the previous step's copy scores): the loss and its
-  gradients equal a step-by-step reference loop written here (the loop the library ran before);
+  gradients equal a plain step-by-step reference loop written here;
 * the dual decoder's loss is one gather instead of two cross-entropies;
 * generation keeps per-source projections in the cache, which beam reordering leaves alone, and grows
   the dual decoder's pointer-state buffers by doubling: cached beam search over many steps equals
   uncached;
-* ``max_new_tokens`` no longer makes transformers warn about ``max_length``.
+* ``max_new_tokens`` does not make transformers warn about ``max_length``.
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def rnn_labels(model, input_ids: torch.Tensor) -> torch.Tensor:
 
 
 def stepwise_rnn_scores(model, input_ids, attention_mask, labels) -> torch.Tensor:
-    """The decoder as it ran before: every piece of every step inside the loop (attention, selective read
+    """The plain decoder: every piece of every step inside the loop (attention, selective read
     from the joint copy probabilities, RNN module call, output layer, CopyNet's joint softmax + scatter)."""
     decoder, config = model.decoder, model.config
     encoded = model.encoder(input_ids, attention_mask)

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from hf_querygen.corpora._base import validation_mask  # noqa: F401  (moved; the task layer reads it)
+from hf_querygen.corpora._base import validation_mask
 from hf_querygen.corpora.webis_qsec_10 import SegmentationResources
 from hf_querygen.errors import InvalidInputError
 from hf_querygen.metrics.segmentation_scores import segmentation_scores

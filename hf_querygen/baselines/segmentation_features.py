@@ -152,10 +152,6 @@ class TextStatistics:
         counts = [c for k, c in self.counts.items() if k.count(" ") == 1]
         return int(statistics.median(counts)) if counts else 1
 
-    def known_words(self, words: Sequence[str]) -> int:
-        """How many of ``words`` occur in the text at all."""
-        return sum(self.count(ngram_key(w)) is not None for w in words if ngram_key(w))
-
     def resources(self, pos_tagger: POSTagger | None = None) -> SegmentationResources:
         """A :class:`SegmentationResources` whose lookups are computed from these statistics for any
         n-gram (``query_pos`` is empty: POS come from ``pos_tagger``, kept as ``.pos_tagger``)."""

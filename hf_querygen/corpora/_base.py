@@ -1,5 +1,5 @@
-"""Shared machinery for the corpus builders, re-exported from its rooms of one concern (the old import
-path ``hf_querygen.corpora._base`` keeps working):
+"""Shared machinery for the corpus builders, gathered from its rooms of one concern so that a builder
+has one import:
 
 * :mod:`._data_dir`: where the raw files live (``data_dir``, ``$HF_QUERYGEN_DATA_DIR``, ``../shared/data``);
 * :mod:`._parse_log`: strict / lenient error reporting with file and line (:class:`ParseLog`);

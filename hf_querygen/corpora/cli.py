@@ -113,12 +113,6 @@ def _build(args: argparse.Namespace) -> int:
     return 0
 
 
-def _count_rows(parquet: Path) -> int:
-    import pyarrow.parquet as pq
-
-    return pq.ParquetFile(parquet).metadata.num_rows
-
-
 def _scalar(value: object) -> bool:
     return not isinstance(value, Mapping | list | tuple)
 

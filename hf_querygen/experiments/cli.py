@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from .._fs import check_writable_dir
 from ..cli import positive_int
@@ -24,12 +23,6 @@ class _PaperChoices:
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._names())
-
-
-def __getattr__(name: str) -> Any:
-    if name == "NAMES":  # the old literal tuple, now the registry's names
-        return tuple(REPRODUCTIONS.names())
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def add_commands(subparsers: argparse._SubParsersAction) -> None:

@@ -7,9 +7,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from hf_querygen.baselines.crf_segmenter import REGULARIZATION_GRID, validation_mask
+from hf_querygen.baselines.crf_segmenter import REGULARIZATION_GRID
 from hf_querygen.baselines.segmentation_features import default_statistics
 from hf_querygen.corpora import load_corpus
+from hf_querygen.corpora._base import validation_mask
 from hf_querygen.corpora.webis_qsec_10 import NUM_FOLDS, load_segmentation_resources
 from hf_querygen.experiments.tables import Budget, Fold
 from hf_querygen.text import normalize_for_matching

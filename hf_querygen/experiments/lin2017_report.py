@@ -87,11 +87,6 @@ def unseen_query_table(document: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def best_unseen_ready(document: dict) -> str:
-    """The best row (query accuracy) among those whose features exist for any query."""
-    return _best_system(document, [s for s in UNSEEN_READY if s in document["systems"]])
-
-
 def render_markdown(document: dict) -> str:
     systems = [s for s in SYSTEM_LABELS if s in document["systems"]]
     ours = [s for s in systems if not s.startswith("published_")]

@@ -50,7 +50,8 @@ from hf_querygen.systems import BaselineContext, System, register_systems
 PAPER_NUMBERS: dict[str, dict[str, float]] = paper_numbers("liu2018")
 #: Table 2 retrieval columns (Baidu search; not reproducible here), kept for the record in the config
 PAPER_RETRIEVAL: dict[str, dict[str, float]] = paper_numbers("liu2018", "paper_retrieval_numbers")
-#: issue 13's levers, one row each (1 seed by default: screening on VALIDATION; test scored for the
+#: the levers for topics unseen in training (nl2kw's splits are grouped by topic: no validation or test
+#: topic occurs in training), one row each (1 seed by default: screening on VALIDATION; test scored for the
 #: report only); key -> (label, base system, System fields)
 LEVER_LABELS = {
     "dual_decoder_word2vec": "dual decoder, in-domain vocabulary + word2vec (fine-tuned)",
@@ -60,7 +61,7 @@ LEVER_LABELS = {
     "sequence_labeling_pretrained": "sequence labeling, in-domain vocabulary + synthetic pretraining",
     "sequence_labeling_word2vec": "sequence labeling, in-domain vocabulary + word2vec (fine-tuned)",
 }
-#: min_keywords decodings (issue 13, lever 4) of the dual decoder rows, scored on validation and test
+#: min_keywords decodings (the length lever) of the dual decoder rows, scored on validation and test
 LENGTH_DECODINGS = {
     "minlen_prior": {"min_keywords": {"prior": 1.0}},
     "minlen_prior0.8": {"min_keywords": {"prior": 0.8}},
@@ -125,8 +126,8 @@ WARM_START_TRAINING = {
 #: lin2017's warm-started tagger, the epoch of lowest validation loss kept
 WARM_START_TAGGER_TRAINING = {"learning_rate": 1e-4, "num_train_epochs": 4}
 _IN_DOMAIN = {"vocabulary": "in-domain"}
-#: the levers as System fields (prepare_options / train_options); issue 13
-#: the table row of lever 3 (its target order alone); the other levers are screening rows
+#: the levers as System fields (prepare_options / train_options)
+#: the table row of the target-order lever (its target order alone); the other levers are screening rows
 NATURAL_ORDER: dict[str, Any] = {"prepare_options": {"keyword_order": "natural"}}
 LEVERS: dict[str, dict[str, Any]] = {
     "dual_decoder_word2vec": {
@@ -243,8 +244,9 @@ SYSTEMS = register_systems(
             **_NEURAL,
         ),
         System("liu2018/yake", "nl2kw", SYSTEM_LABELS["yake"], baseline=yake_baseline),
-        # issue 13: the dual decoder with source/frequency target order (lever 3), the same with every
-        # lever that helped alone on validation, each also decoded with the training length prior
+        # the levers for unseen topics: the dual decoder with source/frequency target order, the same
+        # with every lever that helped alone on validation, each also decoded with the training length
+        # prior
         System(
             "liu2018/dual_decoder_natural_order",
             label=SYSTEM_LABELS["dual_decoder_natural_order"],
@@ -334,7 +336,7 @@ def lambda_sweep_systems(budget: Budget, seeds: int) -> list[tuple[System, list[
 
 
 def lever_systems(budget: Budget, seeds: int) -> list[tuple[System, list[int]]]:
-    """Issue 13's levers (:data:`LEVERS`), each scored on validation and test with seeds
+    """The levers for unseen topics (:data:`LEVERS`), each scored on validation and test with seeds
     0 .. ``lever_seeds - 1``, plus the :data:`LENGTH_DECODINGS` of the dual decoder and of the levers'
     dual decoders (decodings of the same trained models, validation and test)."""
     if not budget.settings.get("levers", True):

@@ -1,7 +1,7 @@
 """Liu et al. (CIKM'18) reproduction, the analyses: the ``config`` entries the runner adds to
 ``results.json`` after training (:class:`~hf_querygen.experiments.runner.Reproduction` ``analyses``
 hooks of :mod:`hf_querygen.experiments.liu2018`): the data description, YAKE's selection, Fig. 4's
-lambda sweep, Fig. 5's F1 by query length, and issue 13's lever table and seen / unseen word split."""
+lambda sweep, Fig. 5's F1 by query length, and the lever table and seen / unseen word split."""
 
 from __future__ import annotations
 
@@ -92,8 +92,9 @@ def _mean_std(values: list[float]) -> dict[str, float]:
 
 
 def lever_table(context: RunContext) -> dict[str, Any]:
-    """Issue 13: validation and test P/R/F1 and Table 3 recalls (mean ± std over the seeds run) of every
-    trained row, lever and length decoding; validation decides, test is only reported."""
+    """The levers for unseen topics: validation and test P/R/F1 and Table 3 recalls (mean ± std over
+    the seeds run) of every trained row, lever and length decoding; validation decides, test is only
+    reported."""
     metrics = ("f1", "precision", "recall", "recall_extractive", "recall_generative")
     scores: dict[str, dict[str, dict[str, list[float]]]] = {}
     for record in context.records:
@@ -114,7 +115,7 @@ def lever_table(context: RunContext) -> dict[str, Any]:
 
 
 def word_split(context: RunContext) -> dict[str, Any]:
-    """Issue 13: F1 on test / validation queries split by whether the query's topic is seen in TRAIN.
+    """F1 on test / validation queries split by whether the query's topic is seen in TRAIN.
 
     nl2kw's splits are grouped by topic, so no validation or test topic id occurs in training (all
     are "unseen topics"); the informative split is lexical: a query is "seen words" when every gold

@@ -1,5 +1,5 @@
 """Liu et al. (CIKM'18) reproduction, the report: ``results.md`` (Tables 2-3 beside the paper's
-numbers, the claim and goal checks, the lambda sweep, the length buckets, issue 13's lever table) and
+numbers, the claim check, the lambda sweep, the length buckets, the lever table) and
 the two figures, all rendered from a ``results.json`` document alone."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import json
 import statistics
 from pathlib import Path
 
-from hf_querygen.experiments._report import markdown_table, pyplot, save_figure, write_results
+from hf_querygen.experiments._report import markdown_table, pyplot, save_figure
 
 #: the table's rows in the paper's order, by our system keys
 SYSTEM_LABELS = {
@@ -43,14 +43,6 @@ def write_plots(document: dict, out: Path) -> None:
 def _swept(config: dict) -> bool:
     """Whether the run trained any lambda of the sweep (Fig. 4)."""
     return any(config.get("lambda_sweep_validation_f1", {}).values())
-
-
-def write_report(document: dict, out_dir: str | Path) -> Path:
-    """results.json, results.md and the two plots, all from ``document`` alone (so a finished run's
-    report can be re-rendered: ``write_report(json.load(open("results.json")), out_dir)``)."""
-    out = write_results(document, out_dir, render_markdown(document))
-    write_plots(document, out)
-    return out
 
 
 def render_markdown(document: dict) -> str:
@@ -116,8 +108,9 @@ def render_markdown(document: dict) -> str:
 
 
 def levers_markdown(document: dict) -> str:
-    """Issue 13: every trained row, lever and length decoding on VALIDATION (what decides) and test
-    (reported only), with Table 3's recalls and the F1 split by seen / unseen keyword words."""
+    """The levers for unseen topics: every trained row, lever and length decoding on VALIDATION (what
+    decides) and test (reported only), with Table 3's recalls and the F1 split by seen / unseen keyword
+    words."""
     config = document["config"]
     levers = config.get("levers")
     if not levers:
@@ -131,7 +124,7 @@ def levers_markdown(document: dict) -> str:
         return f"{value['mean']:.3f} ± {value['std']:.3f}" if value["n"] > 1 else f"{value['mean']:.3f}"
 
     lines = [
-        "## Issue 13: levers for unseen topics (validation decides; test only reported)",
+        "## Levers for unseen topics (validation decides; test only reported)",
         "",
         "Every lever is its own row; n = seeds. R ext / R gen = recall on extractive / generative gold "
         "words (Table 3, pooled). Test F1 is split by whether every gold keyword word occurs in a training "
@@ -154,63 +147,6 @@ def levers_markdown(document: dict) -> str:
             f"{cell(parts.get('unseen'))} |"
         )
     return "\n".join(lines) + "\n"
-
-
-def render_levers_run(document: dict, previous: dict) -> str:
-    """results.md of a run of the new rows only (issue 13): this run's rows beside the rows of an
-    earlier full run (``previous``, a results.json document, e.g. the committed 3-seed table), the goal
-    check on test F1 and the lever table."""
-    config = document["config"]
-
-    def seeds(runs: dict) -> int:
-        return int(runs.get("f1", {}).get("n", 0))
-
-    # a row of this run replaces the earlier run's only when it has at least as many seeds
-    new = sorted(
-        k
-        for k, runs in document["systems"].items()
-        if k not in previous["systems"] or seeds(runs) >= seeds(previous["systems"][k])
-    )
-    merged = {**previous, "systems": {**previous["systems"], **{k: document["systems"][k] for k in new}}}
-    systems = [s for s in SYSTEM_LABELS if s in merged["systems"]]
-    metrics = ["precision", "recall", "f1", "recall_extractive", "recall_generative"]
-    lines = [
-        "# Liu et al. (CIKM'18) on nl2kw: issue 13's levers",
-        "",
-        f"New rows ({', '.join(new)}) from this run: {config['seeds']} seed(s), greedy decoding, test split "
-        f"{config['split_sizes']}. The other rows are the earlier full run "
-        f"({previous['config'].get('seeds')} seeds, results/liu2018/results.json). Paper numbers are on "
-        "Baidu Knows.",
-        "",
-        "## Table 2 / Table 3 on the test split",
-        "",
-        markdown_table(merged, metrics, systems, SYSTEM_LABELS),
-        goal_check(merged),
-        levers_markdown(document),
-        f"Timings (s): {json.dumps(config['timings_s'])}",
-        "",
-    ]
-    return "\n".join(lines)
-
-
-def goal_check(document: dict) -> str:
-    """Issue 13's goal: the best dual-decoder row beats YAKE, the raw query and every trained baseline
-    on test F1 (seed means), with generative recall clearly above zero."""
-    systems = document["systems"]
-    dual = {k: v for k, v in systems.items() if k.startswith("dual_decoder")}
-    if not dual:
-        return ""
-    best = max(dual, key=lambda k: dual[k]["f1"]["mean"])
-    others = {k: v["f1"]["mean"] for k, v in systems.items() if not k.startswith("dual_decoder")}
-    rival = max(others, key=others.get)
-    ours = dual[best]["f1"]["mean"]
-    generative = dual[best].get("recall_generative", {}).get("mean", float("nan"))
-    verdict = "REACHED" if ours > others[rival] else f"NOT REACHED ({ours - others[rival]:+.3f} F1)"
-    return (
-        "\n## Goal (issue 13)\n\n"
-        f"Best dual-decoder row: {best}, test F1 {ours:.3f} ± {dual[best]['f1']['std']:.3f}, generative "
-        f"recall {generative:.3f}; best other row: {rival} {others[rival]:.3f}. Goal {verdict}.\n"
-    )
 
 
 def claim_check(document: dict) -> str:

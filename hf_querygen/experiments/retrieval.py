@@ -1,6 +1,6 @@
 """``hf-querygen reproduce retrieval``: what every keyword-query system does to retrieval, on NFCorpus.
 
-Two parts (issue 11):
+Two parts:
 
 1. **Engine sanity** on a public number: BM25 over the NFCorpus test documents with the test
    ``titles`` queries (the query text BEIR uses: its NFCorpus queries are the NutritionFacts page

@@ -29,8 +29,7 @@ from typing import Any
 from hf_querygen._registration import register_all
 from hf_querygen.baselines.intent_description import copy_query, extract_descriptions
 from hf_querygen.experiments.zhang2020_analysis import collection_documents
-from hf_querygen.experiments.zhang2020_report import render_markdown
-from hf_querygen.experiments.zhang2020_systems import COPY_DECODING_GRID, DEFAULT_MODEL
+from hf_querygen.experiments.zhang2020_systems import COPY_DECODING_GRID
 from hf_querygen.tasks.base import get_task
 from hf_querygen.tasks.q2id_task import DocumentRetriever, Q2IDTaskData
 from hf_querygen.training.task_training import choose_decoding, with_rouge_goal
@@ -216,39 +215,6 @@ def examples(
             }
         )
     return {"judged_documents": judged, "retrieved_documents": retrieved}
-
-
-def add_to_results(
-    document: Mapping[str, Any],
-    results_dir: str | Path,
-    curves: Mapping[str, Any] | None = None,
-    extra: Mapping[str, Any] | None = None,
-) -> None:
-    """Add the report as the ``ctrsgen_copy`` row (1 run: std 0, n 1) and ``config["default_model"]`` to
-    ``results_dir/results.json`` (the other rows untouched) and render ``results.md`` again."""
-    path = Path(results_dir) / "results.json"
-    results = json.loads(path.read_text(encoding="utf-8"))
-    test = document["scores"]["test"][DEFAULT_MODEL]
-    results["systems"][DEFAULT_MODEL] = {
-        metric: {"mean": value, "std": 0.0, "n": 1}
-        for metric, value in sorted(test.items())
-        if metric != "rouge_goal"
-    }
-    results["config"]["default_model"] = {
-        "system": DEFAULT_MODEL,
-        **dict(extra or {}),
-        "decoding": document["decoding"],
-        "decoding_grid_validation": [
-            {"decoding": row["decoding"], "scores": row["scores"]}
-            for row in document["decoding_grid_validation"]
-        ],
-        "scores": document["scores"],
-        "significance": document["significance"],
-        "examples": document.get("examples"),
-        "curves": dict(curves or {}),
-    }
-    path.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-    (Path(results_dir) / "results.md").write_text(render_markdown(results), encoding="utf-8")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -44,7 +44,7 @@ from .manifest import Digests
 from .native import load_native
 
 ARRAYS = ("tokens", "doc_offsets", "pos_ptr", "positions", "pos_doc", "doc_ptr", "post_docs", "post_tfs")
-#: optional (indexes built before them, or without frequent terms, have none: windows are counted exactly)
+#: optional (an index without frequent terms has none: its windows are counted exactly)
 PAIR_ARRAYS = ("pair_terms", "pair_reaches", "pair_follow")
 VOCAB_FILE = "vocab.txt"
 #: a term enters the pair table from this collection frequency on: below it, counting a window from the

@@ -87,7 +87,3 @@ class PhraseDetector:
         return [
             u.replace(_SECOND_PASS_DELIMITER, PHRASE_DELIMITER) for u in self.second[self.first[list(terms)]]
         ]
-
-    def transform_batch(self, batch: dict, column: str = "text") -> dict:
-        """``datasets.map(batched=True)`` helper: ``units`` = the space-joined phrase units."""
-        return {"units": [" ".join(self.transform(t.split())) for t in batch[column]]}

@@ -47,18 +47,6 @@ TASKS: Registry[Task] = Registry(
 )
 
 
-#: THE alias table: a task has one name everywhere (registry, CLI, dataset config, card, results), and the
-#: transformers ``pipeline()`` task string is its one other name (``Task.pipeline_task``); these older
-#: names, which scripts and saved folders may hold, still resolve, with a DeprecationWarning
-DEPRECATED_TASK_NAMES: dict[str, str] = {
-    "keyword_query": "nl2kw",
-    "keyword-query": "nl2kw",
-    "intent_description": "q2id",
-    "question_generation": "k2q",
-    "query_segmentation": "segmentation",
-}
-
-
 def pipeline_task_names() -> dict[str, str]:
     """``pipeline()`` task string -> the task it names (each task's one alias; several tasks may share a
     pipeline, e.g. text2text and k2q: then the string names the first registered)."""
@@ -69,28 +57,17 @@ def pipeline_task_names() -> dict[str, str]:
 
 
 def canonical_task_name(name: str) -> str:
-    """The registry name of task ``name``: itself, or what its pipeline task string or a deprecated name
-    stands for (the latter with a DeprecationWarning)."""
-    import warnings
-
+    """The registry name of task ``name``: itself, or the task its pipeline task string stands for. A task
+    has one name everywhere (registry, CLI, dataset config, card, results); the transformers
+    ``pipeline()`` task string (``Task.pipeline_task``) is its only other name."""
     if name in TASKS:
         return name
-    aliases = pipeline_task_names()
-    if name in aliases:
-        return aliases[name]
-    if name in DEPRECATED_TASK_NAMES:
-        warnings.warn(
-            f"task name {name!r} is deprecated; use {DEPRECATED_TASK_NAMES[name]!r}",
-            DeprecationWarning,
-            stacklevel=3,
-        )
-        return DEPRECATED_TASK_NAMES[name]
-    return name  # unknown: TASKS.get names the close matches
+    return pipeline_task_names().get(name, name)  # unknown: TASKS.get names the close matches
 
 
 def get_task(name: str | Task) -> Task:
-    """The registered task ``name`` (a :class:`Task` passes through; a pipeline task string or a
-    deprecated name resolves to its task, see :data:`DEPRECATED_TASK_NAMES`)."""
+    """The registered task ``name`` (a :class:`Task` passes through; a pipeline task string resolves to
+    its task)."""
     return name if isinstance(name, Task) else TASKS.get(canonical_task_name(name))
 
 

@@ -6,7 +6,7 @@ three rooms that this module joins (every name is importable from here):
 * :mod:`.nl2kw_targets`: the keyword words' target order (TF-IDF, Sec. 3.1; or natural), their
   extractive / generative split (Sec. 3.1), the dual decoder's labels in the extended output space
   (Sec. 3.3) and the tag labels of the sequence-labeling models;
-* :mod:`.nl2kw_decoding`: the keyword-length prior and its logits processor (issue 13, lever 4) and the
+* :mod:`.nl2kw_decoding`: the keyword-length prior and its logits processor (the length lever) and the
   postprocessing of generated ids into a :class:`KeywordQuery` (the third inference phase, Sec. 3.5);
 * here: the dataset encoding for each kind of model (:func:`encode_nl2kw`).
 """

@@ -1,4 +1,4 @@
-"""nl2kw decoding (Liu et al., CIKM'18, Sec. 3.5, and issue 13's length lever): the keyword-length prior
+"""nl2kw decoding (Liu et al., CIKM'18, Sec. 3.5, and the length lever): the keyword-length prior
 and the logits processor that keeps a decoder from stopping early, and the postprocessing of generated
 ids into extracted words, generated words and their union without duplicates (the third inference
 phase).
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
 
 
-# ------------------------------------------------------------------ length prior (issue 13, lever 4)
+# ------------------------------------------------------------------ length prior (the length lever)
 @dataclass(frozen=True)
 class KeywordLengthPrior:
     """Expected number of keywords given the query's length in words, learned on TRAIN:
@@ -56,7 +56,7 @@ class KeywordLengthPrior:
 
 class MinKeywordsLogitsProcessor:
     """A ``LogitsProcessor`` that forbids ending a keyword query before it holds ``min_keywords[b]``
-    words (issue 13, lever 4: trained decoders stop about one word early).
+    words (the length lever: trained decoders stop about one word early).
 
     Ending = [EOS], and for the dual decoder / pointer network also the pointer's end sentinel (the
     extended id ``output_vocab_size + sentinel_position[b]``: without forbidding it, the pointer would

@@ -1,5 +1,5 @@
-"""Out-of-corpus resources for nl2kw (issue 13): in-domain question texts, the K2Q synthetic
-question -> keyword-query pairs, and word vectors trained on them.
+"""Out-of-corpus resources for nl2kw (the levers for topics unseen in training): in-domain question
+texts, the K2Q synthetic question -> keyword-query pairs, and word vectors trained on them.
 
 Every resource is built from ``../shared/data`` (``data_dir``) and never sees nl2kw's validation or
 test questions: questions whose normalised text equals one of theirs are removed (and counted), so

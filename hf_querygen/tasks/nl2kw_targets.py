@@ -5,7 +5,8 @@ generative split and the labels each kind of model learns.
   is turned into a sequence sorted by descending TF-IDF. The paper scores words in retrieved
   relevant documents, which we do not have; we score them in the example's own text
   (natural-language query + keyword query) against document frequencies fitted on the TRAINING
-  split only (:class:`TfidfKeywordOrder`); :class:`NaturalKeywordOrder` is issue 13's alternative.
+  split only (:class:`TfidfKeywordOrder`); :class:`NaturalKeywordOrder` is the
+  alternative for topics unseen in training.
 * **extractive / generative split** (Sec. 3.1): a target word is extractive when a source word has
   the same normalised form (:func:`hf_querygen.text.normalize_for_matching`, the one
   normaliser shared with the corpus and the metric), generative otherwise.
@@ -92,7 +93,7 @@ class TfidfKeywordOrder:
 
 @dataclass
 class NaturalKeywordOrder:
-    """The keyword order a decoder can follow on an unseen topic (issue 13, lever 3): extractive words
+    """The keyword order a decoder can follow on an unseen topic (the target-order lever): extractive words
     in the order they occur in the natural-language query, then generative words by descending
     frequency among the TRAINING keyword queries (the most common words first: the generator learns
     its sure words before its rare ones). TF-IDF order (Sec. 3.1) instead puts the rarest word first,

@@ -96,8 +96,8 @@ class RNNSeq2SeqConfig(PretrainedConfig):
         **kwargs,
     ):
         owner = type(self).__name__
-        # Types and ranges first, each error naming the argument, value and what is allowed (a wrong
-        # type used to surface later as an unnamed TypeError inside torch).
+        # Types and ranges first, each error naming the argument, value and what is allowed (otherwise a
+        # wrong type surfaces later as an unnamed TypeError inside torch).
         for name, value in (
             ("vocab_size", vocab_size),
             ("embedding_size", embedding_size),

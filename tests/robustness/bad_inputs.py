@@ -1,8 +1,8 @@
 """Bad-input harness: a catalogue of bad inputs tried against the public entry points, each outcome
 classified.
 
-    python benchmarks/bad_inputs.py [--out benchmarks/bad_inputs_results.json] [--only GROUP ...]
-    PYTHONPATH=/work/main python benchmarks/bad_inputs.py --out /tmp/before.json   # another checkout
+    python tests/robustness/bad_inputs.py [--out tests/robustness/bad_inputs_results.json] [--only GROUP ...]
+    PYTHONPATH=/path/to/other/checkout python tests/robustness/bad_inputs.py --out /tmp/other.json
 
 Groups: corpus builders on corrupt copies of every raw file type (``load_corpus`` strict and lenient;
 the corruptions of ``tests/_fuzz_corrupt.py``), ``load_corpus`` arguments, configs, metrics,
@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))  # the corruption catalogue shared with the fuzz suite
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -943,8 +943,8 @@ def classify_cli(case: Case) -> None:
         case.outcome, case.detail = "clear", f"exit {process.returncode}; {last!r}"
 
 
-# ---------------------------------------------------------------- issue 20: the second round
-# Eight classes found by a campaign of a new user's inputs: data loss by ``overwrite``, process aborts
+# ---------------------------------------------------------------- outputs, indexes, folders, NUL characters
+# Eight classes of a new user's inputs: data loss by ``overwrite``, process aborts
 # and silent results in the retrieval API, index folders, ``index build`` files, CLI paths, model
 # folders, metric modules, file modes, NUL characters in corpora. A process abort would kill this
 # harness, so the cases that could abort run in a child process (``_child``).
@@ -1693,14 +1693,13 @@ def corpus_nul_cases(work: Path) -> list[Case]:
     return cases
 
 
-# ---------------------------------------------------------------- main
-# ---------------------------------------------------------------- issue 37: the third round
+# ---------------------------------------------------------------- writers, integrity, edges, error locations
 # Eight classes: writers that ignore the overwrite policy, index integrity, ties across segments, numbers
 # at the edges of the ranker parameters, generation arguments, the demo's arguments, remote code folders,
-# and where an error points. Every row goes through an entry point that exists before and after the
-# fixes (the CLI, Index, pipeline, load_trained, export_model, run_reproduction), so one catalogue
-# measures both.
-ISSUE37_GROUPS = (
+# and where an error points. Every row goes through a public entry point (the CLI, Index, pipeline,
+# load_trained, export_model, run_reproduction), so the same catalogue can measure another checkout.
+# The groups share one set of tiny saved models.
+SHARED_MODEL_GROUPS = (
     "writers",
     "index_integrity",
     "ties",
@@ -1710,20 +1709,20 @@ ISSUE37_GROUPS = (
     "remote_code",
     "error_location",
 )
-_ISSUE37_STATE: dict[str, Any] = {}
+_SHARED_MODELS: dict[str, Any] = {}
 
 
-def _issue37_models(work: Path) -> dict[str, Path]:
-    if "models" not in _ISSUE37_STATE:
-        _ISSUE37_STATE["models"] = _tiny_models(work / "models37")
-    return _ISSUE37_STATE["models"]
+def _shared_models(work: Path) -> dict[str, Path]:
+    if "models" not in _SHARED_MODELS:
+        _SHARED_MODELS["models"] = _tiny_models(work / "shared_models")
+    return _SHARED_MODELS["models"]
 
 
 def _copy_model(work: Path, name: str, tag: str) -> Path:
     import shutil
 
     folder = work / f"{name}-{tag}"
-    shutil.copytree(_issue37_models(work)[name], folder)
+    shutil.copytree(_shared_models(work)[name], folder)
     return folder
 
 
@@ -1747,7 +1746,7 @@ def _flip_middle(path: Path) -> None:
     path.write_bytes(bytes(data))
 
 
-def issue37_cases(work: Path, group: str) -> list[Case]:
+def shared_model_cases(work: Path, group: str) -> list[Case]:
     builders = {
         "writers": _writer_cases,
         "index_integrity": _integrity_cases,
@@ -2107,7 +2106,7 @@ def _generation_cases(root: Path, work: Path) -> list[Case]:
 
     from transformers import pipeline
 
-    models = _issue37_models(root)
+    models = _shared_models(root)
     text = "where should i go in beijing"
 
     def keywords(**kwargs: Any):
@@ -2283,6 +2282,7 @@ def _location_cases(root: Path, work: Path) -> list[Case]:
     ]
 
 
+# ---------------------------------------------------------------- main
 GROUPS = (
     "corpus",
     "load_corpus",
@@ -2291,7 +2291,7 @@ GROUPS = (
     "tokenizer",
     "model",
     "cli",
-    # issue 20
+    # outputs, indexes, folders, NUL characters
     "overwrite",
     "retrieval",
     "index_cli",
@@ -2299,7 +2299,7 @@ GROUPS = (
     "model_folder",
     "metric_module",
     "corpus_nul",
-    # issue 37
+    # writers, integrity, edges, error locations (shared models)
     "writers",
     "index_integrity",
     "ties",
@@ -2313,7 +2313,7 @@ GROUPS = (
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "bad_inputs_results.json")
+    parser.add_argument("--out", type=Path, default=Path(__file__).with_name("bad_inputs_results.json"))
     parser.add_argument("--only", nargs="*", default=None, choices=GROUPS)
     parser.add_argument("--data-dir", type=Path, default=None)
     args = parser.parse_args(argv)
@@ -2344,7 +2344,10 @@ def main(argv: list[str] | None = None) -> int:
             "model_folder": lambda: model_folder_cases(work / "model_folder"),
             "metric_module": metric_module_cases,
             "corpus_nul": lambda: corpus_nul_cases(work / "corpus_nul"),
-            **{group: (lambda g=group: issue37_cases(work / "issue37", g)) for group in ISSUE37_GROUPS},
+            **{
+                group: (lambda g=group: shared_model_cases(work / "shared_models_cases", g))
+                for group in SHARED_MODEL_GROUPS
+            },
         }
         (work / "lc").mkdir()
         (work / "corpus").mkdir()
