@@ -344,10 +344,15 @@ def load_trained(model_dir: str | Path) -> tuple[PreTrainedModel, PreTrainedToke
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise _folder_file_error(model_dir, "config.json", f"cannot be loaded ({err})") from err
     auto = getattr(transformers, auto_class_name(config))
+    bars = transformers.utils.logging.is_progress_bar_enabled()
+    transformers.utils.logging.disable_progress_bar()  # a local folder loads in a second: no bar
     try:
         model, info = auto.from_pretrained(model_dir, output_loading_info=True)
     except (OSError, ValueError, KeyError, RuntimeError) as err:
         raise _folder_file_error(model_dir, "model.safetensors", f"cannot be loaded ({err})") from err
+    finally:
+        if bars:
+            transformers.utils.logging.enable_progress_bar()
     _check_loaded_weights(model_dir, model, info)
     try:
         tokenizer = AutoTokenizer.from_pretrained(model_dir)

@@ -178,14 +178,17 @@ def extract_verified(
 
 
 def _minilm_archive() -> Path:
-    try:
-        import all_minilm_l6_v2
-    except ImportError as err:
+    """The zip inside the installed package, found without importing it: its import prints a banner on
+    stdout, which would mix with a command's output."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("all_minilm_l6_v2")
+    if spec is None or spec.origin is None:
         raise ImportError(
             f"The offline copy of {MINILM_ID} comes from the PyPI package {MINILM_PACKAGE}: "
             "pip install 'hf-querygen[pretrained]'"
-        ) from err
-    return Path(all_minilm_l6_v2.__file__).parent / "model.zip"
+        )
+    return Path(spec.origin).parent / "model.zip"
 
 
 def resolve_backbone(
