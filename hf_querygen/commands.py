@@ -5,6 +5,7 @@ functions (:func:`hf_querygen.training.train_model`, :meth:`hf_querygen.tasks.ba
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -21,7 +22,15 @@ from .metrics.wellformedness_classifier import DEFAULT_BACKBONE, build_classifie
 from .model_folder import load_trained
 from .systems import get_system
 from .tasks.base import TASKS, get_task
-from .training import MODEL_FOLDER_KIND, QUICK_SETTINGS, TRAIN_LOG_FILE, quiet_console, train_model
+from .training import (
+    MODEL_FOLDER_KIND,
+    QUICK_SETTINGS,
+    TRAIN_LOG_FILE,
+    DataSelection,
+    Recipe,
+    quiet_console,
+    train_model,
+)
 from .utils import TRAINING_METADATA_FILE
 
 THREADS_HELP = "torch CPU threads (default 1: these small RNNs gain little from more; 0 = torch's default)"
@@ -214,50 +223,7 @@ def _train_command(args: argparse.Namespace) -> int:
     # before any work (data, tokenizer, training): a folder we may not write ends the command at once
     check_output_dir(args.output_dir, MODEL_FOLDER_KIND, args.overwrite, what="--output-dir")
     set_threads(args.threads)
-    preset, task = args.preset, args.task
-    recipe = None
-    preset_overrides: dict[str, Any] = {}
-    kwargs: dict[str, Any] = {}
-    if args.system:
-        system = get_system(args.system)
-        variant = None
-        if system.decodes_model_of is not None:
-            # a decoding of another row's model: train that row, and save this row's decoding with the
-            # model (config.task_decoding: Task.predict and the pipeline decode with it by default); a row
-            # with its own decoding grid chooses among it on validation (ding2018's *_echo_fallback rows)
-            kwargs["decoding"] = dict(system.decoding)
-            variant = system
-            system = get_system(f"{system.name.rsplit('/', 1)[0]}/{system.decodes_model_of}")
-        if system.preset is None:
-            raise SystemExit(f"system {system.name!r} is a baseline: there is nothing to train")
-        preset, task = system.preset, task or system.task
-        recipe = None if args.task_corpus_only else _recipe(system, args)
-        if recipe is not None:  # the table's data, sizes, steps and checkpoint selection
-            recipe_kwargs = recipe.train_model_kwargs()
-            preset_overrides.update(recipe_kwargs.pop("preset_overrides"))
-            recipe_kwargs["decoding"] = {**recipe_kwargs["decoding"], **kwargs.get("decoding", {})}
-            kwargs.update(recipe_kwargs)
-        else:
-            if args.budget:
-                raise SystemExit(f"--budget: {system.name!r} has no training recipe to take a budget from")
-            preset_overrides.update(system.preset_overrides)
-            # the row's decoding is saved with the model (config.task_decoding): what the table measured
-            kwargs.setdefault("decoding", dict(system.decoding))
-            kwargs.update(
-                training_preset=system.training_preset,
-                training_overrides=system.training_overrides,
-                prepare_options=system.prepare_options,
-                train_options=system.train_options,
-                decoding_grid=system.decoding_grid,
-                decoding_metric=system.decoding_metric,
-            )
-        if variant is not None and variant.decoding_grid is not None:
-            kwargs.update(decoding_grid=variant.decoding_grid, decoding_metric=variant.decoding_metric)
-    elif args.budget or args.task_corpus_only:
-        raise SystemExit("--budget and --task-corpus-only go with --system")
-    if args.quick and args.budget:
-        raise SystemExit(f"--quick is the budget `quick`: give --quick or --budget {args.budget}, not both")
-    preset_overrides.update(parse_assignments(args.set))
+    recipe, data = _command_recipe(args)
     # the training's log is written beside the folder being built, then saved in it as train.log
     log_file = args.output_dir.parent / f".{args.output_dir.name}.train.log"
     log_file.unlink(missing_ok=True)
@@ -265,27 +231,13 @@ def _train_command(args: argparse.Namespace) -> int:
     # Trainer prints to stdout; keep stdout for the JSON result so that it can be piped
     with contextlib.redirect_stdout(sys.stderr), console:
         metadata = train_model(
-            preset,
+            recipe,
+            data,
             args.output_dir,
-            task=task,
-            corpus=args.corpus,
-            config_name=args.config,
-            data_dir=args.data_dir,
-            seed=args.seed,
-            quick=args.quick and recipe is None,  # a row's --quick is its paper's quick budget (the recipe)
-            max_steps=args.max_steps,
-            epochs=args.epochs,
-            max_train_examples=args.max_train_examples,
-            max_validation_examples=args.max_validation_examples,
-            preset_overrides=preset_overrides,
-            num_beams=args.num_beams,
-            # --no-group-by-length wins over a recipe's bucketing
-            group_by_length=args.group_by_length and kwargs.pop("group_by_length", True),
             overwrite=args.overwrite,
             resume=args.resume,
             time_limit=args.time_limit * 60 if args.time_limit else None,
             log_file=None if args.verbose else log_file,
-            **kwargs,
         )
     log_file.unlink(missing_ok=True)
     if args.verbose:
@@ -314,6 +266,75 @@ def training_summary(metadata: dict[str, Any], output_dir: Path) -> str:
         "--verbose prints both)",
     ]
     return "\n".join(lines)
+
+
+def _command_recipe(args: argparse.Namespace) -> tuple[Recipe, DataSelection]:
+    """What ``train`` trains: a paper row's recipe (``--system``: the table's data, sizes, steps and
+    checkpoint selection under ``--budget``; with ``--task-corpus-only`` the row's settings on its task's
+    corpus) or a bare preset, with the command line's seed, step budget, caps and ``--set`` applied."""
+    table_recipe = None
+    if args.system:
+        system = get_system(args.system)
+        variant = None
+        if system.decodes_model_of is not None:
+            # a decoding of another row's model: train that row, and save this row's decoding with the
+            # model (config.task_decoding: Task.predict and the pipeline decode with it by default); a row
+            # with its own decoding grid chooses among it on validation (ding2018's *_echo_fallback rows)
+            variant = system
+            system = get_system(f"{system.name.rsplit('/', 1)[0]}/{system.decodes_model_of}")
+        if system.preset is None:
+            raise SystemExit(f"system {system.name!r} is a baseline: there is nothing to train")
+        table_recipe = None if args.task_corpus_only else _recipe(system, args)
+        if table_recipe is not None:
+            recipe, data = table_recipe.recipe(), table_recipe.data()
+            if variant is not None:
+                recipe = dataclasses.replace(recipe, decoding={**recipe.decoding, **variant.decoding})
+        else:
+            if args.budget:
+                raise SystemExit(f"--budget: {system.name!r} has no training recipe to take a budget from")
+            # the row's decoding is saved with the model (config.task_decoding): what the table measured
+            recipe = Recipe(
+                preset=system.preset,
+                preset_overrides=dict(system.preset_overrides),
+                training_preset=system.training_preset,
+                training_overrides=system.training_overrides,
+                prepare_options=system.prepare_options,
+                train_options=system.train_options,
+                decoding=dict((variant or system).decoding),
+                decoding_grid=system.decoding_grid,
+                decoding_metric=system.decoding_metric,
+            )
+            data = DataSelection(task=system.task)
+        if variant is not None and variant.decoding_grid is not None:
+            recipe = dataclasses.replace(
+                recipe, decoding_grid=variant.decoding_grid, decoding_metric=variant.decoding_metric
+            )
+    else:
+        if args.budget or args.task_corpus_only:
+            raise SystemExit("--budget and --task-corpus-only go with --system")
+        recipe, data = Recipe(preset=args.preset), DataSelection()
+    if args.quick and args.budget:
+        raise SystemExit(f"--quick is the budget `quick`: give --quick or --budget {args.budget}, not both")
+    recipe = dataclasses.replace(
+        recipe,
+        preset_overrides={**recipe.preset_overrides, **parse_assignments(args.set)},
+        seed=args.seed,
+        quick=args.quick and table_recipe is None,  # a row's --quick is its paper's quick budget (the recipe)
+        max_steps=args.max_steps,
+        epochs=args.epochs,
+        num_beams=args.num_beams,
+        group_by_length=args.group_by_length and recipe.group_by_length,  # --no-group-by-length wins
+    )
+    data = dataclasses.replace(
+        data,
+        task=args.task or data.task,
+        corpus=args.corpus,
+        config_name=args.config,
+        data_dir=args.data_dir,
+        max_train_examples=args.max_train_examples,
+        max_validation_examples=args.max_validation_examples,
+    )
+    return recipe, data
 
 
 def _recipe(system: Any, args: argparse.Namespace) -> Any:

@@ -31,7 +31,7 @@ from .corpora._q2id_nfcorpus import nfcorpus_test_collection
 from .errors import InvalidInputError
 from .retrieval import Index
 from .tasks.q2id_task import DocumentRetriever
-from .training import MODEL_FOLDER_KIND, train_model
+from .training import MODEL_FOLDER_KIND, DataSelection, Recipe, train_model
 from .utils import TRAINING_METADATA_FILE
 from .validation import check_float, check_int, invalid
 
@@ -85,15 +85,19 @@ def build_quick_models(
         preset, task, _, _ = DEMO_MODELS[role]
         bar.set_postfix_str(preset)
         train_model(
-            preset,
+            Recipe(
+                preset=preset,
+                preset_overrides=dict((preset_overrides or {}).get(role, {})),
+                quick=True,
+                max_steps=max_steps,
+            ),
+            DataSelection(
+                task=task,
+                data_dir=data_dir,
+                max_train_examples=max_train_examples,
+                max_validation_examples=8 if max_steps is not None else None,
+            ),
             folders[role],
-            task=task,
-            data_dir=data_dir,
-            quick=True,
-            max_steps=max_steps,
-            max_train_examples=max_train_examples,
-            max_validation_examples=8 if max_steps is not None else None,
-            preset_overrides=dict((preset_overrides or {}).get(role, {})),
             overwrite=True,  # only folders without a model get here (an interrupted build)
         )
     return folders

@@ -109,12 +109,13 @@ def test_every_resource_of_every_system_reads_the_given_data_dir_through_train(
     for system in systems:
         with pytest.raises(_Stop):
             training.train_model(
-                system.preset,
+                training.Recipe(
+                    system.preset,
+                    prepare_options=system.prepare_options,
+                    train_options=system.train_options,
+                ),
+                training.DataSelection(task=system.task, data_dir=data_dir),
                 tmp_path / "out" / system.key,
-                task=system.task,
-                data_dir=data_dir,
-                prepare_options=system.prepare_options,
-                train_options=system.train_options,
             )
         _use_resources(seen["data"], system)
     assert recorded, "no system read a resource"

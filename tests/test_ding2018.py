@@ -316,9 +316,7 @@ def test_quick_reproduction_end_to_end(tmp_path, data_dir):
     for key in ("copynet", "copynet_human", "question_frames"):
         recipe = training_recipe(f"ding2018/{key}", "quick", data_dir, reproduction=reproduction)
         trained = tmp_path / f"trained-{key}"
-        metadata = train_model(
-            recipe.system.preset, trained, task="k2q", seed=0, **recipe.train_model_kwargs()
-        )
+        metadata = train_model(dataclasses.replace(recipe.recipe(), seed=0), recipe.data(), trained)
         saved = json.loads((models / f"{key}-seed0" / "hf_querygen_training.json").read_text())
         for field in ("data_fingerprint", "recipe", "system", "budget"):
             assert metadata[field] == saved[field], field

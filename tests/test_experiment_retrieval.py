@@ -29,18 +29,13 @@ def test_nfcorpus_reader(nfcorpus_dev):
 
 @pytest.mark.slow
 def test_trained_model_folder_becomes_a_keyword_system(data_dir, tmp_path, nfcorpus_dev):
-    from hf_querygen.training import train_model
+    from hf_querygen.training import DataSelection, Recipe, train_model
 
     models = tmp_path / "models"
     train_model(
-        "liu2018-attn-seq2seq",
+        Recipe("liu2018-attn-seq2seq", quick=True, max_steps=3),
+        DataSelection(corpus="nl2kw", data_dir=data_dir, max_train_examples=64, max_validation_examples=16),
         models / "attn_seq2seq",
-        corpus="nl2kw",
-        data_dir=data_dir,
-        quick=True,
-        max_steps=3,
-        max_train_examples=64,
-        max_validation_examples=16,
     )
     ids = [q for q in nfcorpus_dev["queries"]["vid-desc"] if q in nfcorpus_dev["qrels"]][:3]
     (models / "tagger.jsonl").write_text(

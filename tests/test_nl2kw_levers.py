@@ -287,19 +287,18 @@ def test_runner_prepares_one_data_set_per_system_prepare_options():
 
 def test_train_model_saves_the_decoding_as_the_models_default(data_dir, tmp_path):
     from hf_querygen.model_folder import load_trained
-    from hf_querygen.training import train_model
+    from hf_querygen.training import DataSelection, Recipe, train_model
 
     train_model(
-        "liu2018-dual-decoder",
+        Recipe(
+            "liu2018-dual-decoder",
+            preset_overrides=TINY,
+            prepare_options={"keyword_order": "natural"},
+            decoding={"min_keywords": 2},
+            max_steps=1,
+        ),
+        DataSelection(task="nl2kw", data_dir=data_dir, max_train_examples=16, max_validation_examples=4),
         tmp_path / "model",
-        task="nl2kw",
-        data_dir=data_dir,
-        max_steps=1,
-        max_train_examples=16,
-        max_validation_examples=4,
-        preset_overrides=TINY,
-        prepare_options={"keyword_order": "natural"},
-        decoding={"min_keywords": 2},
         evaluate_split=None,
     )
     model, tokenizer, metadata = load_trained(tmp_path / "model")

@@ -27,9 +27,7 @@ def toy_pairs(n: int, seed: int) -> list[dict[str, str]]:
         words = rng.sample(FUNCTION_WORDS, 3) + rng.sample(CONTENT_WORDS, 2)
         rng.shuffle(words)
         question = " ".join(words) + " ?"
-        rows.append(
-            {"nl_query": question, "keyword_query": " ".join(w for w in words if w in CONTENT_WORDS)}
-        )
+        rows.append({"nl_query": question, "keyword_query": " ".join(w for w in words if w in CONTENT_WORDS)})
     return rows
 
 

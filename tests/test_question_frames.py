@@ -15,7 +15,7 @@ from hf_querygen.models.question_frames import QuestionFramesConfig, best_frames
 from hf_querygen.tasks.base import get_task
 from hf_querygen.tasks.k2q import best_frame_ids, frequent_question_frames, question_frame_around
 from hf_querygen.tasks.k2q_data import as_training_split
-from hf_querygen.training import train_model
+from hf_querygen.training import DataSelection, Recipe, train_model
 
 torch.set_num_threads(1)
 
@@ -40,14 +40,19 @@ def model_dir(tmp_path_factory):
         {"train": _pairs(DISHES[:8], COUNTRIES[:8]), "validation": _pairs(DISHES[8:], COUNTRIES[8:])}
     )
     train_model(
-        "ding2018-question-frames",
+        Recipe(
+            "ding2018-question-frames",
+            preset_overrides={"embedding_size": 8, "hidden_size": 8, "dropout": 0.0, "num_frames": 5},
+            training_overrides={
+                "learning_rate": 5e-2,
+                "per_device_train_batch_size": 4,
+                "disable_tqdm": True,
+            },
+            max_steps=60,
+            early_stopping_patience=None,
+        ),
+        DataSelection(task="k2q", splits=splits),
         folder,
-        task="k2q",
-        splits=splits,
-        preset_overrides={"embedding_size": 8, "hidden_size": 8, "dropout": 0.0, "num_frames": 5},
-        training_overrides={"learning_rate": 5e-2, "per_device_train_batch_size": 4, "disable_tqdm": True},
-        max_steps=60,
-        early_stopping_patience=None,
     )
     return folder
 

@@ -156,10 +156,11 @@ def test_train_system_trains_the_tables_recipe_of_every_paper(paper, data_dir):
     system = next(s for s in reproduction.systems if s.trainable)
     recipe = training_recipe(system, "quick", data_dir)
     settings = row_settings(reproduction, system, reproduction.budgets["quick"])
-    kwargs = recipe.train_model_kwargs()
-    assert kwargs["prepare_options"] == settings["prepare_options"]
-    assert dict(reproduction.prepare_options).items() <= kwargs["prepare_options"].items()
-    assert kwargs["training_overrides"] == settings["training_overrides"]
+    row = recipe.recipe()
+    assert row.prepare_options == settings["prepare_options"]
+    assert dict(reproduction.prepare_options).items() <= row.prepare_options.items()
+    assert row.training_overrides == settings["training_overrides"]
+    assert recipe.data().splits is recipe.splits and recipe.data().metadata == recipe.metadata
     assert recipe.metadata["reproduction"] == paper and recipe.metadata["budget"] == "quick"
     assert {"train", "validation"} <= set(recipe.splits)
 

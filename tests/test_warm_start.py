@@ -133,24 +133,22 @@ def test_train_save_load_and_pipeline_give_the_same_questions(backbone, tmp_path
 
     from hf_querygen.model_folder import load_trained
     from hf_querygen.tasks.base import get_task
-    from hf_querygen.training import train_model
+    from hf_querygen.training import DataSelection, Recipe, train_model
 
     splits = datasets.DatasetDict(
         train=datasets.Dataset.from_list(k2q_rows(64, 0)),
         validation=datasets.Dataset.from_list(k2q_rows(8, 1)),
     )
     decoding = {"num_beams": 2, "no_repeat_ngram_size": 3, "require_keywords": True}
-    metadata = train_model(
+    recipe = Recipe(
         "bert2bert",
-        tmp_path / "model",
-        task="text2text",
-        splits=splits,
-        max_steps=12,
         prepare_options={"backbone": str(backbone)},
         preset_overrides={"backbone": str(backbone)},
         training_overrides={"learning_rate": 5e-3, "per_device_train_batch_size": 16, "warmup_steps": 0},
         decoding=decoding,
+        max_steps=12,
     )
+    metadata = train_model(recipe, DataSelection(task="text2text", splits=splits), tmp_path / "model")
     assert metadata["family"] == "bert2bert" and metadata["model_type"] == "encoder-decoder"
     losses = [evaluation["eval_loss"] for evaluation in metadata["evaluations"]]
     assert len(losses) >= 2 and losses[-1] < losses[0]

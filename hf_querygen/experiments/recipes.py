@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import InvalidInputError
 from ..systems import System, get_system
 from ..tasks.base import get_task
+from ..training.recipe import DataSelection, Recipe
 from .papers import REPRODUCTIONS, get_reproduction
 from .tables import Budget, Fold, PaperTable
 
@@ -41,23 +42,28 @@ class TrainingRecipe:
     decoding: dict[str, Any]
     metadata: dict[str, Any]
 
-    def train_model_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments of :func:`~hf_querygen.training.train_model` (besides the preset, the task
-        and the output folder)."""
-        return {
-            "splits": self.splits,
-            "prepare_options": self.prepare_options,
-            "preset_overrides": self.preset_overrides,
-            "training_preset": self.system.training_preset,
-            "training_overrides": self.training_overrides,
-            "train_options": dict(self.system.train_options),
-            "early_stopping_patience": self.early_stopping_patience,
-            "group_by_length": self.group_by_length,
-            "decoding": self.decoding,
-            "decoding_grid": self.system.decoding_grid,
-            "decoding_metric": self.system.decoding_metric,
-            "extra_metadata": self.metadata,
-        }
+    def recipe(self) -> Recipe:
+        """How :func:`~hf_querygen.training.train_model` trains the row (the seed and step budget are the
+        caller's)."""
+        return Recipe(
+            preset=self.system.preset,
+            preset_overrides=self.preset_overrides,
+            training_preset=self.system.training_preset,
+            training_overrides=self.training_overrides,
+            prepare_options=self.prepare_options,
+            train_options=dict(self.system.train_options),
+            decoding=self.decoding,
+            decoding_grid=self.system.decoding_grid,
+            decoding_metric=self.system.decoding_metric,
+            early_stopping_patience=self.early_stopping_patience,
+            group_by_length=self.group_by_length,
+        )
+
+    def data(self, data_dir: str | Path | None = None) -> DataSelection:
+        """What the row trains on: the fold's splits, and the metadata that names them."""
+        return DataSelection(
+            task=self.system.task, splits=self.splits, data_dir=data_dir, metadata=self.metadata
+        )
 
 
 def row_settings(reproduction: PaperTable, system: System, budget: Budget) -> dict[str, Any]:

@@ -29,7 +29,9 @@ from .nl2kw import (
     unique_words,
 )
 from .nl2kw_resources import in_domain_texts, synthetic_pairs, word_vectors
+from .nl2kw_targets import keyword_tag_labels
 from .subword import encode_subword_pairs, generate_candidates, prepare_backbone, warm_start_task_config
+from .word_tagging import encode_word_tags, predict_word_tags, token_classifier_config
 
 if TYPE_CHECKING:
     import datasets
@@ -173,9 +175,6 @@ class NL2KWTask(Task):
         tag, :func:`~hf_querygen.tasks.word_tagging.encode_word_tags`)."""
         import datasets
 
-        from .nl2kw_targets import keyword_tag_labels
-        from .word_tagging import encode_word_tags
-
         def tags(batch: dict[str, list], i: int, words: list[str]) -> list[int]:
             keywords = normalize_for_matching(batch[self.reference_column][i]).split()
             return keyword_tag_labels(words, keywords, normalize_for_matching)
@@ -193,8 +192,6 @@ class NL2KWTask(Task):
         if is_warm_start(preset):
             return warm_start_task_config(preset, data, **overrides)
         if "backbone" in data.state or "backbone" in PRESETS.get(preset):
-            from .word_tagging import token_classifier_config
-
             return token_classifier_config(
                 self.name, preset, data.state.get("backbone"), self.tag_labels, overrides
             )
@@ -355,8 +352,6 @@ class NL2KWTask(Task):
     ) -> list[KeywordQuery]:
         """:meth:`predict` for a token classifier on a backbone's word pieces: the question's whitespace
         words tagged KEYWORD (read at their first piece), normalised, repeats dropped, all extracted."""
-        from .word_tagging import predict_word_tags
-
         keyword = self.tag_labels[1]
         tags = predict_word_tags(model, tokenizer, list(inputs), batch_size, cut_off_tag=self.tag_labels[0])
         return [

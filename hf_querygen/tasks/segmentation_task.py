@@ -17,6 +17,7 @@ from ..errors import InvalidInputError
 from ..pretrained import BACKBONE_FIELD, resolve_backbone
 from ..text import BIO_LABELS, BREAK_TOKEN, breaks_to_segments
 from .base import TASKS, Task, TaskData
+from .word_tagging import token_classifier_config
 
 if TYPE_CHECKING:
     import datasets
@@ -149,8 +150,6 @@ class SegmentationTask(Task):
         self, preset: str, backbone: str | None, overrides: dict[str, Any]
     ) -> PretrainedConfig:
         """A BIO token classifier on the backbone the data was tokenized for."""
-        from .word_tagging import token_classifier_config
-
         return token_classifier_config(self.name, preset, backbone, BIO_LABELS, overrides)
 
     def max_new_tokens(self, data: TaskData | None = None) -> int:

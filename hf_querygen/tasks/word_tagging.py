@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidInputError
+from ..specs import family_of
 
 if TYPE_CHECKING:
     import datasets
@@ -190,7 +191,6 @@ def token_classifier_config(
     """A token classifier over ``labels`` on the backbone the data was tokenized for (the model's and the
     tokenizer's vocabularies must be the same one); an error names the mismatch."""
     from ..presets import PRESETS, config_from_preset
-    from ..specs import family_of
 
     if backbone is None:
         raise InvalidInputError(

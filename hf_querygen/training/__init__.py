@@ -7,7 +7,8 @@
   task's encoding for the model family) -- what ``hf-querygen train`` and the experiment runner call;
 * :func:`save_model_folder`: model + tokenizer + generation config + training metadata + model card,
   written to a temporary folder and renamed (a folder either is complete or does not exist);
-* :func:`train_model`: corpus -> task data -> :func:`train_preset` -> :func:`save_model_folder`.
+* :func:`train_model`: corpus -> task data -> :func:`train_preset` -> :func:`save_model_folder`, for a
+  :class:`Recipe` (how) and a :class:`DataSelection` (on what).
 
 The package's rooms: :mod:`.trainer` (the Trainer set-up), :mod:`.task_training` (a preset on task
 data, selection, the model folder), :mod:`.model_training` (:func:`train_model`). Decoding lives in
@@ -16,6 +17,7 @@ data, selection, the model folder), :mod:`.model_training` (:func:`train_model`)
 
 from ..utils import TRAINING_METADATA_FILE
 from .model_training import QUICK_SETTINGS, train_model
+from .recipe import DataSelection, Recipe
 from .task_training import (
     LOG_HISTORY_FILE,
     MODEL_FOLDER_KIND,
@@ -42,6 +44,8 @@ from .trainer import (
 )
 
 __all__ = [
+    "DataSelection",
+    "Recipe",
     "DEFAULT_TRAINING_ARGUMENTS",
     "LOG_HISTORY_FILE",
     "MODEL_FOLDER_KIND",

@@ -13,6 +13,7 @@ Validation only; the curves go into convergence.json with ``convergence_study.py
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import time
 
 import torch
@@ -32,15 +33,17 @@ SIZES = {
 def main(out: str, size: str = "64", minutes: float = 45, resume: bool = False) -> None:
     torch.set_num_threads(1)
     recipe = training_recipe("zhang2020/ctrsgen_copy", None)
-    kwargs = recipe.train_model_kwargs()
-    kwargs["prepare_options"] = {**kwargs["prepare_options"], **LOOSENED}
-    kwargs["preset_overrides"] = {**kwargs["preset_overrides"], "copy": False, **SIZES[size]}
-    kwargs["training_overrides"] = {**kwargs["training_overrides"], "max_steps": 2000}
-    kwargs["decoding_grid"] = ()  # the curves only: no decoding choice after training
-    started = time.time()
-    metadata = train_model(
-        recipe.system.preset, out, task="q2id", seed=0, resume=resume, time_limit=minutes * 60, **kwargs
+    row = recipe.recipe()
+    row = dataclasses.replace(
+        row,
+        prepare_options={**row.prepare_options, **LOOSENED},
+        preset_overrides={**row.preset_overrides, "copy": False, **SIZES[size]},
+        training_overrides={**row.training_overrides, "max_steps": 2000},
+        decoding_grid=(),  # the curves only: no decoding choice after training
+        seed=0,
     )
+    started = time.time()
+    metadata = train_model(row, recipe.data(), out, resume=resume, time_limit=minutes * 60)
     print("seconds", round(time.time() - started), "best step", metadata.get("best_checkpoint_step"))
 
 
