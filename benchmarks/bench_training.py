@@ -26,7 +26,7 @@ dropout off. Absolute times move with the machine's load (recorded); the ratios 
 
 * CtrsGen (Zhang'20, with ``--ctrsgen-before PATH``): the zhang2020 run's CtrsGen (64-unit embeddings and
   GRUs, the run's contrast setting) and its default model ctrsgen_copy (128 units, copy=True), on real q2id
-  training batches of 16 queries under the run's caps (``zhang2020_systems.CAPS``) and 2,000 output words.
+  training batches of 16 queries under the run's caps (``zhang2020.systems.CAPS``) and 2,000 output words.
   One step = zero_grad, forward with labels, backward, gradient clipping at 5.0 and the optimizer the stock
   Trainer builds for that checkout's training preset (its ``optim``). "before"
   is the library at PATH (another checkout, e.g. ``git worktree add --detach /tmp/before
@@ -204,7 +204,7 @@ def optimizer_name(optimizer) -> str:
 
 
 #: the zhang2020 run's CtrsGen sizes (hf_querygen/experiments/zhang2020.py: 64 units for every trained row;
-#: ctrsgen_copy keeps its own, zhang2020_systems.COPY_SIZES)
+#: ctrsgen_copy keeps its own, zhang2020.systems.COPY_SIZES)
 CTRSGEN_SETTINGS = {
     "ctrsgen_zhang2020": ("zhang2020", {"embedding_size": 64, "hidden_size": 64, "decoder_hidden_size": 64}),
     "ctrsgen_copy_zhang2020": ("zhang2020-ctrsgen-copy", None),
@@ -218,7 +218,7 @@ def ctrsgen_batches(path: Path, steps: int) -> None:
     import pickle
 
     import hf_querygen
-    from hf_querygen.experiments.zhang2020_systems import CAPS, OUTPUT_VOCAB_SIZE
+    from hf_querygen.experiments.zhang2020.systems import CAPS, OUTPUT_VOCAB_SIZE
     from hf_querygen.tasks.q2id import Q2IDCaps, Q2IDCollator, encode_q2id_dataset, train_q2id_tokenizer
 
     train = hf_querygen.load_corpus("q2id")["train"]
@@ -240,7 +240,7 @@ def ctrsgen_batches(path: Path, steps: int) -> None:
 def ctrsgen_config(setting: str, data: dict):
     """``(preset, copy, config)`` of a CtrsGen setting (``CTRSGEN_SETTINGS``) for the batches of
     :func:`ctrsgen_batches` (``data``: their vocabulary sizes)."""
-    from hf_querygen.experiments.zhang2020_systems import CONTRAST_SETTING, COPY_SIZES
+    from hf_querygen.experiments.zhang2020.systems import CONTRAST_SETTING, COPY_SIZES
     from hf_querygen.presets import config_from_preset
 
     preset, sizes = CTRSGEN_SETTINGS[setting]

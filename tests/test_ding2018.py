@@ -10,13 +10,7 @@ import datasets
 import pytest
 
 from hf_querygen.errors import InvalidInputError
-from hf_querygen.experiments import (
-    ding2018,
-    ding2018_analysis,
-    ding2018_data,
-    ding2018_report,
-    ding2018_systems,
-)
+from hf_querygen.experiments import ding2018
 from hf_querygen.experiments.runner import run_reproduction, table_scores
 from hf_querygen.experiments.tables import Budget
 from hf_querygen.tasks.base import get_task
@@ -136,25 +130,25 @@ def test_table_scores_prefix_each_test_split():
 
 def test_top_l_selection_and_vocabulary_coverage():
     pairs = _pairs(["what is a", "what is b", "who is c", "what is a"], [0.9, 0.1, 0.5, 0.8])
-    assert ding2018_data.select_top_l(pairs, 2, "tdf")["question"] == ["what is a", "what is a"]
-    assert len(ding2018_data.select_top_l(pairs, 3, "random", seed=1)) == 3
+    assert ding2018.data.select_top_l(pairs, 2, "tdf")["question"] == ["what is a", "what is a"]
+    assert len(ding2018.data.select_top_l(pairs, 3, "random", seed=1)) == 3
     # vocabulary of T: what is a b who c = 6 words; the top-2 by TDF hold "what is a" = 3 of them
-    assert ding2018_data.vocabulary_coverage(pairs, [2, 4], "tdf") == [pytest.approx(0.5), pytest.approx(1.0)]
-    random_share = ding2018_data.vocabulary_coverage(pairs, [2], "random", seeds=(0, 1, 2))[0]
+    assert ding2018.data.vocabulary_coverage(pairs, [2, 4], "tdf") == [pytest.approx(0.5), pytest.approx(1.0)]
+    random_share = ding2018.data.vocabulary_coverage(pairs, [2], "random", seeds=(0, 1, 2))[0]
     assert 0.5 <= random_share <= 1.0
     with pytest.raises(Exception, match="selection"):
-        ding2018_data.select_top_l(pairs, 2, "best")
+        ding2018.data.select_top_l(pairs, 2, "best")
 
 
 def test_variants_follow_the_paper():
-    assert not ding2018_data.kqgm_config("baseline").paraphrase
-    assert ding2018_data.kqgm_config("par").paraphrase and not ding2018_data.kqgm_config("par").phrases
-    assert ding2018_data.kqgm_config("par_ph_kqf_tdf").phrases
-    assert [ding2018_data.uses_kqf(v) for v in ding2018_data.VARIANTS] == [False, False, False, True, True]
+    assert not ding2018.data.kqgm_config("baseline").paraphrase
+    assert ding2018.data.kqgm_config("par").paraphrase and not ding2018.data.kqgm_config("par").phrases
+    assert ding2018.data.kqgm_config("par_ph_kqf_tdf").phrases
+    assert [ding2018.data.uses_kqf(v) for v in ding2018.data.VARIANTS] == [False, False, False, True, True]
 
 
 def test_ordering_check_reports_each_adjacent_pair():
-    check = ding2018_analysis.ordering_check(
+    check = ding2018.analysis.ordering_check(
         {"copynet": 0.5, "attnet": 0.4, "ednet": 0.45, "tbm": 0.3, "sdm": 0.2}
     )
     assert check["ours"] == ["copynet", "ednet", "attnet", "tbm", "sdm"]
@@ -165,7 +159,7 @@ def test_ordering_check_reports_each_adjacent_pair():
         "tbm>sdm": True,
     }
     assert not check["holds"]
-    means = ding2018_report.fig5_means(
+    means = ding2018.report.fig5_means(
         {"runs": {"par": {"10": [{"ROUGE-L": 0.2, "BLEU": 0.1}, {"ROUGE-L": 0.4, "BLEU": 0.3}]}}}
     )
     assert means["par"]["ROUGE-L"]["10"] == pytest.approx(0.3)
@@ -208,12 +202,12 @@ def test_quick_reproduction_end_to_end(tmp_path, data_dir):
     document = run_reproduction(
         reproduction, tmp_path / "out", quick=True, data_dir=data_dir, progress=False, save_models=models
     )
-    assert set(document["systems"]) == set(ding2018_systems.TABLE_ORDER)
+    assert set(document["systems"]) == set(ding2018.systems.TABLE_ORDER)
     for system in document["systems"].values():
         assert {"t0/ROUGE-L", "nl2kw/ROUGE-L", "t0/BLEU", "nl2kw/ROUGE-L recall"} <= set(system)
     config = document["config"]
     assert config["split_sizes"]["t0"] == 12 and config["split_sizes"]["train"] == 200
-    assert set(config["fig5"]["runs"]) == set(ding2018_data.VARIANTS)
+    assert set(config["fig5"]["runs"]) == set(ding2018.data.VARIANTS)
     assert config["fig6"]["tdf"][-1] == pytest.approx(1.0)
     assert "t0/ROUGE-L" in config["orderings"] and config["bleu_signature"].startswith("nrefs:")
     saved = json.loads((tmp_path / "out" / "results.json").read_text())
@@ -221,7 +215,7 @@ def test_quick_reproduction_end_to_end(tmp_path, data_dir):
     assert (tmp_path / "out" / "fig5.png").stat().st_size > 0 and (tmp_path / "out" / "fig6.png").exists()
     assert not math.isnan(saved["systems"]["copynet"]["t0/ROUGE-L"]["mean"])
     # the synthetic sets are cached: a second build reads them back
-    synthetic = ding2018_data.load_synthetic_data(data_dir, budget.settings)
+    synthetic = ding2018.data.load_synthetic_data(data_dir, budget.settings)
     assert len(synthetic.synthetic_set("par")) == 200
 
     # the saved CopyNet answers a keyword query with several distinct, scored questions
@@ -278,15 +272,15 @@ def test_quick_reproduction_end_to_end(tmp_path, data_dir):
     # a paper's row is the network's own output; the keyword fallback is its own row, chosen on validation
     # among the full grid (the own decodings and the fallback frames) for the same trained model
     runs = tmp_path / "out" / "runs"
-    for key in ding2018_systems.FALLBACK_ROWS:
+    for key in ding2018.systems.FALLBACK_ROWS:
         own = json.loads((runs / f"{key}-seed0.json").read_text())
         variant = json.loads((runs / f"{key}_echo_fallback-seed0.json").read_text())
         assert "keyword_fallback" not in own["decoding"], own["decoding"]
         assert [row["decoding"] for row in own["decoding_selection"]] == [
-            {**ding2018_systems.GREEDY, **entry} for entry in get_task("k2q").decoding_grid
+            {**ding2018.systems.GREEDY, **entry} for entry in get_task("k2q").decoding_grid
         ]
         assert [row["decoding"] for row in variant["decoding_selection"]] == [
-            {**ding2018_systems.GREEDY, **entry} for entry in get_task("k2q").fallback_decoding_grid
+            {**ding2018.systems.GREEDY, **entry} for entry in get_task("k2q").fallback_decoding_grid
         ]
         assert variant["decoding"] in [row["decoding"] for row in variant["decoding_selection"]]
         if "keyword_fallback" not in variant["decoding"]:  # the same decoding of the same model
@@ -399,13 +393,13 @@ def test_extra_rows_of_single_long_runs_print_after_the_tables_rows():
 
     committed = Path(__file__).resolve().parent.parent / "results" / "ding2018" / "results.json"
     document = json.loads(committed.read_text())
-    extra = ding2018_systems.EXTRA_ROW_LABELS
+    extra = ding2018.systems.EXTRA_ROW_LABELS
     for key in extra:
         document["systems"].pop(key, None)
     # a table row and an extra row (the committed table's CopyNet numbers are its echo-fallback row's)
     document["systems"]["copynet"] = document["systems"]["copynet_echo_fallback"]
     document["systems"]["copynet_recipe"] = document["systems"]["copynet_echo_fallback"]
-    markdown = ding2018_report.render_markdown(document)
+    markdown = ding2018.report.render_markdown(document)
     t0_table = markdown.split("## Table 2 on T_0 test", 1)[1].split("##", 1)[0]
     rows = [line.split("|")[1].strip() for line in t0_table.splitlines() if line.startswith("| ")]
     assert rows[-1] == extra["copynet_recipe"] and extra["copynet_human_5000"] not in rows

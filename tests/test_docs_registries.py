@@ -69,7 +69,7 @@ def test_contributing_recipes_use_the_registries_not_lists():
         'REPRODUCTIONS.register("<paper>", "hf_querygen',
     ):
         assert stale not in text, stale
-    for needed in ("ModelSpec", "papers/<paper>.json", "hf_querygen.plugins", "tasks.base.get_task"):
+    for needed in ("ModelSpec", "<paper>/<paper>.json", "hf_querygen.plugins", "tasks.base.get_task"):
         assert needed in text, needed
 
 

@@ -6,7 +6,7 @@ import dataclasses
 import datasets
 import torch
 
-from hf_querygen.experiments import lin2017, lin2017_folds
+from hf_querygen.experiments import lin2017
 from hf_querygen.experiments.jobs import Job, train_and_score
 from hf_querygen.experiments.tables import Budget, Fold
 
@@ -18,7 +18,7 @@ def test_neural_systems_train_and_every_decoding_is_scored(data_dir, tmp_path):
     from hf_querygen.tasks.base import get_task
 
     corpus = load_corpus("webis_qsec_10", "segmentations", data_dir=data_dir)["train"]
-    fit, validation = lin2017_folds._validation_split(corpus.select(range(0, 400)), 0.1)
+    fit, validation = lin2017.folds._validation_split(corpus.select(range(0, 400)), 0.1)
     fold = Fold(
         0, datasets.DatasetDict(train=fit, validation=validation, test=corpus.select(range(400, 460)))
     )

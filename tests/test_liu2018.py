@@ -208,7 +208,7 @@ def test_keyword_query_pipeline_on_a_saved_dual_decoder(tmp_path, tokenizer):
 
 
 def test_report_renders_both_tables_and_the_claim_verdict():
-    from hf_querygen.experiments import liu2018, liu2018_report
+    from hf_querygen.experiments import liu2018
     from hf_querygen.experiments._report import results_document
 
     def runs(f1):
@@ -248,7 +248,7 @@ def test_report_renders_both_tables_and_the_claim_verdict():
     winning = results_document(
         "liu2018", {"sequence_labeling": runs(0.4), "dual_decoder": runs(0.5)}, liu2018.PAPER_NUMBERS, config
     )
-    assert "Claim HOLDS (margin larger than the seed std)" in liu2018_report.claim_check(winning)
+    assert "Claim HOLDS (margin larger than the seed std)" in liu2018.report.claim_check(winning)
 
 
 def test_prepared_nl2kw_data_respects_the_dual_decoder_conventions(data_dir):

@@ -89,7 +89,7 @@ def test_restate_query_puts_the_query_before_the_generated_description(model_dir
     (plain,) = describe(inputs, num_beams=2)
     (restated,) = describe(inputs, num_beams=2, restate_query=True)
     assert restated["description"] == f"{QUERY} {plain['description']}"
-    # as a saved decoding (what zhang2020_copy chooses on validation) it is the pipeline's default
+    # as a saved decoding (what zhang2020.copy chooses on validation) it is the pipeline's default
     model.config.task_decoding = {"num_beams": 2, "restate_query": True}
     try:
         from hf_querygen.tasks.base import get_task

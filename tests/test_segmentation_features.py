@@ -10,7 +10,7 @@ from hf_querygen.baselines.crf_segmenter import CRFSegmenter, CRFSettings, corpu
 from hf_querygen.baselines.segmentation_features import POSTagger, TextStatistics, cross_fitted_tags
 from hf_querygen.baselines.wikipedia_titles import WikipediaTitleSegmenter
 from hf_querygen.corpora.webis_qsec_10 import SegmentationResources
-from hf_querygen.experiments.lin2017_folds import disjoint_training_rows
+from hf_querygen.experiments.lin2017.folds import disjoint_training_rows
 
 pytest.importorskip("pycrfsuite")
 
@@ -159,7 +159,7 @@ def test_readme_segmenter_recipe_is_the_best_pipeline_model_on_unseen_queries():
     import re
     from pathlib import Path
 
-    from hf_querygen.experiments import lin2017, lin2017_report
+    from hf_querygen.experiments import lin2017
 
     root = Path(__file__).resolve().parents[1]
     recipe = re.search(
@@ -176,7 +176,7 @@ def test_readme_segmenter_recipe_is_the_best_pipeline_model_on_unseen_queries():
     systems = {s.key: s for s in lin2017.REPRODUCTION.systems}
     loadable = [
         key
-        for key in (*lin2017_report.UNSEEN_READY, "warm_start")
+        for key in (*lin2017.report.UNSEEN_READY, "warm_start")
         if key in document["systems"] and (systems[key].preset or systems[key].decodes_model_of)
     ]
     best = max(loadable, key=lambda key: document["systems"][key]["query_accuracy"]["mean"])

@@ -366,7 +366,7 @@ def test_first_s_of_a_long_draw_is_an_s_draw():
 
 
 def test_table1_grid_and_configurations():
-    from hf_querygen.experiments.ding2018_table1 import PAPER_NUMBERS, _configs, parameter_grid
+    from hf_querygen.experiments.ding2018.table1 import PAPER_NUMBERS, _configs, parameter_grid
 
     baseline, paraphrase = parameter_grid(False), parameter_grid(True)
     assert len(baseline) == 9 and baseline[0] == (0.9, 0.0, 0.1)  # lambda = 0.1

@@ -8,7 +8,7 @@ import json
 import pytest
 from transformers import AutoModelForSeq2SeqLM, pipeline
 
-from hf_querygen.experiments import zhang2020, zhang2020_analysis, zhang2020_systems
+from hf_querygen.experiments import zhang2020
 from hf_querygen.experiments.recipes import default_folds
 from hf_querygen.experiments.runner import run_reproduction
 from hf_querygen.experiments.tables import Budget
@@ -107,7 +107,7 @@ def test_tiny_reproduction_and_pipeline_equals_table(tiny_zhang2020, data_dir, t
     assert len(config["beta_top_sentences"]) == 3
     # beyond the paper: the same CtrsGen model decoding with BM25-retrieved documents
     retrieved = config["retrieval_sourced"]
-    assert retrieved["relevant_documents"] in zhang2020_analysis.RETRIEVED_RELEVANT_CHOICES
+    assert retrieved["relevant_documents"] in zhang2020.analysis.RETRIEVED_RELEVANT_CHOICES
     assert set(zhang2020.TABLE_METRICS) <= set(retrieved["summary"])
     judged_r1 = document["systems"]["ctrsgen"]["rouge1_recall"]["mean"]
     assert retrieved["summary"]["rouge1_recall"]["judged"] == pytest.approx(judged_r1)
@@ -116,7 +116,7 @@ def test_tiny_reproduction_and_pipeline_equals_table(tiny_zhang2020, data_dir, t
     tests = config["default_model"]["significance"]["test"]
     assert set(tests) == {"copy_query", "textrank"}
     for by_metric in tests.values():
-        assert set(by_metric) == set(zhang2020_systems.DEFAULT_MODEL_METRICS)
+        assert set(by_metric) == set(zhang2020.systems.DEFAULT_MODEL_METRICS)
         assert all(0.0 <= m["permutation"]["p_value"] <= 1.0 for m in by_metric.values())
     markdown = (out / "results.md").read_text()
     assert "the default model (CtrsGen + copy)" in markdown
@@ -134,7 +134,7 @@ def test_tiny_reproduction_and_pipeline_equals_table(tiny_zhang2020, data_dir, t
             "CtrsGen" if key == "ctrsgen" else "QueryPointerGenerator"
         )
         describe = pipeline("intent-description", model=str(folder))
-        piped = [r[0]["description"] for r in describe(sources, batch_size=4, **zhang2020_systems.DECODING)]
+        piped = [r[0]["description"] for r in describe(sources, batch_size=4, **zhang2020.systems.DECODING)]
         assert piped == record["outputs"]["test"], key
         assert "pipeline_tag: summarization" in (folder / "README.md").read_text()
     # the oracle reads the reference: it can only be at least as good as any single relevant sentence
@@ -186,19 +186,19 @@ def test_train_system_ctrsgen_copy_selects_on_validation_rouge_and_saves_its_dec
     assert [e["eval_rouge_goal"] for e in curve] == pytest.approx([g / 3 for g in goal])
 
     # the decoding is chosen on validation (never test) and saved; test is decoded once with it
-    from hf_querygen.experiments import zhang2020_copy
+    from hf_querygen.experiments.zhang2020.copy import report as copy_report
 
     trained_choice = config["task_decoding"]
-    report = zhang2020_copy.report(folder, data_dir, limit=6)  # the 6 validation queries training saw
+    report = copy_report(folder, data_dir, limit=6)  # the 6 validation queries training saw
     rows = report["decoding_grid_validation"]
     assert [row["decoding"] for row in rows] == [dict(entry) for entry in system.decoding_grid]
     assert report["decoding"] == max(rows, key=lambda row: row["scores"]["rouge_goal"])["decoding"]
     # the report's choice is train --system's: the same grid, metric, validation split and tie rule
     assert report["decoding"] == trained_choice
     assert json.loads((folder / "config.json").read_text())["task_decoding"] == report["decoding"]
-    assert set(report["scores"]["test"]) == {"ctrsgen_copy", *zhang2020_systems.DEFAULT_MODEL_BASELINES}
-    for baseline in zhang2020_systems.DEFAULT_MODEL_BASELINES:
-        assert set(report["significance"]["test"][baseline]) == set(zhang2020_systems.DEFAULT_MODEL_METRICS)
+    assert set(report["scores"]["test"]) == {"ctrsgen_copy", *zhang2020.systems.DEFAULT_MODEL_BASELINES}
+    for baseline in zhang2020.systems.DEFAULT_MODEL_BASELINES:
+        assert set(report["significance"]["test"][baseline]) == set(zhang2020.systems.DEFAULT_MODEL_METRICS)
 
 
 def test_paper_budget_uses_the_paper_sizes_for_every_neural_row():

@@ -1,4 +1,5 @@
-"""One declaration per paper: ``papers/<name>.json`` beside the paper's module.
+"""One declaration per paper: ``<name>/<name>.json`` inside the paper's package
+(``hf_querygen/experiments/<name>/``).
 
 Each data file names the module that declares the paper's systems, budgets and hooks (its
 ``REPRODUCTION``) and holds the paper's published numbers (``paper_numbers``, system -> metric -> value,
@@ -19,8 +20,8 @@ from typing import Any
 from ...errors import InvalidInputError
 from ...registry import Registry
 
-#: the folder of the library's paper data files
-PAPERS_DIR = Path(__file__).resolve().parent
+#: the folder of the library's paper packages, each holding its data file ``<name>/<name>.json``
+PAPERS_DIR = Path(__file__).resolve().parent.parent
 
 
 @functools.cache
@@ -34,24 +35,32 @@ def _read(path: Path) -> dict[str, Any]:
     return data
 
 
-def paper_files(folder: str | Path = PAPERS_DIR) -> dict[str, Path]:
-    """Paper name -> its data file, for every ``<name>.json`` in ``folder``."""
-    return {path.stem: path for path in sorted(Path(folder).glob("*.json"))}
+def paper_files(folder: str | Path | None = None) -> dict[str, Path]:
+    """Paper name -> its data file: every ``<name>.json`` in ``folder``, or by default every library paper's
+    ``<name>/<name>.json``."""
+    if folder is not None:
+        return {path.stem: path for path in sorted(Path(folder).glob("*.json"))}
+    return {path.stem: path for path in sorted(PAPERS_DIR.glob("*/*.json")) if path.stem == path.parent.name}
 
 
-def paper_data(name: str, folder: str | Path = PAPERS_DIR) -> dict[str, Any]:
-    """The data file of paper ``name`` (``module``, ``paper``, ``paper_numbers``, ...), read once."""
-    path = Path(folder) / f"{name}.json"
+def _data_file(name: str, folder: str | Path | None) -> Path:
+    return Path(folder) / f"{name}.json" if folder is not None else PAPERS_DIR / name / f"{name}.json"
+
+
+def paper_data(name: str, folder: str | Path | None = None) -> dict[str, Any]:
+    """The data file of paper ``name`` (``module``, ``paper``, ``paper_numbers``, ...), read once: the
+    library paper's own, or ``<name>.json`` in ``folder`` (a plugin's)."""
+    path = _data_file(name, folder)
     if not path.is_file():
         raise InvalidInputError(f"no paper data file {path}; known: {sorted(paper_files(folder))}")
     return _read(path)
 
 
-def paper_numbers(name: str, key: str = "paper_numbers", folder: str | Path = PAPERS_DIR) -> dict:
+def paper_numbers(name: str, key: str = "paper_numbers", folder: str | Path | None = None) -> dict:
     """System -> metric -> published value of paper ``name`` (``key``: another table of the same file)."""
     data = paper_data(name, folder)
     if key not in data:
-        raise InvalidInputError(f"{PAPERS_DIR / name}.json has no {key!r}; keys: {sorted(data)}")
+        raise InvalidInputError(f"{_data_file(name, folder)} has no {key!r}; keys: {sorted(data)}")
     return data[key]
 
 

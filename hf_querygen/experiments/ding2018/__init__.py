@@ -29,9 +29,10 @@ networks and a step budget instead of training to convergence (see ``config["mod
 2e-3 instead of 1e-4; each network's decoding (greedy, guards against repeated keyword words, every
 keyword required, 4 beams) is chosen on validation (``K2QTask.decoding_grid``) and saved with the model.
 
-This module holds the budgets and the ``REPRODUCTION``; beside it: ``ding2018_systems`` (the rows, their
-labels and baselines), ``ding2018_data`` (the synthetic sets and the fold), ``ding2018_analysis`` (the
-hooks adding to ``config``: orderings, Figs. 5-6) and ``ding2018_report`` (markdown and figures).
+This module holds the budgets and the ``REPRODUCTION``; the package's other modules: ``systems`` (the rows,
+their labels and baselines), ``data`` (the synthetic sets and the fold), ``analysis`` (the hooks adding to
+``config``: orderings, Figs. 5-6), ``report`` (markdown and figures), ``table1`` (Table 1, the generator's
+own evaluation) and ``studies`` (the scripts behind ``results/ding2018/NOTES.md``).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 
-from hf_querygen.experiments.ding2018_analysis import (
+from hf_querygen.experiments.ding2018.analysis import (
     describe,
     fig5_with_steps,
     fig6,
@@ -48,9 +49,9 @@ from hf_querygen.experiments.ding2018_analysis import (
     user_measures,
     user_measures_config,
 )
-from hf_querygen.experiments.ding2018_data import folds
-from hf_querygen.experiments.ding2018_report import plots, render_markdown
-from hf_querygen.experiments.ding2018_systems import HEADLINE, LABELS, SYSTEMS, TEST_SPLITS
+from hf_querygen.experiments.ding2018.data import folds
+from hf_querygen.experiments.ding2018.report import plots, render_markdown
+from hf_querygen.experiments.ding2018.systems import HEADLINE, LABELS, SYSTEMS, TEST_SPLITS
 from hf_querygen.experiments.papers import paper_numbers
 from hf_querygen.experiments.runner import Reproduction
 from hf_querygen.experiments.tables import Budget
@@ -89,7 +90,7 @@ FULL_BUDGET = Budget(
     seeds=3,
     patience=4,
     training_overrides=FULL_TRAINING,
-    # their own schedules (ding2018_systems.COPYNET_HUMAN_STEPS, QUESTION_FRAMES_TRAINING)
+    # their own schedules (ding2018.systems.COPYNET_HUMAN_STEPS, QUESTION_FRAMES_TRAINING)
     own_recipe=("copynet_human", "question_frames", "warm_start"),
     preset_overrides={
         **{key: FULL_MODEL for key in ("ednet", "attnet", "copynet", "copynet_human")},

@@ -13,7 +13,7 @@ from hf_querygen.tasks.k2q_task import K2QTask
 PAPER_ORDER = ("copynet", "attnet", "ednet", "tbm", "sdm")
 TEST_SPLITS = ("t0", "nl2kw")
 HEADLINE = ("ROUGE-L", "ROUGE-1", "ROUGE-2", "BLEU")
-#: what users need beside ROUGE (ding2018_analysis.user_measures, added to every run from its outputs)
+#: what users need beside ROUGE (ding2018.analysis.user_measures, added to every run from its outputs)
 USER_MEASURES = ("wellformed", "keywords_kept")
 #: the networks whose decoding may fall back to the keyword query: each also has a ``<key>_echo_fallback`` row
 FALLBACK_ROWS = ("ednet", "attnet", "copynet", "copynet_human")
@@ -54,7 +54,7 @@ TABLE_ORDER = (
     "warm_start",
 )
 #: rows a results document may add beside the table's (single long runs of a row, one seed each:
-#: results/ding2018/update_results.py), printed after the table's rows
+#: hf_querygen/experiments/ding2018/studies/update_results.py), printed after the table's rows
 EXTRA_ROW_LABELS = {
     "ednet_recipe": "EDNet, the train --system recipe (1 seed)",
     "attnet_recipe": "AttNet, the train --system recipe (1 seed)",
@@ -280,7 +280,8 @@ SYSTEMS = register_systems(
     ]
 )
 #: not in the paper, and not a row the runner trains (an extra row: ``train --system ding2018/copynet_kq3``,
-#: results/ding2018/gpu_rows.py): CopyNet with the recipe on up to 3 keyword queries per question, the kept
+#: ``python -m hf_querygen.experiments.ding2018.studies.gpu_rows``): CopyNet with the recipe on up to 3
+#: keyword queries per question, the kept
 #: one and the further distinct KQGM candidates that rank the question first by the keyword query filter
 #: (the paper had more pairs than questions: 3.17M pairs); the fold builds that set (cached) only for it
 (COPYNET_KQ3,) = register_systems(

@@ -8,14 +8,14 @@ most likely (teacher-forced log-likelihood of each filled frame), and the refere
 keyword query (an oracle for frame + keywords). ROUGE-L F, max over references (Table 2's metric). Nothing
 here reads a test split.
 
-    python results/ding2018/frame_headroom.py MODEL_DIR OUT_JSON [K]
+    python -m hf_querygen.experiments.ding2018.studies.frame_headroom MODEL_DIR OUT_JSON [K]
 """
 
 from __future__ import annotations
 
+import argparse
 import collections
 import json
-import sys
 
 import datasets
 import numpy as np
@@ -80,7 +80,7 @@ def frame_log_likelihoods(model, tokenizer, queries: list[str], candidates: list
     return np.array(totals).reshape(len(queries), -1)
 
 
-def main(model_dir: str, out_json: str, k: int = 20) -> None:
+def headroom(model_dir: str, out_json: str, k: int = 20) -> None:
     torch.set_num_threads(1)
     model, tokenizer, metadata = load_trained(model_dir)
     splits = training_recipe(metadata["system"], None).splits
@@ -128,5 +128,16 @@ def main(model_dir: str, out_json: str, k: int = 20) -> None:
         print(source, json.dumps({key: value for key, value in row.items() if key != "by_frame"}))
 
 
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("model_dir", metavar="MODEL_DIR")
+    parser.add_argument("out_json", metavar="OUT_JSON")
+    parser.add_argument("k", metavar="K", type=int, nargs="?", default=20, help="frames per source")
+    args = parser.parse_args(argv)
+    headroom(args.model_dir, args.out_json, args.k)
+
+
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], *(int(a) for a in sys.argv[3:]))
+    main()

@@ -52,13 +52,13 @@ from hf_querygen.synthetic.kqgm import (
 )
 from hf_querygen.synthetic.phrases import PhraseDetector
 
-from ._report import markdown_table, results_document
+from .._report import markdown_table, results_document
 
 PAPER = "ding2018"
 METRICS = ("AvgRougeL", "MaxRougeL")
 EXTRA_METRICS = ("AvgRougeL_recall", "MaxRougeL_recall")
 
-# Table 1 of the paper: mean (std) over 100 repetitions of 5-fold CV (experiments/papers/ding2018.json)
+# Table 1 of the paper: mean (std) over 100 repetitions of 5-fold CV (ding2018/ding2018.json)
 PAPER_NUMBERS: dict[str, dict[str, float]] = paper_numbers(PAPER, "table1_paper_numbers")
 PAPER_STD: dict[str, dict[str, float]] = paper_numbers(PAPER, "table1_paper_std")
 FOLDS = 5

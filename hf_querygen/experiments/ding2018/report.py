@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from hf_querygen.experiments._report import markdown_table, pyplot, save_figure
-from hf_querygen.experiments.ding2018_data import VARIANT_LABELS, VARIANTS
-from hf_querygen.experiments.ding2018_systems import (
+from hf_querygen.experiments.ding2018.data import VARIANT_LABELS, VARIANTS
+from hf_querygen.experiments.ding2018.systems import (
     EXTRA_ROW_LABELS,
     HEADLINE,
     LABELS,

@@ -54,18 +54,19 @@ from hf_querygen.retrieval import Index, analyze
 from hf_querygen.retrieval.dense import encode_documents
 from hf_querygen.utils import require_extra
 
-from ._report import results_document, write_results
-from .papers import paper_numbers
-from .tables import Evaluation
+from .._report import results_document, write_results
+from ..papers import paper_numbers
+from ..tables import Evaluation
 
 METRICS = ("ndcg@5", "ndcg@10", "p@3", "p@5", "p@10", "hits@5", "hits@10")
 LEXICAL_RANKERS = ("bm25", "sdm")
 DENSE_RANKERS = ("dense", "hybrid")  # need the [pretrained] extra (all-MiniLM-L6-v2)
 RANKERS = LEXICAL_RANKERS + DENSE_RANKERS
 SPLITS = ("dev", "test")
-#: BEIR (Thakur et al., NeurIPS 2021 Datasets), Table 2, NFCorpus, BM25 (papers/retrieval.json)
+#: BEIR (Thakur et al., NeurIPS 2021 Datasets), Table 2, NFCorpus, BM25 (retrieval/retrieval.json)
 BEIR_BM25_NDCG10 = paper_numbers("retrieval")["bm25_ndcg@10"]
-#: the dense rows' encoder, and its published MTEB NFCorpus test nDCG@10 (model card; papers/retrieval.json)
+#: the dense rows' encoder, and its published MTEB NFCorpus test nDCG@10 (model card;
+#: retrieval/retrieval.json)
 DENSE_MODEL = MINILM_ID
 MINILM_NDCG10 = paper_numbers("retrieval")["all-MiniLM-L6-v2_ndcg@10"]
 #: --quick: the first documents by id of the splits' union (each split keeps those it has), so that the

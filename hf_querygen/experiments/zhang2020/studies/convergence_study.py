@@ -1,6 +1,7 @@
 """The convergence study of issue 25: CtrsGen (no copy) at three sizes, validation curves against steps.
 
-    python results/zhang2020/convergence_study.py NAME=RUN_DIR [NAME=RUN_DIR ...] [--out results/zhang2020]
+    python -m hf_querygen.experiments.zhang2020.studies.convergence_study NAME=RUN_DIR [NAME=RUN_DIR ...] \\
+        [--out results/zhang2020]
 
 Each RUN_DIR is a folder written by ``hf-querygen train --system zhang2020/ctrsgen_copy --set copy=false
 --set embedding_size=E --set hidden_size=H --set decoder_hidden_size=H`` (its ``log_history.json``), or a
@@ -16,7 +17,8 @@ import argparse
 import json
 from pathlib import Path
 
-from hf_querygen.experiments.zhang2020_copy import training_curves
+from hf_querygen.experiments.zhang2020.copy import training_curves
+from hf_querygen.experiments.zhang2020.studies import RESULTS_DIR
 
 
 def log_history(run: Path) -> list[dict]:
@@ -32,7 +34,7 @@ def rouge_goal(row: dict) -> float:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("runs", nargs="+", help="NAME=RUN_DIR")
-    parser.add_argument("--out", default=str(Path(__file__).resolve().parent))
+    parser.add_argument("--out", default=str(RESULTS_DIR))
     args = parser.parse_args(argv)
     out = Path(args.out)
     # the runs named here join (or replace) the curves already in convergence.json

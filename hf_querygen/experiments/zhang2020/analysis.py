@@ -15,7 +15,7 @@ from typing import Any
 from hf_querygen.experiments._report import pyplot
 from hf_querygen.experiments.jobs import run_name
 from hf_querygen.experiments.tables import RunContext
-from hf_querygen.experiments.zhang2020_systems import (
+from hf_querygen.experiments.zhang2020.systems import (
     CONTRAST_SETTING,
     DECODING,
     DEFAULT_MODEL,
@@ -29,6 +29,7 @@ from hf_querygen.experiments.zhang2020_systems import (
     sweep_key,
 )
 from hf_querygen.tasks.base import get_task
+from hf_querygen.tasks.q2id import Q2IDCollator, cap_report, decode_description, encode_q2id
 from hf_querygen.tasks.q2id_task import DocumentRetriever, as_source
 
 
@@ -141,8 +142,6 @@ def sweep_choice(context: RunContext) -> dict[str, Any]:
 
 def _caps_of(context: RunContext) -> dict[str, Any]:
     """The caps every model of the run was trained and decoded with, and how much text they drop (train)."""
-    from hf_querygen.tasks.q2id import cap_report
-
     data = context.data[context.folds[0].id]
     caps = data.task.caps_for(data.tokenizer)
     report = cap_report(data.splits["train"], caps, data.tokenizer)
@@ -316,8 +315,6 @@ def contrast_weights(model: Any, tokenizer: Any, source: Mapping[str, Any]) -> d
     """For one q2id source: the greedy description and, at its first output word (Fig. 3 of the paper),
     alpha^r (Eq. 7), beta (Eq. 8-11) and beta * alpha (Eq. 12) over the kept relevant sentences."""
     import torch
-
-    from hf_querygen.tasks.q2id import Q2IDCollator, decode_description, encode_q2id
 
     source = as_source(source)
     task = _task()

@@ -7,9 +7,12 @@ query echoed and the most frequent question frame (from the first run's output),
 saying where each row comes from; a ROW named several times is one row over those runs (seeds: mean, std,
 n); it plots the runs' curves (curves.png) and re-renders results.md.
 
-    python results/ding2018/update_results.py ROW=EVALUATION_JSON:MODEL_DIR [ROW=...] [drop=ROW ...]
-    python results/ding2018/update_results.py ROW=@RUNS_GLOB    # the runner's records, e.g. gpu_rows.py's
-    python results/ding2018/update_results.py --from-run OUT [ROW=...]   # a full `reproduce` run's table
+    python -m hf_querygen.experiments.ding2018.studies.update_results \\
+        ROW=EVALUATION_JSON:MODEL_DIR [ROW=...] [drop=ROW ...]
+    # the runner's records, e.g. gpu_rows.py's
+    python -m hf_querygen.experiments.ding2018.studies.update_results ROW=@RUNS_GLOB
+    # a full `reproduce` run's table
+    python -m hf_querygen.experiments.ding2018.studies.update_results --from-run OUT [ROW=...]
 
 ``drop=ROW`` removes a row an earlier update added (e.g. one whose run is withdrawn). ``ROW=@GLOB``: one
 row over the runner's records that GLOB matches (one per seed: ``OUT/runs/<system>-seed<s>.json``), its
@@ -21,15 +24,15 @@ their provenance and curves.
 
 from __future__ import annotations
 
+import argparse
 import glob
 import json
-import sys
 from pathlib import Path
 
 from hf_querygen.experiments._report import aggregate, pyplot, write_results
 from hf_querygen.experiments.ding2018 import render_markdown
+from hf_querygen.experiments.ding2018.studies import RESULTS_DIR as HERE
 
-HERE = Path(__file__).parent
 SIZE_FIELDS = ("embedding_size", "hidden_size", "decoder_hidden_size", "dropout")
 BUDGET_TEXT = {
     "paper": "the paper's sizes and optimiser",
@@ -181,7 +184,8 @@ def record_provenance(records: list[dict]) -> str:
         )
     first = records[0]
     return (
-        f"{len(records)} seed(s), `results/ding2018/gpu_rows.py` (the runner's training and scoring, "
+        f"{len(records)} seed(s), `hf_querygen/experiments/ding2018/studies/gpu_rows.py` "
+        "(the runner's training and scoring, "
         f"budget `{first['budget']}`: {BUDGET_TEXT.get(first['budget'], 'its settings')}, system "
         f"`ding2018/{first['system']}`) on {first['device']}, runs in parallel processes on the one "
         "device: " + " | ".join(described)
@@ -242,7 +246,7 @@ def from_run(run_dir: Path, committed: dict) -> dict:
     return document
 
 
-def main(*arguments: str) -> None:
+def update(*arguments: str) -> None:
     document = json.loads((HERE / "results.json").read_text())
     if arguments[:1] == ("--from-run",):
         document = from_run(Path(arguments[1]), document)
@@ -359,5 +363,17 @@ def main(*arguments: str) -> None:
     write_results(document, HERE, render_markdown(document))
 
 
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--from-run", metavar="OUT", type=Path, default=None)
+    parser.add_argument(
+        "rows", nargs="*", metavar="ROW=...", help="ROW=EVALUATION_JSON:MODEL_DIR, ROW=@RUNS_GLOB or drop=ROW"
+    )
+    args = parser.parse_args(argv)
+    update(*(["--from-run", str(args.from_run)] if args.from_run else []), *args.rows)
+
+
 if __name__ == "__main__":
-    main(*sys.argv[1:])
+    main()

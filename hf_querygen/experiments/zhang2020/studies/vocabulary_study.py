@@ -13,18 +13,19 @@ Per run it records the vocabulary size (embedding rows), the output vocabulary, 
 ``rouge_goal`` and its step, the validation ROUGE of the kept checkpoint, the training seconds and the mean
 seconds of a training step (forward + backward + optimizer, timed by a callback; evaluations excluded).
 ``vocabulary_study.json`` (``systems -> "min_frequency=N" -> metric -> {mean, std, n}`` over seeds, plus
-``config`` and ``runs``) and ``vocabulary_study.md`` are written beside this script.
+``config`` and ``runs``) and ``vocabulary_study.md`` are written to ``results/zhang2020/`` (``--out-dir``).
 
     # every run (min_frequency 1 2 3 x seeds 0 1 2), at most --workers trainings at a time, then the summary;
     # finished runs (WORK_DIR/records/*.json) are not trained again
-    python results/zhang2020/vocabulary_study.py WORK_DIR [--min-frequencies 1 2 3] [--seeds 0 1 2]
-        [--workers 2]
+    python -m hf_querygen.experiments.zhang2020.studies.vocabulary_study WORK_DIR [--min-frequencies 1 2 3] \\
+        [--seeds 0 1 2] [--workers 2]
     # one run (what the pool launches), or only the summary of the records there are
-    python results/zhang2020/vocabulary_study.py WORK_DIR --one MIN_FREQUENCY SEED [--max-steps N]
-    python results/zhang2020/vocabulary_study.py WORK_DIR --summarize
+    python -m hf_querygen.experiments.zhang2020.studies.vocabulary_study WORK_DIR --one MIN_FREQUENCY SEED \\
+        [--max-steps N]
+    python -m hf_querygen.experiments.zhang2020.studies.vocabulary_study WORK_DIR --summarize
     # the step time of each min_frequency with the machine to itself: one short run after another (seed 0,
     # N steps, WORK_DIR/timing), added to the summary as ``timing_alone``
-    python results/zhang2020/vocabulary_study.py WORK_DIR --timing-steps 150
+    python -m hf_querygen.experiments.zhang2020.studies.vocabulary_study WORK_DIR --timing-steps 150
 """
 
 from __future__ import annotations
@@ -39,9 +40,15 @@ import time
 from pathlib import Path
 
 from hf_querygen.experiments._report import aggregate
+from hf_querygen.experiments.recipes import training_recipe
+from hf_querygen.experiments.zhang2020.studies import RESULTS_DIR as HERE
+from hf_querygen.tasks.base import get_task
 from hf_querygen.tasks.q2id_task import Q2ID_METRICS
+from hf_querygen.training import LogFileCallback, choose_decoding, train_preset
+from hf_querygen.training.task_training import _training_summary, with_rouge_goal
 
-HERE = Path(__file__).resolve().parent
+#: what each training subprocess runs (``--one``)
+MODULE = "hf_querygen.experiments.zhang2020.studies.vocabulary_study"
 SYSTEM = "zhang2020/ctrsgen"
 #: the validation scores reported per run (the table's metrics and extras, plus rouge_goal)
 METRICS = ("rouge_goal", *Q2ID_METRICS)
@@ -58,11 +65,6 @@ def train_one(work: Path, min_frequency: int, seed: int, max_steps: int | None =
     import datasets
     import torch
     from transformers import TrainerCallback
-
-    from hf_querygen.experiments.recipes import training_recipe
-    from hf_querygen.tasks.base import get_task
-    from hf_querygen.training import LogFileCallback, choose_decoding, train_preset
-    from hf_querygen.training.task_training import _training_summary, with_rouge_goal
 
     torch.set_num_threads(1)
     recipe = training_recipe(SYSTEM, None)
@@ -163,7 +165,7 @@ def run_all(work: Path, min_frequencies: list[int], seeds: list[int], workers: i
             f, s = pending.pop(0)
             name = f"min_frequency{f}-seed{s}"
             log = open(work / "logs" / f"{name}.log", "w")  # noqa: SIM115 (closed with the process)
-            command = [sys.executable, __file__, str(work), "--one", str(f), str(s)]
+            command = [sys.executable, "-m", MODULE, str(work), "--one", str(f), str(s)]
             running.append((subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env), name))
             print(time.strftime("%H:%M:%S"), "started", name, flush=True)
         time.sleep(5)
@@ -179,7 +181,8 @@ def time_alone(work: Path, min_frequencies: list[int], steps: int) -> None:
     for f in min_frequencies:
         command = [
             sys.executable,
-            __file__,
+            "-m",
+            MODULE,
             str(work / "timing"),
             "--one",
             str(f),
@@ -193,8 +196,6 @@ def time_alone(work: Path, min_frequencies: list[int], steps: int) -> None:
 
 def summarize(work: Path, out_dir: Path = HERE, notes: list[str] | None = None) -> dict:
     """``vocabulary_study.json`` and ``.md`` from the records in ``work/records``."""
-    from hf_querygen.experiments.recipes import training_recipe
-
     records = sorted(
         (json.loads(p.read_text()) for p in (work / "records").glob("*.json")),
         key=lambda r: (r["min_frequency"], r["seed"]),
@@ -277,7 +278,7 @@ def render_markdown(document: dict) -> str:
         "TRAIN read as [UNK]. Mean ± std over seeds "
         f"{document['config']['seeds']}; ROUGE in % on the 100 validation queries (the test split is not "
         "read); s/step: a training step's mean seconds, 2 trainings sharing the 2 cores. "
-        "Made by `results/zhang2020/vocabulary_study.py`.",
+        "Made by `python -m hf_querygen.experiments.zhang2020.studies.vocabulary_study`.",
         "",
         "| min_frequency | embedding rows | rouge_goal | R-1 recall | R-2 recall | R-L recall | R-L F1 "
         "| best step | s/step |",
@@ -312,7 +313,7 @@ def render_markdown(document: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-if __name__ == "__main__":
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("work", type=Path, help="records, logs and checkpoints go here")
     parser.add_argument("--one", nargs=2, type=int, metavar=("MIN_FREQUENCY", "SEED"), help="train one run")
@@ -326,7 +327,7 @@ if __name__ == "__main__":
     parser.add_argument(
         "--timing-steps", type=int, help="only time each min_frequency alone, this many steps"
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.one:
         print(json.dumps(train_one(args.work, *args.one, max_steps=args.max_steps), indent=1))
     elif args.timing_steps:
@@ -336,3 +337,7 @@ if __name__ == "__main__":
         if not args.summarize:
             run_all(args.work, args.min_frequencies, args.seeds, args.workers)
         summarize(args.work, args.out_dir, args.note)
+
+
+if __name__ == "__main__":
+    main()

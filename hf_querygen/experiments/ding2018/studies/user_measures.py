@@ -1,6 +1,6 @@
 """Table 2's rows renamed for what they are, and the measures of what users need, from what is kept.
 
-    python results/ding2018/user_measures.py
+    python -m hf_querygen.experiments.ding2018.studies.user_measures
 
 1. The committed EDNet / AttNet / CopyNet / CopyNet + nl2kw rows of the 3-seed full run were decoded with
    the decoding chosen on validation from a grid that held the keyword fallback (the keyword query where
@@ -21,6 +21,7 @@ keywords kept is added.
 
 from __future__ import annotations
 
+import argparse
 import glob
 import json
 import math
@@ -28,13 +29,13 @@ from pathlib import Path
 
 from hf_querygen.experiments._report import aggregate, write_results
 from hf_querygen.experiments.ding2018 import render_markdown
-from hf_querygen.experiments.ding2018_analysis import user_measures_config
-from hf_querygen.experiments.ding2018_systems import FALLBACK_ROWS, TEST_SPLITS
+from hf_querygen.experiments.ding2018.analysis import user_measures_config
+from hf_querygen.experiments.ding2018.studies import RESULTS_DIR as HERE
+from hf_querygen.experiments.ding2018.systems import FALLBACK_ROWS, TEST_SPLITS
 from hf_querygen.tasks.k2q import echo_keyword_queries, k2q_scores, k2q_user_scores
 from hf_querygen.tasks.k2q_data import k2q_test_sets
 
-HERE = Path(__file__).parent
-#: the runner records kept in this folder: (glob, system, budget) -> row
+#: the runner records kept in results/ding2018/: (glob, system, budget) -> row
 RECORD_ROWS = {
     ("gpu_paper_budget/runs/ednet-seed*.json", "paper"): "ednet_paper_budget_h200",
     ("gpu_paper_budget/runs/attnet-seed*.json", "paper"): "attnet_paper_budget_h200",
@@ -54,7 +55,10 @@ def _same(ours: float, committed: float, what: str) -> None:
         raise SystemExit(f"{what}: recomputed ROUGE-L {ours:.6f} is not the committed {committed:.6f}")
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    ).parse_args(argv)
     document = json.loads((HERE / "results.json").read_text())
     systems, config = document["systems"], document["config"]
     provenance = config.setdefault("row_provenance", {})

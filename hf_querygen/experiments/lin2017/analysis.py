@@ -10,7 +10,7 @@ from typing import Any
 from hf_querygen.baselines.crf_segmenter import resource_coverage
 from hf_querygen.baselines.wikipedia_titles import WikipediaTitleSegmenter
 from hf_querygen.experiments._report import aggregate
-from hf_querygen.experiments.lin2017_folds import crf_settings
+from hf_querygen.experiments.lin2017.folds import crf_settings
 from hf_querygen.experiments.tables import RunContext
 from hf_querygen.metrics.segmentation_scores import segmentation_scores
 

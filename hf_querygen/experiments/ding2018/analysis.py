@@ -11,13 +11,13 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from hf_querygen.experiments.ding2018_data import (
+from hf_querygen.experiments.ding2018.data import (
     fig5_training_sets,
     pairs_split,
     vocabulary,
     vocabulary_coverage,
 )
-from hf_querygen.experiments.ding2018_systems import FIG5_SYSTEM, HEADLINE, PAPER_ORDER, TEST_SPLITS
+from hf_querygen.experiments.ding2018.systems import FIG5_SYSTEM, HEADLINE, PAPER_ORDER, TEST_SPLITS
 from hf_querygen.experiments.jobs import (
     Job,
     _fold_data,

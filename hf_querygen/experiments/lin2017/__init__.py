@@ -22,10 +22,10 @@ system, mean +- std over folds, plus ``reimplementation_agreement``: the share o
 our WT / WT+SNP give exactly the published output) and ``results.md``.
 
 Every test fold shares no query text with its training part
-(:func:`~hf_querygen.experiments.lin2017_folds.disjoint_training_rows`; the corpus has no repeated query,
+(:func:`~hf_querygen.experiments.lin2017.folds.disjoint_training_rows`; the corpus has no repeated query,
 so the check removes nothing). The neural models read training singletons
 as ``[UNK]`` (``SegmentationTask.min_word_frequency``, chosen on validation; the paper's setting, every
-training word in the vocabulary, is measured by :mod:`hf_querygen.experiments.lin2017_diagnosis`).
+training word in the vocabulary, is measured by :mod:`hf_querygen.experiments.lin2017.diagnosis`).
 
 What differs from the paper, by necessity: the paper reports the official test set (48,587
 queries), which is not available; we cross-validate on the training set. The paper's RNN
@@ -34,10 +34,10 @@ smaller and with early stopping on a validation part of the training folds (size
 ``config``). Hyper-parameters (CRF c1/c2, neural early stopping) are chosen on a validation part of
 the TRAINING folds only; the test fold is used once, for the reported numbers.
 
-The folds and resources are in :mod:`hf_querygen.experiments.lin2017_folds`, the baselines in
-:mod:`hf_querygen.experiments.lin2017_baselines`, the analyses in
-:mod:`hf_querygen.experiments.lin2017_analysis` and the markdown in
-:mod:`hf_querygen.experiments.lin2017_report`.
+The folds and resources are in :mod:`hf_querygen.experiments.lin2017.folds`, the baselines in
+:mod:`hf_querygen.experiments.lin2017.baselines`, the analyses in
+:mod:`hf_querygen.experiments.lin2017.analysis` and the markdown in
+:mod:`hf_querygen.experiments.lin2017.report`.
 """
 
 from __future__ import annotations
@@ -49,16 +49,16 @@ from pathlib import Path
 from typing import Any
 
 from hf_querygen.corpora.webis_qsec_10 import PUBLISHED_ALGORITHMS
-from hf_querygen.experiments.lin2017_analysis import describe, unseen_word_queries
-from hf_querygen.experiments.lin2017_baselines import (
+from hf_querygen.experiments.lin2017.analysis import describe, unseen_word_queries
+from hf_querygen.experiments.lin2017.baselines import (
     crf_baseline,
     every_word_baseline,
     no_breaks_baseline,
     published_baseline,
     wikipedia_title_baseline,
 )
-from hf_querygen.experiments.lin2017_folds import cross_validation_folds, segmentation_resources
-from hf_querygen.experiments.lin2017_report import SYSTEM_LABELS, TABLE_METRICS, render_markdown
+from hf_querygen.experiments.lin2017.folds import cross_validation_folds, segmentation_resources
+from hf_querygen.experiments.lin2017.report import SYSTEM_LABELS, TABLE_METRICS, render_markdown
 from hf_querygen.experiments.papers import paper_numbers
 from hf_querygen.experiments.runner import Reproduction, run_reproduction
 from hf_querygen.experiments.tables import Budget
@@ -66,7 +66,7 @@ from hf_querygen.pretrained import MINILM_ID
 from hf_querygen.systems import System, register_systems
 
 PAPER = "lin2017"
-#: Table 2 of the paper (official Webis-QSeC-10 test set; data file ``papers/lin2017.json``)
+#: Table 2 of the paper (official Webis-QSeC-10 test set; data file ``lin2017/lin2017.json``)
 PAPER_NUMBERS: dict[str, dict[str, float]] = paper_numbers(PAPER)
 
 logger = logging.getLogger(__name__)

@@ -1,6 +1,6 @@
 """Why our RNN encoder-decoder segmenter reaches 0.071 query accuracy where Lin et al. report 0.421.
 
-``python -m hf_querygen.experiments.lin2017_diagnosis OUT_DIR [--quick]`` trains the table's encoder-decoder
+``python -m hf_querygen.experiments.lin2017.diagnosis OUT_DIR [--quick]`` trains the table's encoder-decoder
 (and variants, one lever at a time) on fold 0 of the lin2017 cross-validation and writes
 ``rnn_diagnosis.json``. Everything is measured on the fold's validation part (the choices) and, for the
 record, on its test fold; nothing is selected on the test fold. What it measures:
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from hf_querygen.experiments.lin2017 import FULL_BUDGET, QUICK_BUDGET, cross_validation_folds
-from hf_querygen.experiments.lin2017_analysis import vocabulary_statistics
+from hf_querygen.experiments.lin2017.analysis import vocabulary_statistics
 from hf_querygen.tasks.base import get_task
 from hf_querygen.text import BREAK_TOKEN
 from hf_querygen.training import train_preset

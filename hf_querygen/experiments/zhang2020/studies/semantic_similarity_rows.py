@@ -1,9 +1,9 @@
 """Tables 3-4's semantic similarity for the rows whose outputs can be had again without training.
 
-    python results/zhang2020/semantic_similarity_rows.py
+    python -m hf_querygen.experiments.zhang2020.studies.semantic_similarity_rows
 
 The full run kept no outputs, so ``semantic_similarity`` (``Reproduction.measures``:
-:func:`hf_querygen.experiments.zhang2020_analysis.semantic_similarity_measure`) of the trained rows waits for
+:func:`hf_querygen.experiments.zhang2020.analysis.semantic_similarity_measure`) of the trained rows waits for
 ``reproduce zhang2020`` to run again. The deterministic rows (LexRank, LSA, TextRank, copy the query, ORACLE)
 are run again here by the runner's own baseline step on the full budget's fold; each one's test ROUGE-L
 recall is checked against the committed value (within :data:`TOLERANCE`; a difference is noted)
@@ -12,24 +12,27 @@ before its semantic similarity is added; ``results.md`` is re-rendered.
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
-from pathlib import Path
 
 from hf_querygen.experiments._report import write_results
 from hf_querygen.experiments.jobs import _fold_data, _run_baseline
 from hf_querygen.experiments.recipes import _folds
 from hf_querygen.experiments.zhang2020 import REPRODUCTION
-from hf_querygen.experiments.zhang2020_analysis import semantic_similarity_measure
+from hf_querygen.experiments.zhang2020.analysis import semantic_similarity_measure
+from hf_querygen.experiments.zhang2020.studies import RESULTS_DIR as HERE
 
-HERE = Path(__file__).parent
 ROWS = ("lexrank", "lsa", "textrank", "copy_query", "oracle")
 #: LexRank's power iteration meets NaNs on a few documents (sumy warns) and its outputs then differ on a few
 #: queries between machines: a row whose recomputed ROUGE-L recall is this close counts as the same row
 TOLERANCE = 1e-3
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    ).parse_args(argv)
     document = json.loads((HERE / "results.json").read_text())
     budget = REPRODUCTION.budgets["full"]
     fold = _folds(REPRODUCTION, budget, None)[0]

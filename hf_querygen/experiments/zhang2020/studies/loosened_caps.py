@@ -7,7 +7,8 @@ the q2id task's default caps (10 relevant + 10 irrelevant documents x 6 sentence
 words) instead of the run's (4 + 3 x 4 x 25, 40), and a 5,000-word output vocabulary instead of 2,000.
 Validation only; the curves go into convergence.json with ``convergence_study.py``.
 
-    python results/zhang2020/loosened_caps.py OUT_DIR [--size 64|128|paper] [--minutes 45] [--resume]
+    python -m hf_querygen.experiments.zhang2020.studies.loosened_caps OUT_DIR [--size 64|128|paper] \\
+        [--minutes 45] [--resume]
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ SIZES = {
 }
 
 
-def main(out: str, size: str = "64", minutes: float = 45, resume: bool = False) -> None:
+def train(out: str, size: str = "64", minutes: float = 45, resume: bool = False) -> None:
     torch.set_num_threads(1)
     recipe = training_recipe("zhang2020/ctrsgen_copy", None)
     row = recipe.recipe()
@@ -47,11 +48,15 @@ def main(out: str, size: str = "64", minutes: float = 45, resume: bool = False) 
     print("seconds", round(time.time() - started), "best step", metadata.get("best_checkpoint_step"))
 
 
-if __name__ == "__main__":
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out")
     parser.add_argument("--size", choices=tuple(SIZES), default="64")
     parser.add_argument("--minutes", type=float, default=45, help="training time limit")
     parser.add_argument("--resume", action="store_true")
-    args = parser.parse_args()
-    main(args.out, args.size, args.minutes, args.resume)
+    args = parser.parse_args(argv)
+    train(args.out, args.size, args.minutes, args.resume)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,7 +1,7 @@
 """The default intent-description model (CtrsGen + copy, beyond Zhang et al. CIKM'20): its decoding chosen
 on VALIDATION, its test scores beside copying the query and TextRank, and paired significance tests.
 
-``python -m hf_querygen.experiments.zhang2020_copy MODEL_DIR [--out FILE] [--data-dir DIR]``
+``python -m hf_querygen.experiments.zhang2020.copy MODEL_DIR [--out FILE] [--data-dir DIR]``
 
 1. decode the q2id VALIDATION split with every decoding of :data:`DECODING_GRID` (the row's
    ``System.decoding_grid``: beam size, ``no_repeat_ngram_size``, a minimum length, each with and without
@@ -28,8 +28,8 @@ from typing import Any
 
 from hf_querygen._registration import register_all
 from hf_querygen.baselines.intent_description import copy_query, extract_descriptions
-from hf_querygen.experiments.zhang2020_analysis import collection_documents
-from hf_querygen.experiments.zhang2020_systems import COPY_DECODING_GRID
+from hf_querygen.experiments.zhang2020.analysis import collection_documents
+from hf_querygen.experiments.zhang2020.systems import COPY_DECODING_GRID
 from hf_querygen.tasks.base import get_task
 from hf_querygen.tasks.q2id_task import DocumentRetriever, Q2IDTaskData
 from hf_querygen.training.task_training import choose_decoding, with_rouge_goal

@@ -24,10 +24,11 @@ to convergence) costs ~4 s per step at a 5K output vocabulary on one CPU core, s
 64-unit models for a fixed number of steps (sizes in ``config``). Expect far lower numbers than the
 paper's; the comparison between rows is the point.
 
-This module holds the paper's numbers, the budgets and the ``REPRODUCTION``; beside it:
-``zhang2020_systems`` (the rows, their settings and baselines, the sweep), ``zhang2020_analysis`` (the
-hooks adding to ``config``: significance, the sweep's choice, the beta plot, retrieval-sourced documents)
-and ``zhang2020_report`` (the markdown).
+This module holds the paper's numbers, the budgets and the ``REPRODUCTION``; the package's other modules:
+``systems`` (the rows, their settings and baselines, the sweep), ``analysis`` (the hooks adding to
+``config``: significance, the sweep's choice, the beta plot, retrieval-sourced documents), ``report`` (the
+markdown), ``copy`` (the copy row's decoding choice and report) and ``studies`` (the scripts behind
+``results/zhang2020/NOTES.md``).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from typing import Any
 from hf_querygen.experiments.papers import paper_numbers
 from hf_querygen.experiments.runner import Reproduction, run_reproduction
 from hf_querygen.experiments.tables import Budget
-from hf_querygen.experiments.zhang2020_analysis import (
+from hf_querygen.experiments.zhang2020.analysis import (
     beta_analysis,
     default_model_tests,
     describe,
@@ -49,8 +50,8 @@ from hf_querygen.experiments.zhang2020_analysis import (
     significance,
     sweep_choice,
 )
-from hf_querygen.experiments.zhang2020_report import render_markdown
-from hf_querygen.experiments.zhang2020_systems import (
+from hf_querygen.experiments.zhang2020.report import render_markdown
+from hf_querygen.experiments.zhang2020.systems import (
     ABSTRACTIVE_BASELINES,
     CAPS,
     CONTRAST_SETTING,
@@ -69,7 +70,7 @@ from hf_querygen.presets import PRESETS
 
 logger = logging.getLogger(__name__)
 
-#: ROUGE recall of Tables 3 and 4 (experiments/papers/zhang2020.json: the paper's %, here fractions like ours)
+#: ROUGE recall of Tables 3 and 4 (zhang2020/zhang2020.json: the paper's %, here fractions like ours)
 PAPER_NUMBERS: dict[str, dict[str, float]] = {
     key: {metric: round(value / 100, 6) for metric, value in values.items()}
     for key, values in paper_numbers(PAPER, "paper_numbers_percent").items()

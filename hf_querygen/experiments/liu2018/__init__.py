@@ -14,8 +14,8 @@ uses retrieved documents), the retrieval columns of Table 2 (they need the Baidu
 not reproduced, and the epoch budget is capped so the whole run fits 30 minutes on 2 CPU cores
 (early stopping on validation loss within that cap, as the paper does).
 
-The analyses (the ``config`` entries) are in :mod:`hf_querygen.experiments.liu2018_analysis`, the
-markdown and the figures in :mod:`hf_querygen.experiments.liu2018_report`.
+The analyses (the ``config`` entries) are in :mod:`hf_querygen.experiments.liu2018.analysis`, the
+markdown and the figures in :mod:`hf_querygen.experiments.liu2018.report`.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from hf_querygen.baselines.keyword_query import (
     raw_query_keywords,
     union_keyword_queries,
 )
-from hf_querygen.experiments.liu2018_analysis import (
+from hf_querygen.experiments.liu2018.analysis import (
     LAMBDAS,
     describe_data,
     lambda_sweep,
@@ -39,14 +39,14 @@ from hf_querygen.experiments.liu2018_analysis import (
     word_split,
     yake_selection,
 )
-from hf_querygen.experiments.liu2018_report import SYSTEM_LABELS, render_markdown, write_plots
+from hf_querygen.experiments.liu2018.report import SYSTEM_LABELS, render_markdown, write_plots
 from hf_querygen.experiments.papers import paper_numbers
 from hf_querygen.experiments.runner import Reproduction, run_reproduction
 from hf_querygen.experiments.tables import Budget
 from hf_querygen.systems import BaselineContext, System, register_systems
 
 #: Table 2 (translation columns) and Table 3 of the paper; keys are our system and metric names
-#: (data file ``papers/liu2018.json``)
+#: (data file ``liu2018/liu2018.json``)
 PAPER_NUMBERS: dict[str, dict[str, float]] = paper_numbers("liu2018")
 #: Table 2 retrieval columns (Baidu search; not reproducible here), kept for the record in the config
 PAPER_RETRIEVAL: dict[str, dict[str, float]] = paper_numbers("liu2018", "paper_retrieval_numbers")

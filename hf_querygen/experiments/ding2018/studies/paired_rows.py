@@ -2,7 +2,7 @@
 each against the keyword query echoed: per test query, ROUGE-L F (max over references) averaged over a
 row's seeds; 10,000 resamples.
 
-    python results/ding2018/paired_rows.py A=RUNS_GLOB B=RUNS_GLOB [--out FILE.json]
+    python -m hf_querygen.experiments.ding2018.studies.paired_rows A=RUNS_GLOB B=RUNS_GLOB [--out FILE.json]
 """
 
 from __future__ import annotations

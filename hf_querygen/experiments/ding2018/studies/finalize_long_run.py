@@ -9,13 +9,13 @@ trivial rows (keyword query echoed, most frequent question frame of the syntheti
 validation, T_0 test and the reversed nl2kw test, with paired randomization tests against the trivial
 rows. Nothing is chosen on a test split.
 
-    python results/ding2018/finalize_long_run.py MODEL_DIR OUT_JSON [BUDGET]
+    python -m hf_querygen.experiments.ding2018.studies.finalize_long_run MODEL_DIR OUT_JSON [BUDGET]
 """
 
 from __future__ import annotations
 
+import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
@@ -23,7 +23,7 @@ import datasets
 import torch
 
 from hf_querygen.baselines.k2q import FrameBaseline, echo_keyword_queries
-from hf_querygen.experiments.ding2018_systems import GREEDY
+from hf_querygen.experiments.ding2018.systems import GREEDY
 from hf_querygen.experiments.recipes import training_recipe
 from hf_querygen.metrics.retrieval import paired_test
 from hf_querygen.metrics.rouge import rouge_per_example
@@ -43,7 +43,7 @@ QUERIES = [
 ]
 
 
-def main(model_dir: str, out_json: str, budget: str | None = None) -> None:
+def finalize(model_dir: str, out_json: str, budget: str | None = None) -> None:
     torch.set_num_threads(1)
     started = time.time()
     model, tokenizer, metadata = load_trained(model_dir)
@@ -131,5 +131,16 @@ def main(model_dir: str, out_json: str, budget: str | None = None) -> None:
     print("decoding", chosen)
 
 
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("model_dir", metavar="MODEL_DIR")
+    parser.add_argument("out_json", metavar="OUT_JSON")
+    parser.add_argument("budget", metavar="BUDGET", nargs="?", default=None)
+    args = parser.parse_args(argv)
+    finalize(args.model_dir, args.out_json, args.budget)
+
+
 if __name__ == "__main__":
-    main(*sys.argv[1:4])
+    main()

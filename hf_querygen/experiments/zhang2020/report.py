@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from hf_querygen.experiments.zhang2020_analysis import RETRIEVED_RELEVANT_CHOICES
-from hf_querygen.experiments.zhang2020_systems import (
+from hf_querygen.experiments.zhang2020.analysis import RETRIEVED_RELEVANT_CHOICES
+from hf_querygen.experiments.zhang2020.systems import (
     ABSTRACTIVE_BASELINES,
     DEFAULT_MODEL,
     DEFAULT_MODEL_BASELINES,

@@ -7,8 +7,8 @@ same records in ``OUT/runs/``), with the budget's ``time_limit_s`` set, since a 
 in minutes; the runs go in parallel processes on the one device (small recurrent networks leave it
 mostly idle, so several share it well). Each record says the device and the time limit.
 
-    python results/ding2018/gpu_rows.py --out-dir OUT [--budget paper] [--minutes 4.5] \\
-        [--runs copynet:0,1,2 ednet:0 attnet:0]
+    python -m hf_querygen.experiments.ding2018.studies.gpu_rows --out-dir OUT [--budget paper] \\
+        [--minutes 4.5] [--runs copynet:0,1,2 ednet:0 attnet:0]
 """
 
 from __future__ import annotations
@@ -22,6 +22,11 @@ import time
 import traceback
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
+
+from hf_querygen.experiments.jobs import Job, _fold_data, _save_record, train_and_score
+from hf_querygen.experiments.papers import get_reproduction
+from hf_querygen.experiments.recipes import _folds
+from hf_querygen.systems import get_system
 
 REPRODUCTION = "ding2018"
 
@@ -40,11 +45,6 @@ def run_one(key: str, seed: int, budget_name: str, minutes: float, data_dir: str
     runner's training and scoring; returns a summary (the records are in ``out/runs/``)."""
     import datasets
     import torch
-
-    from hf_querygen.experiments.jobs import Job, _fold_data, _save_record, train_and_score
-    from hf_querygen.experiments.papers import get_reproduction
-    from hf_querygen.experiments.recipes import _folds
-    from hf_querygen.systems import get_system
 
     torch.set_num_threads(1)
     datasets.disable_progress_bars()
