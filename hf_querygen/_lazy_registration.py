@@ -2,13 +2,14 @@
 
 Registering a config needs its class, and every config class imports ``transformers``'
 ``PretrainedConfig``, which imports torch (seconds). So ``import hf_querygen`` registers nothing
-itself. Instead it installs an import hook: the moment transformers' auto-config, auto-model or
-pipelines module finishes importing (i.e. the first time anyone can look a model type or a pipeline
-task up), :func:`hf_querygen._registration.register_all` runs. If those modules are already imported,
-registration happens at once. Our own model / pipeline modules are tracked too, so that registration
-never starts while one of them is half-imported (it runs when the outermost of them completes).
-Touching a model, config or pipeline class through ``hf_querygen`` (``hf_querygen.DualDecoderConfig``)
-registers too. Either way ``import hf_querygen`` followed by
+itself. Instead it installs an import hook: the moment transformers' auto-config, auto-model,
+auto-tokenizer or pipelines module finishes importing, :func:`hf_querygen._registration.register_loaded`
+runs the phase of the registration that module makes due (configs, models, tokenizers, pipelines); those
+already imported are registered at once. Our own model / pipeline modules are tracked too, so that
+registration never starts while one of them is half-imported (it runs when the outermost of them
+completes), and so that a model class imported later gets its class hooks (its ``save_pretrained`` writes
+the folder's remote code). Touching a model, config or pipeline class through ``hf_querygen``
+(``hf_querygen.DualDecoderConfig``) registers everything. Either way ``import hf_querygen`` followed by
 ``AutoConfig.from_pretrained(...)`` / ``pipeline("keyword-query-generation", ...)`` works as before.
 """
 
@@ -18,7 +19,8 @@ import importlib.abc
 import sys
 from typing import Any
 
-#: transformers modules after whose import our types must be known
+#: transformers modules after whose import our types must be known (each makes a phase of the
+#: registration due: hf_querygen._registration.PHASES)
 TRIGGERS = frozenset(
     {
         "transformers.models.auto.configuration_auto",
@@ -52,13 +54,13 @@ _state = {"registering": False, "depth": 0}
 
 
 def _register() -> None:
-    from ._registration import register_all
+    from ._registration import register_loaded
 
     if _state["registering"]:
         return
     _state["registering"] = True
     try:
-        register_all()
+        register_loaded()
     finally:
         _state["registering"] = False
 
@@ -103,9 +105,9 @@ _FINDER = _Finder()
 
 
 def install() -> None:
-    """Register now if transformers' auto classes are already imported; otherwise on their import."""
-    if any(name in sys.modules for name in TRIGGERS):
-        _register()
-        return
+    """Watch the imports (the registration's later phases, the class hooks of a model imported later);
+    register what transformers already imported at once."""
     if _FINDER not in sys.meta_path:
         sys.meta_path.insert(0, _FINDER)
+    if any(name in sys.modules for name in TRIGGERS):
+        _register()

@@ -19,6 +19,7 @@ specs without importing the model packages' code; the packages are discovered (e
 
 from __future__ import annotations
 
+import importlib
 import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -40,12 +41,55 @@ class CardPaper(NamedTuple):
 UNKNOWN_PAPER = CardPaper("a model implemented in hf-querygen", "-", "")
 
 
+class ClassReference:
+    """A :class:`ModelSpec` field holding a class, given as the class itself or as ``"module:Class"``;
+    read, the class (imported on the first read). A model class imports transformers' modeling stack
+    (seconds), which ``AutoConfig`` alone never needs: the registration of the configs reads the
+    name and module of the reference without importing it."""
+
+    def __init__(self, *, optional: bool = False) -> None:
+        self.optional = optional
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+        self.slot = f"_{name}_reference"
+
+    def __get__(self, spec: Any, owner: type | None = None) -> Any:
+        if spec is None:
+            if self.optional:  # the dataclass default
+                return None
+            raise AttributeError(self.name)
+        value = spec.__dict__[self.slot]
+        if isinstance(value, str):
+            module, _, name = value.partition(":")
+            value = getattr(importlib.import_module(module), name)
+            spec.__dict__[self.slot] = value
+        return value
+
+    def __set__(self, spec: Any, value: Any) -> None:
+        if isinstance(value, str) and not all(value.partition(":")[::2]):
+            raise ValueError(f"{self.name} {value!r}: give the class or 'module:Class'")
+        spec.__dict__[self.slot] = value
+
+    def reference(self, spec: Any) -> tuple[str, str] | None:
+        """``(module, class name)`` of the field, without importing it (None for an empty field)."""
+        value = spec.__dict__[self.slot]
+        if value is None:
+            return None
+        if isinstance(value, str):
+            module, _, name = value.partition(":")
+            return module, name
+        return value.__module__, value.__name__
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     """Everything the library (and its test contract) knows about one model.
 
     Args:
-        config_class / model_class: the transformers classes.
+        config_class / model_class: the transformers classes; the model class may be given as
+            ``"module:Class"`` (:class:`ClassReference`), imported only when first read, so that
+            registering the config (``AutoConfig``) does not import the model's modeling stack.
         auto_class: name of the ``transformers`` Auto class that loads a saved folder
             ("AutoModelForSeq2SeqLM", "AutoModelForTokenClassification").
         tiny_config: ``(**overrides) -> config``: a tiny random configuration (vocab ~40, hidden 8-16).
@@ -57,7 +101,7 @@ class ModelSpec:
             generic ``"seq2seq"`` for an encoder-decoder, ``"tagging"`` otherwise.
         paper: the paper its model card cites.
         tokenizer_class: a tokenizer class of the library that ``AutoTokenizer`` must resolve by the name
-            saved with a model (registered against this config class).
+            saved with a model (registered against this config class); a class or ``"module:Class"``.
         exports: extra public names of ``hf_querygen`` defined in the package (the config and model
             classes are always exported).
         variants: named config overrides that the contract also runs (e.g. "copynet", "pointer_only").
@@ -72,13 +116,13 @@ class ModelSpec:
     """
 
     config_class: type
-    model_class: type
+    model_class: ClassReference = ClassReference()  # type: ignore[assignment]
     auto_class: str
     tiny_config: Callable[..., Any]
     tiny_inputs: Callable[[Any, int], dict]
     family: str | Callable[[Any], str] | None = None
     paper: CardPaper | None = None
-    tokenizer_class: type | None = None
+    tokenizer_class: ClassReference = ClassReference(optional=True)  # type: ignore[assignment]
     exports: tuple[str, ...] = ()
     variants: dict[str, dict[str, Any]] = field(default_factory=lambda: {"default": {}})
     generates: bool = True
@@ -98,18 +142,27 @@ class ModelSpec:
         package, _, last = module.rpartition(".")
         return package if last.startswith("configuration_") else module
 
+    @property
+    def model_reference(self) -> tuple[str, str]:
+        """``(module, class name)`` of the model class, without importing it."""
+        return vars(ModelSpec)["model_class"].reference(self)
+
+    @property
+    def tokenizer_reference(self) -> tuple[str, str] | None:
+        """``(module, class name)`` of the tokenizer class (None without one), without importing it."""
+        return vars(ModelSpec)["tokenizer_class"].reference(self)
+
     def public_names(self) -> tuple[str, ...]:
         """The names ``hf_querygen`` exports for this model (config and model classes first)."""
-        names = (self.config_class.__name__, self.model_class.__name__, *self.exports)
+        names = (self.config_class.__name__, self.model_reference[1], *self.exports)
         return tuple(dict.fromkeys(names))
 
     def public_object(self, name: str) -> Any:
         """The object of one of :meth:`public_names`."""
-        import importlib
-
-        for cls in (self.config_class, self.model_class):
-            if cls.__name__ == name:
-                return cls
+        if name == self.config_class.__name__:
+            return self.config_class
+        if name == self.model_reference[1]:
+            return self.model_class
         return getattr(importlib.import_module(self.module), name)
 
     def family_of(self, config: Any) -> str:
@@ -119,16 +172,34 @@ class ModelSpec:
             return self.family
         return generic_family(config)
 
-    def register_auto(self) -> None:
-        """Make ``AutoConfig`` and the spec's Auto model class resolve this model type (idempotent)."""
+    def register_config(self) -> None:
+        """Make ``AutoConfig`` resolve this model type (idempotent)."""
         import transformers
 
         transformers.AutoConfig.register(self.model_type, self.config_class, exist_ok=True)
+
+    def register_model(self) -> None:
+        """Make the spec's Auto model class resolve this config class (idempotent; imports the model)."""
+        import transformers
+
         getattr(transformers, self.auto_class).register(self.config_class, self.model_class, exist_ok=True)
-        if self.tokenizer_class is not None:
+
+    def register_tokenizer(self) -> None:
+        """Make ``AutoTokenizer`` resolve the spec's tokenizer class, if any (idempotent)."""
+        import transformers
+
+        if self.tokenizer_reference is not None:
             transformers.AutoTokenizer.register(
                 self.config_class, tokenizer_class=self.tokenizer_class, exist_ok=True
             )
+
+    def register_auto(self) -> None:
+        """Make ``AutoConfig``, the spec's Auto model class and ``AutoTokenizer`` resolve this model type
+        at once (idempotent; the library's own registration does it in phases, see
+        :mod:`hf_querygen._registration`)."""
+        self.register_config()
+        self.register_model()
+        self.register_tokenizer()
 
 
 def model_packages() -> list[str]:
@@ -200,6 +271,7 @@ __all__ = [
     "MODELS",
     "UNKNOWN_PAPER",
     "CardPaper",
+    "ClassReference",
     "ModelSpec",
     "auto_class_name",
     "card_paper",

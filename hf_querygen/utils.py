@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 from types import ModuleType
+from typing import Any
 
 #: the file ``hf-querygen train`` writes beside a model (training settings, scores): written by
 #: :mod:`hf_querygen.training`, read by the model card (:mod:`hf_querygen.hub`) and the CLI
@@ -20,3 +21,13 @@ def require_extra(module: str, extra: str, purpose: str, package: str | None = N
         return importlib.import_module(module)
     except ImportError as err:  # depends on the installation
         raise ImportError(f"{purpose} needs {package or module}: pip install 'hf-querygen[{extra}]'") from err
+
+
+def lazy_attribute(package: str, exports: dict[str, str], name: str) -> Any:
+    """The PEP 562 ``__getattr__`` of a package that exports ``name -> module`` (relative to the
+    package) lazily: a model package's modeling names, whose module imports transformers' modeling
+    stack, load on first access."""
+    module = exports.get(name)
+    if module is None:
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{package}.{module}"), name)

@@ -1,6 +1,7 @@
 """Imports flow one way: each component of ``hf_querygen`` sits on a floor (CONTRIBUTING's "Layers") and
-imports only from its own floor or those below, module-level or inside a function alike; and no two
-modules import each other, directly or around a circle. Read from the source with ``ast``."""
+imports only from its own floor or those below, module-level or inside a function alike, by statement or
+by name (``importlib.import_module``, ``__import__``); and no two modules import each other, directly or
+around a circle. Read from the source with ``ast``."""
 
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "hf_querygen"
 
 #: lowest first; a component is a top-level module or sub-package of hf_querygen. The foundation holds the
-#: shared helpers and the registries (the package root, registration and the CLI entry import the
-#: components they wire by name, with importlib, so they import nothing above them statically)
+#: shared helpers and the registries: the package root, the Auto-class registration and the CLI entry reach
+#: the components above them only through registries those fill at their import (modules found on disk or
+#: given as a registry's ``modules``; the root's lazy names, the CLI's command modules: names in data)
 FLOORS: tuple[tuple[str, ...], ...] = (
     (
         "__init__",
@@ -43,16 +45,20 @@ FLOORS: tuple[tuple[str, ...], ...] = (
 FLOOR = {component: level for level, components in enumerate(FLOORS) for component in components}
 
 
-def _module_name(path: Path) -> str:
-    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+def _module_name(path: Path, root: Path = PACKAGE) -> str:
+    parts = list(path.relative_to(root.parent).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _imports() -> dict[str, set[str]]:
-    """Module -> the hf_querygen modules it imports (any depth of the file: function-local too)."""
+def _imports(root: Path = PACKAGE) -> dict[str, set[str]]:
+    """Module -> the modules of the package at ``root`` it imports (any depth of the file: function-local
+    too), by statement or by name: ``importlib.import_module("a.b")`` / ``__import__("a.b")``, and an
+    f-string name with a literal start (``f"a.b.{name}"``) as every module whose name so starts."""
+    top = root.name
+    modules = sorted(_module_name(path, root) for path in root.rglob("*.py"))
     found: dict[str, set[str]] = defaultdict(set)
-    for path in sorted(PACKAGE.rglob("*.py")):
-        module = _module_name(path)
+    for path in sorted(root.rglob("*.py")):
+        module = _module_name(path, root)
         package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom):
@@ -62,17 +68,60 @@ def _imports() -> dict[str, set[str]]:
                 else:
                     target = node.module or ""
                 names = [f"{target}.{alias.name}" for alias in node.names]
-                targets = [name if _is_module(name) else target for name in names]
+                targets = [name if _is_module(name, root) else target for name in names]
             elif isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.Call):
+                targets = _imported_by_name(node, module, package, modules)
             else:
                 continue
-            found[module].update(t for t in targets if t.split(".")[0] == "hf_querygen" and t != module)
+            found[module].update(t for t in targets if t.split(".")[0] == top and t != module)
     return found
 
 
-def _is_module(name: str) -> bool:
-    path = PACKAGE.parent / Path(*name.split("."))
+def _is_import_by_name(call: ast.Call) -> bool:
+    function = call.func
+    if isinstance(function, ast.Attribute):
+        return function.attr == "import_module" and ast.unparse(function.value) == "importlib"
+    return isinstance(function, ast.Name) and function.id in ("import_module", "__import__")
+
+
+def _imported_by_name(call: ast.Call, module: str, package: list[str], modules: list[str]) -> list[str]:
+    """The modules a call ``importlib.import_module(name[, package])`` / ``__import__(name)`` may import:
+    a literal name, or every module starting with an f-string's literal start; relative names resolved
+    against ``__name__`` / ``__package__`` (or a literal package). Other names (variables) are not read."""
+    if not _is_import_by_name(call) or not call.args:
+        return []
+    name = call.args[0]
+    if isinstance(name, ast.Constant) and isinstance(name.value, str):
+        text, exact = name.value, True
+    elif (
+        isinstance(name, ast.JoinedStr)
+        and name.values
+        and isinstance(name.values[0], ast.Constant)
+        and isinstance(name.values[0].value, str)
+    ):
+        text, exact = name.values[0].value, False
+    else:
+        return []
+    if text.startswith("."):
+        anchor = call.args[1] if len(call.args) > 1 else None
+        anchor = next((k.value for k in call.keywords if k.arg == "package"), anchor)
+        if isinstance(anchor, ast.Constant) and isinstance(anchor.value, str):
+            base = anchor.value.split(".")
+        elif isinstance(anchor, ast.Name) and anchor.id in ("__name__", "__package__"):
+            base = package if anchor.id == "__package__" else module.split(".")
+        else:
+            return []
+        dots = len(text) - len(text.lstrip("."))
+        text = ".".join(base[: len(base) - dots + 1]) + "." + text[dots:]
+    if exact:
+        return _with_packages(text)
+    return [name for name in modules if name.startswith(text)] + _with_packages(text.rpartition(".")[0])
+
+
+def _is_module(name: str, root: Path = PACKAGE) -> bool:
+    path = root.parent / Path(*name.split("."))
     return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
 
 
@@ -97,8 +146,8 @@ def test_no_component_imports_from_a_floor_above_it():
     assert not upward, "imports against the layering:\n" + "\n".join(upward)
 
 
-def test_no_import_cycle_between_modules():
-    graph = _imports()
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import circles of ``graph`` (module -> the modules it imports), each as the modules around it."""
     # a package's __init__ re-exporting its modules is not a dependency of those modules on it
     cycles, state, stack = [], {}, []
 
@@ -118,7 +167,46 @@ def test_no_import_cycle_between_modules():
     for module in sorted(graph):
         if module not in state:
             visit(module)
+    return cycles
+
+
+def test_no_import_cycle_between_modules():
+    cycles = _cycles(_imports())
     assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(cycle) for cycle in cycles)
+
+
+def test_the_cycle_check_sees_imports_by_name(tmp_path):
+    """A circle closed by an import by name (literal, f-string with a literal start, ``__import__``,
+    relative to ``__name__``) is a circle; a name the source cannot tell (a variable) is not read."""
+    root = tmp_path / "fakepkg"
+    (root / "plugins").mkdir(parents=True)
+    files = {
+        "__init__.py": "",
+        "low.py": "import importlib\n\ndef wire():\n    importlib.import_module('fakepkg.high')\n",
+        "high.py": "from .low import wire\n",
+        "hooks.py": "from importlib import import_module\n\ndef run(name):\n"
+        "    import_module(f'fakepkg.plugins.{name}')\n",
+        "plugins/__init__.py": "",
+        "plugins/one.py": "from ..hooks import run\n",
+        "dunder.py": "def load():\n    return __import__('fakepkg.uses_dunder')\n",
+        "uses_dunder.py": "from . import dunder\n",
+        "relative.py": "import importlib\n\ndef load():\n"
+        "    importlib.import_module('.uses_relative', __package__)\n",
+        "uses_relative.py": "import fakepkg.relative\n",
+        "opaque.py": "import importlib\n\ndef load(name):\n    importlib.import_module(name)\n",
+        "uses_opaque.py": "from . import opaque\n",
+    }
+    for name, text in files.items():
+        (root / name).write_text(text, encoding="utf-8")
+    graph = _imports(root)
+    assert graph["fakepkg.hooks"] >= {"fakepkg.plugins", "fakepkg.plugins.one"}
+    circles = {frozenset(cycle) for cycle in _cycles(graph)}
+    assert circles == {
+        frozenset({"fakepkg.low", "fakepkg.high"}),
+        frozenset({"fakepkg.hooks", "fakepkg.plugins.one"}),
+        frozenset({"fakepkg.dunder", "fakepkg.uses_dunder"}),
+        frozenset({"fakepkg.relative", "fakepkg.uses_relative"}),
+    }
 
 
 def _takewhile_indented(rows: list[str]) -> list[str]:

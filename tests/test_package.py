@@ -116,9 +116,9 @@ def test_cli_help_lists_commands():
 
 
 def test_pipeline_registry_names_match_the_pipeline_modules():
-    import importlib
+    from hf_querygen._registration import PIPELINES, pipeline_modules
 
-    from hf_querygen._registration import PIPELINES
-
-    for task, module in PIPELINES.items():
-        assert importlib.import_module(f"hf_querygen.pipelines.{module}").TASK_NAME == task
+    registered = {register.__module__ for _task, register in PIPELINES.items()}
+    assert registered == set(pipeline_modules())
+    for task, register in PIPELINES.items():
+        assert sys.modules[register.__module__].TASK_NAME == task

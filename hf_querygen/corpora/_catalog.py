@@ -4,6 +4,7 @@ and the row-count checks against the dataset cards."""
 from __future__ import annotations
 
 import os
+import pkgutil
 import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -55,8 +56,20 @@ class CorpusSpec:
         return config
 
 
-#: corpus name -> :class:`CorpusSpec`; builder modules register on import (see ``register_corpus``)
-CORPORA: Registry[CorpusSpec] = Registry("corpus")
+def builder_modules() -> list[str]:
+    """Every corpus builder module: the modules of ``hf_querygen.corpora`` not starting with ``_``
+    (found on disk without importing them)."""
+    folder = Path(__file__).resolve().parent
+    return [
+        f"{__package__}.{info.name}"
+        for info in sorted(pkgutil.iter_modules([str(folder)]), key=lambda info: info.name)
+        if not info.name.startswith("_")
+    ]
+
+
+#: corpus name -> :class:`CorpusSpec`; builder modules register on import (see ``register_corpus``), and
+#: are imported on the first lookup, lazily, so that ``import hf_querygen`` stays cheap
+CORPORA: Registry[CorpusSpec] = Registry("corpus", modules=builder_modules)
 
 
 def register_corpus(
@@ -82,14 +95,7 @@ def register_corpus(
 
 
 def _ensure_builders_imported() -> None:
-    # Builder modules register on import; import them lazily so `import hf_querygen` stays cheap.
-    import importlib
-    import pkgutil
-
-    package = importlib.import_module("hf_querygen.corpora")
-    for module in pkgutil.iter_modules(package.__path__):
-        if not module.name.startswith("_"):
-            importlib.import_module(f"hf_querygen.corpora.{module.name}")
+    len(CORPORA)  # the first lookup imports the builder modules
 
 
 def corpus_names() -> list[str]:

@@ -18,7 +18,8 @@ code that only training, corpora or evaluation reach (:data:`TRAINING_ONLY`) is 
 
 The package's rooms: :mod:`.source` (the library's modules parsed: statements, bindings, names used),
 :mod:`.bundler` (:func:`bundle`), :mod:`.remote_code` (a model folder's files and ``config.json``
-entries, the ``save_pretrained`` hooks :func:`install` sets).
+entries, the ``save_pretrained`` hooks :func:`install_class` sets, which the registration runs for
+every class of ours once imported).
 """
 
 from .bundler import TRAINING_ONLY, BundleFile, bundle
@@ -28,6 +29,7 @@ from .remote_code import (
     PIPELINE_FILE,
     TOKENIZER_FILE,
     install,
+    install_class,
     install_spec,
     remote_code_files,
     served_pipelines,
@@ -48,6 +50,7 @@ __all__ = [
     "BundleFile",
     "bundle",
     "install",
+    "install_class",
     "install_spec",
     "remote_code_files",
     "served_pipelines",

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from .._registration import PIPELINES, register_all
+from .._registration import CLASS_HOOKS, PIPELINES, register_all
 from ..model_folder import CODE_HASHES_FIELD, code_hashes
 from ..models import MODELS
 from ..specs import FAMILY_FIELD, ModelSpec, family_of
@@ -227,23 +227,36 @@ def _tokenizer_save_with_code(original: Any) -> Any:
     return save_pretrained
 
 
+def install_class(kind: str, cls: type) -> None:
+    """The registration's hook (:data:`~hf_querygen._registration.CLASS_HOOKS`) for one of our classes
+    once imported: a model's (``kind`` "model") or tokenizer's ``save_pretrained`` also writes its
+    self-contained code (:func:`write_remote_code`, :func:`write_tokenizer_code`), a config hides the custom
+    pipelines this process serves itself (:class:`_LocallyServedPipelines`). Idempotent."""
+    if kind == "config":
+        if not isinstance(cls.__dict__.get("custom_pipelines"), _LocallyServedPipelines):
+            cls.custom_pipelines = _LocallyServedPipelines()
+        return
+    wrap = {"model": _save_pretrained_with_code, "tokenizer": _tokenizer_save_with_code}[kind]
+    if not getattr(cls.save_pretrained, "_writes_remote_code", False):
+        cls.save_pretrained = wrap(cls.save_pretrained)
+
+
 def install_spec(spec: ModelSpec) -> None:
-    """The hooks of :func:`install` for one model: also for a model registered after it ran (a model
-    package whose import started the registration, a plugin imported later). Idempotent."""
-    model_class = spec.model_class
-    if not getattr(model_class.save_pretrained, "_writes_remote_code", False):
-        model_class.save_pretrained = _save_pretrained_with_code(model_class.save_pretrained)
-    if not isinstance(spec.config_class.__dict__.get("custom_pipelines"), _LocallyServedPipelines):
-        spec.config_class.custom_pipelines = _LocallyServedPipelines()
+    """The hooks of :func:`install_class` for every class of one model (imports its model class)."""
+    install_class("config", spec.config_class)
+    install_class("model", spec.model_class)
+    if spec.tokenizer_reference is not None:
+        install_class("tokenizer", spec.tokenizer_class)
 
 
 def install() -> None:
-    """Called by the library's registration: every registered model's ``save_pretrained`` also writes its
-    self-contained code (:func:`write_remote_code`), and its config hides the custom pipelines this
-    process serves itself (:class:`_LocallyServedPipelines`). Idempotent."""
+    """The hooks of :func:`install_class` for every registered model, and the jieba tokenizer (the
+    registration runs them by itself for each class once imported). Idempotent."""
     for _name, spec in MODELS.items():
         install_spec(spec)
     from ..tokenization import JiebaWordTokenizer
 
-    if not getattr(JiebaWordTokenizer.save_pretrained, "_writes_remote_code", False):
-        JiebaWordTokenizer.save_pretrained = _tokenizer_save_with_code(JiebaWordTokenizer.save_pretrained)
+    install_class("tokenizer", JiebaWordTokenizer)
+
+
+CLASS_HOOKS.register("remote-code", install_class)

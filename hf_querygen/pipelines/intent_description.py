@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .._registration import PIPELINES
 from ..errors import InvalidInputError
 from ..tasks.q2id_task import as_source
 from ._task_pipeline import TaskPipeline
@@ -99,5 +100,7 @@ def register_pipeline() -> None:
         type="text",
     )
 
+
+PIPELINES.register(TASK_NAME, register_pipeline)
 
 __all__ = ["TASK_NAME", "IntentDescriptionPipeline", "register_pipeline"]

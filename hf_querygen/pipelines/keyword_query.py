@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._registration import PIPELINES
 from ..tokenization import register_tokenizers
 from ._task_pipeline import TaskPipeline
 
@@ -48,3 +49,6 @@ def register_pipeline() -> None:
         type="text",
     )
     register_tokenizers()
+
+
+PIPELINES.register(TASK_NAME, register_pipeline)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._registration import PIPELINES
 from ..errors import InvalidInputError
 from ._task_pipeline import TaskPipeline
 
@@ -94,3 +95,6 @@ def register_pipeline() -> None:
         pt_model=(AutoModelForSeq2SeqLM, AutoModelForTokenClassification, AutoModelForSequenceClassification),
         type="text",
     )
+
+
+PIPELINES.register(TASK_NAME, register_pipeline)

@@ -16,6 +16,7 @@ segments); see :mod:`hf_querygen.pipelines._task_pipeline` for the shared input 
 
 from __future__ import annotations
 
+from .._registration import PIPELINES
 from ._task_pipeline import TaskPipeline
 
 TASK_NAME = "query-segmentation"
@@ -39,3 +40,6 @@ def register_pipeline() -> None:
         pt_model=(AutoModelForSeq2SeqLM, AutoModelForTokenClassification),
         type="text",
     )
+
+
+PIPELINES.register(TASK_NAME, register_pipeline)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._registration import PIPELINES
 from ._task_pipeline import TaskPipeline
 
 TASK_NAME = "query-reformulation"
@@ -49,3 +50,6 @@ def register_pipeline() -> None:
         pt_model=(AutoModelForSeq2SeqLM, AutoModelForTokenClassification),
         type="text",
     )
+
+
+PIPELINES.register(TASK_NAME, register_pipeline)

@@ -1,18 +1,24 @@
 """CtrsGen (Zhang et al., CIKM'20): query + relevant / irrelevant documents -> intent description, and its
 Table 3 ablations as config settings; registered with AutoConfig and AutoModelForSeq2SeqLM."""
 
+from typing import Any
+
 from ...specs import MODELS, ModelSpec
+from ...utils import lazy_attribute
 from .._papers import ZHANG2020
 from .._tiny import Q2ID_SOURCE_KEYS, q2id_row, tiny_q2id_model_inputs
 from .configuration_ctrsgen import CtrsGenConfig
-from .modeling_ctrsgen import (
-    CtrsGenDecoder,
-    CtrsGenEncoder,
-    CtrsGenEncoderOutput,
-    CtrsGenForIntentDescription,
-    CtrsGenOutput,
-    CtrsGenPreTrainedModel,
-)
+
+#: the modeling module imports transformers' modeling stack (seconds, which AutoConfig never needs):
+#: its names load on first access
+_EXPORTS = {
+    "CtrsGenDecoder": "modeling_ctrsgen",
+    "CtrsGenEncoder": "modeling_ctrsgen",
+    "CtrsGenEncoderOutput": "modeling_ctrsgen",
+    "CtrsGenForIntentDescription": "modeling_ctrsgen",
+    "CtrsGenOutput": "modeling_ctrsgen",
+    "CtrsGenPreTrainedModel": "modeling_ctrsgen",
+}
 
 
 def _tiny_config(**overrides) -> CtrsGenConfig:
@@ -32,7 +38,7 @@ def _register_spec() -> ModelSpec:
         "ctrsgen",
         ModelSpec(
             config_class=CtrsGenConfig,
-            model_class=CtrsGenForIntentDescription,
+            model_class=f"{__name__}.modeling_ctrsgen:CtrsGenForIntentDescription",
             auto_class="AutoModelForSeq2SeqLM",
             tiny_config=_tiny_config,
             tiny_inputs=tiny_q2id_model_inputs,
@@ -78,3 +84,7 @@ __all__ = [
     "CtrsGenPreTrainedModel",
     "register",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    return lazy_attribute(__name__, _EXPORTS, name)

@@ -1,13 +1,19 @@
 """Liu et al. (CIKM'18) dual-decoder keyword-query generator (pointer + generator decoders)."""
 
+from typing import Any
+
 from ...specs import MODELS, ModelSpec
+from ...utils import lazy_attribute
 from .._papers import LIU2018
 from .._tiny import copyable_positions, tiny_labels, tiny_source
 from .configuration_dual_decoder import LIU2018_DUAL_DECODER, DualDecoderConfig
-from .modeling_dual_decoder import (
-    DualDecoderForKeywordGeneration,
-    DualDecoderPreTrainedModel,
-)
+
+#: the modeling module imports transformers' modeling stack (seconds, which AutoConfig never needs):
+#: its names load on first access
+_EXPORTS = {
+    "DualDecoderForKeywordGeneration": "modeling_dual_decoder",
+    "DualDecoderPreTrainedModel": "modeling_dual_decoder",
+}
 
 
 def _tiny_config(**overrides) -> DualDecoderConfig:
@@ -43,7 +49,7 @@ SPEC = MODELS.register(
     "dual_decoder",
     ModelSpec(
         config_class=DualDecoderConfig,
-        model_class=DualDecoderForKeywordGeneration,
+        model_class=f"{__name__}.modeling_dual_decoder:DualDecoderForKeywordGeneration",
         auto_class="AutoModelForSeq2SeqLM",
         tiny_config=_tiny_config,
         tiny_inputs=_tiny_inputs,
@@ -63,3 +69,7 @@ __all__ = [
     "DualDecoderPreTrainedModel",
     "register",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    return lazy_attribute(__name__, _EXPORTS, name)

@@ -1,13 +1,19 @@
 """Joint ATS2S+SL baseline of Liu et al. (CIKM'18): attentional seq2seq + tagger on one shared encoder."""
 
+from typing import Any
+
 from ...specs import MODELS, ModelSpec
+from ...utils import lazy_attribute
 from .._papers import LIU2018_JOINT
 from .._tiny import copyable_positions, tiny_labels, tiny_source
 from .configuration_joint_seq2seq_tagger import JointSeq2SeqTaggerConfig
-from .modeling_joint_seq2seq_tagger import (
-    JointSeq2SeqTaggerForConditionalGeneration,
-    JointSeq2SeqTaggerOutput,
-)
+
+#: the modeling module imports transformers' modeling stack (seconds, which AutoConfig never needs):
+#: its names load on first access
+_EXPORTS = {
+    "JointSeq2SeqTaggerForConditionalGeneration": "modeling_joint_seq2seq_tagger",
+    "JointSeq2SeqTaggerOutput": "modeling_joint_seq2seq_tagger",
+}
 
 
 def _tiny_config(**overrides) -> JointSeq2SeqTaggerConfig:
@@ -40,7 +46,7 @@ SPEC = MODELS.register(
     "joint_seq2seq_tagger",
     ModelSpec(
         config_class=JointSeq2SeqTaggerConfig,
-        model_class=JointSeq2SeqTaggerForConditionalGeneration,
+        model_class=f"{__name__}.modeling_joint_seq2seq_tagger:JointSeq2SeqTaggerForConditionalGeneration",
         auto_class="AutoModelForSeq2SeqLM",
         tiny_config=_tiny_config,
         tiny_inputs=_tiny_inputs,
@@ -59,3 +65,7 @@ __all__ = [
     "JointSeq2SeqTaggerOutput",
     "register",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    return lazy_attribute(__name__, _EXPORTS, name)

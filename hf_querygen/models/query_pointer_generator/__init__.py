@@ -1,17 +1,23 @@
 """Query-based pointer-generator with coverage (PG of Zhang et al. CIKM'20 Table 4; RSA-style attention as a
 switch), registered with AutoConfig and AutoModelForSeq2SeqLM."""
 
+from typing import Any
+
 from ...specs import MODELS, ModelSpec
+from ...utils import lazy_attribute
 from .._papers import ZHANG2020_PG
 from .._tiny import Q2ID_SOURCE_KEYS, q2id_row, tiny_q2id_model_inputs
 from .configuration_query_pointer_generator import QueryPointerGeneratorConfig
-from .modeling_query_pointer_generator import (
-    QueryPointerGeneratorEncoder,
-    QueryPointerGeneratorEncoderOutput,
-    QueryPointerGeneratorForIntentDescription,
-    QueryPointerGeneratorPreTrainedModel,
-    sentence_query_overlap,
-)
+
+#: the modeling module imports transformers' modeling stack (seconds, which AutoConfig never needs):
+#: its names load on first access
+_EXPORTS = {
+    "QueryPointerGeneratorEncoder": "modeling_query_pointer_generator",
+    "QueryPointerGeneratorEncoderOutput": "modeling_query_pointer_generator",
+    "QueryPointerGeneratorForIntentDescription": "modeling_query_pointer_generator",
+    "QueryPointerGeneratorPreTrainedModel": "modeling_query_pointer_generator",
+    "sentence_query_overlap": "modeling_query_pointer_generator",
+}
 
 
 def _tiny_config(**overrides) -> QueryPointerGeneratorConfig:
@@ -26,7 +32,7 @@ def _register_spec() -> ModelSpec:
         "query_pointer_generator",
         ModelSpec(
             config_class=QueryPointerGeneratorConfig,
-            model_class=QueryPointerGeneratorForIntentDescription,
+            model_class=f"{__name__}.modeling_query_pointer_generator:QueryPointerGeneratorForIntentDescription",
             auto_class="AutoModelForSeq2SeqLM",
             tiny_config=_tiny_config,
             tiny_inputs=tiny_q2id_model_inputs,
@@ -58,3 +64,7 @@ __all__ = [
     "register",
     "sentence_query_overlap",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    return lazy_attribute(__name__, _EXPORTS, name)

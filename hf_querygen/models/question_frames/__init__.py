@@ -1,14 +1,20 @@
 """The question-frame model (keyword query -> the question frame to put it in), registered with
 AutoConfig and AutoModelForSequenceClassification; the k2q task decodes its frames into questions."""
 
+from typing import Any
+
 from ...specs import MODELS, CardPaper, ModelSpec
+from ...utils import lazy_attribute
 from .._tiny import tiny_labels, tiny_source
 from .configuration_question_frames import QuestionFramesConfig
-from .modeling_question_frames import (
-    QuestionFramesForQuestionGeneration,
-    QuestionFramesPreTrainedModel,
-    best_frames_nll,
-)
+
+#: the modeling module imports transformers' modeling stack (seconds, which AutoConfig never needs):
+#: its names load on first access
+_EXPORTS = {
+    "QuestionFramesForQuestionGeneration": "modeling_question_frames",
+    "QuestionFramesPreTrainedModel": "modeling_question_frames",
+    "best_frames_nll": "modeling_question_frames",
+}
 
 #: the task it serves (the model itself is ours, beyond the paper)
 DING2018 = CardPaper(
@@ -39,7 +45,7 @@ SPEC = MODELS.register(
     "question_frames",
     ModelSpec(
         config_class=QuestionFramesConfig,
-        model_class=QuestionFramesForQuestionGeneration,
+        model_class=f"{__name__}.modeling_question_frames:QuestionFramesForQuestionGeneration",
         auto_class="AutoModelForSequenceClassification",
         tiny_config=_tiny_config,
         tiny_inputs=_tiny_inputs,
@@ -57,3 +63,7 @@ __all__ = [
     "QuestionFramesPreTrainedModel",
     "best_frames_nll",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    return lazy_attribute(__name__, _EXPORTS, name)

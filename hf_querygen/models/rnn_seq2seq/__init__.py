@@ -1,17 +1,22 @@
 """Configurable RNN encoder-decoder (LSTM|GRU|tanh-RNN; attention none|Bahdanau|Luong global/local;
 copy none|CopyNet) registered with AutoConfig and AutoModelForSeq2SeqLM."""
 
+from typing import Any
+
 from ...specs import MODELS, ModelSpec
-from ...tokenization import JiebaWordTokenizer
+from ...utils import lazy_attribute
 from .._papers import SONG2017
 from .._tiny import copyable_positions, tiny_labels, tiny_source
 from .configuration_rnn_seq2seq import RNNSeq2SeqConfig
-from .modeling_rnn_seq2seq import (
-    RNNSeq2SeqEncoder,
-    RNNSeq2SeqEncoderOutput,
-    RNNSeq2SeqForConditionalGeneration,
-    RNNSeq2SeqPreTrainedModel,
-)
+
+#: the modeling module imports transformers' modeling stack (seconds, which AutoConfig never needs):
+#: its names load on first access
+_EXPORTS = {
+    "RNNSeq2SeqEncoder": "modeling_rnn_seq2seq",
+    "RNNSeq2SeqEncoderOutput": "modeling_rnn_seq2seq",
+    "RNNSeq2SeqForConditionalGeneration": "modeling_rnn_seq2seq",
+    "RNNSeq2SeqPreTrainedModel": "modeling_rnn_seq2seq",
+}
 
 
 def _tiny_config(**overrides) -> RNNSeq2SeqConfig:
@@ -47,12 +52,12 @@ SPEC = MODELS.register(
     "rnn_seq2seq",
     ModelSpec(
         config_class=RNNSeq2SeqConfig,
-        model_class=RNNSeq2SeqForConditionalGeneration,
+        model_class=f"{__name__}.modeling_rnn_seq2seq:RNNSeq2SeqForConditionalGeneration",
         auto_class="AutoModelForSeq2SeqLM",
         tiny_config=_tiny_config,
         tiny_inputs=_tiny_inputs,
         paper=SONG2017,
-        tokenizer_class=JiebaWordTokenizer,  # the Chinese word tokenizer: AutoTokenizer resolves it by name
+        tokenizer_class="hf_querygen.tokenization:JiebaWordTokenizer",  # AutoTokenizer resolves it by name
         variants={
             "gru-bahdanau": dict(cell="gru"),
             "lstm-vanilla": dict(attention="none"),
@@ -90,3 +95,7 @@ __all__ = [
     "RNNSeq2SeqPreTrainedModel",
     "register",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    return lazy_attribute(__name__, _EXPORTS, name)

@@ -1,10 +1,19 @@
 """(Bi)LSTM token classifier registered with AutoConfig and AutoModelForTokenClassification."""
 
+from typing import Any
+
 from ...specs import MODELS, ModelSpec
+from ...utils import lazy_attribute
 from .._papers import LIN2017
 from .._tiny import tiny_source
 from .configuration_rnn_tagger import RNNTaggerConfig
-from .modeling_rnn_tagger import RNNTaggerForTokenClassification, RNNTaggerPreTrainedModel
+
+#: the modeling module imports transformers' modeling stack (seconds, which AutoConfig never needs):
+#: its names load on first access
+_EXPORTS = {
+    "RNNTaggerForTokenClassification": "modeling_rnn_tagger",
+    "RNNTaggerPreTrainedModel": "modeling_rnn_tagger",
+}
 
 
 def _tiny_config(**overrides) -> RNNTaggerConfig:
@@ -32,7 +41,7 @@ SPEC = MODELS.register(
     "rnn_tagger",
     ModelSpec(
         config_class=RNNTaggerConfig,
-        model_class=RNNTaggerForTokenClassification,
+        model_class=f"{__name__}.modeling_rnn_tagger:RNNTaggerForTokenClassification",
         auto_class="AutoModelForTokenClassification",
         tiny_config=_tiny_config,
         tiny_inputs=_tiny_inputs,
@@ -45,3 +54,7 @@ SPEC = MODELS.register(
 register = SPEC.register_auto
 
 __all__ = ["RNNTaggerConfig", "RNNTaggerForTokenClassification", "RNNTaggerPreTrainedModel", "register"]
+
+
+def __getattr__(name: str) -> Any:
+    return lazy_attribute(__name__, _EXPORTS, name)
