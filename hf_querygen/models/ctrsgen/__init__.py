@@ -70,8 +70,6 @@ def _register_spec() -> ModelSpec:
 
 
 SPEC = _register_spec()
-#: kept for callers of the per-package ``register()`` (the spec now does it)
-register = SPEC.register_auto
 
 
 __all__ = [
@@ -82,7 +80,6 @@ __all__ = [
     "CtrsGenForIntentDescription",
     "CtrsGenOutput",
     "CtrsGenPreTrainedModel",
-    "register",
 ]
 
 

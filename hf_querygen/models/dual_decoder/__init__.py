@@ -59,15 +59,12 @@ SPEC = MODELS.register(
         exports=("LIU2018_DUAL_DECODER",),
     ),
 )
-#: kept for callers of the per-package ``register()`` (the spec now does it)
-register = SPEC.register_auto
 
 __all__ = [
     "LIU2018_DUAL_DECODER",
     "DualDecoderConfig",
     "DualDecoderForKeywordGeneration",
     "DualDecoderPreTrainedModel",
-    "register",
 ]
 
 

@@ -56,14 +56,11 @@ SPEC = MODELS.register(
         paper=LIU2018_JOINT,
     ),
 )
-#: kept for callers of the per-package ``register()`` (the spec now does it)
-register = SPEC.register_auto
 
 __all__ = [
     "JointSeq2SeqTaggerConfig",
     "JointSeq2SeqTaggerForConditionalGeneration",
     "JointSeq2SeqTaggerOutput",
-    "register",
 ]
 
 

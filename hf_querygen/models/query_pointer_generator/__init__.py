@@ -51,8 +51,6 @@ def _register_spec() -> ModelSpec:
 
 
 SPEC = _register_spec()
-#: kept for callers of the per-package ``register()`` (the spec now does it)
-register = SPEC.register_auto
 
 
 __all__ = [
@@ -61,7 +59,6 @@ __all__ = [
     "QueryPointerGeneratorEncoderOutput",
     "QueryPointerGeneratorForIntentDescription",
     "QueryPointerGeneratorPreTrainedModel",
-    "register",
     "sentence_query_overlap",
 ]
 

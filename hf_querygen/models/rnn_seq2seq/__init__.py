@@ -84,8 +84,6 @@ SPEC = MODELS.register(
         },
     ),
 )
-#: kept for callers of the per-package ``register()`` (the spec now does it)
-register = SPEC.register_auto
 
 __all__ = [
     "RNNSeq2SeqConfig",
@@ -93,7 +91,6 @@ __all__ = [
     "RNNSeq2SeqEncoderOutput",
     "RNNSeq2SeqForConditionalGeneration",
     "RNNSeq2SeqPreTrainedModel",
-    "register",
 ]
 
 

@@ -50,10 +50,8 @@ SPEC = MODELS.register(
         paper=LIN2017,
     ),
 )
-#: kept for callers of the per-package ``register()`` (the spec now does it)
-register = SPEC.register_auto
 
-__all__ = ["RNNTaggerConfig", "RNNTaggerForTokenClassification", "RNNTaggerPreTrainedModel", "register"]
+__all__ = ["RNNTaggerConfig", "RNNTaggerForTokenClassification", "RNNTaggerPreTrainedModel"]
 
 
 def __getattr__(name: str) -> Any:

@@ -1,4 +1,4 @@
-"""The convergence study of issue 25: CtrsGen (no copy) at three sizes, validation curves against steps.
+"""The convergence study: CtrsGen (no copy) at three sizes, validation curves against steps.
 
     python -m hf_querygen.experiments.zhang2020.studies.convergence_study NAME=RUN_DIR [NAME=RUN_DIR ...] \\
         [--out results/zhang2020]

@@ -1,4 +1,4 @@
-"""The convergence study with the caps and output vocabulary loosened (issue 25; results/zhang2020/NOTES.md).
+"""The convergence study with the caps and output vocabulary loosened (results/zhang2020/NOTES.md).
 
 CtrsGen without copy at one of the study's three sizes, as the study's runs (``train --system
 zhang2020/ctrsgen_copy --set copy=false`` at that size: AdamW 2e-3, batch 16, the decoded validation ROUGE

@@ -1,4 +1,4 @@
-"""CtrsGen with an input vocabulary sized by word frequency (issue 23; validation only).
+"""CtrsGen with an input vocabulary sized by word frequency (validation only).
 
 The zhang2020 table's ``ctrsgen`` row (``training_recipe("zhang2020/ctrsgen")``: 64-unit embeddings and GRUs,
 the run's contrast setting, the run's caps and 2,000-word output vocabulary, AdamW 2e-3, batch 16, up to 1,200
@@ -271,7 +271,7 @@ def render_markdown(document: dict) -> str:
         return f"{stats['mean'] * scale:.{digits}f} ± {stats['std'] * scale:.{digits}f}"
 
     lines = [
-        "# CtrsGen: input vocabulary sized by frequency (issue 23, VALIDATION only)",
+        "# CtrsGen: input vocabulary sized by frequency (VALIDATION only)",
         "",
         "The zhang2020 table's `ctrsgen` row (64 units, 1,200 steps, checkpoint kept on validation "
         "`rouge_goal`), trained with the q2id tokenizer's `min_frequency` varied: words seen fewer times in "
