@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from .registry import Registry
-from .specs import MODELS, ModelSpec, model_packages
+from .specs import MODELS, ModelSpec
 
 
 def pipeline_modules() -> list[str]:
@@ -64,8 +64,9 @@ PHASES: dict[str, str] = {
 #: ``started``: the phases begun (a spec, pipeline or hook registered later gets those at once: a
 #: registry's first lookup from inside the import of one of its modules sees it half filled);
 #: ``hooked``: class -> kind, the classes the CLASS_HOOKS ran for; ``running``: a registration is under
-#: way (re-entrant calls, from imports it causes, return at once)
-_state: dict[str, Any] = {"started": [], "hooked": {}, "running": False}
+#: way (re-entrant calls, from imports it causes, return at once); ``pipelines``: the tasks registered
+#: with transformers' pipeline registry
+_state: dict[str, Any] = {"started": [], "hooked": {}, "running": False, "pipelines": set()}
 
 
 class _Unimported:
@@ -144,8 +145,8 @@ def _run_phase(phase: str) -> None:
             for _name, spec in MODELS.items():
                 _PER_SPEC[phase](spec)
         else:
-            for _task, register_pipeline in PIPELINES.items():
-                register_pipeline()
+            for task, register_pipeline in PIPELINES.items():
+                _register_pipeline(task, register_pipeline)
     except BaseException:
         _state["started"].remove(phase)  # the next call tries again
         raise
@@ -223,9 +224,18 @@ def _register_late(_name: str, spec: ModelSpec) -> None:
         _run_class_hooks([spec])
 
 
-def _pipeline_added(_task: str, register_pipeline: Callable[[], None]) -> None:
-    if "pipelines" in _state["started"]:
+def _register_pipeline(task: str, register_pipeline: Callable[[], None]) -> None:
+    """Once per task: the phase's loop and the registry's first lookup (which imports the pipeline
+    modules, each registering itself while the loop runs) both reach it, and transformers warns when a
+    task is registered twice."""
+    if task not in _state["pipelines"]:
+        _state["pipelines"].add(task)
         register_pipeline()
+
+
+def _pipeline_added(task: str, register_pipeline: Callable[[], None]) -> None:
+    if "pipelines" in _state["started"]:
+        _register_pipeline(task, register_pipeline)
 
 
 def _hook_added(_name: str, hook: Callable[[str, type], None]) -> None:
@@ -236,9 +246,3 @@ def _hook_added(_name: str, hook: Callable[[str, type], None]) -> None:
 MODELS.on_register(_register_late)
 PIPELINES.on_register(_pipeline_added)
 CLASS_HOOKS.on_register(_hook_added)
-
-
-def __getattr__(name: str) -> Any:
-    if name == "MODEL_PACKAGES":  # the old hard-coded list, now found on disk
-        return tuple(package.rsplit(".", 1)[-1] for package in model_packages())
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -73,6 +73,24 @@ def test_every_model_saves_its_code_whichever_import_starts_the_registration(fir
     assert found == "[]"
 
 
+def test_the_registration_is_silent():
+    # each pipeline task is registered with transformers once: a second registration logs "already
+    # registered. Overwriting pipeline" on every command's console
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import hf_querygen\nfrom transformers import AutoConfig, pipeline\n"
+            "import hf_querygen.experiments.liu2018\nAutoConfig.for_model('dual_decoder')",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "already registered" not in out.stderr and "Overwriting" not in out.stderr, out.stderr
+
+
 def test_every_public_name_is_exported_lazily():
     import hf_querygen
     from hf_querygen import _EXPORTS
