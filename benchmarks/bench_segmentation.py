@@ -47,7 +47,7 @@ def main() -> dict:
     from hf_querygen.corpora.webis_qsec_10 import load_segmentation_resources
     from hf_querygen.experiments.lin2017 import REPRODUCTION
     from hf_querygen.tasks.base import get_task
-    from hf_querygen.tasks.segmentation_neural import segment_breaks
+    from hf_querygen.tasks.segmentation.neural import segment_breaks
     from hf_querygen.training import model_for_config
 
     torch.set_num_threads(args.threads)

@@ -30,7 +30,7 @@ from .corpora import resolve_data_dir
 from .corpora._q2id_nfcorpus import nfcorpus_test_collection
 from .errors import InvalidInputError
 from .retrieval import Index
-from .tasks.q2id_task import DocumentRetriever
+from .tasks.q2id.task import DocumentRetriever
 from .training import MODEL_FOLDER_KIND, DataSelection, Recipe, train_model
 from .utils import TRAINING_METADATA_FILE
 from .validation import check_float, check_int, invalid

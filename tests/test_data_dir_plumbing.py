@@ -11,8 +11,9 @@ from hf_querygen.experiments.jobs import _fold_data
 from hf_querygen.experiments.papers import REPRODUCTIONS, get_reproduction
 from hf_querygen.experiments.recipes import _folds
 from hf_querygen.systems import SYSTEMS
-from hf_querygen.tasks import nl2kw_resources, nl2kw_task
 from hf_querygen.tasks.base import get_task
+from hf_querygen.tasks.nl2kw import resources as nl2kw_resources
+from hf_querygen.tasks.nl2kw import task as nl2kw_task
 
 ROWS = {
     "train": [

@@ -15,8 +15,8 @@ from hf_querygen.experiments.runner import run_reproduction, table_scores
 from hf_querygen.experiments.tables import Budget
 from hf_querygen.tasks.base import get_task
 from hf_querygen.tasks.k2q import fill_frame, k2q_scores, keeps_keywords
-from hf_querygen.tasks.k2q_data import as_training_split
-from hf_querygen.tasks.k2q_task import K2QTask
+from hf_querygen.tasks.k2q.data import as_training_split
+from hf_querygen.tasks.k2q.task import K2QTask
 from hf_querygen.text import normalize_for_matching
 
 
@@ -108,7 +108,7 @@ def test_human_pairs_join_train_and_validation_only_when_asked():
 
 
 def test_human_pairs_lose_what_an_evaluation_split_holds():
-    from hf_querygen.tasks.k2q_data import without_evaluation_overlap
+    from hf_querygen.tasks.k2q.data import without_evaluation_overlap
 
     human = as_training_split(
         ["capital france", "obama wife", "tallest building"],
@@ -379,7 +379,7 @@ def test_train_system_options_and_recipe_errors(tmp_path, data_dir, capsys):
 
 def test_k2q_evaluate_scores_against_every_reference(monkeypatch):
     """K2QTask.evaluate (what `hf-querygen evaluate` calls) takes the max over all references."""
-    from hf_querygen.tasks.k2q_task import K2Q
+    from hf_querygen.tasks.k2q.task import K2Q
 
     split = as_training_split(["capital france"], [["who is it", "capital france"]])
     # an echoing predict: evaluate's scoring is what is under test

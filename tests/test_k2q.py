@@ -111,7 +111,7 @@ def test_tbm_instantiates_the_most_similar_template_by_arity(index):
 
 
 def test_test_sets_have_keywords_and_references(data_dir):
-    from hf_querygen.tasks.k2q_data import k2q_test_sets
+    from hf_querygen.tasks.k2q.data import k2q_test_sets
 
     sets = k2q_test_sets(data_dir)
     assert sets["t0"].column_names == ["id", "keywords", "references"] and len(sets["t0"]) > 0

@@ -185,7 +185,7 @@ class _Vectors:
 
 
 def test_load_word_vectors_fills_rows_rescaled_and_freezes():
-    from hf_querygen.tasks.nl2kw_resources import load_word_vectors
+    from hf_querygen.tasks.nl2kw.resources import load_word_vectors
 
     embedding = torch.nn.Embedding(5, 2)
     before = embedding.weight.detach().clone()
@@ -255,7 +255,7 @@ def test_pretraining_runs_before_training_and_is_reused_on_resume(tmp_path, monk
 
 
 def test_synthetic_pairs_drop_evaluation_questions(monkeypatch):
-    from hf_querygen.tasks import nl2kw_resources
+    from hf_querygen.tasks.nl2kw import resources as nl2kw_resources
 
     full = datasets.Dataset.from_dict(
         {

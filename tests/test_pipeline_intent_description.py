@@ -136,7 +136,7 @@ DISTRACTORS = ["A recipe for banana bread with walnuts.", "The football season s
 def test_retrieval_sourced_documents_feed_the_same_decoding(model_dir):
     """A bare query plus a DocumentRetriever: the BM25 top-k documents are the relevant set, the next ones
     the irrelevant set, and the description is what the pipeline gives for those documents passed by hand."""
-    from hf_querygen.tasks.q2id_task import DocumentRetriever
+    from hf_querygen.tasks.q2id.task import DocumentRetriever
 
     path, _, _ = model_dir
     describe = pipeline("intent-description", model=str(path))

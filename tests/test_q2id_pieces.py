@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from hf_querygen.errors import InvalidInputError
-from hf_querygen.tasks.q2id_pieces import (
+from hf_querygen.tasks.q2id.pieces import (
     ContrastiveCollator,
     ContrastiveLoss,
     contrastive_loss,

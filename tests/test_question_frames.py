@@ -14,7 +14,7 @@ from hf_querygen.model_folder import load_trained
 from hf_querygen.models.question_frames import QuestionFramesConfig, best_frames_nll
 from hf_querygen.tasks.base import get_task
 from hf_querygen.tasks.k2q import best_frame_ids, frequent_question_frames, question_frame_around
-from hf_querygen.tasks.k2q_data import as_training_split
+from hf_querygen.tasks.k2q.data import as_training_split
 from hf_querygen.training import DataSelection, Recipe, train_model
 
 torch.set_num_threads(1)

@@ -159,7 +159,7 @@ def test_every_strategy_beam_width_and_return_count_on_a_batch(generate_question
 def test_default_call_is_greedy_and_matches_the_task_predict(generate_questions):
     """No arguments: one greedy question per query, the text that K2QTask.predict (the runner's decoding)
     gives; the score is the mean per-token log-probability."""
-    from hf_querygen.tasks.k2q_task import K2Q
+    from hf_querygen.tasks.k2q.task import K2Q
 
     single = generate_questions("capital france")
     assert len(single) == 1 and set(single[0]) == {"generated_text", "score"}
@@ -173,7 +173,7 @@ def test_saved_task_decoding_is_the_default_and_call_arguments_override_it(model
     """config.task_decoding (chosen on validation by train_model) is what the pipeline decodes with."""
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
-    from hf_querygen.tasks.k2q_task import K2Q
+    from hf_querygen.tasks.k2q.task import K2Q
 
     model = AutoModelForSeq2SeqLM.from_pretrained(model_dir)
     tokenizer = AutoTokenizer.from_pretrained(model_dir)

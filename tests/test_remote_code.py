@@ -298,7 +298,7 @@ def test_bundle_renames_clashing_names_and_cuts_training_only_imports():
                 "pipeline_question_generation.py",
                 QuestionGenerationPipeline,
                 IntentDescriptionPipeline,
-                ("hf_querygen.tasks.k2q_task", "K2Q"),
+                ("hf_querygen.tasks.k2q.task", "K2Q"),
             )
         ]
     ).values()

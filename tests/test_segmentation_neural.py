@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from hf_querygen.tasks.segmentation import breaks_to_string
-from hf_querygen.tasks.segmentation_neural import (
+from hf_querygen.tasks.segmentation.neural import (
     ConstrainedSegmentationLogitsProcessor,
     encode_for_seq2seq,
     encode_for_tagging,

@@ -11,7 +11,7 @@ from test_segmentation_neural import COMPOUNDS, SINGLES, toy_corpus
 
 from hf_querygen.errors import InvalidInputError
 from hf_querygen.tasks.base import get_task
-from hf_querygen.tasks.segmentation_neural import encode_for_tagging
+from hf_querygen.tasks.segmentation.neural import encode_for_tagging
 from hf_querygen.tasks.word_tagging import word_aligned_inputs
 
 #: pieces of the tiny WordPiece vocabulary: whole words, and two words only as pieces ("graffiti" =

@@ -13,7 +13,7 @@ from hf_querygen.experiments.recipes import default_folds
 from hf_querygen.experiments.runner import run_reproduction
 from hf_querygen.experiments.tables import Budget
 from hf_querygen.tasks.base import TASKS, get_task
-from hf_querygen.tasks.q2id_task import Q2IDTaskData
+from hf_querygen.tasks.q2id.task import Q2IDTaskData
 
 TINY = {"embedding_size": 8, "hidden_size": 8, "decoder_hidden_size": 8}
 TINY_PG = {"embedding_size": 8, "hidden_size": 8}
@@ -62,7 +62,7 @@ def test_task_is_registered_with_its_pipeline_and_card_tag():
 
 def test_sources_are_records_or_json_and_bad_ones_are_named():
     from hf_querygen.errors import InvalidInputError
-    from hf_querygen.tasks.q2id_task import as_source
+    from hf_querygen.tasks.q2id.task import as_source
 
     record = {"query": "q", "relevant_documents": [["one sentence.", "two"], "raw text"]}
     source = as_source(record)

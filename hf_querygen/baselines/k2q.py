@@ -33,7 +33,7 @@ import numpy as np
 
 from ..corpora._base import normalize_for_matching
 from ..errors import InvalidInputError
-from ..tasks.k2q import FRAME_SLOT, echo_keyword_queries, fill_frame
+from ..tasks.k2q.questions import FRAME_SLOT, echo_keyword_queries, fill_frame
 from ..word_vectors import train_word2vec  # exported here too: a TBM (TemplateBaseline) takes its vectors
 
 __all__ = [

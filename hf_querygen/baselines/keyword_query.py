@@ -21,7 +21,7 @@ from typing import Any
 
 from hf_querygen.errors import InvalidInputError
 from hf_querygen.retrieval import analyze
-from hf_querygen.tasks.nl2kw import resolve_normalizer, unique_words
+from hf_querygen.tasks.nl2kw.targets import resolve_normalizer, unique_words
 from hf_querygen.utils import require_extra
 
 Normalizer = Callable[[str], str]

@@ -46,8 +46,8 @@ TRAINING_ONLY = (
     "hf_querygen.presets",
     "hf_querygen.retrieval",
     "hf_querygen.synthetic",
-    "hf_querygen.tasks.k2q_data",
-    "hf_querygen.tasks.nl2kw_resources",
+    "hf_querygen.tasks.k2q.data",
+    "hf_querygen.tasks.nl2kw.resources",
     "hf_querygen.training",
 )
 
@@ -108,6 +108,17 @@ def _body_start(function: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.stmt | 
     if not body or body[0].lineno == function.lineno:
         return None
     return body[0]
+
+
+def _suffixed(name: str, module_name: str, taken: set[str]) -> str:
+    """``name`` with the shortest tail of ``module_name`` that makes it a new flat name: modules of different
+    packages share a last part (``tasks.k2q.task``, ``tasks.text2text.task``)."""
+    parts = module_name.split(".")
+    for start in range(len(parts) - 1, -1, -1):
+        candidate = f"{name}_{'_'.join(parts[start:])}"
+        if candidate not in taken:
+            return candidate
+    raise BundleError(f"no flat name for {module_name}.{name}")
 
 
 # ---------------------------------------------------------------------------------------------- bundling
@@ -324,19 +335,17 @@ class _Bundler:
         for module_name, index in plan.unit_file:
             for name in self.source.module(module_name).units[index].names:
                 claims.setdefault(name, []).append(("unit", module_name, index, name))
+        taken = set(claims)
         for name, symbols in claims.items():
-            for position, symbol in enumerate(symbols):
-                if position == 0 or symbol[0] == "external":
-                    plan.flat[symbol] = name
-                else:
-                    plan.flat[symbol] = f"{name}_{symbol[1].rpartition('.')[2]}"
             externals = [s for s in symbols if s[0] == "external"]
             if len({id(_external_object(s[1])) for s in externals}) > 1:
                 raise BundleError(f"two external imports bind {name!r}: {externals}")
-            if externals and len(symbols) > 1:
-                for symbol in symbols:
-                    if symbol[0] == "unit":
-                        plan.flat[symbol] = f"{name}_{symbol[1].rpartition('.')[2]}"
+            for position, symbol in enumerate(symbols):
+                if symbol[0] == "external" or (position == 0 and not externals):
+                    plan.flat[symbol] = name
+                else:
+                    plan.flat[symbol] = _suffixed(name, symbol[1], taken)
+                    taken.add(plan.flat[symbol])
 
     def flat_name(self, module_name: str, local: str) -> str | None:
         """The flat name of ``module_name``'s top-level ``local`` (None if it is no bundled symbol)."""

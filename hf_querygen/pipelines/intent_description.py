@@ -11,7 +11,7 @@ the query pointer-generator baselines).
 A document is raw text (split into sentences with the splitter the q2id corpus was built with), a list of
 sentences, or a q2id corpus record ``{"sentences": [...]}``.
 
-Beyond the paper: with ``retriever=`` (a :class:`hf_querygen.tasks.q2id_task.DocumentRetriever` over a
+Beyond the paper: with ``retriever=`` (a :class:`hf_querygen.tasks.q2id.task.DocumentRetriever` over a
 :class:`hf_querygen.retrieval.Index`), an input may be a bare query (a string, or a mapping without
 ``relevant_documents``): its top-ranked documents become the relevant set and the next ones the
 irrelevant set.
@@ -20,7 +20,7 @@ irrelevant set.
     >>> describe("amazon rain forest", retriever=retriever)
 
 Decoding is
-:meth:`hf_querygen.tasks.q2id_task.Q2IDTask.predict` (the same as the zhang2020 tables); inputs are
+:meth:`hf_querygen.tasks.q2id.task.Q2IDTask.predict` (the same as the zhang2020 tables); inputs are
 truncated by :class:`hf_querygen.tasks.q2id.Q2IDCaps` (``caps=`` per call). Generation arguments
 (``num_beams``, ``max_new_tokens``, ``num_return_sequences``, ...) pass through to ``generate()``;
 ``batch_size=...`` batches.
@@ -33,7 +33,7 @@ from typing import Any
 
 from .._registration import PIPELINES
 from ..errors import InvalidInputError
-from ..tasks.q2id_task import as_source
+from ..tasks.q2id.task import as_source
 from ._task_pipeline import TaskPipeline
 
 TASK_NAME = "intent-description"

@@ -6,7 +6,7 @@ words were extracted from the query and which were generated (Liu et al., CIKM'1
     [{'keyword_query': 'beijing sightseeing', 'keywords': ['beijing', 'sightseeing'],
       'extracted': ['beijing'], 'generated': ['sightseeing']}]
 
-Decoding is :meth:`hf_querygen.tasks.nl2kw_task.NL2KWTask.predict` (the same as the liu2018 tables):
+Decoding is :meth:`hf_querygen.tasks.nl2kw.task.NL2KWTask.predict` (the same as the liu2018 tables):
 with the dual decoder, "extracted" is what the pointer decoder pointed at and "generated" what the
 generator decoder produced; the keyword query is their union without duplicates (Sec. 3.5). Every
 other model of the task works too: a seq2seq model's words are split by whether they occur in the

@@ -1,14 +1,14 @@
 """``pipeline("question-generation")``: keyword query in, several scored questions out (Ding & Balog K2Q).
 
 A :class:`~hf_querygen.pipelines._task_pipeline.TaskPipeline` of the ``k2q`` task: one batch of keyword
-queries is decoded by :meth:`hf_querygen.tasks.k2q_task.K2QTask.predict` (``return_scores=True``), the same
+queries is decoded by :meth:`hf_querygen.tasks.k2q.task.K2QTask.predict` (``return_scores=True``), the same
 code that the experiment runner, ``hf-querygen evaluate`` and ``generate`` decode with, including the
 decoding saved with the model (``config.task_decoding``: e.g. ``no_repeat_ngram_size`` chosen on
 validation). Copy-aware, so copied out-of-vocabulary keyword terms survive. Each input gives a list of
 ``{"generated_text": question, "score": s}``, best first, distinct, ``num_return_sequences`` long at
 most (default 1).
 
-Decoding (``strategy``, :meth:`~hf_querygen.tasks.k2q_task.K2QTask.generate_questions`):
+Decoding (``strategy``, :meth:`~hf_querygen.tasks.k2q.task.K2QTask.generate_questions`):
 
 * ``"beam"`` (default): greedy with the default ``num_beams=1``, else beam search; ``score`` is the
   length-normalised log-probability (greedy: the mean per-token log-probability);

@@ -1,6 +1,6 @@
 """``pipeline("query-segmentation")``: a query in, its segments out.
 
-Runs either neural segmenter through :meth:`hf_querygen.tasks.segmentation_task.SegmentationTask.predict`
+Runs either neural segmenter through :meth:`hf_querygen.tasks.segmentation.task.SegmentationTask.predict`
 (the same decoding as the lin2017 tables): the RNN encoder-decoder (Lin et al. 2017; decoding
 constrained to "next query word or break" by default, ``constrained=False`` decodes as the paper did)
 or the BiLSTM BIO tagger. Segments are returned in the caller's own words (case kept), split at

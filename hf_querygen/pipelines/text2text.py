@@ -5,7 +5,7 @@ now raises and points to chat models), and its decoding would turn copied source
 anyway: our RNN encoder-decoders emit ids ``>= output_vocab_size`` meaning "copy source position j".
 
 A :class:`~hf_querygen.pipelines._task_pipeline.TaskPipeline` of the ``text2text`` task: a batch of texts
-is decoded by :meth:`hf_querygen.tasks.text2text_task.Text2TextTask.predict`, the code ``evaluate``,
+is decoded by :meth:`hf_querygen.tasks.text2text.task.Text2TextTask.predict`, the code ``evaluate``,
 ``generate`` and the experiment runner decode with, so the decoding saved with the model
 (``config.task_decoding``) applies, copied out-of-vocabulary words survive, and a warm-started BERT2BERT
 decodes in its word pieces. Generation arguments (``num_beams``, ``num_return_sequences``,

@@ -38,11 +38,11 @@ if TYPE_CHECKING:
 TASKS: Registry[Task] = Registry(
     "task",
     modules=(
-        "hf_querygen.tasks.nl2kw_task",
-        "hf_querygen.tasks.q2id_task",
-        "hf_querygen.tasks.segmentation_task",
-        "hf_querygen.tasks.text2text_task",
-        "hf_querygen.tasks.k2q_task",
+        "hf_querygen.tasks.nl2kw.task",
+        "hf_querygen.tasks.q2id.task",
+        "hf_querygen.tasks.segmentation.task",
+        "hf_querygen.tasks.text2text.task",
+        "hf_querygen.tasks.k2q.task",
     ),
 )
 

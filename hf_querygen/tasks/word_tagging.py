@@ -1,8 +1,8 @@
 """Word-level token classification on any tokenizer: one tag per whitespace word, read at its first piece.
 
 The building block of every tagger that labels a query's own words, whatever the tokenizer cuts them
-into: the BIO segmenters (:mod:`hf_querygen.tasks.segmentation_neural`) and the keyword tagger warm-started
-from a pretrained encoder (:mod:`hf_querygen.tasks.nl2kw_task`).
+into: the BIO segmenters (:mod:`hf_querygen.tasks.segmentation.neural`) and the keyword tagger warm-started
+from a pretrained encoder (:mod:`hf_querygen.tasks.nl2kw.task`).
 
 * :func:`word_aligned_inputs`: encoder inputs of whitespace-split texts with the position of each word's
   first piece;

@@ -16,7 +16,7 @@ from ..models._warm_start import WARM_START_FIELD, warm_start_model
 from ..pretrained import BACKBONE_FIELD, warm_started_model
 from ..specs import auto_class_name
 from ..tasks.base import TaskData
-from ..tasks.nl2kw_resources import load_word_vectors
+from ..tasks.nl2kw.resources import load_word_vectors
 from ..utils import TRAINING_METADATA_FILE
 
 if TYPE_CHECKING:  # torch/transformers/datasets cost seconds at import

@@ -28,7 +28,7 @@ from hf_querygen.experiments.jobs import (
 from hf_querygen.experiments.tables import Budget, Fold, RunContext
 from hf_querygen.metrics.wellformedness_classifier import classifier_report
 from hf_querygen.tasks.base import TaskData
-from hf_querygen.tasks.k2q import (
+from hf_querygen.tasks.k2q.questions import (
     BLEU_SIGNATURE,
     cached_wellformedness_classifier,
     k2q_scores,

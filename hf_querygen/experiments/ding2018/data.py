@@ -154,7 +154,7 @@ def select_top_l(pairs, size: int, selection: str, seed: int = 0):
 
 def pairs_split(pairs):
     """Synthetic pairs as a k2q training split (keyword query -> its question)."""
-    from hf_querygen.tasks.k2q_data import as_training_split
+    from hf_querygen.tasks.k2q.data import as_training_split
 
     return as_training_split(pairs["keyword_query"], [[q] for q in pairs["question"]])
 
@@ -174,7 +174,7 @@ def folds(task: Any, budget: Budget, data_dir: Any) -> list[Fold]:
     T_0 train + validation, and the test splits ``t0`` and ``nl2kw`` (capped by the budget)."""
     import datasets
 
-    from hf_querygen.tasks.k2q_data import (
+    from hf_querygen.tasks.k2q.data import (
         EXTRA_SYNTHETIC_SPLIT,
         as_training_split,
         k2q_test_sets,

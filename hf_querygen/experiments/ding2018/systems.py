@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from hf_querygen.systems import BaselineContext, System, register_systems
-from hf_querygen.tasks.k2q_task import K2QTask
+from hf_querygen.tasks.k2q.task import K2QTask
 
 #: the paper's ordering (Table 2), best first
 PAPER_ORDER = ("copynet", "attnet", "ednet", "tbm", "sdm")

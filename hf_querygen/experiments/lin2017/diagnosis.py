@@ -81,7 +81,7 @@ def _raw_outputs(model, tokenizer, queries: Sequence[str]) -> list[list[str]]:
     """Unconstrained greedy outputs as tokens (what the paper's decoder writes), per query."""
     import torch
 
-    from hf_querygen.tasks.segmentation_neural import encode_queries
+    from hf_querygen.tasks.segmentation.neural import encode_queries
     from hf_querygen.tasks.seq2seq import Seq2SeqCollator
 
     encoded = encode_queries(queries, tokenizer)

@@ -29,8 +29,8 @@ from hf_querygen.experiments.zhang2020.systems import (
     sweep_key,
 )
 from hf_querygen.tasks.base import get_task
-from hf_querygen.tasks.q2id import Q2IDCollator, cap_report, decode_description, encode_q2id
-from hf_querygen.tasks.q2id_task import DocumentRetriever, as_source
+from hf_querygen.tasks.q2id.encoding import Q2IDCollator, cap_report, decode_description, encode_q2id
+from hf_querygen.tasks.q2id.task import DocumentRetriever, as_source
 
 
 # ---------------------------------------------------------------- significance
@@ -207,7 +207,7 @@ def _saved_ctrsgen(context: RunContext) -> list[tuple[int, Path]]:
 def retrieval_sourced(context: RunContext) -> dict[str, Any]:
     """Beyond the paper: CtrsGen given only the query and the document collection. The same trained models
     (every seed) decode the TEST queries with relevant / irrelevant documents from BM25 over all judged
-    q2id documents (:class:`~hf_querygen.tasks.q2id_task.DocumentRetriever`) instead of the judged ones;
+    q2id documents (:class:`~hf_querygen.tasks.q2id.task.DocumentRetriever`) instead of the judged ones;
     the number of relevant documents is chosen on VALIDATION. Reports ROUGE both ways, the loss and a
     paired t-test, and how many retrieved "relevant" documents are judged relevant for their query."""
     if context.save_models is None:

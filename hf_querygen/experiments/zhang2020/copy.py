@@ -31,7 +31,7 @@ from hf_querygen.baselines.intent_description import copy_query, extract_descrip
 from hf_querygen.experiments.zhang2020.analysis import collection_documents
 from hf_querygen.experiments.zhang2020.systems import COPY_DECODING_GRID
 from hf_querygen.tasks.base import get_task
-from hf_querygen.tasks.q2id_task import DocumentRetriever, Q2IDTaskData
+from hf_querygen.tasks.q2id.task import DocumentRetriever, Q2IDTaskData
 from hf_querygen.training.task_training import choose_decoding, with_rouge_goal
 
 #: decodings tried on validation: the row's own (System.decoding_grid), what `train --system` chooses from

@@ -113,7 +113,7 @@ SWEEP = tuple(
 
 #: beyond the paper: BERT2BERT warm-started from all-MiniLM-L6-v2 (the ``bert2bert`` preset) reading the query
 #: and its relevant documents as one sequence of at most 512 word pieces, trained with CtrsGen's contrast as
-#: an objective (hf_querygen.tasks.q2id_pieces: the description at least WARM_START_CONTRAST["margin"] nats
+#: an objective (hf_querygen.tasks.q2id.pieces: the description at least WARM_START_CONTRAST["margin"] nats
 #: per piece more likely given the relevant than given the irrelevant documents, weight "weight"); the
 #: ablation without contrast trains the likelihood alone. Rows keyed in WARM_START_ROWS train their own
 #: recipe under every budget (Budget.own_recipe): AdamW 1e-4 (Rothe et al.'s fine-tuning range), batch 8

@@ -17,7 +17,7 @@ step is determined by the ids fed so far: the pointer phase ends once the sentin
 sampling) runs the three inference phases of Sec. 3.5: the recurrent state in the cache holds both
 decoders' states, the phase flag and the pointer decoder's hidden states for Eq. (9)-(11), and is
 reordered by beam search. The third phase (union without duplicates) is postprocessing:
-:func:`hf_querygen.tasks.nl2kw_decoding.decode_dual_decoder_ids`.
+:func:`hf_querygen.tasks.nl2kw.decoding.decode_dual_decoder_ids`.
 
 ``pointer_only=True`` removes the generator: the paper's Pointer Network baseline (Table 2, row 5).
 """
@@ -205,7 +205,7 @@ class DualDecoderForKeywordGeneration(
             past_key_values: a :class:`RecurrentStateCache` holding both decoders' state (transformers
                 <= 5.23; ``cache`` is the same under its >= 5.24 name).
             labels: (B, T) extended-space targets ``[V+pos(e_1) .. V+pos(sentinel), g_1 .. g_k, EOS]``,
-                -100 at padding (see :func:`hf_querygen.tasks.nl2kw_targets.dual_decoder_labels`).
+                -100 at padding (see :func:`hf_querygen.tasks.nl2kw.targets.dual_decoder_labels`).
             source_word_ids: (B, S) optional word ids telling distinct OOV words apart (Eq. 4).
 
         Returns:

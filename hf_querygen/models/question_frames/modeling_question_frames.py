@@ -33,7 +33,7 @@ class QuestionFramesPreTrainedModel(PreTrainedModel):
 
 class QuestionFramesForQuestionGeneration(QuestionFramesPreTrainedModel):
     """Frame scores for ``AutoModelForSequenceClassification`` and the stock Trainer; the k2q task turns
-    the best frames into questions (:meth:`hf_querygen.tasks.k2q_task.K2QTask.generate_questions`)."""
+    the best frames into questions (:meth:`hf_querygen.tasks.k2q.task.K2QTask.generate_questions`)."""
 
     def __init__(self, config: QuestionFramesConfig):
         super().__init__(config)

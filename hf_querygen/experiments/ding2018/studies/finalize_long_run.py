@@ -30,8 +30,8 @@ from hf_querygen.metrics.rouge import rouge_per_example
 from hf_querygen.model_folder import load_trained
 from hf_querygen.systems import get_system
 from hf_querygen.tasks.base import TaskData
-from hf_querygen.tasks.k2q import fill_frame, k2q_scores
-from hf_querygen.tasks.k2q_task import K2Q
+from hf_querygen.tasks.k2q.questions import fill_frame, k2q_scores
+from hf_querygen.tasks.k2q.task import K2Q
 from hf_querygen.training import TRAINING_METADATA_FILE, choose_decoding, save_model_folder
 
 QUERIES = [

@@ -25,7 +25,7 @@ from rouge_score import rouge_scorer
 from hf_querygen.experiments.recipes import training_recipe
 from hf_querygen.model_folder import load_trained
 from hf_querygen.nn.labels import IGNORE_INDEX
-from hf_querygen.tasks.k2q import FRAME_SLOT, fill_frame
+from hf_querygen.tasks.k2q.questions import FRAME_SLOT, fill_frame
 from hf_querygen.tasks.seq2seq import Seq2SeqCollator, encode_seq2seq
 from hf_querygen.text import normalize_for_matching
 

@@ -18,7 +18,7 @@ import numpy as np
 from hf_querygen.baselines.k2q import echo_keyword_queries
 from hf_querygen.metrics.retrieval import paired_test
 from hf_querygen.metrics.rouge import rouge_per_example
-from hf_querygen.tasks.k2q_data import k2q_test_sets
+from hf_querygen.tasks.k2q.data import k2q_test_sets
 
 SPLITS = ("t0", "nl2kw")
 

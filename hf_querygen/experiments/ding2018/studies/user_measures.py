@@ -32,8 +32,8 @@ from hf_querygen.experiments.ding2018 import render_markdown
 from hf_querygen.experiments.ding2018.analysis import user_measures_config
 from hf_querygen.experiments.ding2018.studies import RESULTS_DIR as HERE
 from hf_querygen.experiments.ding2018.systems import FALLBACK_ROWS, TEST_SPLITS
-from hf_querygen.tasks.k2q import echo_keyword_queries, k2q_scores, k2q_user_scores
-from hf_querygen.tasks.k2q_data import k2q_test_sets
+from hf_querygen.tasks.k2q.data import k2q_test_sets
+from hf_querygen.tasks.k2q.questions import echo_keyword_queries, k2q_scores, k2q_user_scores
 
 #: the runner records kept in results/ding2018/: (glob, system, budget) -> row
 RECORD_ROWS = {

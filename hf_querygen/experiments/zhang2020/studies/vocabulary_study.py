@@ -43,7 +43,7 @@ from hf_querygen.experiments._report import aggregate
 from hf_querygen.experiments.recipes import training_recipe
 from hf_querygen.experiments.zhang2020.studies import RESULTS_DIR as HERE
 from hf_querygen.tasks.base import get_task
-from hf_querygen.tasks.q2id_task import Q2ID_METRICS
+from hf_querygen.tasks.q2id.task import Q2ID_METRICS
 from hf_querygen.training import LogFileCallback, choose_decoding, train_preset
 from hf_querygen.training.task_training import _training_summary, with_rouge_goal
 

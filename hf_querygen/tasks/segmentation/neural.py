@@ -27,8 +27,7 @@ from typing import TYPE_CHECKING
 import torch
 from transformers import LogitsProcessor, LogitsProcessorList
 
-from ..tokenization import train_word_tokenizer
-from .segmentation import (
+from ...text import (
     BIO_LABELS,
     BREAK_TOKEN,
     bio_to_breaks,
@@ -36,8 +35,9 @@ from .segmentation import (
     segmentation_to_target,
     target_tokens_to_breaks,
 )
-from .seq2seq import Seq2SeqCollator, decode_extended, encode_seq2seq, encode_sources, extended_target_ids
-from .word_tagging import IGNORED_LABEL, encode_word_tags, predict_word_tags
+from ...tokenization import train_word_tokenizer
+from ..seq2seq import Seq2SeqCollator, decode_extended, encode_seq2seq, encode_sources, extended_target_ids
+from ..word_tagging import IGNORED_LABEL, encode_word_tags, predict_word_tags
 
 if TYPE_CHECKING:
     import datasets

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..inference import generate_texts
-from ..text import normalize_for_matching
-from .base import TASKS, Task, TaskData
-from .subword import encode_subword_pairs, generate_candidates, prepare_backbone, warm_start_task_config
+from ...inference import generate_texts
+from ...text import normalize_for_matching
+from ..base import TASKS, Task, TaskData
+from ..subword import encode_subword_pairs, generate_candidates, prepare_backbone, warm_start_task_config
 
 if TYPE_CHECKING:
     import datasets
@@ -55,7 +55,7 @@ class Text2TextTask(Task):
     ) -> TaskData:
         """Word tokenizer on TRAIN (target words first: they are the decoder's output vocabulary); with
         ``backbone``, that backbone's own tokenizer instead (for a warm-start preset, :mod:`.subword`)."""
-        from ..tokenization import output_vocab_size_of, train_word_tokenizer
+        from ...tokenization import output_vocab_size_of, train_word_tokenizer
 
         if options:
             raise TypeError(f"{type(self).__name__}.prepare: unknown options {sorted(options)}")
@@ -71,7 +71,7 @@ class Text2TextTask(Task):
         return TaskData(self, splits, tokenizer, {"output_vocab_size": output_vocab_size_of(tokenizer)})
 
     def encode(self, data: TaskData, family: str) -> datasets.DatasetDict:
-        from .seq2seq import encode_seq2seq
+        from ..seq2seq import encode_seq2seq
 
         if family == "bert2bert":
             return encode_subword_pairs(
@@ -98,7 +98,7 @@ class Text2TextTask(Task):
         return encoded.select_columns(columns)
 
     def model_config(self, preset: str, data: TaskData, **overrides: Any) -> PretrainedConfig:
-        from ..presets import config_from_preset, is_warm_start
+        from ...presets import config_from_preset, is_warm_start
 
         if is_warm_start(preset):
             data._encoded.clear()
@@ -175,8 +175,8 @@ class Text2TextTask(Task):
     def score(
         self, predictions: Sequence[Any], references: Sequence[str], sources: Sequence[str]
     ) -> dict[str, float]:
-        from ..metrics.exact_match import exact_match
-        from ..metrics.sacrebleu_metric import corpus_bleu
+        from ...metrics.exact_match import exact_match
+        from ...metrics.sacrebleu_metric import corpus_bleu
 
         predicted = [normalize_for_matching(p) for p in predictions]
         gold = [normalize_for_matching(r) for r in references]

@@ -21,10 +21,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..corpora._q2id_records import split_sentences
-from ..errors import InvalidInputError
-from ..nn.labels import IGNORE_INDEX
-from ..tokenization import EOS_ID, PAD_ID, UNK_ID, output_vocab_size_of, train_word_tokenizer, word_tokenize
+from ...corpora._q2id_records import split_sentences
+from ...errors import InvalidInputError
+from ...nn.labels import IGNORE_INDEX
+from ...tokenization import EOS_ID, PAD_ID, UNK_ID, output_vocab_size_of, train_word_tokenizer, word_tokenize
 
 if TYPE_CHECKING:
     import datasets

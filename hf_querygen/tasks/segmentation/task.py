@@ -4,7 +4,7 @@ Trained on the ``webis_qsec_10`` corpus (``segmentations`` config: the 4,848 tra
 their break-fusion reference and 5 deterministic folds; the corpus has no validation split, so
 :meth:`SegmentationTask.load` holds out a deterministic part of train). Encodings: ``seq2seq`` (the
 RNN encoder-decoder writes the query again with ``|`` at every break) and ``tagging`` (one B/I tag per
-word). Decoding: :func:`hf_querygen.tasks.segmentation_neural.segment_breaks` (constrained by default).
+word). Decoding: :func:`hf_querygen.tasks.segmentation.neural.segment_breaks` (constrained by default).
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InvalidInputError
-from ..pretrained import BACKBONE_FIELD, resolve_backbone
-from ..text import BIO_LABELS, BREAK_TOKEN, breaks_to_segments
-from .base import TASKS, Task, TaskData
-from .word_tagging import token_classifier_config
+from ...errors import InvalidInputError
+from ...pretrained import BACKBONE_FIELD, resolve_backbone
+from ...text import BIO_LABELS, BREAK_TOKEN, breaks_to_segments
+from ..base import TASKS, Task, TaskData
+from ..word_tagging import token_classifier_config
 
 if TYPE_CHECKING:
     import datasets
@@ -58,7 +58,7 @@ class SegmentationTask(Task):
         part, by query id), fold 0 -> test. The paper's official test set is not available."""
         import datasets
 
-        from ..corpora._base import validation_mask
+        from ...corpora._base import validation_mask
 
         splits = super().load(corpus, config, data_dir)
         if "validation" in splits and "test" in splits:
@@ -82,13 +82,13 @@ class SegmentationTask(Task):
     ) -> TaskData:
         """Whitespace word tokenizer fitted on the training queries; target side = words + ``|``.
         ``min_word_frequency``: see
-        :func:`~hf_querygen.tasks.segmentation_neural.train_segmentation_tokenizer` (2 maps training
+        :func:`~hf_querygen.tasks.segmentation.neural.train_segmentation_tokenizer` (2 maps training
         singletons to ``[UNK]``); None: :attr:`min_word_frequency`.
 
         ``backbone`` (a Hub id or folder, :func:`hf_querygen.pretrained.resolve_backbone`): the backbone's
         own subword tokenizer instead, for a tagger warm-started from it (a preset with that
         ``backbone``); nothing is fitted, and ``min_word_frequency`` does not apply."""
-        from .segmentation_neural import train_segmentation_tokenizer
+        from .neural import train_segmentation_tokenizer
 
         if options:
             raise TypeError(f"SegmentationTask.prepare: unknown options {sorted(options)}")
@@ -111,7 +111,7 @@ class SegmentationTask(Task):
     def encode(self, data: TaskData, family: str) -> datasets.DatasetDict:
         import datasets
 
-        from .segmentation_neural import encode_for_seq2seq, encode_for_tagging
+        from .neural import encode_for_seq2seq, encode_for_tagging
 
         encode = encode_for_seq2seq if family == "seq2seq" else encode_for_tagging
         return datasets.DatasetDict(
@@ -119,7 +119,7 @@ class SegmentationTask(Task):
         )
 
     def model_config(self, preset: str, data: TaskData, **overrides: Any) -> PretrainedConfig:
-        from ..presets import PRESETS, config_from_preset
+        from ...presets import PRESETS, config_from_preset
 
         tokenizer = data.tokenizer
         backbone = data.state.get("backbone")
@@ -175,9 +175,9 @@ class SegmentationTask(Task):
         """Segments of each query, in the caller's own words (whitespace split, case kept).
 
         constrained (default True) / num_beams (1) / pool_word_probability (True): see
-        :func:`hf_querygen.tasks.segmentation_neural.seq2seq_batch_breaks`; a tagger honours none of
+        :func:`hf_querygen.tasks.segmentation.neural.seq2seq_batch_breaks`; a tagger honours none of
         them (given, they are refused), nor any other decoding argument."""
-        from .segmentation_neural import segment_breaks
+        from .neural import segment_breaks
 
         given = {
             "constrained": constrained,
@@ -226,7 +226,7 @@ class SegmentationTask(Task):
     ) -> dict[str, float]:
         """Query / break accuracy and segment P/R/F1 (Lin'17 Table 2); predictions are segment lists
         or ``|``-notation strings."""
-        from ..metrics.segmentation_scores import segmentation_scores
+        from ...metrics.segmentation_scores import segmentation_scores
 
         texts = [p if isinstance(p, str) else self.as_text(p) for p in predictions]
         scores = segmentation_scores(texts, list(references))

@@ -1,66 +1,25 @@
-"""Natural-language query -> keyword query (Liu et al., CIKM'18): targets, encodings, decoding.
-
-What the task adds on top of the generic seq2seq preprocessing (:mod:`hf_querygen.tasks.seq2seq`), in
-three rooms that this module joins (every name is importable from here):
-
-* :mod:`.nl2kw_targets`: the keyword words' target order (TF-IDF, Sec. 3.1; or natural), their
-  extractive / generative split (Sec. 3.1), the dual decoder's labels in the extended output space
-  (Sec. 3.3) and the tag labels of the sequence-labeling models;
-* :mod:`.nl2kw_decoding`: the keyword-length prior and its logits processor (the length lever) and the
-  postprocessing of generated ids into a :class:`KeywordQuery` (the third inference phase, Sec. 3.5);
-* here: the dataset encoding for each kind of model (:func:`encode_nl2kw`).
+"""nl2kw dataset encoding (Liu et al., CIKM'18): the labels of each kind of model (:func:`encode_nl2kw`) on
+top of the generic seq2seq preprocessing (:mod:`hf_querygen.tasks.seq2seq`).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .nl2kw_decoding import (
-    KeywordLengthPrior,
-    KeywordQuery,
-    MinKeywordsLogitsProcessor,
-    decode_dual_decoder_ids,
-)
-from .nl2kw_targets import (
-    KEYWORD_ORDERS,
-    TAG_LABELS,
-    KeywordTargets,
-    NaturalKeywordOrder,
+from .targets import (
     Normalizer,
     TfidfKeywordOrder,
     dual_decoder_labels,
-    fit_keyword_order,
     keyword_tag_labels,
     keyword_targets,
     resolve_normalizer,
-    unique_words,
 )
 
 if TYPE_CHECKING:
     import datasets
     from transformers import PreTrainedTokenizerBase
 
-__all__ = [
-    "ENCODING_MODES",
-    "KEYWORD_ORDERS",
-    "TAG_LABELS",
-    "KeywordLengthPrior",
-    "KeywordQuery",
-    "KeywordTargets",
-    "MinKeywordsLogitsProcessor",
-    "NaturalKeywordOrder",
-    "Normalizer",
-    "TfidfKeywordOrder",
-    "add_keyword_targets",
-    "decode_dual_decoder_ids",
-    "dual_decoder_labels",
-    "encode_nl2kw",
-    "fit_keyword_order",
-    "keyword_tag_labels",
-    "keyword_targets",
-    "resolve_normalizer",
-    "unique_words",
-]
+__all__ = ["ENCODING_MODES", "add_keyword_targets", "encode_nl2kw"]
 
 
 # ------------------------------------------------------------------ dataset encoding

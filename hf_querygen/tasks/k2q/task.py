@@ -4,7 +4,7 @@
 ``question`` pairs (synthetic pairs in ``hf_querygen.experiments.ding2018``; T_0 train by default)
 and scores against every reference of an example (``references`` column) with
 :func:`hf_querygen.tasks.k2q.k2q_scores`. The test sets and the split format are in
-:mod:`hf_querygen.tasks.k2q_data` (training only).
+:mod:`hf_querygen.tasks.k2q.data` (training only).
 """
 
 from __future__ import annotations
@@ -13,10 +13,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InvalidInputError
-from ..inference import as_max_length, encoded_batches, output_vocab_size_of_model
-from .base import TASKS, TaskData
-from .k2q import (
+from ...errors import InvalidInputError
+from ...inference import as_max_length, encoded_batches, output_vocab_size_of_model
+from ..base import TASKS, TaskData
+from ..subword import generate_candidates, prepare_backbone
+from ..text2text.task import Text2TextTask
+from .questions import (
     FRAME_SLOT,
     NoRepeatSourceWordsProcessor,
     best_frame_ids,
@@ -26,8 +28,6 @@ from .k2q import (
     k2q_scores,
     keeps_keywords,
 )
-from .subword import generate_candidates, prepare_backbone
-from .text2text_task import Text2TextTask
 
 if TYPE_CHECKING:
     import datasets
@@ -56,7 +56,7 @@ class K2QTask(Text2TextTask):
     """Keyword query -> question (Ding & Balog ICTIR'18): the :class:`Text2TextTask` encoding and
     copy-aware decoding, several references per example, ROUGE / BLEU scores (:func:`k2q_scores`).
 
-    Splits have the columns of :func:`~hf_querygen.tasks.k2q_data.as_training_split`. :meth:`load`
+    Splits have the columns of :func:`~hf_querygen.tasks.k2q.data.as_training_split`. :meth:`load`
     gives the supervised data that exists without the synthetic generator: T_0 train / validation, and
     the two test sets ``t0`` and ``nl2kw``; the ding2018 reproduction replaces train with synthetic pairs.
     """
@@ -115,7 +115,7 @@ class K2QTask(Text2TextTask):
         """T_0 train / validation (``seed_pairs``) and the test sets ``t0`` and ``nl2kw``."""
         import datasets
 
-        from .k2q_data import as_training_split, k2q_test_sets, t0_test
+        from .data import as_training_split, k2q_test_sets, t0_test
 
         self.resolve_corpus(corpus, config)
         splits = {split: t0_test(data_dir, split) for split in ("train", "validation")} | dict(
@@ -143,24 +143,24 @@ class K2QTask(Text2TextTask):
         when the data has more; the softmax over it is the decoder's main cost).
 
         ``human_pairs``: append the splits ``nl2kw_train`` / ``nl2kw_validation``
-        (:data:`~hf_querygen.tasks.k2q_data.HUMAN_SPLITS`,
-        :func:`~hf_querygen.tasks.k2q_data.nl2kw_reversed_pairs`) to train / validation; without it
+        (:data:`~hf_querygen.tasks.k2q.data.HUMAN_SPLITS`,
+        :func:`~hf_querygen.tasks.k2q.data.nl2kw_reversed_pairs`) to train / validation; without it
         ``nl2kw_train`` is dropped (never trained on); an integer n appends the human train pairs n times
         (upsampling users' topics against the synthetic pairs; validation once). ``seed_pairs``: train on
         T_0's train pairs too (the fold's split ``seed_train``), which the reproduction otherwise uses for
         validation: validation is then T_0's validation split alone (``seed_validation``;
-        :data:`~hf_querygen.tasks.k2q_data.SEED_SPLITS`). ``synthetic_pairs=False``: the fold's own
+        :data:`~hf_querygen.tasks.k2q.data.SEED_SPLITS`). ``synthetic_pairs=False``: the fold's own
         ``train`` split (the reproduction's synthetic pairs; T_0 train under :meth:`load`) is not trained
         on. ``synthetic_extra``: train on the fold's further synthetic keyword queries per question too
-        (:data:`~hf_querygen.tasks.k2q_data.EXTRA_SYNTHETIC_SPLIT`). The two validation sources stay as
+        (:data:`~hf_querygen.tasks.k2q.data.EXTRA_SYNTHETIC_SPLIT`). The two validation sources stay as
         the splits ``t0_validation`` and ``nl2kw_validation`` too, where the decoding is chosen
         (:meth:`selection_splits`). ``backbone``: the backbone's own tokenizer instead of a word tokenizer
         (a warm-start preset reads its word pieces; ``min_frequency`` and the vocabulary sizes do not
         apply)."""
         import datasets
 
-        from ..tokenization import output_vocab_size_of, train_word_tokenizer
-        from .k2q_data import EXTRA_SYNTHETIC_SPLIT, HUMAN_SPLITS, SEED_SPLITS
+        from ...tokenization import output_vocab_size_of, train_word_tokenizer
+        from .data import EXTRA_SYNTHETIC_SPLIT, HUMAN_SPLITS, SEED_SPLITS
 
         if options:
             raise TypeError(f"K2QTask.prepare: unknown options {sorted(options)}")
@@ -252,7 +252,7 @@ class K2QTask(Text2TextTask):
             return super().encode(data, family)
         import datasets
 
-        from .seq2seq import encode_sources
+        from ..seq2seq import encode_sources
 
         if "frames" not in data.state:
             raise InvalidInputError("k2q: the frames encoding needs the model config first (model_config)")
@@ -342,7 +342,7 @@ class K2QTask(Text2TextTask):
         """
         import torch
 
-        from .seq2seq import decode_extended_batch
+        from ..seq2seq import decode_extended_batch
 
         if strategy not in self.strategies:
             raise InvalidInputError(f"k2q: strategy {strategy!r} is not one of {self.strategies}")

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .nl2kw_targets import Normalizer, resolve_normalizer, unique_words
+from .targets import Normalizer, resolve_normalizer, unique_words
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase

@@ -13,32 +13,24 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InvalidInputError
-from ..inference import encoded_batches, generate_batches, output_vocab_size_of_model
-from ..pretrained import BACKBONE_FIELD
-from ..text import normalize_for_matching
-from .base import TASKS, Task, TaskData
-from .nl2kw import (
-    TAG_LABELS,
-    KeywordLengthPrior,
-    KeywordQuery,
-    MinKeywordsLogitsProcessor,
-    decode_dual_decoder_ids,
-    encode_nl2kw,
-    fit_keyword_order,
-    unique_words,
-)
-from .nl2kw_resources import in_domain_texts, synthetic_pairs, word_vectors
-from .nl2kw_targets import keyword_tag_labels
-from .subword import encode_subword_pairs, generate_candidates, prepare_backbone, warm_start_task_config
-from .word_tagging import encode_word_tags, predict_word_tags, token_classifier_config
+from ...errors import InvalidInputError
+from ...inference import encoded_batches, generate_batches, output_vocab_size_of_model
+from ...pretrained import BACKBONE_FIELD
+from ...text import normalize_for_matching
+from ..base import TASKS, Task, TaskData
+from ..subword import encode_subword_pairs, generate_candidates, prepare_backbone, warm_start_task_config
+from ..word_tagging import encode_word_tags, predict_word_tags, token_classifier_config
+from .decoding import KeywordLengthPrior, KeywordQuery, MinKeywordsLogitsProcessor, decode_dual_decoder_ids
+from .encoding import encode_nl2kw
+from .resources import in_domain_texts, synthetic_pairs, word_vectors
+from .targets import TAG_LABELS, fit_keyword_order, keyword_tag_labels, unique_words
 
 if TYPE_CHECKING:
     import datasets
     import torch
     from transformers import PretrainedConfig, PreTrainedModel, PreTrainedTokenizerFast
 
-    from .nl2kw import KeywordQuery
+    from .decoding import KeywordQuery
 
 #: families whose outputs point at source positions past the output vocabulary, closed by a sentinel
 #: (Liu'18's dual decoder and its pointer-only ablation)
@@ -105,13 +97,13 @@ class NL2KWTask(Task):
         times in training (Liu'18: "the most common query keywords"). ``keyword_order``: ``"tfidf"``
         (Sec. 3.1) or ``"natural"`` (:class:`~hf_querygen.tasks.nl2kw.NaturalKeywordOrder`).
         ``vocabulary="in-domain"`` adds the words of the in-domain question texts
-        (:func:`hf_querygen.tasks.nl2kw_resources.in_domain_texts`: never validation or test) to the
+        (:func:`hf_querygen.tasks.nl2kw.resources.in_domain_texts`: never validation or test) to the
         INPUT vocabulary only, so that word vectors and pretraining reach words nl2kw train lacks; the
         output vocabulary is unchanged. ``state["length_prior"]`` is the
         :class:`~hf_querygen.tasks.nl2kw.KeywordLengthPrior` of TRAIN. ``backbone``: the backbone's own
         tokenizer instead (a warm-start preset writes the keyword query as given, in word pieces; the
         vocabulary and keyword-order options do not apply)."""
-        from ..tokenization import train_word_tokenizer, word_tokenize
+        from ...tokenization import train_word_tokenizer, word_tokenize
 
         if options:
             raise TypeError(f"NL2KWTask.prepare: unknown options {sorted(options)}")
@@ -187,7 +179,7 @@ class NL2KWTask(Task):
         )
 
     def model_config(self, preset: str, data: TaskData, **overrides: Any) -> PretrainedConfig:
-        from ..presets import PRESETS, config_from_preset, is_warm_start
+        from ...presets import PRESETS, config_from_preset, is_warm_start
 
         if is_warm_start(preset):
             return warm_start_task_config(preset, data, **overrides)
@@ -222,7 +214,7 @@ class NL2KWTask(Task):
             return 2 * self.max_target_length  # word pieces, [SEP] included
         return self.max_target_length + 2  # pointer sentinel and [EOS]
 
-    #: ``pretraining_data`` / ``word_vectors`` names (:mod:`hf_querygen.tasks.nl2kw_resources`)
+    #: ``pretraining_data`` / ``word_vectors`` names (:mod:`hf_querygen.tasks.nl2kw.resources`)
     PRETRAINING_DATA = ("k2q-synthetic",)
     WORD_VECTORS = ("in-domain-word2vec", "in-domain-fasttext")
 
@@ -230,7 +222,7 @@ class NL2KWTask(Task):
         """``"k2q-synthetic"``: the K2Q synthetic question -> keyword-query pairs (no nl2kw validation or
         test question). Keyword words that are neither in the question nor in the generator's output
         vocabulary are dropped: the generator would only learn to emit [UNK] for them."""
-        from ..tokenization import word_tokenize
+        from ...tokenization import word_tokenize
 
         if name not in self.PRETRAINING_DATA:
             raise InvalidInputError(f"nl2kw: no pretraining data {name!r}; known: {self.PRETRAINING_DATA}")
@@ -454,7 +446,7 @@ class NL2KWTask(Task):
         tagged: Sequence[str] | None = None,
     ) -> KeywordQuery:
         """One generated id sequence (+ the joint model's tagged words) -> :class:`KeywordQuery`."""
-        from .seq2seq import decode_extended
+        from ..seq2seq import decode_extended
 
         if self.family_of(config) in POINTER_FAMILIES:
             skip = (config.pad_token_id, config.unk_token_id, config.decoder_start_token_id)
@@ -481,7 +473,7 @@ class NL2KWTask(Task):
     ) -> dict[str, float]:
         """Liu'18 keyword P/R/F1 (per-query means and pooled), recall on extractive / generative gold
         words (Table 3); predictions are :class:`KeywordQuery` objects, word lists or texts."""
-        from ..metrics.keyword_prf import keyword_prf
+        from ...metrics.keyword_prf import keyword_prf
 
         texts = [
             p.text if hasattr(p, "text") else (p if isinstance(p, str) else " ".join(p)) for p in predictions

@@ -17,17 +17,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..errors import InvalidInputError
-from ..inference import as_max_length
-from .base import TASKS, Task, TaskData
-from .q2id_pieces import ContrastiveCollator, ContrastiveLoss, encode_q2id_pieces, generate_descriptions
-from .subword import prepare_backbone, warm_start_task_config
+from ...errors import InvalidInputError
+from ...inference import as_max_length
+from ..base import TASKS, Task, TaskData
+from ..subword import prepare_backbone, warm_start_task_config
+from .pieces import ContrastiveCollator, ContrastiveLoss, encode_q2id_pieces, generate_descriptions
 
 if TYPE_CHECKING:
     import datasets
     from transformers import PretrainedConfig, PreTrainedModel, PreTrainedTokenizerFast
 
-    from .q2id import Q2IDCaps
+    from .encoding import Q2IDCaps
 
 #: the metrics of Tables 3-4 (recall) plus F1 and mean output length in words
 Q2ID_METRICS = (
@@ -149,7 +149,7 @@ class DocumentRetriever:
     @classmethod
     def from_documents(cls, documents: Sequence[Any], ids: Sequence[Any] | None = None, **kwargs: Any):
         """Index ``documents`` in memory (BM25 statistics over :func:`document_text`) and wrap them."""
-        from ..retrieval import Index
+        from ...retrieval import Index
 
         index = Index.from_texts([document_text(d) for d in documents], ids=ids, show_progress=False)
         return cls(index, documents, **kwargs)
@@ -218,7 +218,7 @@ class Q2IDTask(Task):
     pipeline_tag = "summarization"
     corpora = {"q2id": ()}
     #: ``bert2bert``: a warm-started encoder-decoder reading the query and the relevant documents as one
-    #: word-piece sequence, trained against the irrelevant ones (:mod:`hf_querygen.tasks.q2id_pieces`)
+    #: word-piece sequence, trained against the irrelevant ones (:mod:`hf_querygen.tasks.q2id.pieces`)
     families = ("hierarchical", "hierarchical-copy", "bert2bert")
     source_column = "query"
     reference_column = "description"
@@ -241,7 +241,7 @@ class Q2IDTask(Task):
     @property
     def caps(self) -> Q2IDCaps:
         if self._caps is None:
-            from .q2id import Q2IDCaps
+            from .encoding import Q2IDCaps
 
             self._caps = Q2IDCaps()
         return self._caps
@@ -269,9 +269,9 @@ class Q2IDTask(Task):
 
         ``backbone``: the backbone's own tokenizer instead, for a warm-started encoder-decoder (the
         ``bert2bert`` family); ``contrast_weight`` (λ) and ``contrast_margin`` (m, nats per piece) set its
-        objective (:mod:`hf_querygen.tasks.q2id_pieces`; λ = 0: the likelihood alone, no irrelevant half).
+        objective (:mod:`hf_querygen.tasks.q2id.pieces`; λ = 0: the likelihood alone, no irrelevant half).
         ``caps`` still bound the documents per set; the word pieces are cut by the source budget."""
-        from .q2id import Q2IDCaps, train_q2id_tokenizer
+        from .encoding import Q2IDCaps, train_q2id_tokenizer
 
         if options:
             raise TypeError(f"Q2IDTask.prepare: unknown options {sorted(options)}")
@@ -299,7 +299,7 @@ class Q2IDTask(Task):
 
     def caps_for(self, tokenizer: PreTrainedTokenizerFast | None) -> Q2IDCaps:
         """The caps a tokenizer's data was prepared with (``init_kwargs["q2id_caps"]``), else the task's."""
-        from .q2id import Q2IDCaps
+        from .encoding import Q2IDCaps
 
         saved = getattr(tokenizer, "init_kwargs", {}).get("q2id_caps") if tokenizer is not None else None
         return Q2IDCaps(**saved) if isinstance(saved, Mapping) else self.caps
@@ -307,7 +307,7 @@ class Q2IDTask(Task):
     def encode(self, data: TaskData, family: str) -> datasets.DatasetDict:
         """Nested ids (:func:`~hf_querygen.tasks.q2id.encode_q2id`); the copy family keeps label ids past
         the output vocabulary (the pointer can copy them), the other maps them to [UNK]."""
-        from .q2id import ENCODED_COLUMNS, encode_q2id_dataset
+        from .encoding import ENCODED_COLUMNS, encode_q2id_dataset
 
         if family == "bert2bert":
             return self._encode_pieces(data)
@@ -325,7 +325,7 @@ class Q2IDTask(Task):
         return min(self.max_source_pieces, limit) if bounded else self.max_source_pieces
 
     def _encode_pieces(self, data: TaskData) -> datasets.DatasetDict:
-        """Word pieces of every split (:func:`~hf_querygen.tasks.q2id_pieces.encode_q2id_pieces`): the
+        """Word pieces of every split (:func:`~hf_querygen.tasks.q2id.pieces.encode_q2id_pieces`): the
         irrelevant half only where the contrast trains (weight > 0) and only for train / validation."""
         import datasets
 
@@ -364,7 +364,7 @@ class Q2IDTask(Task):
         )
 
     def collator(self, tokenizer: PreTrainedTokenizerFast) -> Any:
-        from .q2id import Q2IDCollator
+        from .encoding import Q2IDCollator
 
         if getattr(tokenizer, "cls_token_id", None) is not None:  # a backbone's tokenizer: word pieces
             return ContrastiveCollator(tokenizer.pad_token_id, tokenizer.cls_token_id)
@@ -379,7 +379,7 @@ class Q2IDTask(Task):
         return ContrastiveLoss(contrast["weight"], contrast["margin"])
 
     def model_config(self, preset: str, data: TaskData, **overrides: Any) -> PretrainedConfig:
-        from ..presets import config_from_preset, is_warm_start
+        from ...presets import config_from_preset, is_warm_start
 
         if is_warm_start(preset):
             return warm_start_task_config(preset, data, **overrides)
@@ -421,7 +421,7 @@ class Q2IDTask(Task):
         (:func:`~hf_querygen.tasks.q2id.restate_query`)."""
         import torch
 
-        from .q2id import Q2IDCollator, decode_description, encode_q2id, restate_query
+        from .encoding import Q2IDCollator, decode_description, encode_q2id, restate_query
 
         if isinstance(inputs, Mapping):
             raise InvalidInputError("Q2IDTask.predict takes a list of inputs, not one mapping")
@@ -484,7 +484,7 @@ class Q2IDTask(Task):
     ) -> dict[str, float]:
         """ROUGE-1/2/L recall (Zhang'20 Tables 3-4) and F1 (no stemming; one reference per query) and
         the mean number of words per output; all ROUGE values in [0, 1]."""
-        from ..metrics.rouge import rouge
+        from ...metrics.rouge import rouge
 
         texts = [self.as_text(p) for p in predictions]
         result = rouge(texts, list(references))
@@ -494,7 +494,7 @@ class Q2IDTask(Task):
 
     def per_example_scores(self, predictions: Sequence[str], references: Sequence[str]) -> list[dict]:
         """Per-query ROUGE recall/F1 rows (for paired significance tests), keys as in :meth:`score`."""
-        from ..metrics.rouge import rouge_per_example
+        from ...metrics.rouge import rouge_per_example
 
         rows = rouge_per_example([self.as_text(p) for p in predictions], list(references))
         return [

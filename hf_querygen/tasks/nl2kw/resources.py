@@ -26,9 +26,9 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InvalidInputError
-from ..text import normalize_for_matching
-from ..word_vectors import train_word2vec
+from ...errors import InvalidInputError
+from ...text import normalize_for_matching
+from ...word_vectors import train_word2vec
 
 if TYPE_CHECKING:
     import datasets
@@ -63,7 +63,7 @@ def _evaluation_questions(splits: Any) -> set[str]:
 
 @functools.lru_cache(maxsize=2)
 def _question_corpus(data_dir: str | None) -> tuple[str, ...]:
-    from ..synthetic.corpus import build_question_corpus
+    from ...synthetic.corpus import build_question_corpus
 
     return tuple(build_question_corpus(data_dir).questions["question"])
 
@@ -79,8 +79,8 @@ def in_domain_texts(splits: Any, data_dir: str | os.PathLike | None = None) -> l
 
 
 def _synthesis_config():
-    from ..synthetic.kqgm import KQGMConfig
-    from ..synthetic.pipeline import SynthesisConfig
+    from ...synthetic.kqgm import KQGMConfig
+    from ...synthetic.pipeline import SynthesisConfig
 
     return SynthesisConfig(kqgm=KQGMConfig(**SYNTHETIC_KQGM), **SYNTHETIC_SETTINGS)
 
@@ -116,12 +116,12 @@ def build_synthetic_dataset(
                 "pass another cache_dir"
             )
         return datasets.load_dataset(str(out), "all", split="train")
-    from ..retrieval import Index
-    from ..retrieval.manifest import IndexFormatError
+    from ...retrieval import Index
+    from ...retrieval.manifest import IndexFormatError
 
     # P(s) of the KQGM: the keyword-query lengths of the seed pairs' train split
-    from ..synthetic.corpus import build_question_corpus, seed_length_prior
-    from ..synthetic.pipeline import synthesize
+    from ...synthetic.corpus import build_question_corpus, seed_length_prior
+    from ...synthetic.pipeline import synthesize
 
     corpus = build_question_corpus(data_dir)
     index_path = out.parent / f"{out.name}-index"

@@ -25,8 +25,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from ..errors import InvalidInputError
-from ..text import normalize_for_matching
+from ...errors import InvalidInputError
+from ...text import normalize_for_matching
 
 Normalizer = Callable[[str], str]
 

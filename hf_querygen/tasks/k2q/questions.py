@@ -3,8 +3,8 @@
 :func:`k2q_scores` (Table 2's ROUGE / BLEU against every reference of an example),
 :class:`NoRepeatSourceWordsProcessor` (a copied keyword word cannot come again under any id) and the
 question frames of ``keyword_fallback`` (:func:`fill_frame`, :func:`keeps_keywords`). The task object is
-:class:`hf_querygen.tasks.k2q_task.K2QTask`; the test sets and the split format are in
-:mod:`hf_querygen.tasks.k2q_data` (training only).
+:class:`hf_querygen.tasks.k2q.task.K2QTask`; the test sets and the split format are in
+:mod:`hf_querygen.tasks.k2q.data` (training only).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import InvalidInputError
-from ..text import FRAME_SLOT, normalize_for_matching
+from ...errors import InvalidInputError
+from ...text import FRAME_SLOT, normalize_for_matching
 
 __all__ = [
     "BLEU_SIGNATURE",
@@ -38,8 +38,8 @@ def k2q_scores(predictions: Sequence[str], references: Sequence[Sequence[str]]) 
     with recall. ``BLEU``: sacrebleu corpus BLEU (lowercased, 13a, exp smoothing) on a 0-1 scale; its
     signature is :data:`BLEU_SIGNATURE` of the last call (sacrebleu's version is part of it).
     """
-    from ..metrics.rouge import rouge
-    from ..metrics.sacrebleu_metric import sacre_bleu
+    from ...metrics.rouge import rouge
+    from ...metrics.sacrebleu_metric import sacre_bleu
 
     refs = [list(r) for r in references]
     r = rouge(list(predictions), refs)
@@ -62,8 +62,8 @@ def k2q_user_scores(
     ``wellformed`` / ``wellformed_probability`` (:func:`hf_querygen.metrics.wellformedness_classifier.
     wellformedness_scores`). ``classifier``: a classifier folder, ``"cached"`` (the default classifier when
     it is built: else the well-formedness keys are left out) or None (left out)."""
-    from ..metrics.keywords_kept import keywords_kept
-    from ..metrics.wellformedness_classifier import wellformedness_scores
+    from ...metrics.keywords_kept import keywords_kept
+    from ...metrics.wellformedness_classifier import wellformedness_scores
 
     kept = keywords_kept(list(predictions), list(sources))
     out = {"keywords_kept": kept["keywords_kept"], "all_keywords_kept": kept["all_keywords_kept"]}
@@ -78,7 +78,7 @@ def cached_wellformedness_classifier() -> Any:
     """The default well-formedness classifier's folder when it is built (``hf-querygen
     wellformedness-classifier``), else None; looked up once per process."""
     if not _CLASSIFIER:
-        from ..metrics.wellformedness_classifier import default_classifier
+        from ...metrics.wellformedness_classifier import default_classifier
 
         try:
             _CLASSIFIER.append(default_classifier())
@@ -229,7 +229,7 @@ def best_frame_ids(
     """Per keyword query, the indices of the ``frames`` whose filled question (:func:`fill_frame`) has the
     best ROUGE-L F against the example's references (max over them, Table 2's metric); ties all count
     (the question-frame model's training targets)."""
-    from ..metrics.rouge import rouge_per_example
+    from ...metrics.rouge import rouge_per_example
 
     if len(keyword_queries) != len(references):
         raise InvalidInputError(

@@ -15,7 +15,7 @@ avg and max, Eq. 9-10):
   keyword query, and copying it would score 1.
 
 :func:`k2q_test_sets` returns both in a ``DatasetDict`` keyed ``t0`` and ``nl2kw``;
-:func:`as_training_split` makes a :class:`~hf_querygen.tasks.k2q_task.K2QTask` split.
+:func:`as_training_split` makes a :class:`~hf_querygen.tasks.k2q.task.K2QTask` split.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from collections.abc import Sequence
 
 import datasets
 
-from ..corpora import load_corpus
-from ..corpora._base import normalize_for_matching
-from ..errors import InvalidInputError
+from ...corpora import load_corpus
+from ...corpora._base import normalize_for_matching
+from ...errors import InvalidInputError
 
 __all__ = [
     "HUMAN_SPLITS",

@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InvalidInputError
+from ...errors import InvalidInputError
 
 if TYPE_CHECKING:
     import torch

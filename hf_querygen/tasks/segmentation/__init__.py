@@ -14,12 +14,15 @@ a ``|`` token between segments, ``"graffiti fonts | alphabet"`` (Vocab_target = 
 {"|"}).
 
 Break fusion (paper Sec. 2, after Hagen et al. CIKM 2012) turns crowd votes into one reference.
+
+The neural segmenters' data preparation and decoding are in :mod:`.neural` (loads torch), the registered
+:class:`~hf_querygen.tasks.segmentation.task.SegmentationTask` in :mod:`.task`.
 """
 
 from __future__ import annotations
 
 # the notation lives in hf_querygen.text (corpora, tasks and metrics all import it); re-exported here
-from ..text import (  # noqa: F401
+from ...text import (  # noqa: F401
     BIO_LABELS,
     BREAK_TOKEN,
     SegmentationError,
