@@ -1,9 +1,11 @@
 """Batched inference shared by every task: encode raw texts, batch them by length, run the model.
 
-:func:`encoded_batches` is the one loop over raw inputs (tokenise with
-:func:`hf_querygen.tasks.seq2seq.encode_sources`, sort by length so that batches hold little padding,
-collate); :func:`generate_batches` runs ``generate()`` on them. The tasks' ``predict`` methods decode
-what these yield, so a pipeline, the CLI and the experiment runner all decode through the same code.
+:func:`run_generate` is the library's one call of ``model.generate`` (no gradients, eval mode, a call-time
+``max_new_tokens`` as ``max_length``, per-batch logits processors after the caller's); every task's
+``predict`` reaches generation through it. :func:`encoded_batches` is the one loop over raw single-text
+inputs (tokenise with :func:`hf_querygen.tasks.seq2seq.encode_sources`, sort by length so that batches hold
+little padding, collate); :func:`generate_batches` runs :func:`run_generate` on them. So a pipeline, the CLI
+and the experiment runner all decode through the same code.
 """
 
 from __future__ import annotations
@@ -39,6 +41,38 @@ def as_max_length(generate_kwargs: Mapping[str, Any]) -> dict[str, Any]:
     if kwargs.get("max_new_tokens") is not None and kwargs.get("max_length") is None:
         kwargs["max_length"] = kwargs.pop("max_new_tokens") + 1
     return kwargs
+
+
+def run_generate(
+    model: PreTrainedModel,
+    inputs: Mapping[str, torch.Tensor],
+    logits_processors: Sequence[Any] = (),
+    **generate_kwargs: Any,
+) -> Any:
+    """``model.generate(**inputs, **generate_kwargs)`` without gradients, in eval mode, with the inputs on
+    the model's device, ``max_new_tokens`` read as ``max_length`` (:func:`as_max_length`) and
+    ``logits_processors`` (built for this batch) after any given in ``logits_processor``.
+
+    inputs: the model's encoder inputs, e.g. ``input_ids`` / ``attention_mask`` (B, S). Returns what
+    ``generate`` returns: sequences (B * num_return_sequences, T), or a ``ModelOutput`` with
+    ``return_dict_in_generate`` (:func:`sequences_of` reads either)."""
+    import torch
+    from transformers import LogitsProcessorList
+
+    kwargs = as_max_length(generate_kwargs)
+    if logits_processors:
+        kwargs["logits_processor"] = LogitsProcessorList(
+            [*(kwargs.get("logits_processor") or []), *logits_processors]
+        )
+    if model.training:  # eval() walks every module: a measurable share of a batch-1 call
+        model.eval()
+    with torch.no_grad():
+        return model.generate(**{k: v.to(model.device) for k, v in inputs.items()}, **kwargs)
+
+
+def sequences_of(generated: Any) -> torch.Tensor:
+    """The (B * num_return_sequences, T) ids of :func:`run_generate`'s output, either form."""
+    return generated.sequences if hasattr(generated, "sequences") else generated
 
 
 def encoded_batches(
@@ -78,30 +112,18 @@ def generate_batches(
     max_source_length: int | None = None,
     logits_processor_factory: Callable[[dict[str, torch.Tensor]], Any] | None = None,
     **generate_kwargs: Any,
-) -> Iterator[tuple[list[int], dict[str, torch.Tensor], list[list[str]], torch.Tensor]]:
-    """:func:`encoded_batches` plus ``model.generate`` on each: yields ``(indices, batch, source_words,
-    sequences)`` with sequences (B * num_return_sequences, T), a text's returns adjacent.
+) -> Iterator[tuple[list[int], dict[str, torch.Tensor], list[list[str]], Any]]:
+    """:func:`encoded_batches` plus :func:`run_generate` on each: yields ``(indices, batch, source_words,
+    generated)``, generated as ``generate`` returns it (:func:`sequences_of`: (B * num_return_sequences, T),
+    a text's returns adjacent).
 
     ``logits_processor_factory(batch)`` builds a ``LogitsProcessor`` for each batch (one that needs the
     batch's own inputs, e.g. a per-query minimum length), added to ``generate``'s ``logits_processor``."""
-    import torch
-    from transformers import LogitsProcessorList
-
-    generate_kwargs = as_max_length(generate_kwargs)
-    if model.training:  # eval() walks every module: a measurable share of a batch-1 call
-        model.eval()
     for indices, batch, source_words in encoded_batches(
         model, tokenizer, texts, batch_size, max_source_length
     ):
-        kwargs = generate_kwargs
-        if logits_processor_factory is not None:
-            processors = LogitsProcessorList(generate_kwargs.get("logits_processor") or [])
-            processors.append(logits_processor_factory(batch))
-            kwargs = {**generate_kwargs, "logits_processor": processors}
-        with torch.no_grad():
-            generated = model.generate(**batch, **kwargs)
-        sequences = generated.sequences if hasattr(generated, "sequences") else generated
-        yield indices, batch, source_words, sequences
+        processors = () if logits_processor_factory is None else (logits_processor_factory(batch),)
+        yield indices, batch, source_words, run_generate(model, batch, processors, **generate_kwargs)
 
 
 def generate_texts(
@@ -122,10 +144,12 @@ def generate_texts(
     n_returns = int(generate_kwargs.get("num_return_sequences", 1))
     output_vocab_size = output_vocab_size_of_model(model)
     results: list[list[str]] = [[] for _ in texts]
-    for indices, _, source_words, sequences in generate_batches(
+    for indices, _, source_words, generated in generate_batches(
         model, tokenizer, texts, batch_size, max_source_length, **generate_kwargs
     ):
-        texts_out = decode_extended_batch(sequences, source_words, tokenizer, output_vocab_size, n_returns)
+        texts_out = decode_extended_batch(
+            sequences_of(generated), source_words, tokenizer, output_vocab_size, n_returns
+        )
         for k, i in enumerate(indices):
             results[i] = texts_out[k * n_returns : (k + 1) * n_returns]
     return [text for group in results for text in group]

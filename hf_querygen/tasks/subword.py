@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidInputError
+from ..inference import run_generate
 from ..models._warm_start import WARM_START_FIELD, backbone_tokenizer
 from ..pretrained import resolve_backbone
 from ..text import normalize_for_matching
@@ -251,7 +252,6 @@ def generate_candidates(
     ``generate_kwargs`` go to ``generate()`` (``num_beams``, ``num_return_sequences``, ``max_length``,
     ``no_repeat_ngram_size``, ...)."""
     import torch
-    from transformers import LogitsProcessorList
 
     if isinstance(texts, str):
         raise InvalidInputError("expected a list of texts, not a single string")
@@ -280,9 +280,8 @@ def generate_candidates(
         pad = tokenizer.pad_token_id
         input_ids = torch.tensor([encoded[i] + [pad] * (width - len(encoded[i])) for i in indices])
         mask = torch.tensor([[1] * len(encoded[i]) + [0] * (width - len(encoded[i])) for i in indices])
-        call = kwargs
+        processors = []
         if continuation is not None:
-            processors = LogitsProcessorList(kwargs.get("logits_processor") or [])
             processors.append(
                 SourceWordsProcessor(
                     [source_word_pieces(tokenizer, texts[i]) for i in indices],
@@ -293,11 +292,7 @@ def generate_candidates(
                     max_length=max_length,
                 )
             )
-            call = {**kwargs, "logits_processor": processors}
-        with torch.no_grad():
-            out = model.generate(
-                input_ids=input_ids.to(model.device), attention_mask=mask.to(model.device), **call
-            )
+        out = run_generate(model, {"input_ids": input_ids, "attention_mask": mask}, processors, **kwargs)
         sequences = out.sequences
         if getattr(out, "sequences_scores", None) is not None:
             scores = out.sequences_scores.tolist()

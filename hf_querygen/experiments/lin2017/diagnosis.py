@@ -31,6 +31,7 @@ from typing import Any
 
 from hf_querygen.experiments.lin2017 import FULL_BUDGET, QUICK_BUDGET, cross_validation_folds
 from hf_querygen.experiments.lin2017.analysis import vocabulary_statistics
+from hf_querygen.inference import run_generate
 from hf_querygen.tasks.base import get_task
 from hf_querygen.text import BREAK_TOKEN
 from hf_querygen.training import train_preset
@@ -79,7 +80,6 @@ VARIANTS: dict[str, dict[str, Any]] = {
 
 def _raw_outputs(model, tokenizer, queries: Sequence[str]) -> list[list[str]]:
     """Unconstrained greedy outputs as tokens (what the paper's decoder writes), per query."""
-    import torch
 
     from hf_querygen.tasks.segmentation.neural import encode_queries
     from hf_querygen.tasks.seq2seq import Seq2SeqCollator
@@ -91,14 +91,8 @@ def _raw_outputs(model, tokenizer, queries: Sequence[str]) -> list[list[str]]:
         rows = range(start, min(start + 128, len(queries)))
         batch = collator([{k: encoded[k][i] for k in ("input_ids", "attention_mask")} for i in rows])
         longest = max(len(encoded["source_words"][i]) for i in rows)
-        with torch.no_grad():
-            generated = model.generate(
-                input_ids=batch["input_ids"],
-                attention_mask=batch["attention_mask"],
-                max_length=2 * longest + 1,
-                do_sample=False,
-                num_beams=1,
-            )
+        inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
+        generated = run_generate(model, inputs, max_length=2 * longest + 1, do_sample=False, num_beams=1)
         special = {tokenizer.pad_token_id, tokenizer.eos_token_id, tokenizer.bos_token_id}
         for ids in generated.tolist():
             outputs.append(tokenizer.convert_ids_to_tokens([i for i in ids[1:] if i not in special]))

@@ -28,6 +28,7 @@ from hf_querygen.experiments.zhang2020.systems import (
     TASK,
     sweep_key,
 )
+from hf_querygen.inference import run_generate
 from hf_querygen.tasks.base import get_task
 from hf_querygen.tasks.q2id.encoding import Q2IDCollator, cap_report, decode_description, encode_q2id
 from hf_querygen.tasks.q2id.task import DocumentRetriever, as_source
@@ -322,9 +323,9 @@ def contrast_weights(model: Any, tokenizer: Any, source: Mapping[str, Any]) -> d
         {k: [v] for k, v in source.items()}, tokenizer, task.caps_for(tokenizer), with_labels=False
     )
     batch = Q2IDCollator(tokenizer.pad_token_id)([{k: v[0] for k, v in encoded.items()}])
+    generated = run_generate(model, batch)  # the saved generation config (greedy, its max length)
+    labels = generated[:, 1:] if generated[0, 0] == model.config.decoder_start_token_id else generated
     with torch.no_grad():
-        generated = model.generate(**batch)  # the saved generation config (greedy, its max length)
-        labels = generated[:, 1:] if generated[0, 0] == model.config.decoder_start_token_id else generated
         out = model(**batch, labels=labels, output_attentions=True)
     # the model compacts the kept relevant sentences (documents x sentences, in order) to the front of U
     sentence_mask = batch["relevant_attention_mask"][0].any(-1).flatten().bool()

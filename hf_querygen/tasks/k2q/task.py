@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...errors import InvalidInputError
-from ...inference import as_max_length, encoded_batches, output_vocab_size_of_model
+from ...inference import as_max_length, encoded_batches, generate_batches, output_vocab_size_of_model
 from ..base import TASKS, TaskData
 from ..subword import generate_candidates, prepare_backbone
 from ..text2text.task import Text2TextTask
@@ -381,29 +381,28 @@ class K2QTask(Text2TextTask):
         output_vocab_size = output_vocab_size_of_model(model)
         pad = model.config.pad_token_id
         results: list[list[dict[str, Any]]] = [[] for _ in inputs]
-        model.eval()
-        for indices, batch, source_words in encoded_batches(
-            model, tokenizer, list(inputs), batch_size, max_source_length or self.max_source_length
-        ):
-            call = kwargs
-            if no_repeat_source_words or copy_all_source_words:
-                from transformers import LogitsProcessorList
 
-                processors = LogitsProcessorList(kwargs.get("logits_processor") or [])
-                processors.append(
-                    NoRepeatSourceWordsProcessor(
-                        batch["input_ids"],
-                        batch.get("source_word_ids"),
-                        output_vocab_size,
-                        tokenizer.all_special_ids,
-                        eos_token_id=tokenizer.eos_token_id,
-                        copy_all=copy_all_source_words,
-                        no_repeat=no_repeat_source_words,
-                    )
-                )
-                call = {**kwargs, "logits_processor": processors}
-            with torch.no_grad():
-                out = model.generate(**batch, **call)
+        def source_words_processor(batch: dict[str, torch.Tensor]) -> NoRepeatSourceWordsProcessor:
+            return NoRepeatSourceWordsProcessor(
+                batch["input_ids"],
+                batch.get("source_word_ids"),
+                output_vocab_size,
+                tokenizer.all_special_ids,
+                eos_token_id=tokenizer.eos_token_id,
+                copy_all=copy_all_source_words,
+                no_repeat=no_repeat_source_words,
+            )
+
+        batches = generate_batches(
+            model,
+            tokenizer,
+            list(inputs),
+            batch_size,
+            max_source_length or self.max_source_length,
+            source_words_processor if no_repeat_source_words or copy_all_source_words else None,
+            **kwargs,
+        )
+        for indices, _, source_words, out in batches:
             sequences = out.sequences  # (B * n, T)
             n = sequences.shape[0] // len(indices)
             if getattr(out, "sequences_scores", None) is not None:

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ...errors import InvalidInputError
-from ...inference import encoded_batches, generate_batches, output_vocab_size_of_model
+from ...inference import encoded_batches, generate_batches, output_vocab_size_of_model, sequences_of
 from ...pretrained import BACKBONE_FIELD
 from ...text import normalize_for_matching
 from ..base import TASKS, Task, TaskData
@@ -319,7 +319,8 @@ class NL2KWTask(Task):
             ),
             **generation_kwargs,
         )
-        for indices, batch, source_words, sequences in batches:
+        for indices, batch, source_words, generated in batches:
+            sequences = sequences_of(generated)
             tags: list[list[str]] | None = None
             if family == "joint":
                 with torch.no_grad():

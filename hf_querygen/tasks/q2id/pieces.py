@@ -32,6 +32,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ...errors import InvalidInputError
+from ...inference import run_generate, sequences_of
 
 if TYPE_CHECKING:
     import torch
@@ -227,7 +228,6 @@ def generate_descriptions(
     encoder-decoder: each source read as :func:`source_pieces` (relevant documents only), batches padded
     to their longest source, ``generate()`` with ``generation_kwargs``, the pieces decoded to text. One list
     per source (``num_return_sequences`` texts, in the order generate returns them)."""
-    import torch
 
     n_returns = int(generation_kwargs.get("num_return_sequences", 1))
     pad_id = tokenizer.pad_token_id
@@ -237,12 +237,9 @@ def generate_descriptions(
         rows = [
             source_pieces(s["query"], s["relevant_documents"], tokenizer, max_source_length) for s in chunk
         ]
-        input_ids = _pad(rows, pad_id).to(model.device)
-        with torch.no_grad():
-            generated = model.generate(
-                input_ids=input_ids, attention_mask=(input_ids != pad_id).long(), **generation_kwargs
-            )
-        sequences = generated.sequences if hasattr(generated, "sequences") else generated
+        input_ids = _pad(rows, pad_id)
+        inputs = {"input_ids": input_ids, "attention_mask": (input_ids != pad_id).long()}
+        sequences = sequences_of(run_generate(model, inputs, **generation_kwargs))
         texts = tokenizer.batch_decode(sequences, skip_special_tokens=True)
         results += [texts[k * n_returns : (k + 1) * n_returns] for k in range(len(chunk))]
     return results

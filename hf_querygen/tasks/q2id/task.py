@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ...errors import InvalidInputError
-from ...inference import as_max_length
+from ...inference import as_max_length, run_generate, sequences_of
 from ..base import TASKS, Task, TaskData
 from ..subword import prepare_backbone, warm_start_task_config
 from .pieces import ContrastiveCollator, ContrastiveLoss, encode_q2id_pieces, generate_descriptions
@@ -419,7 +419,6 @@ class Q2IDTask(Task):
         :func:`~hf_querygen.tasks.q2id.decode_description`. ``restate_query=True`` (a decoding option, not a
         ``generate`` argument) puts the query before each generated description
         (:func:`~hf_querygen.tasks.q2id.restate_query`)."""
-        import torch
 
         from .encoding import Q2IDCollator, decode_description, encode_q2id, restate_query
 
@@ -453,11 +452,7 @@ class Q2IDTask(Task):
             batch = {field: [s[field] for s in chunk] for field in SOURCE_FIELDS}
             encoded = encode_q2id(batch, tokenizer, caps, with_labels=False)
             features = [{key: values[i] for key, values in encoded.items()} for i in range(len(chunk))]
-            tensors = collate(features)
-            tensors = {k: v.to(model.device) for k, v in tensors.items()}
-            with torch.no_grad():
-                generated = model.generate(**tensors, **generation_kwargs)
-            sequences = generated.sequences if hasattr(generated, "sequences") else generated
+            sequences = sequences_of(run_generate(model, collate(features), **generation_kwargs))
             rows = [decode_description(row, tokenizer) for row in sequences]
             for k, source in enumerate(chunk):
                 group = rows[k * n_returns : (k + 1) * n_returns]

@@ -25,8 +25,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import torch
-from transformers import LogitsProcessor, LogitsProcessorList
+from transformers import LogitsProcessor
 
+from ...inference import run_generate
 from ...text import (
     BIO_LABELS,
     BREAK_TOKEN,
@@ -201,18 +202,19 @@ def seq2seq_batch_breaks(
     lengths = [len(words) for words in source_words]
     # start token + n words + (n - 1) breaks + [EOS]
     kwargs = {"num_beams": num_beams, "do_sample": False, "max_length": 2 * max(lengths) + 1}
+    processors = []
     if constrained:
-        processor = ConstrainedSegmentationLogitsProcessor(
-            _word_token_ids(model, tokenizer, source_words),
-            break_id,
-            tokenizer.eos_token_id,
-            num_beams,
-            pool_word_probability,
+        processors.append(
+            ConstrainedSegmentationLogitsProcessor(
+                _word_token_ids(model, tokenizer, source_words),
+                break_id,
+                tokenizer.eos_token_id,
+                num_beams,
+                pool_word_probability,
+            )
         )
-        kwargs["logits_processor"] = LogitsProcessorList([processor])
     inputs = ["input_ids", "attention_mask"] + (["source_word_ids"] if model.config.copy != "none" else [])
-    with torch.no_grad():
-        generated = model.generate(**{key: batch[key].to(model.device) for key in inputs}, **kwargs)
+    generated = run_generate(model, {key: batch[key] for key in inputs}, processors, **kwargs)
     breaks = []
     for row, ids, n in zip(batch["input_ids"].tolist(), generated.tolist(), lengths, strict=True):
         query_tokens = tokenizer.convert_ids_to_tokens(row[:n])
