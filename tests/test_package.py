@@ -138,5 +138,9 @@ def test_pipeline_registry_names_match_the_pipeline_modules():
 
     registered = {register.__module__ for _task, register in PIPELINES.items()}
     assert registered == set(pipeline_modules())
+    # a pipeline's name is its task's pipeline_task, written once on the task
+    from hf_querygen.tasks.base import TASKS
+
+    assert set(PIPELINES.names()) == {task.pipeline_task for _name, task in TASKS.items()}
     for task, register in PIPELINES.items():
         assert sys.modules[register.__module__].TASK_NAME == task

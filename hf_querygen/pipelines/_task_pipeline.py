@@ -19,7 +19,7 @@ Input rules shared by every hf-querygen pipeline (:class:`InputGuard`):
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
 from transformers import Pipeline
@@ -27,6 +27,7 @@ from transformers import Pipeline
 from ..errors import InvalidInputError
 from ..model_folder import load_trained
 from ..tasks.base import TASKS, Task, get_task
+from ..tokenization import register_tokenizers
 
 #: transformers' "no limit" placeholder for model_max_length is int(1e30); anything above is no limit
 _NO_LIMIT = 10**9
@@ -203,3 +204,29 @@ def load_pipeline(task: str, model_dir: Any, **kwargs: Any) -> Pipeline:
 
     model, tokenizer, _ = load_trained(model_dir)
     return pipeline(task, model=model, tokenizer=tokenizer, **kwargs)
+
+
+def task_pipeline_registration(
+    pipeline_class: type[TaskPipeline], task_class: type[Task], *auto_classes: str
+) -> tuple[str, Callable[[], None]]:
+    """``(name, register_pipeline)`` of a task pipeline, for :data:`hf_querygen._registration.PIPELINES`:
+    the name is the task's ``pipeline_task`` (written once, on the task class), and ``register_pipeline()``
+    adds ``pipeline_class`` to transformers' pipeline registry under it for models of the transformers
+    Auto classes named ``auto_classes`` (``"AutoModelForSeq2SeqLM"``, ...)."""
+    name = task_class.pipeline_task
+
+    def register_pipeline() -> None:
+        import transformers
+        from transformers.pipelines import PIPELINE_REGISTRY
+
+        PIPELINE_REGISTRY.register_pipeline(
+            name,
+            pipeline_class=pipeline_class,
+            pt_model=tuple(getattr(transformers, auto_class) for auto_class in auto_classes),
+            type="text",
+        )
+        register_tokenizers()
+
+    register_pipeline.__module__ = pipeline_class.__module__  # registered by (and listed under) its module
+    register_pipeline.__doc__ = f"Register the ``{name}`` pipeline task with transformers."
+    return name, register_pipeline

@@ -33,10 +33,8 @@ from typing import Any
 
 from .._registration import PIPELINES
 from ..errors import InvalidInputError
-from ..tasks.q2id.task import as_source
-from ._task_pipeline import TaskPipeline
-
-TASK_NAME = "intent-description"
+from ..tasks.q2id.task import Q2IDTask, as_source
+from ._task_pipeline import TaskPipeline, task_pipeline_registration
 
 
 class IntentDescriptionPipeline(TaskPipeline):
@@ -88,19 +86,9 @@ class IntentDescriptionPipeline(TaskPipeline):
         return [{"description": description} for description in descriptions]
 
 
-def register_pipeline() -> None:
-    """Register the ``intent-description`` task (called at ``import hf_querygen``)."""
-    from transformers import AutoModelForSeq2SeqLM
-    from transformers.pipelines import PIPELINE_REGISTRY
-
-    PIPELINE_REGISTRY.register_pipeline(
-        TASK_NAME,
-        pipeline_class=IntentDescriptionPipeline,
-        pt_model=AutoModelForSeq2SeqLM,
-        type="text",
-    )
-
-
+TASK_NAME, register_pipeline = task_pipeline_registration(
+    IntentDescriptionPipeline, Q2IDTask, "AutoModelForSeq2SeqLM"
+)
 PIPELINES.register(TASK_NAME, register_pipeline)
 
 __all__ = ["TASK_NAME", "IntentDescriptionPipeline", "register_pipeline"]

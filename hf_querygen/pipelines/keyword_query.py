@@ -20,10 +20,8 @@ from __future__ import annotations
 from typing import Any
 
 from .._registration import PIPELINES
-from ..tokenization import register_tokenizers
-from ._task_pipeline import TaskPipeline
-
-TASK_NAME = "keyword-query-generation"
+from ..tasks.nl2kw.task import NL2KWTask
+from ._task_pipeline import TaskPipeline, task_pipeline_registration
 
 
 class KeywordQueryGenerationPipeline(TaskPipeline):
@@ -37,18 +35,7 @@ class KeywordQueryGenerationPipeline(TaskPipeline):
         return [query.as_dict() for query in queries]
 
 
-def register_pipeline() -> None:
-    """Register the ``keyword-query-generation`` task (called at ``import hf_querygen``)."""
-    from transformers import AutoModelForSeq2SeqLM, AutoModelForTokenClassification
-    from transformers.pipelines import PIPELINE_REGISTRY
-
-    PIPELINE_REGISTRY.register_pipeline(
-        TASK_NAME,
-        pipeline_class=KeywordQueryGenerationPipeline,
-        pt_model=(AutoModelForSeq2SeqLM, AutoModelForTokenClassification),
-        type="text",
-    )
-    register_tokenizers()
-
-
+TASK_NAME, register_pipeline = task_pipeline_registration(
+    KeywordQueryGenerationPipeline, NL2KWTask, "AutoModelForSeq2SeqLM", "AutoModelForTokenClassification"
+)
 PIPELINES.register(TASK_NAME, register_pipeline)

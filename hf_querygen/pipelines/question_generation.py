@@ -30,9 +30,9 @@ from typing import Any
 
 from .._registration import PIPELINES
 from ..errors import InvalidInputError
-from ._task_pipeline import TaskPipeline
+from ..tasks.k2q.task import K2QTask
+from ._task_pipeline import TaskPipeline, task_pipeline_registration
 
-TASK_NAME = "question-generation"
 STRATEGIES = ("beam", "distinct-beam", "sample")
 
 #: call-time arguments: the decoding choices and ``generate()``'s settings a user may pass
@@ -79,22 +79,12 @@ class QuestionGenerationPipeline(TaskPipeline):
         return super().__call__(inputs, *args, **kwargs)
 
 
-def register_pipeline() -> None:
-    """Register the ``question-generation`` task (called at ``import hf_querygen``)."""
-    from transformers import (
-        AutoModelForSeq2SeqLM,
-        AutoModelForSequenceClassification,
-        AutoModelForTokenClassification,
-    )
-    from transformers.pipelines import PIPELINE_REGISTRY
-
-    PIPELINE_REGISTRY.register_pipeline(
-        TASK_NAME,
-        pipeline_class=QuestionGenerationPipeline,
-        # encoder-decoders and the question-frame model (a classifier over frames)
-        pt_model=(AutoModelForSeq2SeqLM, AutoModelForTokenClassification, AutoModelForSequenceClassification),
-        type="text",
-    )
-
-
+# encoder-decoders and the question-frame model (a classifier over frames)
+TASK_NAME, register_pipeline = task_pipeline_registration(
+    QuestionGenerationPipeline,
+    K2QTask,
+    "AutoModelForSeq2SeqLM",
+    "AutoModelForTokenClassification",
+    "AutoModelForSequenceClassification",
+)
 PIPELINES.register(TASK_NAME, register_pipeline)

@@ -17,9 +17,8 @@ segments); see :mod:`hf_querygen.pipelines._task_pipeline` for the shared input 
 from __future__ import annotations
 
 from .._registration import PIPELINES
-from ._task_pipeline import TaskPipeline
-
-TASK_NAME = "query-segmentation"
+from ..tasks.segmentation.task import SegmentationTask
+from ._task_pipeline import TaskPipeline, task_pipeline_registration
 
 
 class QuerySegmentationPipeline(TaskPipeline):
@@ -29,17 +28,7 @@ class QuerySegmentationPipeline(TaskPipeline):
     forward_arguments = ("constrained", "num_beams", "pool_word_probability")
 
 
-def register_pipeline() -> None:
-    """Register the ``query-segmentation`` task (called at ``import hf_querygen``)."""
-    from transformers import AutoModelForSeq2SeqLM, AutoModelForTokenClassification
-    from transformers.pipelines import PIPELINE_REGISTRY
-
-    PIPELINE_REGISTRY.register_pipeline(
-        TASK_NAME,
-        pipeline_class=QuerySegmentationPipeline,
-        pt_model=(AutoModelForSeq2SeqLM, AutoModelForTokenClassification),
-        type="text",
-    )
-
-
+TASK_NAME, register_pipeline = task_pipeline_registration(
+    QuerySegmentationPipeline, SegmentationTask, "AutoModelForSeq2SeqLM", "AutoModelForTokenClassification"
+)
 PIPELINES.register(TASK_NAME, register_pipeline)

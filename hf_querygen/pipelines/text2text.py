@@ -22,9 +22,8 @@ from __future__ import annotations
 from typing import Any
 
 from .._registration import PIPELINES
-from ._task_pipeline import TaskPipeline
-
-TASK_NAME = "query-reformulation"
+from ..tasks.text2text.task import Text2TextTask
+from ._task_pipeline import TaskPipeline, task_pipeline_registration
 
 
 class QueryReformulationPipeline(TaskPipeline):
@@ -37,19 +36,9 @@ class QueryReformulationPipeline(TaskPipeline):
         return [{"generated_text": text} for text in texts]
 
 
-def register_pipeline() -> None:
-    """Register the ``query-reformulation`` task (called at ``import hf_querygen``)."""
-    from transformers import AutoModelForSeq2SeqLM, AutoModelForTokenClassification
-    from transformers.pipelines import PIPELINE_REGISTRY
-
-    PIPELINE_REGISTRY.register_pipeline(
-        TASK_NAME,
-        pipeline_class=QueryReformulationPipeline,
-        # a token classifier loads too, so that __init__ can say which task it serves instead of
-        # transformers listing every seq2seq config class
-        pt_model=(AutoModelForSeq2SeqLM, AutoModelForTokenClassification),
-        type="text",
-    )
-
-
+# a token classifier loads too, so that __init__ can say which task it serves instead of
+# transformers listing every seq2seq config class
+TASK_NAME, register_pipeline = task_pipeline_registration(
+    QueryReformulationPipeline, Text2TextTask, "AutoModelForSeq2SeqLM", "AutoModelForTokenClassification"
+)
 PIPELINES.register(TASK_NAME, register_pipeline)
