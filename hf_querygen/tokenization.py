@@ -145,8 +145,9 @@ def train_word_tokenizer(
         a ``PreTrainedTokenizerFast`` (``JiebaWordTokenizer`` for Chinese) whose ``__call__`` appends
         ``[EOS]``; ``init_kwargs`` carry ``output_vocab_size`` and the options above.
     """
-    specials = list(SPECIAL_TOKENS) + [t for t in extra_special_tokens if t not in SPECIAL_TOKENS]
-    _check_tokenizer_options(texts, target_texts, vocab_size, min_frequency, specials, chinese_segmentation)
+    specials = _check_tokenizer_options(
+        texts, target_texts, vocab_size, min_frequency, extra_special_tokens, chinese_segmentation
+    )
     backend = _backend_pipeline(lowercase, split_punctuation)
     source_counts, source_first_seen = _count_words(texts, "source", backend, chinese_segmentation)
     if target_texts is None:
@@ -198,11 +199,11 @@ def _check_tokenizer_options(
     target_texts: Iterable[str] | None,
     vocab_size: int | None,
     min_frequency: int,
-    specials: list[str],
+    extra_special_tokens: Sequence[str],
     chinese_segmentation: bool,
-) -> None:
+) -> list[str]:
     """Refuse :func:`train_word_tokenizer` options no tokenizer could be built from, before any text is
-    read."""
+    read; returns the special tokens (the four fixed ones, then the extra ones)."""
     for side, corpus in (("texts", texts), ("target_texts", target_texts)):
         if corpus is None and side == "target_texts":
             continue
@@ -217,6 +218,7 @@ def _check_tokenizer_options(
         raise InvalidInputError(
             f"train_word_tokenizer: min_frequency must be an integer >= 1, got {min_frequency!r}"
         )
+    specials = list(SPECIAL_TOKENS) + [t for t in extra_special_tokens if t not in SPECIAL_TOKENS]
     if vocab_size is not None and vocab_size < len(specials):
         raise InvalidInputError(
             f"train_word_tokenizer: vocab_size={vocab_size} is smaller than the {len(specials)} special "
@@ -224,6 +226,7 @@ def _check_tokenizer_options(
         )
     if chinese_segmentation:
         _jieba()  # fail now, with the install hint, rather than inside the first encode
+    return specials
 
 
 def _count_words(
