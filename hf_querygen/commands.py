@@ -37,6 +37,9 @@ THREADS_HELP = "torch CPU threads (default 1: these small RNNs gain little from 
 
 
 def add_commands(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``train``, ``evaluate``, ``generate``, ``reformulate`` and ``classifier`` to the ``hf-querygen``
+    parser. Stays long because it is one argparse declaration: each subcommand's arguments in the order
+    its ``--help`` lists them, with nothing to compute between them."""
     train = subparsers.add_parser(
         "train", help="train a preset (or a paper system) on a task's corpus; writes a model folder"
     )

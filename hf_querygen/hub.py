@@ -165,24 +165,11 @@ def render_model_card(
         metrics=sorted({result.metric_type for result in results} | set(eval_metrics)) or None,
         eval_results=results or None,
     )
-    tables = []
-    if eval_metrics:
-        tables.append(_metrics_table(eval_metrics, f"Split `{dataset_split}` of `{dataset}`"))
-    for evaluation in evaluations:
-        where = f"`{evaluation['corpus']}`"
-        if evaluation.get("config"):
-            where += f" (config `{evaluation['config']}`)"
-        tables.append(_metrics_table(evaluation["metrics"], f"Split `{evaluation['split']}` of {where}"))
-    table = "\n\n".join(tables)
+    table = _evaluation_tables(eval_metrics, dataset, dataset_split, evaluations)
     repo = repo_id or "REPO_ID"
     auto_class = auto_class_name(config)
     example = example_input or get_task(pipeline_task).example_input
-    usage = (
-        f'model = {auto_class}.from_pretrained("{repo}")\n'
-        f'tokenizer = AutoTokenizer.from_pretrained("{repo}")\n'
-        f'predict = pipeline("{pipeline_task}", model="{repo}")\n'
-        f"print(predict({example!r}))"
-    )
+    usage = _usage_code(auto_class, pipeline_task, repo, example)
     plain_intro, plain_code = _plain_transformers_usage(config, auto_class, pipeline_task, repo, example)
     return ModelCard.from_template(
         card_data,
@@ -208,6 +195,35 @@ def render_model_card(
         limitations=limitations
         or "Word-level vocabulary trained on small public corpora; see the hf-querygen README for the "
         "measured quality beside the paper's numbers.",
+    )
+
+
+def _evaluation_tables(
+    eval_metrics: Mapping[str, float],
+    dataset: str | None,
+    dataset_split: str,
+    evaluations: Sequence[Mapping[str, Any]],
+) -> str:
+    """The card's evaluation section: one metrics table per split scored (training's, then each
+    recorded evaluation's)."""
+    tables = []
+    if eval_metrics:
+        tables.append(_metrics_table(eval_metrics, f"Split `{dataset_split}` of `{dataset}`"))
+    for evaluation in evaluations:
+        where = f"`{evaluation['corpus']}`"
+        if evaluation.get("config"):
+            where += f" (config `{evaluation['config']}`)"
+        tables.append(_metrics_table(evaluation["metrics"], f"Split `{evaluation['split']}` of {where}"))
+    return "\n\n".join(tables)
+
+
+def _usage_code(auto_class: str, pipeline_task: str, repo: str, example: Any) -> str:
+    """The card's usage snippet: the model and tokenizer by their Auto classes, and the pipeline."""
+    return (
+        f'model = {auto_class}.from_pretrained("{repo}")\n'
+        f'tokenizer = AutoTokenizer.from_pretrained("{repo}")\n'
+        f'predict = pipeline("{pipeline_task}", model="{repo}")\n'
+        f"print(predict({example!r}))"
     )
 
 

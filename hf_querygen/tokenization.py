@@ -145,63 +145,21 @@ def train_word_tokenizer(
         a ``PreTrainedTokenizerFast`` (``JiebaWordTokenizer`` for Chinese) whose ``__call__`` appends
         ``[EOS]``; ``init_kwargs`` carry ``output_vocab_size`` and the options above.
     """
-    for side, corpus in (("texts", texts), ("target_texts", target_texts)):
-        if corpus is None and side == "target_texts":
-            continue
-        # a bare string is iterable: it would be read as one text per character
-        if corpus is None or isinstance(corpus, (str, bytes)) or not isinstance(corpus, Iterable):
-            raise InvalidInputError(
-                f"train_word_tokenizer: {side} must be an iterable of strings (one text per item), got "
-                f"{type(corpus).__name__}"
-                + (": wrap a single text in a list" if isinstance(corpus, str) else "")
-            )
-    if isinstance(min_frequency, bool) or not isinstance(min_frequency, int) or min_frequency < 1:
-        raise InvalidInputError(
-            f"train_word_tokenizer: min_frequency must be an integer >= 1, got {min_frequency!r}"
-        )
-    specials = list(SPECIAL_TOKENS) + [t for t in extra_special_tokens if t not in SPECIAL_TOKENS]
-    if vocab_size is not None and vocab_size < len(specials):
-        raise InvalidInputError(
-            f"train_word_tokenizer: vocab_size={vocab_size} is smaller than the {len(specials)} special "
-            "tokens; pass None (no cap) or a larger number"
-        )
-    if chinese_segmentation:
-        _jieba()  # fail now, with the install hint, rather than inside the first encode
-
+    specials = _check_tokenizer_options(
+        texts, target_texts, vocab_size, min_frequency, extra_special_tokens, chinese_segmentation
+    )
     backend = _backend_pipeline(lowercase, split_punctuation)
-
-    def count(corpus: Iterable[str], side: str) -> tuple[Counter, dict[str, int]]:
-        counter: Counter = Counter()
-        first_seen: dict[str, int] = {}
-        for index, text in enumerate(corpus):
-            if not isinstance(text, str):
-                raise InvalidInputError(
-                    f"train_word_tokenizer: {side} text #{index} is {type(text).__name__}, not str: {text!r}"
-                )
-            for word in _words_with_backend(backend, text, chinese_segmentation):
-                counter[word] += 1
-                first_seen.setdefault(word, len(first_seen))
-        return counter, first_seen
-
-    source_counts, source_first_seen = count(texts, "source")
+    source_counts, source_first_seen = _count_words(texts, "source", backend, chinese_segmentation)
     if target_texts is None:
         target_counts, target_first_seen = source_counts, source_first_seen
     else:
-        target_counts, target_first_seen = count(target_texts, "target")
-
-    vocabulary = list(specials)
-    seen = set(vocabulary)
-    for word in _ranked(target_counts, min_frequency, target_first_seen):
-        if word not in seen:
-            vocabulary.append(word)
-            seen.add(word)
-    n_target_side = len(vocabulary)
-    for word in _ranked(source_counts, min_frequency, source_first_seen):
-        if word not in seen:
-            vocabulary.append(word)
-            seen.add(word)
-    if vocab_size is not None:
-        vocabulary = vocabulary[:vocab_size]
+        target_counts, target_first_seen = _count_words(target_texts, "target", backend, chinese_segmentation)
+    vocabulary, n_target_side = _word_vocabulary(
+        specials,
+        _ranked(target_counts, min_frequency, target_first_seen),
+        _ranked(source_counts, min_frequency, source_first_seen),
+        vocab_size,
+    )
     if output_vocab_size is None:
         output_vocab_size = min(n_target_side, len(vocabulary))
     if not len(specials) <= output_vocab_size <= len(vocabulary):
@@ -234,6 +192,79 @@ def train_word_tokenizer(
         if tokenizer.convert_tokens_to_ids(token) != expected_id:
             raise AssertionError(f"special token {token} got id {tokenizer.convert_tokens_to_ids(token)}")
     return tokenizer
+
+
+def _check_tokenizer_options(
+    texts: Iterable[str],
+    target_texts: Iterable[str] | None,
+    vocab_size: int | None,
+    min_frequency: int,
+    extra_special_tokens: Sequence[str],
+    chinese_segmentation: bool,
+) -> list[str]:
+    """Refuse :func:`train_word_tokenizer` options no tokenizer could be built from, before any text is
+    read; returns the special tokens (the four fixed ones, then the extra ones)."""
+    for side, corpus in (("texts", texts), ("target_texts", target_texts)):
+        if corpus is None and side == "target_texts":
+            continue
+        # a bare string is iterable: it would be read as one text per character
+        if corpus is None or isinstance(corpus, (str, bytes)) or not isinstance(corpus, Iterable):
+            raise InvalidInputError(
+                f"train_word_tokenizer: {side} must be an iterable of strings (one text per item), got "
+                f"{type(corpus).__name__}"
+                + (": wrap a single text in a list" if isinstance(corpus, str) else "")
+            )
+    if isinstance(min_frequency, bool) or not isinstance(min_frequency, int) or min_frequency < 1:
+        raise InvalidInputError(
+            f"train_word_tokenizer: min_frequency must be an integer >= 1, got {min_frequency!r}"
+        )
+    specials = list(SPECIAL_TOKENS) + [t for t in extra_special_tokens if t not in SPECIAL_TOKENS]
+    if vocab_size is not None and vocab_size < len(specials):
+        raise InvalidInputError(
+            f"train_word_tokenizer: vocab_size={vocab_size} is smaller than the {len(specials)} special "
+            "tokens; pass None (no cap) or a larger number"
+        )
+    if chinese_segmentation:
+        _jieba()  # fail now, with the install hint, rather than inside the first encode
+    return specials
+
+
+def _count_words(
+    corpus: Iterable[str], side: str, backend: Tokenizer, chinese_segmentation: bool
+) -> tuple[Counter, dict[str, int]]:
+    """Word counts of one side and each word's order of first appearance."""
+    counter: Counter = Counter()
+    first_seen: dict[str, int] = {}
+    for index, text in enumerate(corpus):
+        if not isinstance(text, str):
+            raise InvalidInputError(
+                f"train_word_tokenizer: {side} text #{index} is {type(text).__name__}, not str: {text!r}"
+            )
+        for word in _words_with_backend(backend, text, chinese_segmentation):
+            counter[word] += 1
+            first_seen.setdefault(word, len(first_seen))
+    return counter, first_seen
+
+
+def _word_vocabulary(
+    specials: list[str], target_words: list[str], source_words: list[str], vocab_size: int | None
+) -> tuple[list[str], int]:
+    """Specials, then target words, then the remaining source words, cut at ``vocab_size``; returns it
+    and the number of entries up to the last target word (before the cut)."""
+    vocabulary = list(specials)
+    seen = set(vocabulary)
+    for word in target_words:
+        if word not in seen:
+            vocabulary.append(word)
+            seen.add(word)
+    n_target_side = len(vocabulary)
+    for word in source_words:
+        if word not in seen:
+            vocabulary.append(word)
+            seen.add(word)
+    if vocab_size is not None:
+        vocabulary = vocabulary[:vocab_size]
+    return vocabulary, n_target_side
 
 
 def output_vocab_size_of(tokenizer: PreTrainedTokenizerFast) -> int:

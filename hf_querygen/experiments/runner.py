@@ -120,9 +120,9 @@ def budget_systems(reproduction: PaperTable, budget: Budget) -> list[System]:
     return [s for s in reproduction.systems if s.key not in budget.skip]
 
 
-@dataclass
-class ReproductionRun:
-    """One call of :func:`run_reproduction`: its settings, and what its steps have produced so far."""
+@dataclass(frozen=True)
+class RunSettings:
+    """What one call of :func:`run_reproduction` was asked to do; fixed before its first step."""
 
     reproduction: Reproduction
     mode: str
@@ -133,6 +133,13 @@ class ReproductionRun:
     data_dir: Any
     workers: int
     progress: bool
+
+
+@dataclass
+class ReproductionRun:
+    """One call of :func:`run_reproduction`: its settings, and what its steps have produced so far."""
+
+    settings: RunSettings
     started: float = field(default_factory=time.time)
     timings: dict[str, float] = field(default_factory=dict)
     folds: list[Fold] = field(default_factory=list)
@@ -191,7 +198,9 @@ def run_reproduction(
     torch.set_num_threads(reproduction.threads_per_worker)
     datasets.disable_progress_bars()
     run = ReproductionRun(
-        reproduction, mode, chosen, seeds or chosen.seeds, out, save_dir, data_dir, workers, progress
+        RunSettings(
+            reproduction, mode, chosen, seeds or chosen.seeds, out, save_dir, data_dir, workers, progress
+        )
     )
     _prepare_data(run, resume)
     _choose_systems(run)
@@ -219,19 +228,20 @@ def _budget_name(reproduction: Reproduction, budget: str | None, quick: bool) ->
 def _prepare_data(run: ReproductionRun, resume: bool) -> None:
     """The folds, their prepared data (the reproduction's prepare options), the shared resources; the
     records of finished runs when resuming."""
-    reproduction = run.reproduction
-    with quiet_console(run.out / "train.log"):
-        run.folds = _folds(reproduction, run.budget, run.data_dir)
+    settings = run.settings
+    reproduction = settings.reproduction
+    with quiet_console(settings.out / "train.log"):
+        run.folds = _folds(reproduction, settings.budget, settings.data_dir)
         for fold in run.folds:
             _fold_data(reproduction, fold, run.cache)
-        run.resources = reproduction.resources(run.data_dir) if reproduction.resources else {}
+        run.resources = reproduction.resources(settings.data_dir) if reproduction.resources else {}
     run.timings["prepare_data_s"] = time.time() - run.started
-    run.by_name = _load_records(run.out) if resume else {}
+    run.by_name = _load_records(settings.out) if resume else {}
 
 
 def _choose_systems(run: ReproductionRun) -> None:
     """The budget's rows plus the reproduction's extra runs, and the seeds each runs with."""
-    reproduction, budget, n_seeds = run.reproduction, run.budget, run.n_seeds
+    reproduction, budget, n_seeds = run.settings.reproduction, run.settings.budget, run.settings.n_seeds
     systems = budget_systems(reproduction, budget)
     extra = reproduction.extra_systems(budget, n_seeds) if reproduction.extra_systems else []
     capped = budget.seeds_per_system
@@ -263,22 +273,23 @@ def _run_plain_baselines(run: ReproductionRun) -> None:
     """The baselines that need no trained outputs: once per fold if deterministic, else per seed."""
     from tqdm.auto import tqdm
 
+    settings = run.settings
     plain = [s for s in run.systems if s.baseline is not None and not s.inputs]
     with tqdm(
-        total=sum(len(run.folds) * (1 if s.deterministic else run.n_seeds) for s in plain),
-        desc=f"{run.reproduction.name}: baselines",
-        disable=not run.progress,
+        total=sum(len(run.folds) * (1 if s.deterministic else settings.n_seeds) for s in plain),
+        desc=f"{settings.reproduction.name}: baselines",
+        disable=not settings.progress,
         file=sys.stderr,
     ) as bar:
         for fold in run.folds:
             for system in plain:
-                for seed in [0] if system.deterministic else range(run.n_seeds):
+                for seed in [0] if system.deterministic else range(settings.n_seeds):
                     name = run_name(system.key, seed, fold.id)
                     if name not in run.by_name:
                         record = _run_baseline(
                             system, seed, fold, run.cache[fold.id], run.resources, run.by_name
                         )
-                        _save_record(run.out, record)
+                        _save_record(settings.out, record)
                         run.by_name[name] = record
                     bar.update()
     run.timings["baselines_s"] = time.time() - run.started - run.timings["prepare_data_s"]
@@ -289,15 +300,18 @@ def _train(run: ReproductionRun, jobs: Sequence[Job]) -> None:
     reproduction the workers cannot look up by name: unregistered or a modified copy)."""
     from tqdm.auto import tqdm
 
-    reproduction = run.reproduction
+    reproduction = run.settings.reproduction
     t0 = time.time()
     with tqdm(
-        total=len(jobs), desc=f"{reproduction.name}: training", disable=not run.progress, file=sys.stderr
+        total=len(jobs),
+        desc=f"{reproduction.name}: training",
+        disable=not run.settings.progress,
+        file=sys.stderr,
     ) as bar:
         registered = (
             reproduction.name in REPRODUCTIONS and get_reproduction(reproduction.name) is reproduction
         )
-        if run.workers > 1 and len(jobs) > 1 and registered:
+        if run.settings.workers > 1 and len(jobs) > 1 and registered:
             _train_in_workers(run, jobs, bar)
         else:
             _train_here(run, jobs, bar)
@@ -309,17 +323,18 @@ def _train_in_workers(run: ReproductionRun, jobs: Sequence[Job], bar: Any) -> No
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
+    settings = run.settings
     context = multiprocessing.get_context("spawn")
     init = (
-        run.reproduction.name,
-        run.mode,
-        run.data_dir,
-        run.reproduction.threads_per_worker,
-        str(run.out),
-        run.save_dir and str(run.save_dir),
+        settings.reproduction.name,
+        settings.mode,
+        settings.data_dir,
+        settings.reproduction.threads_per_worker,
+        str(settings.out),
+        settings.save_dir and str(settings.save_dir),
     )
     with ProcessPoolExecutor(
-        min(run.workers, len(jobs)), mp_context=context, initializer=_init_worker, initargs=init
+        min(settings.workers, len(jobs)), mp_context=context, initializer=_init_worker, initargs=init
     ) as pool:
         futures = [pool.submit(_run_job, job) for job in jobs]
         for future in as_completed(futures):
@@ -330,12 +345,21 @@ def _train_in_workers(run: ReproductionRun, jobs: Sequence[Job], bar: Any) -> No
 
 def _train_here(run: ReproductionRun, jobs: Sequence[Job], bar: Any) -> None:
     """In this process, on the data the run prepared (plus each system's own prepare options)."""
+    settings = run.settings
     fold_of = {fold.id: fold for fold in run.folds}
-    with quiet_console(run.out / "train.log"):
+    with quiet_console(settings.out / "train.log"):
         for job in jobs:
             fold = fold_of[job.fold_id]
-            data = _fold_data(run.reproduction, fold, run.cache, job.system.prepare_options)
-            records = train_and_score(job, run.reproduction, run.budget, data, run.out, run.save_dir, fold)
+            data = _fold_data(settings.reproduction, fold, run.cache, job.system.prepare_options)
+            records = train_and_score(
+                job,
+                settings.reproduction,
+                settings.budget,
+                data,
+                settings.out,
+                settings.save_dir,
+                fold,
+            )
             for record in records:
                 run.by_name[run_name(record["system"], record["seed"], record["fold"])] = record
             bar.update()
@@ -346,28 +370,29 @@ def _run_combined_systems(run: ReproductionRun) -> None:
     combined = [s for s in run.systems if s.baseline is not None and s.inputs]
     for fold in run.folds:
         for system in combined:
-            for seed in range(run.n_seeds):
+            for seed in range(run.settings.n_seeds):
                 name = run_name(system.key, seed, fold.id)
                 if name not in run.by_name:
                     record = _run_baseline(system, seed, fold, run.cache[fold.id], run.resources, run.by_name)
                     run.by_name[name] = record
-                    _save_record(run.out, record)
+                    _save_record(run.settings.out, record)
 
 
 def _write_report(run: ReproductionRun) -> dict:
     """The analyses, then ``results.json`` / ``results.md`` / plots and the printed summary."""
-    reproduction = run.reproduction
+    settings = run.settings
+    reproduction = settings.reproduction
     records = sorted(run.by_name.values(), key=lambda r: (str(r["fold"]), r["seed"], r["system"]))
     context = RunContext(
         reproduction,
-        run.budget,
-        run.n_seeds,
+        settings.budget,
+        settings.n_seeds,
         run.folds,
         run.cache,
         run.resources,
         records,
-        run.out,
-        run.save_dir,
+        settings.out,
+        settings.save_dir,
     )
     _add_measures(run, records)
     run.timings["total_s"] = time.time() - run.started
@@ -379,10 +404,10 @@ def _write_report(run: ReproductionRun) -> dict:
         reproduction.name, _system_runs(run, records), reproduction.paper_numbers, config
     )
     markdown = (reproduction.render_markdown or _default_markdown(reproduction))(document)
-    write_results(document, run.out, markdown)
+    write_results(document, settings.out, markdown)
     if reproduction.plots is not None:
-        reproduction.plots(document, run.out)
-    if run.progress:
+        reproduction.plots(document, settings.out)
+    if settings.progress:
         print(summary_table(reproduction, document), file=sys.stderr)
     return document
 
@@ -390,7 +415,7 @@ def _write_report(run: ReproductionRun) -> dict:
 def _add_measures(run: ReproductionRun, records: Sequence[dict[str, Any]]) -> None:
     """The reproduction's ``measures`` of each record's outputs on the splits the table reports, added to
     the record's scores (in memory: the saved records keep what the run measured)."""
-    measures = run.reproduction.measures
+    measures = run.settings.reproduction.measures
     if not measures:
         return
     started = time.time()
@@ -399,7 +424,7 @@ def _add_measures(run: ReproductionRun, records: Sequence[dict[str, Any]]) -> No
         if record["system"] not in first_split:  # runs that only feed an analysis
             continue
         data = run.cache.get(record["fold"])
-        splits = run.reproduction.table_splits or (first_split.get(record["system"]),)
+        splits = run.settings.reproduction.table_splits or (first_split.get(record["system"]),)
         for split in splits:
             outputs = record.get("outputs", {}).get(split)
             if data is None or outputs is None or split not in record.get("scores", {}):
@@ -412,7 +437,7 @@ def _add_measures(run: ReproductionRun, records: Sequence[dict[str, Any]]) -> No
 def _system_runs(run: ReproductionRun, records: Sequence[Mapping[str, Any]]) -> dict[str, list]:
     """Table row -> the table's scores of each of its runs (seeds x folds)."""
     table_split = {s.key: s.evaluate_on[0] for s in run.systems}
-    table_splits = run.reproduction.table_splits
+    table_splits = run.settings.reproduction.table_splits
     system_runs: dict[str, list[dict[str, float]]] = defaultdict(list)
     for system in run.systems:
         if not system.in_table:
@@ -429,16 +454,17 @@ def _system_runs(run: ReproductionRun, records: Sequence[Mapping[str, Any]]) -> 
 
 def _run_config(run: ReproductionRun) -> dict[str, Any]:
     """The document's ``config``: the paper's static entries and how this run ran."""
+    settings = run.settings
     folds = run.folds
     return {
-        **dict(run.reproduction.config),
-        "quick": run.mode == "quick",
-        "seeds": run.n_seeds,
-        "budget": _jsonable(dataclasses.asdict(run.budget)),
+        **dict(settings.reproduction.config),
+        "quick": settings.mode == "quick",
+        "seeds": settings.n_seeds,
+        "budget": _jsonable(dataclasses.asdict(settings.budget)),
         "folds": [fold.id for fold in folds] if folds[0].id is not None else None,
         "split_sizes": {str(k): len(v) for k, v in folds[0].splits.items()},
-        "workers": run.workers,
-        "torch_threads_per_worker": run.reproduction.threads_per_worker,
+        "workers": settings.workers,
+        "torch_threads_per_worker": settings.reproduction.threads_per_worker,
     }
 
 

@@ -31,7 +31,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hf_querygen._fs import atomic_output_dir, remove_tree
 from hf_querygen.corpora import load_corpus, resolve_data_dir
@@ -39,6 +39,9 @@ from hf_querygen.corpora.wikianswers import WELL_FORMED_RATING, WELLFORMEDNESS_D
 from hf_querygen.errors import InvalidInputError, ModelFolderError
 from hf_querygen.pretrained import DEFAULT_BACKBONE, Backbone, cache_dir, file_sha256, resolve_backbone
 from hf_querygen.validation import check_string_list
+
+if TYPE_CHECKING:
+    from transformers import Trainer, TrainingArguments
 
 #: the marker kind of a classifier folder (hf_querygen._fs)
 CLASSIFIER_KIND = "wellformedness-classifier"
@@ -167,13 +170,11 @@ def build_classifier(
     Trainer's checkpoints live in ``<folder>.work`` until the folder is published, so an interrupted
     build resumes. Returns the folder (``AutoModelForSequenceClassification``, tokenizer, :data:`INFO_FILE`).
     """
-    import torch
     from transformers import (
         AutoModelForSequenceClassification,
         AutoTokenizer,
         DataCollatorWithPadding,
         Trainer,
-        TrainingArguments,
         set_seed,
     )
 
@@ -194,9 +195,39 @@ def build_classifier(
         label2id={"not_well_formed": 0, "well_formed": 1},
         local_files_only=True,
     )
-    steps_per_epoch = -(-len(encoded["train"]) // settings.batch_size)
+    args = _training_arguments(settings, work, len(encoded["train"]), progress)
+    trainer = Trainer(
+        model=model,
+        args=args,
+        train_dataset=encoded["train"],
+        eval_dataset=encoded["validation"],
+        data_collator=DataCollatorWithPadding(tokenizer),
+        compute_metrics=_accuracy,
+    )
+    resume = work.is_dir() and any(p.name.startswith("checkpoint-") for p in work.iterdir())
+    trainer.train(resume_from_checkpoint=True if resume else None)
+    validation = trainer.evaluate(encoded["validation"])["eval_accuracy"]
+    test = trainer.evaluate(encoded["test"], metric_key_prefix="test")["test_accuracy"]
+    info = _classifier_info(data_dir, resolved, settings, splits, trainer, validation, test)
+    with atomic_output_dir(target, CLASSIFIER_KIND, overwrite=True, what="wellformedness classifier") as out:
+        trainer.model.save_pretrained(out)
+        tokenizer.save_pretrained(out)
+        (out / INFO_FILE).write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+    remove_tree(work)
+    return target
+
+
+def _training_arguments(
+    settings: ClassifierSettings, work: Path, n_train: int, progress: bool
+) -> TrainingArguments:
+    """The Trainer's arguments: ``evaluations_per_epoch`` evaluations (and checkpoints) per epoch in
+    ``work``, the best by validation accuracy restored at the end."""
+    import torch
+    from transformers import TrainingArguments
+
+    steps_per_epoch = -(-n_train // settings.batch_size)
     eval_steps = max(1, steps_per_epoch // settings.evaluations_per_epoch)
-    args = TrainingArguments(
+    return TrainingArguments(
         output_dir=str(work),
         per_device_train_batch_size=settings.batch_size,
         per_device_eval_batch_size=64,
@@ -221,21 +252,22 @@ def build_classifier(
         dataloader_num_workers=0,
         save_only_model=False,
     )
-    trainer = Trainer(
-        model=model,
-        args=args,
-        train_dataset=encoded["train"],
-        eval_dataset=encoded["validation"],
-        data_collator=DataCollatorWithPadding(tokenizer),
-        compute_metrics=_accuracy,
-    )
-    resume = work.is_dir() and any(p.name.startswith("checkpoint-") for p in work.iterdir())
-    trainer.train(resume_from_checkpoint=True if resume else None)
-    validation = trainer.evaluate(encoded["validation"])["eval_accuracy"]
-    test = trainer.evaluate(encoded["test"], metric_key_prefix="test")["test_accuracy"]
+
+
+def _classifier_info(
+    data_dir: str | os.PathLike | None,
+    resolved: Backbone,
+    settings: ClassifierSettings,
+    splits: Mapping[str, Any],
+    trainer: Trainer,
+    validation: float,
+    test: float,
+) -> dict[str, Any]:
+    """The :data:`INFO_FILE` of a built classifier: corpus, backbone, settings, sizes and accuracies
+    (with the majority class of TRAIN's beside them)."""
     train_labels = list(splits["train"]["is_well_formed"])
     majority = sum(train_labels) * 2 >= len(train_labels)  # the majority class of TRAIN
-    info = {
+    return {
         "corpus": "wikianswers/wellformedness (Faruqui & Das 2018)",
         "well_formed_rating": WELL_FORMED_RATING,
         "corpus_files": corpus_fingerprint(data_dir),
@@ -253,12 +285,6 @@ def build_classifier(
         "majority_validation_accuracy": _share(splits["validation"]["is_well_formed"], majority),
         "majority_test_accuracy": _share(splits["test"]["is_well_formed"], majority),
     }
-    with atomic_output_dir(target, CLASSIFIER_KIND, overwrite=True, what="wellformedness classifier") as out:
-        trainer.model.save_pretrained(out)
-        tokenizer.save_pretrained(out)
-        (out / INFO_FILE).write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
-    remove_tree(work)
-    return target
 
 
 def _share(labels: Sequence[bool], value: bool) -> float:

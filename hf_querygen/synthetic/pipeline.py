@@ -210,8 +210,37 @@ def synthesize(
     like ``out_dir``, every worker must see). A failed task is retried once; a shard that fails again is
     named with its error after the others have finished (rerun to continue).
     """
-    from tqdm.auto import tqdm
+    _check_inputs(questions, config, index)
+    features = _features(config.keyword_queries_per_question)
+    out = Path(out_dir)
+    num_shards = math.ceil(len(questions) / config.shard_size)
+    manifest = _manifest(questions, config, length_prior, index, num_shards)
+    _claim_out_dir(out, manifest)
+    todo = [
+        i
+        for i in (shards if shards is not None else range(num_shards))
+        if not _shard_path(out, i, num_shards).exists()
+    ]
+    if todo:
+        _run_shards(
+            questions,
+            todo,
+            num_shards,
+            out,
+            config,
+            length_prior,
+            index,
+            generator,
+            manifest,
+            progress,
+            ray_address,
+        )
+    return _collect(out, manifest, num_shards, features, top_l)
 
+
+def _check_inputs(questions: datasets.Dataset, config: SynthesisConfig, index: SearchIndex | None) -> None:
+    """Refuse what no run could use: Q without the needed columns or empty, or a bad
+    ``keyword_queries_per_question`` (more than one needs the index)."""
     missing = {"id", "question", "text", "cluster_id", "paraphrases"} - set(questions.column_names)
     if missing:
         raise InvalidInputError(f"synthesize: questions lack columns {sorted(missing)}")
@@ -227,14 +256,21 @@ def synthesize(
             "synthesize: keyword_queries_per_question > 1 keeps the candidates that pass the keyword query "
             "filter, which needs the index of Q"
         )
-    features = _features(per_question)
-    out = Path(out_dir)
-    num_shards = math.ceil(len(questions) / config.shard_size)
-    # what determines the output (num_proc / threads / batch_size do not: a resumed run may change them)
+
+
+def _manifest(
+    questions: datasets.Dataset,
+    config: SynthesisConfig,
+    length_prior: LengthPrior,
+    index: SearchIndex | None,
+    num_shards: int,
+) -> dict:
+    """The run's identity (``synthesis.json`` and the folder marker): everything that determines the
+    output; ``num_proc`` / ``threads`` / ``batch_size`` do not, so a resumed run may change them."""
     determining = {
         k: v for k, v in config.to_dict().items() if k not in ("num_proc", "threads", "batch_size")
     }
-    manifest = {
+    return {
         "config": determining,
         "length_prior": length_prior.as_dict(),
         "questions": len(questions),
@@ -242,6 +278,10 @@ def synthesize(
         "num_shards": num_shards,
         "kqf_tdf": index is not None,
     }
+
+
+def _claim_out_dir(out: Path, manifest: dict) -> None:
+    """Take ``out`` for this run and write its ``synthesis.json`` once."""
     # resumed only when the folder holds this very run (its marker's identity is the manifest); a folder
     # with a data/ or README.md hf-querygen did not write, or another run's, is refused untouched
     claim_in_place_dir(
@@ -257,46 +297,60 @@ def synthesize(
     if not manifest_path.exists():
         manifest_path.write_text(json.dumps(manifest, indent=2) + "\n")
 
-    todo = [
-        i
-        for i in (shards if shards is not None else range(num_shards))
-        if not _shard_path(out, i, num_shards).exists()
-    ]
-    if todo:
-        generator = generator or build_generator(
-            questions, config.kqgm, length_prior, config.phrase_min_count, config.phrase_threshold
-        )
-        cluster_of = (
-            dict(zip(questions["id"], questions["cluster_id"], strict=True)) if index is not None else {}
-        )
-        shard_fingerprint = [manifest["questions_fingerprint"], determining]
-        if ray_address is not None:
-            _synthesize_on_ray(
-                (questions, generator, cluster_of),
-                todo,
-                num_shards,
-                out,
-                config,
-                index,
-                shard_fingerprint,
-                ray_address,
-                progress,
-            )
-        else:
-            for shard_index in tqdm(todo, desc="synthesize shards", disable=not progress):
-                _synthesize_shard(
-                    questions.shard(num_shards, shard_index, contiguous=True),
-                    shard_index,
-                    num_shards,
-                    out,
-                    config,
-                    generator,
-                    index,
-                    cluster_of,
-                    shard_fingerprint,
-                    progress,
-                )
 
+def _run_shards(
+    questions: datasets.Dataset,
+    todo: list[int],
+    num_shards: int,
+    out: Path,
+    config: SynthesisConfig,
+    length_prior: LengthPrior,
+    index: SearchIndex | None,
+    generator: KeywordQueryGenerator | None,
+    manifest: dict,
+    progress: bool,
+    ray_address: str | None,
+) -> None:
+    """Write the shards of ``todo``: in this process one after the other, or as Ray tasks."""
+    from tqdm.auto import tqdm
+
+    generator = generator or build_generator(
+        questions, config.kqgm, length_prior, config.phrase_min_count, config.phrase_threshold
+    )
+    cluster_of = dict(zip(questions["id"], questions["cluster_id"], strict=True)) if index is not None else {}
+    shard_fingerprint = [manifest["questions_fingerprint"], manifest["config"]]
+    if ray_address is not None:
+        _synthesize_on_ray(
+            (questions, generator, cluster_of),
+            todo,
+            num_shards,
+            out,
+            config,
+            index,
+            shard_fingerprint,
+            ray_address,
+            progress,
+        )
+        return
+    for shard_index in tqdm(todo, desc="synthesize shards", disable=not progress):
+        _synthesize_shard(
+            questions.shard(num_shards, shard_index, contiguous=True),
+            shard_index,
+            num_shards,
+            out,
+            config,
+            generator,
+            index,
+            cluster_of,
+            shard_fingerprint,
+            progress,
+        )
+
+
+def _collect(
+    out: Path, manifest: dict, num_shards: int, features: datasets.Features, top_l: int | None
+) -> datasets.Dataset:
+    """The shards on disk as one dataset; once every shard exists, also T_L and the dataset card."""
     paths = [_shard_path(out, i, num_shards) for i in range(num_shards)]
     if not all(p.exists() for p in paths):
         return datasets.Dataset.from_parquet([str(p) for p in paths if p.exists()], features=features)
@@ -407,12 +461,37 @@ def _synthesize_shard(
 ) -> int:
     """Steps 2-3 of the module docstring for one shard: its rows written to its parquet file atomically;
     returns the number of rows. The one shard function of the one-process run and of the Ray tasks."""
-    from tqdm.auto import tqdm
+    with_candidates = _kqgm_candidates(shard, shard_index, config, generator, index, shard_fingerprint)
+    ids = with_candidates["id"]
+    candidates = with_candidates["candidates"]
+    # each column read once (a Dataset column is materialised on every access)
+    clusters_column = with_candidates["cluster_id"]
+    if index is not None:
+        picks, tried, scores = _kqf_tdf(ids, candidates, clusters_column, config, index, cluster_of, progress)
+    else:
+        picks = [(i, 0, -1, None, 1) for i in range(len(ids))]
+        tried, scores = [0] * len(ids), [float("nan")] * len(ids)
+    columns = _shard_columns(with_candidates, ids, candidates, clusters_column, picks, tried, scores, config)
+    path = _shard_path(out, shard_index, num_shards)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".parquet.tmp")
+    datasets.Dataset.from_dict(columns, features=_features(config.keyword_queries_per_question)).to_parquet(
+        str(tmp)
+    )
+    os.replace(tmp, path)  # atomic: a killed run never leaves a half-written shard behind
+    return len(picks)
 
-    per_question = config.keyword_queries_per_question
-    features = _features(per_question)
-    kq = config.kqgm
-    with_candidates = shard.map(
+
+def _kqgm_candidates(
+    shard: datasets.Dataset,
+    shard_index: int,
+    config: SynthesisConfig,
+    generator: KeywordQueryGenerator,
+    index: SearchIndex | None,
+    shard_fingerprint: list,
+) -> datasets.Dataset:
+    """The shard with its KQGM candidates (columns ``candidates`` and ``candidate_units``)."""
+    return shard.map(
         _candidates_batch,
         batched=True,
         batch_size=config.batch_size,
@@ -430,48 +509,71 @@ def _synthesize_shard(
         ).hexdigest(),
         desc=f"KQGM shard {shard_index}",
     )
-    ids = with_candidates["id"]
-    candidates = with_candidates["candidates"]
+
+
+def _kqf_tdf(
+    ids: list[str],
+    candidates: list[list[str]],
+    clusters_column: list[str],
+    config: SynthesisConfig,
+    index: SearchIndex,
+    cluster_of: dict,
+    progress: bool,
+) -> tuple[list[tuple], list[int], list[float]]:
+    """KQF (Eq. 7) over the candidates and the TDF score (Eq. 8) of each kept one: the picks
+    ``(question, candidate, rank of q, retrieved ids, query number)``, candidates tried, scores."""
+    from tqdm.auto import tqdm
+
+    bar = tqdm(
+        total=len(ids) * config.num_candidates,
+        desc="KQF queries",
+        disable=not progress,
+        leave=False,
+    )
+    kqf = keyword_query_filter(
+        ids,
+        candidates,
+        index,
+        top_n=config.top_n,
+        ranker=config.ranker,
+        threads=config.threads,
+        progress=bar.update,
+        keep=config.keyword_queries_per_question,
+    )
+    bar.close()
+    # the kept candidate, then the further ones that rank q first (keyword_queries_per_question > 1)
+    picks = [
+        (i, j, rank, retrieved, number)
+        for i, r in enumerate(kqf)
+        for number, (j, rank, retrieved) in enumerate(
+            [(r.chosen, r.rank, r.retrieved), *((a, 1, hits) for a, hits in r.also)], start=1
+        )
+    ]
+    tried = [kqf[i].candidates_tried for i, *_ in picks]
+    scores = [
+        (sum(cluster_of.get(h) == clusters_column[i] for h in retrieved) / len(retrieved))
+        if retrieved
+        else 0.0
+        for i, _, _, retrieved, _ in picks
+    ]  # Eq. (8), C_q = the members of q's cluster
+    return picks, tried, scores
+
+
+def _shard_columns(
+    with_candidates: datasets.Dataset,
+    ids: list[str],
+    candidates: list[list[str]],
+    clusters_column: list[str],
+    picks: list[tuple],
+    tried: list[int],
+    scores: list[float],
+    config: SynthesisConfig,
+) -> dict[str, list]:
+    """The shard's rows as the columns of :data:`FEATURES` (and ``query_number`` when several per
+    question), one row per pick."""
+    kq = config.kqgm
+    questions_column = with_candidates["question"]
     cand_units = with_candidates["candidate_units"]
-    # each column read once (a Dataset column is materialised on every access)
-    questions_column, clusters_column = with_candidates["question"], with_candidates["cluster_id"]
-    if index is not None:
-        bar = tqdm(
-            total=len(ids) * config.num_candidates,
-            desc="KQF queries",
-            disable=not progress,
-            leave=False,
-        )
-        kqf = keyword_query_filter(
-            ids,
-            candidates,
-            index,
-            top_n=config.top_n,
-            ranker=config.ranker,
-            threads=config.threads,
-            progress=bar.update,
-            keep=per_question,
-        )
-        bar.close()
-        # (question, candidate, rank of q, retrieved ids, query number): the kept candidate, then
-        # the further ones that rank q first (keyword_queries_per_question > 1)
-        picks = [
-            (i, j, rank, retrieved, number)
-            for i, r in enumerate(kqf)
-            for number, (j, rank, retrieved) in enumerate(
-                [(r.chosen, r.rank, r.retrieved), *((a, 1, hits) for a, hits in r.also)], start=1
-            )
-        ]
-        tried = [kqf[i].candidates_tried for i, *_ in picks]
-        scores = [
-            (sum(cluster_of.get(h) == clusters_column[i] for h in retrieved) / len(retrieved))
-            if retrieved
-            else 0.0
-            for i, _, _, retrieved, _ in picks
-        ]  # Eq. (8), C_q = the members of q's cluster
-    else:
-        picks = [(i, 0, -1, None, 1) for i in range(len(ids))]
-        tried, scores = [0] * len(ids), [float("nan")] * len(ids)
     rows = [pick[0] for pick in picks]
     chosen = [pick[1] for pick in picks]
     n = len(picks)
@@ -494,14 +596,9 @@ def _synthesize_shard(
         "kqf_rank": [pick[2] for pick in picks],
         "tdf_score": scores,
     }
-    if per_question > 1:
+    if config.keyword_queries_per_question > 1:
         columns["query_number"] = [pick[4] for pick in picks]
-    path = _shard_path(out, shard_index, num_shards)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".parquet.tmp")
-    datasets.Dataset.from_dict(columns, features=features).to_parquet(str(tmp))
-    os.replace(tmp, path)  # atomic: a killed run never leaves a half-written shard behind
-    return n
+    return columns
 
 
 def _write_card(out: Path, manifest: dict, full: datasets.Dataset, top_l: int | None) -> None:

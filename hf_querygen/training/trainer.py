@@ -15,7 +15,12 @@ from ..specs import FAMILY_FIELD
 
 if TYPE_CHECKING:  # torch/transformers/datasets cost seconds at import
     import datasets
-    from transformers import PreTrainedModel, PreTrainedTokenizerFast, Seq2SeqTrainer
+    from transformers import (
+        PreTrainedModel,
+        PreTrainedTokenizerFast,
+        Seq2SeqTrainer,
+        Seq2SeqTrainingArguments,
+    )
 
 
 # ---------------------------------------------------------------- training arguments
@@ -366,40 +371,20 @@ def train_seq2seq(
         the trainer after ``train()``; the model in it is the best one, already saved with the
         tokenizer and generation config in ``output_dir``.
     """
-    import torch
-    from transformers import EarlyStoppingCallback, Seq2SeqTrainer, Seq2SeqTrainingArguments
+    from transformers import EarlyStoppingCallback, Seq2SeqTrainer
 
     from ..tasks.seq2seq import Seq2SeqCollator
 
-    if isinstance(training_preset, str):
-        from ..presets import training_arguments_from_preset
-
-        training_preset = training_arguments_from_preset(training_preset)
-    arguments = {
-        **DEFAULT_TRAINING_ARGUMENTS,
-        **(training_preset or {}),
-        **training_args,
-        "output_dir": str(output_dir),
-        "predict_with_generate": compute_metrics is not None,
-        "generation_max_length": None,
-        "generation_num_beams": num_beams,
-    }
-    arguments.setdefault(
-        "dataloader_pin_memory", torch.cuda.is_available()
-    )  # pinning warns on CPU-only hosts
+    args = _seq2seq_arguments(
+        output_dir,
+        training_preset,
+        training_args,
+        eval_dataset is not None,
+        compute_metrics is not None,
+        num_beams,
+    )
     if eval_dataset is None:
-        arguments.update(eval_strategy="no", load_best_model_at_end=False)
         early_stopping_patience = None
-    if (
-        arguments.get("max_steps", -1) > 0
-        and arguments["eval_strategy"] == "epoch"
-        and eval_dataset is not None
-    ):
-        raise ValueError(
-            "with max_steps, evaluate every eval_steps: pass eval_strategy='steps' and eval_steps"
-        )
-    args = Seq2SeqTrainingArguments(**arguments)
-
     configure_generation(model, tokenizer, max_new_tokens, num_beams)
     all_callbacks = list(callbacks or [])
     if early_stopping_patience:
@@ -419,21 +404,73 @@ def train_seq2seq(
         compute_loss_func=compute_loss_func,
     )
     if any(isinstance(callback, LogFileCallback) for callback in all_callbacks):
-        from transformers.trainer_callback import PrinterCallback, ProgressCallback
+        _log_to_file_only(trainer)
+    resume_from_checkpoint = _checkpoint_to_resume(resume_from_checkpoint, output_dir, model)
+    trainer.train(resume_from_checkpoint=resume_from_checkpoint or None)
+    trainer.save_model(str(output_dir))  # best model (load_best_model_at_end) + tokenizer + generation config
+    trainer.save_state()
+    return trainer
 
-        trainer.remove_callback(PrinterCallback)
-        if trainer.pop_callback(ProgressCallback) is not None:  # a terminal run keeps its bar, not the dicts
-            trainer.add_callback(_bar_only_progress_callback())
+
+def _seq2seq_arguments(
+    output_dir: str | Path,
+    training_preset: str | Mapping[str, Any] | None,
+    training_args: Mapping[str, Any],
+    has_eval: bool,
+    with_metrics: bool,
+    num_beams: int,
+) -> Seq2SeqTrainingArguments:
+    """The ``Seq2SeqTrainingArguments`` of :func:`train_seq2seq`: defaults, then the preset, then the
+    caller's fields; no evaluation (nor best-model reload) without an eval set."""
+    import torch
+    from transformers import Seq2SeqTrainingArguments
+
+    if isinstance(training_preset, str):
+        from ..presets import training_arguments_from_preset
+
+        training_preset = training_arguments_from_preset(training_preset)
+    arguments = {
+        **DEFAULT_TRAINING_ARGUMENTS,
+        **(training_preset or {}),
+        **training_args,
+        "output_dir": str(output_dir),
+        "predict_with_generate": with_metrics,
+        "generation_max_length": None,
+        "generation_num_beams": num_beams,
+    }
+    arguments.setdefault(
+        "dataloader_pin_memory", torch.cuda.is_available()
+    )  # pinning warns on CPU-only hosts
+    if not has_eval:
+        arguments.update(eval_strategy="no", load_best_model_at_end=False)
+    if arguments.get("max_steps", -1) > 0 and arguments["eval_strategy"] == "epoch" and has_eval:
+        raise ValueError(
+            "with max_steps, evaluate every eval_steps: pass eval_strategy='steps' and eval_steps"
+        )
+    return Seq2SeqTrainingArguments(**arguments)
+
+
+def _log_to_file_only(trainer: Seq2SeqTrainer) -> None:
+    """Drop the Trainer's printed log dicts (a log file records them); a terminal run keeps its bar."""
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+    trainer.remove_callback(PrinterCallback)
+    if trainer.pop_callback(ProgressCallback) is not None:
+        trainer.add_callback(_bar_only_progress_callback())
+
+
+def _checkpoint_to_resume(
+    resume_from_checkpoint: bool | str | None, output_dir: str | Path, model: PreTrainedModel
+) -> bool | str | None:
+    """``True`` -> the last checkpoint in ``output_dir`` (None when there is none); a checkpoint is
+    checked against the model before training resumes from it."""
     if resume_from_checkpoint is True:
         from transformers.trainer_utils import get_last_checkpoint
 
         resume_from_checkpoint = get_last_checkpoint(str(output_dir)) if Path(output_dir).is_dir() else None
     if resume_from_checkpoint:
         check_resumable_checkpoint(resume_from_checkpoint, model.config)
-    trainer.train(resume_from_checkpoint=resume_from_checkpoint or None)
-    trainer.save_model(str(output_dir))  # best model (load_best_model_at_end) + tokenizer + generation config
-    trainer.save_state()
-    return trainer
+    return resume_from_checkpoint
 
 
 #: config fields that may differ between a checkpoint and the same model rebuilt (bookkeeping)

@@ -15,12 +15,15 @@ import os
 import statistics
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hf_querygen.errors import InvalidInputError
 from hf_querygen.experiments.tables import Budget, Fold
 from hf_querygen.synthetic.filters import top_l
 from hf_querygen.text import normalize_for_matching
+
+if TYPE_CHECKING:
+    import datasets
 
 logger = logging.getLogger(__name__)
 
@@ -174,38 +177,16 @@ def folds(task: Any, budget: Budget, data_dir: Any) -> list[Fold]:
     T_0 train + validation, and the test splits ``t0`` and ``nl2kw`` (capped by the budget)."""
     import datasets
 
-    from hf_querygen.tasks.k2q.data import (
-        EXTRA_SYNTHETIC_SPLIT,
-        as_training_split,
-        k2q_test_sets,
-        nl2kw_reversed_pairs,
-        nl2kw_reversed_test,
-        t0_test,
-        without_evaluation_overlap,
-    )
+    from hf_querygen.tasks.k2q.data import EXTRA_SYNTHETIC_SPLIT, as_training_split, k2q_test_sets, t0_test
 
     settings = budget.settings
     # setting synthetic_pairs=False: a fold for rows that do not train on the synthetic set (the
     # question-frame row's train --system), which is then neither built nor read
     synthetic = _synthetic(data_dir, settings) if settings.get("synthetic_pairs", True) else None
-    extra_splits = {}
     if synthetic is not None:
-        pairs = synthetic.synthetic_set("par_ph_kqf")
-        if settings.get("train_pairs"):
-            pairs = select_top_l(pairs, int(settings["train_pairs"]), "tdf")
-        train = pairs_split(pairs)
-        # setting keyword_queries_per_question k > 1: the further keyword queries of each question (2..k,
-        # from the set built with k) carried as their own split, for the rows with the prepare option
-        # synthetic_extra (K2QTask.prepare); the others drop it
-        per_question = int(settings.get("keyword_queries_per_question", 1))
-        if per_question > 1:
-            several = synthetic.synthetic_set("par_ph_kqf", per_question)
-            further = several.filter(
-                lambda numbers: [n > 1 for n in numbers], input_columns="query_number", batched=True
-            )
-            extra_splits[EXTRA_SYNTHETIC_SPLIT] = pairs_split(further)
+        pairs, train, extra_splits = _synthetic_splits(synthetic, settings)
     else:
-        train = as_training_split([], [])
+        train, extra_splits = as_training_split([], []), {}
     # T_0's train and validation pairs: read once, their union is the validation split, and they are
     # also carried apart (below) for the rows that train on T_0's train pairs
     seed_train, seed_validation = (t0_test(data_dir, split) for split in ("train", "validation"))
@@ -217,47 +198,9 @@ def folds(task: Any, budget: Budget, data_dir: Any) -> list[Fold]:
     }
     for name, ds in k2q_test_sets(data_dir).items():
         splits[name] = as_training_split(ds["keywords"], ds["references"])
-    # the human pairs (reversed nl2kw TRAIN, one pair per question; its VALIDATION for selection): only
-    # the rows with the prepare option human_pairs use them (K2QTask.prepare drops them otherwise). The
-    # nl2kw corpus holds QALD questions of T_0's validation and test splits: such pairs are removed
-    # (train: against every evaluation split, by question or keyword query; validation: against the tests)
-    tests = [splits[name] for name in ("t0", "nl2kw")]
-    human_validation = nl2kw_reversed_test(data_dir, "validation")
-    splits["nl2kw_validation"], removed_validation = without_evaluation_overlap(
-        as_training_split(human_validation["keywords"], human_validation["references"]), tests, False
-    )
-    splits["nl2kw_train"], removed_train = without_evaluation_overlap(
-        nl2kw_reversed_pairs(data_dir, "train"),
-        [splits["validation"], splits["nl2kw_validation"], *tests],
-    )
-    # T_0's own train / validation pairs, for the rows that train on them (prepare option seed_pairs):
-    # the same removal, since the nl2kw corpus holds QALD questions
-    splits["seed_validation"], removed_seed_validation = without_evaluation_overlap(
-        as_training_split(seed_validation["keywords"], seed_validation["references"]), tests, False
-    )
-    splits["seed_train"], removed_seed_train = without_evaluation_overlap(
-        as_training_split(seed_train["keywords"], seed_train["references"]),
-        [splits["seed_validation"], splits["nl2kw_validation"], *tests],
-    )
-    overlap_removed = {
-        "nl2kw_train": removed_train,
-        "nl2kw_validation": removed_validation,
-        "seed_train": removed_seed_train,
-        "seed_validation": removed_seed_validation,
-    }
+    overlap_removed = _add_human_pairs(splits, data_dir, seed_train, seed_validation)
     logger.info("ding2018: human pairs removed for overlapping evaluation splits: %s", overlap_removed)
-    caps = {
-        "validation": budget.max_validation,
-        "nl2kw_validation": budget.max_validation,
-        "t0": budget.max_test,
-        "nl2kw": budget.max_test,
-        "nl2kw_train": budget.max_train,
-        "seed_train": budget.max_train,
-        "seed_validation": budget.max_validation,
-    }
-    for split, cap in caps.items():
-        if cap is not None and len(splits[split]) > cap:
-            splits[split] = splits[split].shuffle(seed=0).select(range(cap))
+    _cap_splits(splits, budget)
     return [
         Fold(
             None,
@@ -280,6 +223,92 @@ def folds(task: Any, budget: Budget, data_dir: Any) -> list[Fold]:
             },
         )
     ]
+
+
+def _synthetic_splits(
+    synthetic: SyntheticData, settings: Mapping[str, Any]
+) -> tuple[datasets.Dataset, datasets.Dataset, dict[str, datasets.Dataset]]:
+    """The synthetic pairs (top ``train_pairs`` by TDF when set), them as the train split, and the
+    extra split of further keyword queries per question when the setting asks for them."""
+    from hf_querygen.tasks.k2q.data import EXTRA_SYNTHETIC_SPLIT
+
+    pairs = synthetic.synthetic_set("par_ph_kqf")
+    if settings.get("train_pairs"):
+        pairs = select_top_l(pairs, int(settings["train_pairs"]), "tdf")
+    train = pairs_split(pairs)
+    extra_splits = {}
+    # setting keyword_queries_per_question k > 1: the further keyword queries of each question (2..k,
+    # from the set built with k) carried as their own split, for the rows with the prepare option
+    # synthetic_extra (K2QTask.prepare); the others drop it
+    per_question = int(settings.get("keyword_queries_per_question", 1))
+    if per_question > 1:
+        several = synthetic.synthetic_set("par_ph_kqf", per_question)
+        further = several.filter(
+            lambda numbers: [n > 1 for n in numbers], input_columns="query_number", batched=True
+        )
+        extra_splits[EXTRA_SYNTHETIC_SPLIT] = pairs_split(further)
+    return pairs, train, extra_splits
+
+
+def _add_human_pairs(
+    splits: dict[str, datasets.Dataset],
+    data_dir: Any,
+    seed_train: datasets.Dataset,
+    seed_validation: datasets.Dataset,
+) -> dict[str, Any]:
+    """Add the human pairs (reversed nl2kw) and T_0's own train / validation pairs to ``splits``, each
+    without the pairs that overlap an evaluation split; returns what was removed per split."""
+    from hf_querygen.tasks.k2q.data import (
+        as_training_split,
+        nl2kw_reversed_pairs,
+        nl2kw_reversed_test,
+        without_evaluation_overlap,
+    )
+
+    # the human pairs (reversed nl2kw TRAIN, one pair per question; its VALIDATION for selection): only
+    # the rows with the prepare option human_pairs use them (K2QTask.prepare drops them otherwise). The
+    # nl2kw corpus holds QALD questions of T_0's validation and test splits: such pairs are removed
+    # (train: against every evaluation split, by question or keyword query; validation: against the tests)
+    tests = [splits[name] for name in ("t0", "nl2kw")]
+    human_validation = nl2kw_reversed_test(data_dir, "validation")
+    splits["nl2kw_validation"], removed_validation = without_evaluation_overlap(
+        as_training_split(human_validation["keywords"], human_validation["references"]), tests, False
+    )
+    splits["nl2kw_train"], removed_train = without_evaluation_overlap(
+        nl2kw_reversed_pairs(data_dir, "train"),
+        [splits["validation"], splits["nl2kw_validation"], *tests],
+    )
+    # T_0's own train / validation pairs, for the rows that train on them (prepare option seed_pairs):
+    # the same removal, since the nl2kw corpus holds QALD questions
+    splits["seed_validation"], removed_seed_validation = without_evaluation_overlap(
+        as_training_split(seed_validation["keywords"], seed_validation["references"]), tests, False
+    )
+    splits["seed_train"], removed_seed_train = without_evaluation_overlap(
+        as_training_split(seed_train["keywords"], seed_train["references"]),
+        [splits["seed_validation"], splits["nl2kw_validation"], *tests],
+    )
+    return {
+        "nl2kw_train": removed_train,
+        "nl2kw_validation": removed_validation,
+        "seed_train": removed_seed_train,
+        "seed_validation": removed_seed_validation,
+    }
+
+
+def _cap_splits(splits: dict[str, datasets.Dataset], budget: Budget) -> None:
+    """Cut the splits to the budget's sizes (a seeded sample, the same in every run)."""
+    caps = {
+        "validation": budget.max_validation,
+        "nl2kw_validation": budget.max_validation,
+        "t0": budget.max_test,
+        "nl2kw": budget.max_test,
+        "nl2kw_train": budget.max_train,
+        "seed_train": budget.max_train,
+        "seed_validation": budget.max_validation,
+    }
+    for split, cap in caps.items():
+        if cap is not None and len(splits[split]) > cap:
+            splits[split] = splits[split].shuffle(seed=0).select(range(cap))
 
 
 def synthetic_set_metadata(synthetic: SyntheticData, pairs, settings: Mapping[str, Any]) -> dict[str, Any]:

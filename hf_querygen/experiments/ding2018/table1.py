@@ -200,29 +200,11 @@ def _prepare_state(data_dir, quick: bool) -> dict:
     }
 
 
-def run_table1(
-    out_dir: str | os.PathLike = "results/ding2018",
-    quick: bool = False,
-    repeats: int | None = None,
-    data_dir: str | os.PathLike | None = None,
-    num_proc: int = 2,
-) -> dict:
-    """Run Table 1 and write ``table1.json`` (the one results shape) and ``table1.md`` into ``out_dir``.
-
-    ``repeats``: repetitions of 5-fold CV (default 1 with ``quick``, else 10; the paper used 100).
-    Per system and metric, ``mean``/``std``/``n`` are over every held-out question score of every
-    repetition (the paper's stds, about 0.1, are this spread); ``<metric>_repeat_mean`` gives the
-    spread of the CV mean over repetitions.
-    """
+def _run_repeats(cache_dir: Path, repeats: int, num_proc: int, started: float) -> list[dict]:
+    """Every repetition's result, in order: those saved in ``cache_dir`` read, the others run (in
+    ``num_proc`` forked processes) and saved as each finishes."""
     import multiprocessing
 
-    started = time.time()
-    repeats = repeats if repeats is not None else (1 if quick else 10)
-    _STATE.clear()
-    _STATE.update(_prepare_state(data_dir, quick))
-    prepared_s = time.time() - started
-    # every finished repetition is saved, so an interrupted run resumes where it stopped
-    cache_dir = Path(out_dir) / ("table1_repeats-quick" if quick else "table1_repeats")
     cache_dir.mkdir(parents=True, exist_ok=True)
     done = {
         r: json.loads((cache_dir / f"{r:03d}.json").read_text())
@@ -244,8 +226,12 @@ def run_table1(
     else:
         for r in todo:
             save(_run_repeat_indexed(r))
-    results = [done[r] for r in range(repeats)]
+    return [done[r] for r in range(repeats)]
 
+
+def _per_question_runs(results: list[dict]) -> tuple[dict[str, list[dict]], dict[str, list]]:
+    """Per KQGM configuration: every held-out question's scores of every repetition (the document's
+    runs), and the mixture weights chosen in each fold."""
     system_runs: dict[str, list[dict]] = {}
     chosen: dict[str, list] = {}
     for config, _ in _STATE["generators"]:
@@ -257,6 +243,32 @@ def run_table1(
             runs.extend({m: pq[m][i] for m in pq} for i in range(n))
         system_runs[config.name] = runs
         chosen[config.name] = picks
+    return system_runs, chosen
+
+
+def run_table1(
+    out_dir: str | os.PathLike = "results/ding2018",
+    quick: bool = False,
+    repeats: int | None = None,
+    data_dir: str | os.PathLike | None = None,
+    num_proc: int = 2,
+) -> dict:
+    """Run Table 1 and write ``table1.json`` (the one results shape) and ``table1.md`` into ``out_dir``.
+
+    ``repeats``: repetitions of 5-fold CV (default 1 with ``quick``, else 10; the paper used 100).
+    Per system and metric, ``mean``/``std``/``n`` are over every held-out question score of every
+    repetition (the paper's stds, about 0.1, are this spread); ``<metric>_repeat_mean`` gives the
+    spread of the CV mean over repetitions.
+    """
+    started = time.time()
+    repeats = repeats if repeats is not None else (1 if quick else 10)
+    _STATE.clear()
+    _STATE.update(_prepare_state(data_dir, quick))
+    prepared_s = time.time() - started
+    # every finished repetition is saved, so an interrupted run resumes where it stopped
+    cache_dir = Path(out_dir) / ("table1_repeats-quick" if quick else "table1_repeats")
+    results = _run_repeats(cache_dir, repeats, num_proc, started)
+    system_runs, chosen = _per_question_runs(results)
     document = results_document(
         PAPER,
         system_runs,

@@ -291,8 +291,6 @@ def run(
     ``seeds`` is accepted for the runner's uniform signature; retrieval is deterministic.
     ``models_dir`` defaults to ``$HF_QUERYGEN_RETRIEVAL_MODELS`` when set.
     """
-    from hf_querygen.metrics.retrieval import paired_test
-
     started = time.perf_counter()
     data_dir = resolve_data_dir(data_dir)
     if models_dir is None and os.environ.get(MODELS_DIR_ENV):
@@ -302,11 +300,7 @@ def run(
     systems.update(trained)
 
     splits = {split: load_nfcorpus_split(data_dir, split) for split in SPLITS}
-    query_ids: dict[str, list[str]] = {}
-    for split, data in splits.items():
-        descriptions = data["queries"]["vid-desc"]
-        ids = [q for q in descriptions if q in data["qrels"] and q in data["queries"]["vid-titles"]]
-        query_ids[split] = ids[:20] if quick else ids
+    query_ids = _table_query_ids(splits, quick)
     split_documents = (
         quick_documents(splits) if quick else {s: dict(d["documents"]) for s, d in splits.items()}
     )
@@ -325,43 +319,111 @@ def run(
     system_runs: dict[str, list[dict[str, float]]] = {}
     per_query: dict[str, dict[str, dict[str, float]]] = {}
     keyword_queries: dict[str, dict[str, dict[str, str]]] = {}
-    num_queries = {}
     for split in SPLITS:
-        data = splits[split]
-        descriptions = data["queries"]["vid-desc"]
         ids = query_ids[split]
-        num_queries[split] = len(ids)
-        texts = [descriptions[q] for q in ids]
-        forms: dict[str, list[str]] = {
-            "description": texts,
-            "title": [data["queries"]["vid-titles"][q] for q in ids],
-        }
-        for name, system in systems.items():
-            keywords = system(texts)
-            forms[name] = [" ".join(k) for k in keywords]
-        for name, table in precomputed.items():
-            missing = [q for q in ids if f"{split}/{q}" not in table]
-            if missing:
-                skipped[name] = f"no keywords for {len(missing)} {split} queries (e.g. {split}/{missing[0]})"
-                continue
-            forms[name] = [" ".join(table[f"{split}/{q}"]) for q in ids]
-        for name in [n for n in forms if n not in ("description", "title", "raw_query")]:
-            # (d) description + keywords (for the raw query this would only repeat the description)
-            forms[f"description+{name}"] = [f"{d} {k}" for d, k in zip(texts, forms[name], strict=True)]
+        forms = _query_forms(splits[split], split, ids, systems, precomputed, skipped)
         keyword_queries[split] = {
             name: dict(zip(ids, queries, strict=True)) for name, queries in forms.items()
         }
         index = build_index(split_documents[split], embedder, vectors)
         # raw query + RM3-style expansion from this split's documents (BM25 feedback, Anserini's defaults)
         prf = PseudoRelevanceKeywords(index, list(split_documents[split].values()))
-        forms["prf"] = [" ".join(k) for k in prf.batch(texts)]
+        forms["prf"] = [" ".join(k) for k in prf.batch(forms["description"])]
         keyword_queries[split]["prf"] = dict(zip(ids, forms["prf"], strict=True))
         for ranker in rankers:
             for name, queries in forms.items():
                 key = f"{split}/{ranker}/{name}"
-                scores = _evaluate(index, dict(zip(ids, queries, strict=True)), data["qrels"], ranker)
+                scores = _evaluate(
+                    index, dict(zip(ids, queries, strict=True)), splits[split]["qrels"], ranker
+                )
                 per_query[key] = scores
                 system_runs[key] = [{m: scores[m][q] for m in METRICS} for q in ids]
+    system_runs.update(_sanity_runs(sanity, rankers))
+    paper = {"sanity/test/bm25/titles": {"ndcg@10": BEIR_BM25_NDCG10}}
+    if embedder is not None:
+        paper["sanity/test/dense/titles"] = {"ndcg@10": MINILM_NDCG10}
+    config = _report_config(
+        quick=quick,
+        num_queries={split: len(ids) for split, ids in query_ids.items()},
+        sanity=sanity,
+        split_documents=split_documents,
+        embedder=embedder,
+        per_query=per_query,
+        trained=trained,
+        precomputed=precomputed,
+        skipped=skipped,
+        models_dir=models_dir,
+        keyword_queries=keyword_queries,
+        timings=timings,
+        started=started,
+    )
+    document = results_document("retrieval", system_runs, paper, config)
+    out = write_results(document, out_dir, render_markdown(document))
+    plot_ndcg(document, out / "ndcg10.png")
+    return document
+
+
+def _table_query_ids(splits: dict[str, dict[str, Any]], quick: bool) -> dict[str, list[str]]:
+    """Per split, the table's queries: vid-desc ones with a vid-titles line and >= 1 relevant document
+    (the first 20 with ``quick``)."""
+    query_ids: dict[str, list[str]] = {}
+    for split, data in splits.items():
+        descriptions = data["queries"]["vid-desc"]
+        ids = [q for q in descriptions if q in data["qrels"] and q in data["queries"]["vid-titles"]]
+        query_ids[split] = ids[:20] if quick else ids
+    return query_ids
+
+
+def _query_forms(
+    data: dict[str, Any],
+    split: str,
+    ids: list[str],
+    systems: dict[str, Callable[[Sequence[str]], list[list[str]]]],
+    precomputed: dict[str, dict[str, list[str]]],
+    skipped: dict[str, str],
+) -> dict[str, list[str]]:
+    """The query forms (a)-(d) of the module docstring for one split: form name -> one query per id.
+    A precomputed system that lacks some of these queries is recorded in ``skipped`` instead."""
+    descriptions = data["queries"]["vid-desc"]
+    texts = [descriptions[q] for q in ids]
+    forms: dict[str, list[str]] = {
+        "description": texts,
+        "title": [data["queries"]["vid-titles"][q] for q in ids],
+    }
+    for name, system in systems.items():
+        keywords = system(texts)
+        forms[name] = [" ".join(k) for k in keywords]
+    for name, table in precomputed.items():
+        missing = [q for q in ids if f"{split}/{q}" not in table]
+        if missing:
+            skipped[name] = f"no keywords for {len(missing)} {split} queries (e.g. {split}/{missing[0]})"
+            continue
+        forms[name] = [" ".join(table[f"{split}/{q}"]) for q in ids]
+    for name in [n for n in forms if n not in ("description", "title", "raw_query")]:
+        # (d) description + keywords (for the raw query this would only repeat the description)
+        forms[f"description+{name}"] = [f"{d} {k}" for d, k in zip(texts, forms[name], strict=True)]
+    return forms
+
+
+def _sanity_runs(sanity: dict[str, Any], rankers: Sequence[str]) -> dict[str, list[dict[str, float]]]:
+    """The engine sanity check's per-query values as systems of the results document."""
+    runs = {
+        f"sanity/test/{ranker}/titles": [
+            {m: sanity[ranker][m][q] for m in METRICS} for q in sanity[ranker]["ndcg@10"]
+        ]
+        for ranker in rankers
+    }
+    if "bm25_porter_stemmed" in sanity:
+        stemmed = sanity["bm25_porter_stemmed"]
+        runs["sanity/test/bm25-porter/titles"] = [
+            {m: stemmed[m][q] for m in METRICS} for q in stemmed["ndcg@10"]
+        ]
+    return runs
+
+
+def _significance(per_query: dict[str, dict[str, dict[str, float]]]) -> dict[str, dict[str, Any]]:
+    """Each (split, ranker, form) against the description with that ranker, per metric."""
+    from hf_querygen.metrics.retrieval import paired_test
 
     significance = {}
     for key, scores in per_query.items():
@@ -370,68 +432,72 @@ def run(
             continue
         baseline = per_query[f"{split}/{ranker}/description"]
         significance[key] = {m: paired_test(scores[m], baseline[m]) for m in METRICS}
-    for ranker in rankers:
-        system_runs[f"sanity/test/{ranker}/titles"] = [
-            {m: sanity[ranker][m][q] for m in METRICS} for q in sanity[ranker]["ndcg@10"]
-        ]
-    if "bm25_porter_stemmed" in sanity:
-        stemmed = sanity["bm25_porter_stemmed"]
-        system_runs["sanity/test/bm25-porter/titles"] = [
-            {m: stemmed[m][q] for m in METRICS} for q in stemmed["ndcg@10"]
-        ]
+    return significance
+
+
+def _report_config(
+    *,
+    quick: bool,
+    num_queries: dict[str, int],
+    sanity: dict[str, Any],
+    split_documents: dict[str, dict[str, str]],
+    embedder: Any,
+    per_query: dict[str, dict[str, dict[str, float]]],
+    trained: dict[str, Any],
+    precomputed: dict[str, Any],
+    skipped: dict[str, str],
+    models_dir: str | Path | None,
+    keyword_queries: dict[str, dict[str, dict[str, str]]],
+    timings: dict[str, float],
+    started: float,
+) -> dict[str, Any]:
+    """The results document's ``config``: the setting, the significance tests, the reformulation choice;
+    the total time counts from ``started`` to the end of the tests."""
+    from hf_querygen.metrics.retrieval import paired_test
+
+    significance = _significance(per_query)
     sanity_significance = {}
     if embedder is not None:  # hybrid against the better of its two parts, on the sanity queries
         for part in ("bm25", "dense"):
             sanity_significance[f"hybrid vs {part}"] = paired_test(
                 sanity["hybrid"]["ndcg@10"], sanity[part]["ndcg@10"]
             )
-    paper = {"sanity/test/bm25/titles": {"ndcg@10": BEIR_BM25_NDCG10}}
-    if embedder is not None:
-        paper["sanity/test/dense/titles"] = {"ndcg@10": MINILM_NDCG10}
-    document = results_document(
-        "retrieval",
-        system_runs,
-        paper,
-        {
-            "corpus": "NFCorpus (Boteva et al. ECIR 2016), per-split documents, 2-1-0 qrels",
-            "quick": quick,
-            "queries": {
-                "table": "vid-desc with a vid-titles line and >= 1 relevant document",
-                "sanity": "titles",
-            },
-            "num_queries": {**num_queries, "sanity": sanity["num_queries"]},
-            "num_documents_sanity": sanity["num_documents"],
-            "num_documents": {split: len(docs) for split, docs in split_documents.items()},
-            "retrieval_depth": RETRIEVAL_DEPTH,
-            "rankers": {
-                "bm25": {"k1": 1.2, "b": 0.75},
-                "sdm": {"mu": 2500, "weights": [0.85, 0.1, 0.05], "window": 8, "depth": 1000},
-                "dense": {"exact": True, "similarity": "cosine (normalised embeddings)"},
-                "hybrid": {"fusion": "rrf", "rrf_k": 60, "depth": 100, "lists": "bm25 + dense"},
-            },
-            "dense_encoder": embedder.describe() if embedder is not None else None,
-            "metrics": list(METRICS),
-            "metric_library": "ir-measures (pytrec_eval); nDCG linear graded gains; binary: grade >= 1",
-            "significance_test": "paired randomization test of the mean difference vs (a), two-sided, "
-            "scipy.stats.permutation_test, 10,000 resamples",
-            "significance": significance,
-            "sanity_significance": sanity_significance,
-            "reformulation": select_reformulation(per_query),
-            "yake": YAKE_FROM_LIU2018,
-            "trained_systems": sorted(trained) + sorted(n for n in precomputed if n not in skipped),
-            "skipped_systems": skipped,
-            "models_dir": str(models_dir) if models_dir else None,
-            "transfer_note": "trained on nl2kw questions, applied to NFCorpus video descriptions",
-            "example_queries": {
-                split: {name: dict(list(q.items())[:3]) for name, q in forms_.items()}
-                for split, forms_ in keyword_queries.items()
-            },
-            "timings_s": {**timings, "total": round(time.perf_counter() - started, 1)},
+    return {
+        "corpus": "NFCorpus (Boteva et al. ECIR 2016), per-split documents, 2-1-0 qrels",
+        "quick": quick,
+        "queries": {
+            "table": "vid-desc with a vid-titles line and >= 1 relevant document",
+            "sanity": "titles",
         },
-    )
-    out = write_results(document, out_dir, render_markdown(document))
-    plot_ndcg(document, out / "ndcg10.png")
-    return document
+        "num_queries": {**num_queries, "sanity": sanity["num_queries"]},
+        "num_documents_sanity": sanity["num_documents"],
+        "num_documents": {split: len(docs) for split, docs in split_documents.items()},
+        "retrieval_depth": RETRIEVAL_DEPTH,
+        "rankers": {
+            "bm25": {"k1": 1.2, "b": 0.75},
+            "sdm": {"mu": 2500, "weights": [0.85, 0.1, 0.05], "window": 8, "depth": 1000},
+            "dense": {"exact": True, "similarity": "cosine (normalised embeddings)"},
+            "hybrid": {"fusion": "rrf", "rrf_k": 60, "depth": 100, "lists": "bm25 + dense"},
+        },
+        "dense_encoder": embedder.describe() if embedder is not None else None,
+        "metrics": list(METRICS),
+        "metric_library": "ir-measures (pytrec_eval); nDCG linear graded gains; binary: grade >= 1",
+        "significance_test": "paired randomization test of the mean difference vs (a), two-sided, "
+        "scipy.stats.permutation_test, 10,000 resamples",
+        "significance": significance,
+        "sanity_significance": sanity_significance,
+        "reformulation": select_reformulation(per_query),
+        "yake": YAKE_FROM_LIU2018,
+        "trained_systems": sorted(trained) + sorted(n for n in precomputed if n not in skipped),
+        "skipped_systems": skipped,
+        "models_dir": str(models_dir) if models_dir else None,
+        "transfer_note": "trained on nl2kw questions, applied to NFCorpus video descriptions",
+        "example_queries": {
+            split: {name: dict(list(q.items())[:3]) for name, q in forms_.items()}
+            for split, forms_ in keyword_queries.items()
+        },
+        "timings_s": {**timings, "total": round(time.perf_counter() - started, 1)},
+    }
 
 
 # ---------------------------------------------------------------- report

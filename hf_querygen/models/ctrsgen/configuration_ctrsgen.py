@@ -100,6 +100,9 @@ class CtrsGenConfig(PretrainedConfig):
         is_encoder_decoder: bool = True,
         **kwargs,
     ):
+        """Check and store every field (described in the class docstring). Stays long because a
+        ``PretrainedConfig`` takes each field as its own keyword argument (so ``from_pretrained`` and
+        ``AutoConfig`` restore it by name), and each is checked and stored in one flat sequence."""
         output_vocab_size = vocab_size if output_vocab_size is None else output_vocab_size
         decoder_hidden_size = hidden_size if decoder_hidden_size is None else decoder_hidden_size
         decoder_start_token_id = bos_token_id if decoder_start_token_id is None else decoder_start_token_id

@@ -249,20 +249,16 @@ class CtrsGenEncoder(nn.Module):
         penalty = similarity.masked_fill(~pairs, float("-inf")).max(dim=2).values
         return torch.where(pairs.any(dim=2), penalty, torch.zeros_like(penalty))
 
-    def forward(
+    def _checked_masks(
         self,
-        input_ids: torch.LongTensor | None = None,
-        attention_mask: torch.Tensor | None = None,
-        relevant_input_ids: torch.LongTensor | None = None,
-        relevant_attention_mask: torch.Tensor | None = None,
-        irrelevant_input_ids: torch.LongTensor | None = None,
-        irrelevant_attention_mask: torch.Tensor | None = None,
-        decoder_input_ids: torch.LongTensor | None = None,
-        **kwargs,
-    ) -> CtrsGenEncoderOutput:
-        """See the module docstring for shapes. Masks default to ``ids != pad_token_id``. With
-        ``decoder_input_ids`` (B, Z) their embeddings come back as ``decoder_inputs_embeds``, from the same
-        lookup as the encoder's inputs (:meth:`embed`)."""
+        input_ids: torch.LongTensor | None,
+        relevant_input_ids: torch.LongTensor | None,
+        relevant_attention_mask: torch.Tensor | None,
+        irrelevant_input_ids: torch.LongTensor | None,
+        irrelevant_attention_mask: torch.Tensor | None,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The relevant and irrelevant documents' masks (default ``ids != pad_token_id``), after refusing
+        inputs of the wrong shape, batches that disagree, or a missing query a ``use_query`` model reads."""
         config = self.config
         pad = config.pad_token_id
         if relevant_input_ids is None:
@@ -278,9 +274,80 @@ class CtrsGenEncoder(nn.Module):
                 f"CtrsGen: irrelevant_input_ids has batch {irrelevant_input_ids.shape[0]}, "
                 f"relevant_input_ids {relevant_input_ids.shape[0]}"
             )
-
         if config.use_query and input_ids is None:
             raise InvalidInputError("CtrsGen with use_query=True needs input_ids (the query words)")
+        return relevant_attention_mask, irrelevant_attention_mask
+
+    def _query_and_initial_state(
+        self,
+        relevant: torch.Tensor,
+        relevant_mask: torch.Tensor,
+        query_embeds: torch.Tensor | None,
+        input_ids: torch.LongTensor | None,
+        attention_mask: torch.Tensor | None,
+    ) -> tuple[torch.Tensor | None, torch.Tensor | None, torch.Tensor, torch.Tensor]:
+        """The query's states and mask (None without ``use_query``), the sentence salience gamma (B, 1, U)
+        (by the query, or by the sentences alone) and the decoder's initial state (Eq. 3)."""
+        config = self.config
+        query_states = query_mask = None
+        if config.use_query:
+            if attention_mask is None:
+                attention_mask = (input_ids != config.pad_token_id).long()
+            encoded = self.query_encoder(query_embeds, attention_mask)
+            query_states, query_mask = encoded.outputs, attention_mask
+            query_vector = encoded.final_hidden[:, -1]  # x^q = [last fwd; last bwd], Sec. 4.2
+            salience_scores = torch.bmm(relevant, self.salience(query_vector).unsqueeze(2)).squeeze(2)
+        else:
+            salience_scores = self.salience(relevant).squeeze(2)
+        gamma, _ = masked_softmax(salience_scores.unsqueeze(1), relevant_mask)  # (B, 1, U)
+        relevant_vector = torch.bmm(gamma, relevant).squeeze(1)  # x^r = sum_u gamma_u h^r_u
+        initial_state = self.relevant_to_state(relevant_vector)  # Eq. (3)
+        if config.use_query:
+            initial_state = initial_state + self.query_to_state(query_vector)
+        return query_states, query_mask, gamma, initial_state
+
+    def _copy_sources(
+        self,
+        words: torch.Tensor,
+        word_mask: torch.Tensor,
+        word_ids: torch.LongTensor,
+        query_states: torch.Tensor | None,
+        query_mask: torch.Tensor | None,
+        input_ids: torch.LongTensor | None,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.LongTensor]:
+        """The copy sources' states, mask and ids: query words (with their [EOS]) then the relevant words,
+        in reading order."""
+        # padding is masked (zero attention), so the batch does not change a row's distribution
+        copy_states = words.flatten(1, 2)
+        copy_mask, copy_ids = word_mask.flatten(1, 2), word_ids.flatten(1, 2)
+        if self.config.use_query:
+            copy_states = torch.cat([query_states, copy_states], dim=1)
+            copy_mask = torch.cat([query_mask.bool(), copy_mask], dim=1)
+            copy_ids = torch.cat([input_ids, copy_ids], dim=1)
+        return copy_states, copy_mask, copy_ids
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        relevant_input_ids: torch.LongTensor | None = None,
+        relevant_attention_mask: torch.Tensor | None = None,
+        irrelevant_input_ids: torch.LongTensor | None = None,
+        irrelevant_attention_mask: torch.Tensor | None = None,
+        decoder_input_ids: torch.LongTensor | None = None,
+        **kwargs,
+    ) -> CtrsGenEncoderOutput:
+        """See the module docstring for shapes. Masks default to ``ids != pad_token_id``. With
+        ``decoder_input_ids`` (B, Z) their embeddings come back as ``decoder_inputs_embeds``, from the same
+        lookup as the encoder's inputs (:meth:`embed`)."""
+        config = self.config
+        relevant_attention_mask, irrelevant_attention_mask = self._checked_masks(
+            input_ids,
+            relevant_input_ids,
+            relevant_attention_mask,
+            irrelevant_input_ids,
+            irrelevant_attention_mask,
+        )
         reads_irrelevant = irrelevant_input_ids is not None and (
             config.irrelevant_as_relevant or config.encodes_irrelevant
         )
@@ -317,21 +384,9 @@ class CtrsGenEncoder(nn.Module):
         )
         relevant = self.relevant_encoder.encode_sentences(sentences, relevant_mask)  # h^r_u (B, U, H_e)
 
-        query_states = query_mask = None
-        if config.use_query:
-            if attention_mask is None:
-                attention_mask = (input_ids != pad).long()
-            encoded = self.query_encoder(query_embeds, attention_mask)
-            query_states, query_mask = encoded.outputs, attention_mask
-            query_vector = encoded.final_hidden[:, -1]  # x^q = [last fwd; last bwd], Sec. 4.2
-            salience_scores = torch.bmm(relevant, self.salience(query_vector).unsqueeze(2)).squeeze(2)
-        else:
-            salience_scores = self.salience(relevant).squeeze(2)
-        gamma, _ = masked_softmax(salience_scores.unsqueeze(1), relevant_mask)  # (B, 1, U)
-        relevant_vector = torch.bmm(gamma, relevant).squeeze(1)  # x^r = sum_u gamma_u h^r_u
-        initial_state = self.relevant_to_state(relevant_vector)  # Eq. (3)
-        if config.use_query:
-            initial_state = initial_state + self.query_to_state(query_vector)
+        query_states, query_mask, gamma, initial_state = self._query_and_initial_state(
+            relevant, relevant_mask, query_embeds, input_ids, attention_mask
+        )
 
         if config.encodes_irrelevant and irrelevant_input_ids is not None:
             irrelevant, irrelevant_mask = self._irrelevant_states(
@@ -343,14 +398,9 @@ class CtrsGenEncoder(nn.Module):
 
         copy_states = copy_mask = copy_ids = None
         if config.copy:
-            # the copy sources: query words (with their [EOS]) then the relevant words, in reading order;
-            # padding is masked (zero attention), so the batch does not change a row's distribution
-            copy_states = words.flatten(1, 2)
-            copy_mask, copy_ids = word_mask.flatten(1, 2), word_ids.flatten(1, 2)
-            if config.use_query:
-                copy_states = torch.cat([query_states, copy_states], dim=1)
-                copy_mask = torch.cat([query_mask.bool(), copy_mask], dim=1)
-                copy_ids = torch.cat([input_ids, copy_ids], dim=1)
+            copy_states, copy_mask, copy_ids = self._copy_sources(
+                words, word_mask, word_ids, query_states, query_mask, input_ids
+            )
         return CtrsGenEncoderOutput(
             last_hidden_state=relevant,
             relevant_mask=relevant_mask.long(),

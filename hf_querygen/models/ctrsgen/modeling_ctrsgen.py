@@ -33,7 +33,7 @@ from ...nn.labels import mask_labels, shift_labels_right
 from ...nn.loss import token_nll
 from .._generation import RecurrentGenerationMixin
 from .configuration_ctrsgen import CtrsGenConfig
-from .decoder import CtrsGenDecoder
+from .decoder import CopyInputs, CtrsGenDecoder
 from .encoder import CtrsGenEncoder, CtrsGenEncoderOutput
 
 
@@ -109,6 +109,62 @@ class CtrsGenForIntentDescription(CtrsGenPreTrainedModel, RecurrentGenerationMix
     def prepare_decoder_input_ids_from_labels(self, labels: torch.LongTensor) -> torch.LongTensor:
         return shift_labels_right(labels, self.config.decoder_start_token_id, self.config.pad_token_id)
 
+    def _encode(
+        self,
+        input_ids: torch.LongTensor | None,
+        attention_mask: torch.Tensor | None,
+        relevant_input_ids: torch.LongTensor | None,
+        relevant_attention_mask: torch.Tensor | None,
+        irrelevant_input_ids: torch.LongTensor | None,
+        irrelevant_attention_mask: torch.Tensor | None,
+        decoder_input_ids: torch.LongTensor | None,
+    ) -> CtrsGenEncoderOutput:
+        """The encoder's outputs; with tied embeddings also the decoder inputs' embeddings."""
+        # with tied embeddings the decoder inputs share the encoder's lookup (one dense gradient of the
+        # table per step, not one per use: CtrsGenEncoder.embed)
+        tied = self.config.tie_word_embeddings
+        return self.encoder(
+            input_ids,
+            attention_mask,
+            relevant_input_ids,
+            relevant_attention_mask,
+            irrelevant_input_ids,
+            irrelevant_attention_mask,
+            decoder_input_ids=decoder_input_ids if tied else None,
+        )
+
+    def _loss(
+        self,
+        labels: torch.LongTensor,
+        scores: torch.Tensor | None,
+        encoder_outputs: CtrsGenEncoderOutput,
+        copy_inputs: CopyInputs | None,
+        num_items_in_batch: int | torch.Tensor | None,
+    ) -> torch.Tensor:
+        """Token NLL of the labels; with ``copy``, from the mixture at the label ids only."""
+        labels = mask_labels(labels, self.config.pad_token_id)
+        if self.config.copy:
+            # only log P(label) is needed: the mixture at the label ids, not over all token ids
+            labels = copyable_labels(
+                labels,
+                encoder_outputs.copy_ids,
+                encoder_outputs.copy_mask,
+                self.config.output_vocab_size,
+                self.config.unk_token_id,
+            )
+            flat = labels.reshape(-1)
+            loss = self.decoder.copy_mixture.label_nll(
+                copy_inputs.vocab_scores,
+                copy_inputs.attention,
+                copy_inputs.source_ids,
+                copy_inputs.features,
+                flat,
+                num_items_in_batch,
+            )
+        else:
+            loss = token_nll(scores, labels, num_items_in_batch)
+        return loss
+
     def forward(
         self,
         input_ids: torch.LongTensor | None = None,
@@ -157,17 +213,14 @@ class CtrsGenForIntentDescription(CtrsGenPreTrainedModel, RecurrentGenerationMix
             decoder_input_ids = self.prepare_decoder_input_ids_from_labels(labels)
         embedded = None
         if encoder_outputs is None:
-            # with tied embeddings the decoder inputs share the encoder's lookup (one dense gradient of the
-            # table per step, not one per use: CtrsGenEncoder.embed)
-            tied = self.config.tie_word_embeddings
-            encoder_outputs = self.encoder(
+            encoder_outputs = self._encode(
                 input_ids,
                 attention_mask,
                 relevant_input_ids,
                 relevant_attention_mask,
                 irrelevant_input_ids,
                 irrelevant_attention_mask,
-                decoder_input_ids=decoder_input_ids if tied else None,
+                decoder_input_ids,
             )
             embedded = encoder_outputs.decoder_inputs_embeds
         elif not isinstance(encoder_outputs, CtrsGenEncoderOutput):
@@ -196,27 +249,7 @@ class CtrsGenForIntentDescription(CtrsGenPreTrainedModel, RecurrentGenerationMix
             cache.advance(decoder_input_ids.shape[1])
         loss = None
         if labels is not None:
-            labels = mask_labels(labels, self.config.pad_token_id)
-            if self.config.copy:
-                # only log P(label) is needed: the mixture at the label ids, not over all token ids
-                labels = copyable_labels(
-                    labels,
-                    encoder_outputs.copy_ids,
-                    encoder_outputs.copy_mask,
-                    self.config.output_vocab_size,
-                    self.config.unk_token_id,
-                )
-                flat = labels.reshape(-1)
-                loss = self.decoder.copy_mixture.label_nll(
-                    copy_inputs.vocab_scores,
-                    copy_inputs.attention,
-                    copy_inputs.source_ids,
-                    copy_inputs.features,
-                    flat,
-                    num_items_in_batch,
-                )
-            else:
-                loss = token_nll(scores, labels, num_items_in_batch)
+            loss = self._loss(labels, scores, encoder_outputs, copy_inputs, num_items_in_batch)
         if not return_dict:
             return tuple(value for value in (loss, scores, cache) if value is not None)
         return CtrsGenOutput(

@@ -18,7 +18,7 @@ Decoder step t (See et al. 2017): s_t = GRU(e(y_{t-1}), s_{t-1});
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import nn
@@ -156,6 +156,22 @@ class QueryPointerGeneratorEncoder(nn.Module):
         )
 
 
+@dataclass
+class _TeacherForcedSteps:
+    """What the attention loop over the teacher-forced decoder states produced, step by step: the
+    mixture's log P over token ids (``full``), else its inputs (vocabulary logits and gate features) for
+    the loss at the labels only; each step's attention weights and the coverage before it; and the
+    coverage and diversified context after the last step."""
+
+    coverage: torch.Tensor
+    diversity: torch.Tensor
+    log_probs: list[torch.Tensor] = field(default_factory=list)
+    vocab_logits: list[torch.Tensor] = field(default_factory=list)
+    gate_features: list[torch.Tensor] = field(default_factory=list)
+    weights: list[torch.Tensor] = field(default_factory=list)
+    coverages: list[torch.Tensor] = field(default_factory=list)
+
+
 class QueryPointerGeneratorPreTrainedModel(PreTrainedModel):
     config_class = QueryPointerGeneratorConfig
     base_model_prefix = "model"
@@ -220,6 +236,108 @@ class QueryPointerGeneratorForIntentDescription(
     def get_output_embeddings(self) -> None:
         return None
 
+    def _copyable_targets(
+        self, labels: torch.LongTensor, encoder_outputs: QueryPointerGeneratorEncoderOutput
+    ) -> torch.LongTensor:
+        """``labels`` with padding ignored and the out-of-vocabulary ids no source word supplies as [UNK]:
+        no probability goes there."""
+        config = self.config
+        labels = mask_labels(labels, config.pad_token_id)
+        return torch.where(
+            labels == IGNORE_INDEX,
+            labels,
+            copyable_labels(
+                labels.clamp_min(0),
+                encoder_outputs.source_ids,
+                encoder_outputs.source_mask,
+                config.output_vocab_size,
+                config.unk_token_id,
+            ),
+        )
+
+    def _attend(
+        self,
+        outputs: torch.Tensor,
+        embedded: torch.Tensor,
+        encoder_outputs: QueryPointerGeneratorEncoderOutput,
+        coverage: torch.Tensor,
+        diverse: torch.Tensor,
+        full: bool,
+    ) -> _TeacherForcedSteps:
+        """The coverage (and diversity) attention over the GRU's outputs, one decoder step after the
+        other (each step's attention reads the coverage of the steps before it)."""
+        config = self.config
+        keys, mask = encoder_outputs.last_hidden_state, encoder_outputs.source_mask.bool()
+        projected = self.attention.project_keys(keys)
+        extra = self.query_attention_term(encoder_outputs.query_vector) if config.use_query else None
+        steps = _TeacherForcedSteps(coverage, diverse)
+        for t in range(embedded.shape[1]):
+            state = outputs[:, t]
+            attended = self.attention(
+                state, keys, mask, coverage, projected, extra, encoder_outputs.relevance
+            )
+            context = attended.context
+            if config.diversity_attention:
+                # remove (gated) the part of c_t that repeats the previous diversified context d_{t-1}
+                norm = (diverse * diverse).sum(-1, keepdim=True).clamp_min(1e-12)
+                along = (context * diverse).sum(-1, keepdim=True) / norm
+                gate = torch.sigmoid(self.diversity_gate(torch.cat([state, context], dim=-1)))
+                context = context - gate * along * diverse
+                diverse = context
+            features = self.feature_dropout(torch.cat([state, context], dim=-1))
+            vocab_logits = self.output_projection(features)
+            gate_features = torch.cat([context, state, embedded[:, t]], dim=-1)
+            if full:
+                log_probs, _ = self.mixture(
+                    vocab_logits,
+                    attended.weights,
+                    encoder_outputs.source_ids,
+                    gate_features,
+                    config.vocab_size,
+                )
+                steps.log_probs.append(log_probs)
+            else:
+                steps.vocab_logits.append(vocab_logits)
+                steps.gate_features.append(gate_features)
+            steps.weights.append(attended.weights)
+            steps.coverages.append(coverage)
+            coverage = coverage + attended.weights
+        steps.coverage, steps.diversity = coverage, diverse
+        return steps
+
+    def _loss(
+        self,
+        scores: torch.Tensor | None,
+        labels: torch.LongTensor,
+        steps: _TeacherForcedSteps,
+        source_ids: torch.LongTensor,
+        full: bool,
+        num_items_in_batch: int | torch.Tensor | None,
+    ) -> torch.Tensor:
+        """NLL of the labels (from the full distribution, or the mixture at the labels only) plus lambda
+        times the coverage loss."""
+        config = self.config
+        if full:
+            loss = token_nll(scores, labels, num_items_in_batch)
+        else:
+            length = labels.shape[1]
+            loss = self.mixture.label_nll(
+                torch.stack(steps.vocab_logits, 1).flatten(0, 1),
+                torch.stack(steps.weights, 1).flatten(0, 1),
+                source_ids.unsqueeze(1).expand(-1, length, -1).flatten(0, 1),
+                torch.stack(steps.gate_features, 1).flatten(0, 1),
+                labels.reshape(-1),
+                num_items_in_batch,
+            )
+        if config.coverage and config.coverage_loss_weight > 0:
+            counted = labels != IGNORE_INDEX
+            total = coverage_loss(torch.stack(steps.weights, 1), torch.stack(steps.coverages, 1), counted)
+            denominator = num_items_in_batch if num_items_in_batch is not None else counted.sum().clamp_min(1)
+            if isinstance(denominator, torch.Tensor):
+                denominator = denominator.to(total.device)
+            loss = loss + config.coverage_loss_weight * total / denominator
+        return loss
+
     def forward(
         self,
         input_ids: torch.LongTensor | None = None,
@@ -266,61 +384,16 @@ class QueryPointerGeneratorForIntentDescription(
             diverse = keys.new_zeros(keys.shape[0], keys.shape[-1])
 
         if labels is not None:
-            # labels >= output_vocab_size that no source word supplies become [UNK]: no probability there
-            labels = mask_labels(labels, config.pad_token_id)
-            labels = torch.where(
-                labels == IGNORE_INDEX,
-                labels,
-                copyable_labels(
-                    labels.clamp_min(0),
-                    encoder_outputs.source_ids,
-                    encoder_outputs.source_mask,
-                    config.output_vocab_size,
-                    config.unk_token_id,
-                ),
-            )
+            labels = self._copyable_targets(labels, encoder_outputs)
         # in training, only log P(label) is needed: the distribution over all W token ids (most of a step's
         # time on CPU) is built in eval mode and for generation, where logits are read
         full = not (self.training and labels is not None)
         embedded = self.encoder.embed_tokens(decoder_input_ids)  # (B, T, E)
         # no input feeding: the GRU runs over all teacher-forced steps at once; only attention loops
         outputs, last = self.rnn(embedded, hidden.unsqueeze(0).contiguous())
-        projected = self.attention.project_keys(keys)
-        extra = self.query_attention_term(encoder_outputs.query_vector) if config.use_query else None
-        step_log_probs, step_weights, step_coverages = [], [], []
-        step_vocab_logits, step_gate_features = [], []
-        for t in range(embedded.shape[1]):
-            state = outputs[:, t]
-            attended = self.attention(
-                state, keys, mask, coverage, projected, extra, encoder_outputs.relevance
-            )
-            context = attended.context
-            if config.diversity_attention:
-                # remove (gated) the part of c_t that repeats the previous diversified context d_{t-1}
-                norm = (diverse * diverse).sum(-1, keepdim=True).clamp_min(1e-12)
-                along = (context * diverse).sum(-1, keepdim=True) / norm
-                gate = torch.sigmoid(self.diversity_gate(torch.cat([state, context], dim=-1)))
-                context = context - gate * along * diverse
-                diverse = context
-            features = self.feature_dropout(torch.cat([state, context], dim=-1))
-            vocab_logits = self.output_projection(features)
-            gate_features = torch.cat([context, state, embedded[:, t]], dim=-1)
-            if full:
-                log_probs, _ = self.mixture(
-                    vocab_logits,
-                    attended.weights,
-                    encoder_outputs.source_ids,
-                    gate_features,
-                    config.vocab_size,
-                )
-                step_log_probs.append(log_probs)
-            else:
-                step_vocab_logits.append(vocab_logits)
-                step_gate_features.append(gate_features)
-            step_weights.append(attended.weights)
-            step_coverages.append(coverage)
-            coverage = coverage + attended.weights
-        scores = torch.stack(step_log_probs, dim=1) if full else None  # (B, T, W)
+        steps = self._attend(outputs, embedded, encoder_outputs, coverage, diverse, full)
+        coverage, diverse = steps.coverage, steps.diversity
+        scores = torch.stack(steps.log_probs, dim=1) if full else None  # (B, T, W)
 
         cache = None
         if use_cache:
@@ -332,27 +405,7 @@ class QueryPointerGeneratorForIntentDescription(
             cache.advance(decoder_input_ids.shape[1])
         loss = None
         if labels is not None:
-            if full:
-                loss = token_nll(scores, labels, num_items_in_batch)
-            else:
-                steps = labels.shape[1]
-                loss = self.mixture.label_nll(
-                    torch.stack(step_vocab_logits, 1).flatten(0, 1),
-                    torch.stack(step_weights, 1).flatten(0, 1),
-                    encoder_outputs.source_ids.unsqueeze(1).expand(-1, steps, -1).flatten(0, 1),
-                    torch.stack(step_gate_features, 1).flatten(0, 1),
-                    labels.reshape(-1),
-                    num_items_in_batch,
-                )
-            if config.coverage and config.coverage_loss_weight > 0:
-                steps = labels != IGNORE_INDEX
-                total = coverage_loss(torch.stack(step_weights, 1), torch.stack(step_coverages, 1), steps)
-                denominator = (
-                    num_items_in_batch if num_items_in_batch is not None else steps.sum().clamp_min(1)
-                )
-                if isinstance(denominator, torch.Tensor):
-                    denominator = denominator.to(total.device)
-                loss = loss + config.coverage_loss_weight * total / denominator
+            loss = self._loss(scores, labels, steps, encoder_outputs.source_ids, full, num_items_in_batch)
         if not return_dict:
             return tuple(value for value in (loss, scores, cache) if value is not None)
         return Seq2SeqLMOutput(loss=loss, logits=scores, **with_cache(cache))

@@ -95,6 +95,9 @@ class RNNSeq2SeqConfig(PretrainedConfig):
         is_encoder_decoder: bool = True,
         **kwargs,
     ):
+        """Check and store every field (described in the class docstring). Stays long because a
+        ``PretrainedConfig`` takes each field as its own keyword argument (so ``from_pretrained`` and
+        ``AutoConfig`` restore it by name), and each is checked and stored in one flat sequence."""
         owner = type(self).__name__
         # Types and ranges first, each error naming the argument, value and what is allowed (otherwise a
         # wrong type surfaces later as an unnamed TypeError inside torch).

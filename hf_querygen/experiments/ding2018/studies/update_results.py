@@ -28,6 +28,7 @@ import argparse
 import glob
 import json
 from pathlib import Path
+from typing import Any
 
 from hf_querygen.experiments._report import aggregate, pyplot, write_results
 from hf_querygen.experiments.ding2018 import render_markdown
@@ -246,7 +247,13 @@ def from_run(run_dir: Path, committed: dict) -> dict:
     return document
 
 
+#: a named seq2seq row's runs (seeds), each (evaluation, training metadata, log history, model dir)
+Runs = dict[str, list[tuple[dict, dict, list, str]]]
+
+
 def update(*arguments: str) -> None:
+    """Merge the named rows (and ``--from-run OUT``) into ``results.json`` and re-render it; arguments as
+    in :func:`main`."""
     document = json.loads((HERE / "results.json").read_text())
     if arguments[:1] == ("--from-run",):
         document = from_run(Path(arguments[1]), document)
@@ -255,27 +262,7 @@ def update(*arguments: str) -> None:
     else:
         from_full_run = False
     config = document["config"]
-    # row -> its runs (seeds), each (evaluation, training metadata, log history, model dir)
-    runs: dict[str, list[tuple[dict, dict, list, str]]] = {}
-    record_rows: dict[str, list[dict]] = {}
-    record_logs: dict[str, Path] = {}
-    for argument in arguments:
-        row, paths = argument.split("=", 1)
-        if row == "drop":
-            document["systems"].pop(paths, None)
-            continue
-        if paths.startswith("@"):
-            files = sorted(glob.glob(paths[1:]))
-            if not files:
-                raise SystemExit(f"{argument}: no record matches {paths[1:]}")
-            record_rows[row] = [json.loads(Path(f).read_text()) for f in files]
-            record_logs[row] = Path(files[0]).parent.parent / "train.log"
-            continue
-        evaluation_json, model_dir = paths.split(":", 1)
-        evaluation = json.loads(Path(evaluation_json).read_text())
-        metadata = json.loads(Path(model_dir, "hf_querygen_training.json").read_text())
-        log_history = json.loads(Path(model_dir, "log_history.json").read_text())
-        runs.setdefault(row, []).append((evaluation, metadata, log_history, model_dir))
+    runs, record_rows, record_logs = _read_arguments(arguments, document)
     first = next(iter(runs.values()))[0][0] if runs else None
     if first is not None:
         for key in ("echo", "frame"):
@@ -301,47 +288,92 @@ def update(*arguments: str) -> None:
     for row, seeds in runs.items():
         model_row = seeds[0][1]["system"].split("/")[1]
         document["systems"][row] = cells([evaluation["rows"][model_row] for evaluation, *_ in seeds])
-        described = []
-        for evaluation, metadata, _, model_dir in seeds:
-            text = provenance(metadata, evaluation, model_dir)
-            shares = evaluation.get("keyword_fallback_share")
-            if shares:
-                text += "; outputs that are the keyword-fallback frame: " + ", ".join(
-                    f"{split} {share:.0%}" for split, share in shares.items()
-                )
-            described.append(text)
-        provenances[row] = (
-            described[0] if len(seeds) == 1 else f"{len(seeds)} seeds (mean ± std): " + " | ".join(described)
-        )
-        long_runs[row] = [
-            {
-                "metadata": {k: metadata[k] for k in metadata if k not in ("synthetic_set",)},
-                "synthetic_set": (metadata.get("synthetic_set") or {}).get("fingerprint"),
-                "decoding_selection": evaluation["decoding_selection"],
-                "validation": {
-                    name: {split: scores for split, scores in by_split.items() if "validation" in split}
-                    for name, by_split in evaluation["rows"].items()
-                },
-                "paired_tests": evaluation.get("paired_tests"),
-                "keyword_fallback_share": evaluation.get("keyword_fallback_share"),
-                "queries": evaluation["queries"],
-            }
-            for evaluation, metadata, _, _ in seeds
-        ]
+        provenances[row] = _seeds_provenance(seeds)
+        long_runs[row] = [_long_run(evaluation, metadata) for evaluation, metadata, _, _ in seeds]
     dropped = [paths for row, paths in (a.split("=", 1) for a in arguments) if row == "drop"]
     config["row_provenance"] = {row: text for row, text in provenances.items() if row not in dropped}
     config["long_runs"] = {row: value for row, value in long_runs.items() if row not in dropped}
     config.pop("long_run", None)
+    _update_curves(config, runs, new_curves, dropped, from_full_run, first)
+    write_results(document, HERE, render_markdown(document))
 
-    def histories(family_is_frames: bool) -> dict[str, list]:
-        return {
-            row if len(seeds) == 1 else f"{row} (seed {metadata['seed']})": history
-            for row, seeds in runs.items()
-            for _, metadata, history, _ in seeds
-            if (metadata.get("family") == "frames") == family_is_frames
-        }
 
-    new_curves.update({name: curve_of(history) for name, history in histories(False).items()})
+def _read_arguments(
+    arguments: tuple[str, ...], document: dict
+) -> tuple[Runs, dict[str, list[dict]], dict[str, Path]]:
+    """The ``ROW=...`` arguments: ``drop=ROW`` removes a row from ``document`` now; ``ROW=@GLOB`` names
+    the runner records of a row (returned with the train.log beside them); ``ROW=EVAL_JSON:MODEL_DIR``
+    one seed of a long run (its evaluation, training metadata and log history read here)."""
+    runs: Runs = {}
+    record_rows: dict[str, list[dict]] = {}
+    record_logs: dict[str, Path] = {}
+    for argument in arguments:
+        row, paths = argument.split("=", 1)
+        if row == "drop":
+            document["systems"].pop(paths, None)
+            continue
+        if paths.startswith("@"):
+            files = sorted(glob.glob(paths[1:]))
+            if not files:
+                raise SystemExit(f"{argument}: no record matches {paths[1:]}")
+            record_rows[row] = [json.loads(Path(f).read_text()) for f in files]
+            record_logs[row] = Path(files[0]).parent.parent / "train.log"
+            continue
+        evaluation_json, model_dir = paths.split(":", 1)
+        evaluation = json.loads(Path(evaluation_json).read_text())
+        metadata = json.loads(Path(model_dir, "hf_querygen_training.json").read_text())
+        log_history = json.loads(Path(model_dir, "log_history.json").read_text())
+        runs.setdefault(row, []).append((evaluation, metadata, log_history, model_dir))
+    return runs, record_rows, record_logs
+
+
+def _seeds_provenance(seeds: list[tuple[dict, dict, list, str]]) -> str:
+    """A long-run row's provenance line: each seed's, with its share of keyword-fallback outputs."""
+    described = []
+    for evaluation, metadata, _, model_dir in seeds:
+        text = provenance(metadata, evaluation, model_dir)
+        shares = evaluation.get("keyword_fallback_share")
+        if shares:
+            text += "; outputs that are the keyword-fallback frame: " + ", ".join(
+                f"{split} {share:.0%}" for split, share in shares.items()
+            )
+        described.append(text)
+    return described[0] if len(seeds) == 1 else f"{len(seeds)} seeds (mean ± std): " + " | ".join(described)
+
+
+def _long_run(evaluation: dict, metadata: dict) -> dict[str, Any]:
+    """What ``config["long_runs"]`` keeps of one seed: its metadata (the synthetic set by fingerprint),
+    decoding choice, validation scores, tests and queries."""
+    return {
+        "metadata": {k: metadata[k] for k in metadata if k not in ("synthetic_set",)},
+        "synthetic_set": (metadata.get("synthetic_set") or {}).get("fingerprint"),
+        "decoding_selection": evaluation["decoding_selection"],
+        "validation": {
+            name: {split: scores for split, scores in by_split.items() if "validation" in split}
+            for name, by_split in evaluation["rows"].items()
+        },
+        "paired_tests": evaluation.get("paired_tests"),
+        "keyword_fallback_share": evaluation.get("keyword_fallback_share"),
+        "queries": evaluation["queries"],
+    }
+
+
+def _histories(runs: Runs, family_is_frames: bool) -> dict[str, list]:
+    """The log histories of the question-frame runs (or of the others), one per row and seed."""
+    return {
+        row if len(seeds) == 1 else f"{row} (seed {metadata['seed']})": history
+        for row, seeds in runs.items()
+        for _, metadata, history, _ in seeds
+        if (metadata.get("family") == "frames") == family_is_frames
+    }
+
+
+def _update_curves(
+    config: dict, runs: Runs, new_curves: dict, dropped: list[str], from_full_run: bool, first: dict | None
+) -> None:
+    """Replot curves.png (and the question-frame curves) with the named runs' validation curves and keep
+    them in ``config``."""
+    new_curves.update({name: curve_of(history) for name, history in _histories(runs, False).items()})
     if new_curves:  # the seq2seq runs' curves (curves.png): the named runs join the saved ones
         saved = config.get("curves", {})
         curves = {name: curve for name, curve in saved.items() if name.split(" (")[0] not in dropped}
@@ -353,14 +385,13 @@ def update(*arguments: str) -> None:
         }
     elif from_full_run:  # the run's curves, plotted once (named runs above replot them with theirs)
         plot_curves(config["curves"], HERE / "curves.png")
-    if histories(True):
+    if _histories(runs, True):
         floors = first["rows"]["echo"]
         config["question_frame_curves"] = plot_frame_curves(
-            histories(True),
+            _histories(runs, True),
             {source: floors[source]["ROUGE-L"] for source in ("t0_validation", "nl2kw_validation")},
             HERE / "question_frames_curves.png",
         )
-    write_results(document, HERE, render_markdown(document))
 
 
 def main(argv: list[str] | None = None) -> None:
