@@ -1,7 +1,7 @@
 """A third-party package joins through the ``hf_querygen.plugins`` entry point group, without any edit of
-the library: a toy model package and a toy paper, installed as a real ``.dist-info`` folder on a temporary
-``sys.path`` entry, show up in the Auto classes, ``pipeline()``, the model contract's parametrisation,
-``train --system`` and ``reproduce --help``."""
+the library: a toy model package, a toy task and a toy paper, installed as a real ``.dist-info`` folder on a
+temporary ``sys.path`` entry, show up in the Auto classes, ``pipeline()``, the model contract's
+parametrisation, the task registry and ``train --task``, ``train --system`` and ``reproduce --help``."""
 
 from __future__ import annotations
 
@@ -23,9 +23,23 @@ PLUGIN = {
     "toyqg/plugin.py": """
         from hf_querygen.experiments.papers import REPRODUCTIONS
         from hf_querygen.specs import MODELS
+        from hf_querygen.tasks.base import TASKS
 
         MODELS.add_modules("toyqg.toy_seq2seq")
+        TASKS.add_modules("toyqg.task")
         REPRODUCTIONS.register("toy2024", "toyqg.paper")
+    """,
+    # a task: one Task object registered under its name (here a text-to-text task on another column pair)
+    "toyqg/task.py": """
+        from hf_querygen.tasks.base import TASKS
+        from hf_querygen.tasks.text2text.task import Text2TextTask
+
+
+        class ToyTitleTask(Text2TextTask):
+            pipeline_task = "toy-title-generation"
+
+
+        TASKS.register("toytitle", ToyTitleTask("toytitle", {"toy_titles": ("default",)}, "query", "title"))
     """,
     # a model package: one ModelSpec declares it all
     "toyqg/toy_seq2seq/__init__.py": """
@@ -132,11 +146,21 @@ found["contract"] = [case for case in CASES if case[0] == "toy_seq2seq"]
 # train --system: the CLI resolves the plugin's system to its preset and task
 import hf_querygen.training
 calls = []
-hf_querygen.training.train_model = lambda preset, output_dir, **kw: calls.append((preset, kw["task"])) or {}
+hf_querygen.training.train_model = (
+    lambda recipe, data, output_dir, **kw: calls.append((recipe.preset, data.task)) or {}
+)
 from hf_querygen.cli import main
 with contextlib.redirect_stdout(io.StringIO()):
     main(["train", "--system", "toy2024/toy", "--output-dir", OUT + "-train"])
 found["train"] = calls
+
+# the task: found by name and by the corpus it trains on, offered by train --task
+from hf_querygen.tasks.base import get_task, task_for_corpus
+found["task"] = [type(get_task("toytitle")).__name__, task_for_corpus("toy_titles").name]
+help_text = io.StringIO()
+with contextlib.redirect_stdout(help_text), contextlib.suppress(SystemExit):
+    main(["train", "--help"])
+found["train_task_help"] = "toytitle" in help_text.getvalue()
 from hf_querygen.presets import config_from_preset
 found["preset"] = type(config_from_preset("toy2024-toy")).__name__
 
@@ -178,6 +202,7 @@ def test_a_plugin_package_joins_every_registry_without_touching_the_library(tmp_
     assert found["pipeline"] == ["ToySeq2SeqForConditionalGeneration", ["str"]]
     assert found["contract"] == [["toy_seq2seq", "default"]]
     assert found["train"] == [["toy2024-toy", "nl2kw"]]
+    assert found["task"] == ["ToyTitleTask", "toytitle"] and found["train_task_help"] is True
     assert found["preset"] == "ToySeq2SeqConfig"
     assert found["reproduce_help"] is True
     assert found["paper_numbers"] == {"toy": {"exact_match": 0.5}}
