@@ -38,6 +38,8 @@ _EXPORTS: dict[str, str] = {
     "NL2KWTask": "hf_querygen.tasks.nl2kw.task",
     "SegmentationTask": "hf_querygen.tasks.segmentation.task",
     "Text2TextTask": "hf_querygen.tasks.text2text.task",
+    "K2QTask": "hf_querygen.tasks.k2q.task",
+    "Q2IDTask": "hf_querygen.tasks.q2id.task",
     "System": "hf_querygen.systems",
     "SYSTEMS": "hf_querygen.systems",
     "get_system": "hf_querygen.systems",

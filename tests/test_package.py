@@ -144,3 +144,11 @@ def test_pipeline_registry_names_match_the_pipeline_modules():
     assert set(PIPELINES.names()) == {task.pipeline_task for _name, task in TASKS.items()}
     for task, register in PIPELINES.items():
         assert sys.modules[register.__module__].TASK_NAME == task
+
+
+def test_every_task_class_is_exported_at_the_root():
+    import hf_querygen
+    from hf_querygen.tasks.base import TASKS
+
+    for _name, task in TASKS.items():
+        assert getattr(hf_querygen, type(task).__name__) is type(task)
