@@ -130,3 +130,18 @@ def test_a_toy_rule_is_learned_and_the_saved_folder_decodes_identically(trained,
     assert [rows[0]["keywords"] for rows in served] == [output.keywords for output in outputs]
     # the caller's casing and punctuation do not reach the keywords: they are normalised words
     assert extract("Where is the POPULATION of Berlin?")[0]["keywords"] == ["population", "berlin"]
+
+
+def test_the_exported_folder_needs_no_remote_code_and_its_card_runs(trained, tmp_path):
+    from _card_code import run_card_code
+
+    from hf_querygen.hub_export import check_model_repo, export_model
+    from hf_querygen.training import save_model_folder
+
+    data, model = trained
+    folder = save_model_folder(model, data.tokenizer, tmp_path / "tagger", {"task": "nl2kw"})
+    hub = export_model(folder, tmp_path / "hub", repo_id="me/keywords")
+    assert check_model_repo(hub) == [] and not list(hub.glob("*.py"))  # transformers' own class
+    with_library, plain = run_card_code(hub, "me/keywords", tmp_path)
+    # the library's pipeline gives keyword queries, plain transformers' token-classification tags
+    assert "'keyword_query'" in with_library and plain.startswith("[")
