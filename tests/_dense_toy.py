@@ -24,20 +24,8 @@ TEXTS = [
 
 def tiny_bert(folder, seed=0, hidden=16):
     """A random 1-layer BERT (hidden size `hidden`) with a word vocabulary over WORDS, saved in `folder`."""
-    import torch
-    from transformers import BertConfig, BertModel, BertTokenizerFast
+    from _tiny_bert import save_tiny_bert
 
-    folder.mkdir(parents=True)
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS, "the", "in", "and", "with", "of", "fruit"]
-    BertTokenizerFast(vocab={word: i for i, word in enumerate(vocab)}).save_pretrained(folder)
-    torch.manual_seed(seed)
-    config = BertConfig(
-        vocab_size=len(vocab),
-        hidden_size=hidden,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=32,
-        max_position_embeddings=64,
-    )
-    BertModel(config).save_pretrained(folder)
-    return folder
+    folder.mkdir(parents=True)  # a fresh folder: an existing one is an error
+    pieces = [*WORDS, "the", "in", "and", "with", "of", "fruit"]
+    return save_tiny_bert(folder, pieces, hidden_size=hidden, intermediate_size=32, seed=seed)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import datasets
 import pytest
 import torch
+from _tiny_bert import save_tiny_bert
 from test_segmentation_neural import COMPOUNDS, SINGLES, toy_corpus
 
 from hf_querygen.errors import InvalidInputError
@@ -22,24 +23,8 @@ PIECES = ["graf", "##fiti", "freez", "##ers"]
 @pytest.fixture(scope="module")
 def backbone(tmp_path_factory):
     """A folder holding a 1-layer random BERT and its WordPiece tokenizer: a local backbone."""
-    from transformers import BertConfig, BertModel, BertTokenizer
-
-    folder = tmp_path_factory.mktemp("tiny_bert")
     words = sorted({w for unit in COMPOUNDS + SINGLES for w in unit.split()} - {"graffiti", "freezers"})
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *PIECES, *words]
-    (folder / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
-    BertTokenizer(vocab=str(folder / "vocab.txt")).save_pretrained(folder)
-    torch.manual_seed(0)
-    config = BertConfig(
-        vocab_size=len(vocab),
-        hidden_size=16,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=32,
-        max_position_embeddings=64,
-    )
-    BertModel(config).save_pretrained(folder)
-    return folder
+    return save_tiny_bert(tmp_path_factory.mktemp("tiny_bert"), [*PIECES, *words])
 
 
 @pytest.fixture(scope="module")

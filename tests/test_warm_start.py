@@ -6,6 +6,7 @@ import random
 
 import pytest
 import torch
+from _tiny_bert import save_tiny_bert
 
 from hf_querygen.errors import InvalidInputError
 from hf_querygen.text import normalize_for_matching
@@ -17,24 +18,10 @@ FRAMES = ("what is the {} ?", "where is the {} ?", "how much is the {} ?")
 def tiny_backbone(folder, seed: int = 0):
     """A 2-layer 32-d random BERT with a WordPiece vocabulary spelling every word (letters as ``##``
     pieces), saved with its tokenizer: what resolve_backbone reads from a folder."""
-    from transformers import BertConfig, BertModel, BertTokenizerFast
-
     letters = "abcdefghijklmnopqrstuvwxyz"
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "?", "what", "is", "the", "where", "how", "much"]
-    vocab += [w for w in WORDS if w not in ("ibuprofen",)] + list(letters) + [f"##{c}" for c in letters]
-    folder.mkdir(parents=True, exist_ok=True)
-    BertTokenizerFast(vocab={piece: i for i, piece in enumerate(vocab)}).save_pretrained(folder)
-    torch.manual_seed(seed)
-    config = BertConfig(
-        vocab_size=len(vocab),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=64,
-    )
-    BertModel(config).save_pretrained(folder)
-    return folder
+    pieces = ["?", "what", "is", "the", "where", "how", "much"]
+    pieces += [w for w in WORDS if w not in ("ibuprofen",)] + list(letters) + [f"##{c}" for c in letters]
+    return save_tiny_bert(folder, pieces, hidden_size=32, num_hidden_layers=2, seed=seed)
 
 
 def k2q_rows(n: int, seed: int) -> list[dict[str, str]]:
