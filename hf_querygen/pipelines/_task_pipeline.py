@@ -19,11 +19,12 @@ Input rules shared by every hf-querygen pipeline (:class:`InputGuard`):
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any, ClassVar
 
 from transformers import Pipeline
 
+from .._registration import PIPELINES
 from ..errors import InvalidInputError
 from ..model_folder import load_trained
 from ..tasks.base import TASKS, Task, get_task
@@ -206,13 +207,13 @@ def load_pipeline(task: str, model_dir: Any, **kwargs: Any) -> Pipeline:
     return pipeline(task, model=model, tokenizer=tokenizer, **kwargs)
 
 
-def task_pipeline_registration(
+def register_task_pipeline(
     pipeline_class: type[TaskPipeline], task_class: type[Task], *auto_classes: str
-) -> tuple[str, Callable[[], None]]:
-    """``(name, register_pipeline)`` of a task pipeline, for :data:`hf_querygen._registration.PIPELINES`:
-    the name is the task's ``pipeline_task`` (written once, on the task class), and ``register_pipeline()``
-    adds ``pipeline_class`` to transformers' pipeline registry under it for models of the transformers
-    Auto classes named ``auto_classes`` (``"AutoModelForSeq2SeqLM"``, ...)."""
+) -> str:
+    """Register a task pipeline in :data:`hf_querygen._registration.PIPELINES` under its task's
+    ``pipeline_task`` (written once, on the task class) and return that name. The registered function adds
+    ``pipeline_class`` to transformers' pipeline registry for models of the transformers Auto classes named
+    ``auto_classes`` (``"AutoModelForSeq2SeqLM"``, ...) when the registration's pipelines phase runs."""
     name = task_class.pipeline_task
 
     def register_pipeline() -> None:
@@ -229,4 +230,5 @@ def task_pipeline_registration(
 
     register_pipeline.__module__ = pipeline_class.__module__  # registered by (and listed under) its module
     register_pipeline.__doc__ = f"Register the ``{name}`` pipeline task with transformers."
-    return name, register_pipeline
+    PIPELINES.register(name, register_pipeline)
+    return name

@@ -31,10 +31,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .._registration import PIPELINES
 from ..errors import InvalidInputError
 from ..tasks.q2id.task import Q2IDTask, as_source
-from ._task_pipeline import TaskPipeline, task_pipeline_registration
+from ._task_pipeline import TaskPipeline, register_task_pipeline
 
 
 class IntentDescriptionPipeline(TaskPipeline):
@@ -86,9 +85,6 @@ class IntentDescriptionPipeline(TaskPipeline):
         return [{"description": description} for description in descriptions]
 
 
-TASK_NAME, register_pipeline = task_pipeline_registration(
-    IntentDescriptionPipeline, Q2IDTask, "AutoModelForSeq2SeqLM"
-)
-PIPELINES.register(TASK_NAME, register_pipeline)
+TASK_NAME = register_task_pipeline(IntentDescriptionPipeline, Q2IDTask, "AutoModelForSeq2SeqLM")
 
-__all__ = ["TASK_NAME", "IntentDescriptionPipeline", "register_pipeline"]
+__all__ = ["TASK_NAME", "IntentDescriptionPipeline"]

@@ -19,9 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._registration import PIPELINES
 from ..tasks.nl2kw.task import NL2KWTask
-from ._task_pipeline import TaskPipeline, task_pipeline_registration
+from ._task_pipeline import TaskPipeline, register_task_pipeline
 
 
 class KeywordQueryGenerationPipeline(TaskPipeline):
@@ -35,7 +34,6 @@ class KeywordQueryGenerationPipeline(TaskPipeline):
         return [query.as_dict() for query in queries]
 
 
-TASK_NAME, register_pipeline = task_pipeline_registration(
+TASK_NAME = register_task_pipeline(
     KeywordQueryGenerationPipeline, NL2KWTask, "AutoModelForSeq2SeqLM", "AutoModelForTokenClassification"
 )
-PIPELINES.register(TASK_NAME, register_pipeline)

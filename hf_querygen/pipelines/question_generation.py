@@ -28,10 +28,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._registration import PIPELINES
 from ..errors import InvalidInputError
 from ..tasks.k2q.task import K2QTask
-from ._task_pipeline import TaskPipeline, task_pipeline_registration
+from ._task_pipeline import TaskPipeline, register_task_pipeline
 
 STRATEGIES = ("beam", "distinct-beam", "sample")
 
@@ -80,11 +79,10 @@ class QuestionGenerationPipeline(TaskPipeline):
 
 
 # encoder-decoders and the question-frame model (a classifier over frames)
-TASK_NAME, register_pipeline = task_pipeline_registration(
+TASK_NAME = register_task_pipeline(
     QuestionGenerationPipeline,
     K2QTask,
     "AutoModelForSeq2SeqLM",
     "AutoModelForTokenClassification",
     "AutoModelForSequenceClassification",
 )
-PIPELINES.register(TASK_NAME, register_pipeline)

@@ -16,9 +16,8 @@ segments); see :mod:`hf_querygen.pipelines._task_pipeline` for the shared input 
 
 from __future__ import annotations
 
-from .._registration import PIPELINES
 from ..tasks.segmentation.task import SegmentationTask
-from ._task_pipeline import TaskPipeline, task_pipeline_registration
+from ._task_pipeline import TaskPipeline, register_task_pipeline
 
 
 class QuerySegmentationPipeline(TaskPipeline):
@@ -28,7 +27,6 @@ class QuerySegmentationPipeline(TaskPipeline):
     forward_arguments = ("constrained", "num_beams", "pool_word_probability")
 
 
-TASK_NAME, register_pipeline = task_pipeline_registration(
+TASK_NAME = register_task_pipeline(
     QuerySegmentationPipeline, SegmentationTask, "AutoModelForSeq2SeqLM", "AutoModelForTokenClassification"
 )
-PIPELINES.register(TASK_NAME, register_pipeline)

@@ -21,9 +21,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._registration import PIPELINES
 from ..tasks.text2text.task import Text2TextTask
-from ._task_pipeline import TaskPipeline, task_pipeline_registration
+from ._task_pipeline import TaskPipeline, register_task_pipeline
 
 
 class QueryReformulationPipeline(TaskPipeline):
@@ -38,7 +37,6 @@ class QueryReformulationPipeline(TaskPipeline):
 
 # a token classifier loads too, so that __init__ can say which task it serves instead of
 # transformers listing every seq2seq config class
-TASK_NAME, register_pipeline = task_pipeline_registration(
+TASK_NAME = register_task_pipeline(
     QueryReformulationPipeline, Text2TextTask, "AutoModelForSeq2SeqLM", "AutoModelForTokenClassification"
 )
-PIPELINES.register(TASK_NAME, register_pipeline)
