@@ -64,9 +64,8 @@ PHASES: dict[str, str] = {
 #: ``started``: the phases begun (a spec, pipeline or hook registered later gets those at once: a
 #: registry's first lookup from inside the import of one of its modules sees it half filled);
 #: ``hooked``: class -> kind, the classes the CLASS_HOOKS ran for; ``running``: a registration is under
-#: way (re-entrant calls, from imports it causes, return at once); ``pipelines``: the tasks registered
-#: with transformers' pipeline registry
-_state: dict[str, Any] = {"started": [], "hooked": {}, "running": False, "pipelines": set()}
+#: way (re-entrant calls, from imports it causes, return at once)
+_state: dict[str, Any] = {"started": [], "hooked": {}, "running": False}
 
 
 class _Unimported:
@@ -139,14 +138,19 @@ _PER_SPEC: dict[str, Callable[[ModelSpec], None]] = {
 
 
 def _run_phase(phase: str) -> None:
-    _state["started"].append(phase)  # first: a spec registered while it runs gets it at once
+    # the registry's entries first: its first lookup imports its modules, which register into it. Only
+    # then is the phase begun, so that an entry registered while it runs (an import it causes, or the
+    # module whose own import is under way) gets the phase at once, and no entry gets it twice
+    # (transformers logs every second registration of a pipeline task)
+    entries = list(MODELS.items()) if phase in _PER_SPEC else list(PIPELINES.items())
+    _state["started"].append(phase)
     try:
         if phase in _PER_SPEC:
-            for _name, spec in MODELS.items():
+            for _name, spec in entries:
                 _PER_SPEC[phase](spec)
         else:
-            for task, register_pipeline in PIPELINES.items():
-                _register_pipeline(task, register_pipeline)
+            for _task, register_pipeline in entries:
+                register_pipeline()
     except BaseException:
         _state["started"].remove(phase)  # the next call tries again
         raise
@@ -224,18 +228,9 @@ def _register_late(_name: str, spec: ModelSpec) -> None:
         _run_class_hooks([spec])
 
 
-def _register_pipeline(task: str, register_pipeline: Callable[[], None]) -> None:
-    """Once per task: the phase's loop and the registry's first lookup (which imports the pipeline
-    modules, each registering itself while the loop runs) both reach it, and transformers warns when a
-    task is registered twice."""
-    if task not in _state["pipelines"]:
-        _state["pipelines"].add(task)
-        register_pipeline()
-
-
-def _pipeline_added(task: str, register_pipeline: Callable[[], None]) -> None:
+def _pipeline_added(_task: str, register_pipeline: Callable[[], None]) -> None:
     if "pipelines" in _state["started"]:
-        _register_pipeline(task, register_pipeline)
+        register_pipeline()
 
 
 def _hook_added(_name: str, hook: Callable[[str, type], None]) -> None:
