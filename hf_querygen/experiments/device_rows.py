@@ -1,0 +1,117 @@
+"""A paper's rows under a named budget on a CUDA device, each run stopped after ``--minutes`` of training.
+
+Every run is the runner's own (:func:`hf_querygen.experiments.jobs.train_and_score`: the budget's sizes and
+optimiser, or the row's own recipe where the budget says so, the checkpoint kept by the row's selection, the
+decoding chosen on validation, the same records in ``OUT/runs/``), with the budget's ``time_limit_s`` set,
+since a GPU lease is counted in minutes. The runs go in parallel spawned processes on the one device (small
+networks leave it mostly idle, so several share it well). Each record says the device and the time limit;
+the paper's studies turn the records into rows (e.g. ``ding2018.studies.update_results``,
+``zhang2020.studies.device_rows``).
+
+    python -m hf_querygen.experiments.device_rows --paper zhang2020 --out-dir OUT [--budget full] \\
+        [--minutes 4] [--runs warm_start:0,1,2 ctrsgen_copy:0,1,2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import multiprocessing
+import sys
+import time
+import traceback
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+from typing import Any
+
+from hf_querygen.experiments.jobs import Job, _fold_data, _save_record, train_and_score
+from hf_querygen.experiments.papers import get_reproduction
+from hf_querygen.experiments.recipes import _folds
+from hf_querygen.systems import get_system
+
+
+def parse_runs(specs: list[str]) -> list[tuple[str, int]]:
+    """``copynet:0,1,2`` -> [("copynet", 0), ("copynet", 1), ("copynet", 2)]."""
+    runs = []
+    for spec in specs:
+        key, _, seeds = spec.partition(":")
+        runs.extend((key, int(seed)) for seed in (seeds or "0").split(","))
+    return runs
+
+
+def run_one(
+    paper: str, key: str, seed: int, budget_name: str, minutes: float, data_dir: str | None, out: str
+) -> dict[str, Any]:
+    """One run in its own (spawned) process: the fold, its data with the row's prepare options, the
+    runner's training and scoring; returns a summary (the records are in ``out/runs/``)."""
+    import datasets
+    import torch
+
+    torch.set_num_threads(1)
+    datasets.disable_progress_bars()
+    started = time.time()
+    try:
+        reproduction = get_reproduction(paper)
+        # any registered row of the paper, a table row or an extra one (its fold settings as train --system)
+        system = get_system(f"{paper}/{key}")
+        budget = reproduction.budgets[budget_name]
+        settings = {**budget.settings, **system.fold_settings}
+        budget = dataclasses.replace(budget, settings=settings, time_limit_s=minutes * 60)
+        (fold,) = _folds(reproduction, budget, data_dir)
+        data = _fold_data(reproduction, fold, {}, system.prepare_options)
+        device = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu"
+        prepared = time.time() - started
+        job = Job(system, seed, fold.id, (system,))
+        records = train_and_score(job, reproduction, budget, data, Path(out))
+        for record in records:  # the device and the limit beside the runner's fields
+            record.update(device=device, budget=budget_name, time_limit_s=budget.time_limit_s)
+            _save_record(Path(out), record)
+        record = records[0]
+        return {
+            "run": f"{key}-seed{seed}",
+            "device": device,
+            "prepare_s": round(prepared, 1),
+            "train_s": record["train_seconds"],
+            "total_s": round(time.time() - started, 1),
+            "training": record["training"],
+            "decoding": record.get("decoding"),
+            "scores": record["scores"],
+        }
+    except Exception:  # one run's failure must not lose the others' records
+        return {"run": f"{key}-seed{seed}", "error": traceback.format_exc()}
+
+
+def main(argv: list[str] | None = None, paper: str | None = None, runs: list[str] | None = None) -> int:
+    """The command line; a paper's study may fix ``paper`` and its default ``runs``."""
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--paper", required=paper is None, default=paper)
+    parser.add_argument("--out-dir", type=Path, required=True)
+    parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--budget", default="paper")
+    parser.add_argument("--minutes", type=float, default=4.5, help="training time of each run (at most)")
+    parser.add_argument("--runs", nargs="+", required=runs is None, default=runs)
+    args = parser.parse_args(argv)
+    parsed = parse_runs(args.runs)
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    summaries = []
+    context = multiprocessing.get_context("spawn")  # CUDA cannot be shared with forked children
+    with ProcessPoolExecutor(len(parsed), mp_context=context) as pool:
+        futures = [
+            pool.submit(
+                run_one, args.paper, key, seed, args.budget, args.minutes, args.data_dir, str(args.out_dir)
+            )
+            for key, seed in parsed
+        ]
+        for future in as_completed(futures):
+            summary = future.result()
+            summaries.append(summary)
+            print(json.dumps(summary), flush=True)
+    (args.out_dir / "summary.json").write_text(json.dumps(summaries, indent=1) + "\n")
+    return 1 if any("error" in s for s in summaries) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
