@@ -168,6 +168,8 @@ GENERATION_INTS = {
     "top_k": 0,
 }
 GENERATION_POSITIVE_FLOATS = ("temperature", "repetition_penalty", "top_p", "encoder_repetition_penalty")
+#: probabilities in (0, 1]: nucleus sampling's mass, a keyword tagger's KEYWORD threshold
+GENERATION_PROBABILITIES = ("top_p", "keyword_threshold")
 GENERATION_FLOATS = ("length_penalty", "diversity_penalty")
 GENERATION_BOOLS = ("do_sample", "use_cache", "output_scores", "return_dict_in_generate")
 
@@ -201,7 +203,7 @@ def check_generation_kwargs(
             continue
         if name in GENERATION_INTS:
             check_int(owner, name, value, GENERATION_INTS[name])
-        elif name == "top_p":
+        elif name in GENERATION_PROBABILITIES:
             check_float(owner, name, value, 0.0, 1.0, low_open=True)
         elif name in GENERATION_POSITIVE_FLOATS:
             check_float(owner, name, value, 0.0, None, low_open=True)

@@ -116,6 +116,47 @@ def test_a_toy_rule_is_learned_and_the_saved_folder_decodes_identically(trained,
     assert extract("Where is the POPULATION of Berlin?")[0]["keywords"] == ["population", "berlin"]
 
 
+def test_the_keyword_threshold_keeps_more_words_as_it_falls_and_is_checked(trained):
+    """keyword_threshold: a word is a keyword where P(KEYWORD) >= it; 0.5 is the argmax, a threshold near 0
+    keeps every word, and the keyword sets grow as it falls. A bad value, or the option on a model that is
+    not a tagger, is refused naming it."""
+    data, model = trained
+    task = data.task
+    questions = data.sources("validation")
+    argmax = task.predict(model, data.tokenizer, questions)
+    sizes = []
+    for threshold in (0.99, 0.5, 0.1, 1e-6):
+        outputs = task.predict(model, data.tokenizer, questions, keyword_threshold=threshold)
+        sizes.append(sum(len(output.keywords) for output in outputs))
+        if threshold == 0.5:
+            assert [o.keywords for o in outputs] == [o.keywords for o in argmax]
+        if threshold == 1e-6:
+            assert [o.keywords for o in outputs] == [
+                list(dict.fromkeys(w.strip("?") for w in q.split() if w.strip("?"))) for q in questions
+            ]
+    assert sizes == sorted(sizes) and sizes[0] < sizes[-1]
+    for bad in (0, 1.5, "0.3", True):
+        with pytest.raises(InvalidInputError, match="keyword_threshold"):
+            task.predict(model, data.tokenizer, questions[:1], keyword_threshold=bad)
+
+
+def test_the_keyword_threshold_is_refused_by_a_generating_model():
+    from hf_querygen.presets import config_from_preset
+    from hf_querygen.training.task_training import model_for_config
+
+    task = get_task("nl2kw")
+    data = task.prepare(
+        datasets.DatasetDict(train=datasets.Dataset.from_list(toy_pairs(20, seed=2))), min_output_frequency=1
+    )
+    size = len(data.tokenizer)
+    config = config_from_preset(
+        "liu2018-attn-seq2seq", vocab_size=size, embedding_size=8, hidden_size=8, decoder_hidden_size=8
+    )
+    model = model_for_config(config)
+    with pytest.raises(InvalidInputError, match="keyword_threshold.*tagger"):
+        task.predict(model, data.tokenizer, ["what is the population of berlin"], keyword_threshold=0.3)
+
+
 def test_the_exported_folder_needs_no_remote_code_and_its_card_runs(trained, tmp_path):
     from _card_code import run_card_code
 

@@ -131,14 +131,18 @@ def predict_word_tags(
     texts: Sequence[str],
     batch_size: int = 64,
     cut_off_tag: str | None = None,
+    tag_threshold: tuple[str, float] | None = None,
 ) -> list[list[str]]:
     """The argmax tag name (``config.id2label``) of each whitespace word of each text.
 
     A word cut off by the tokenizer's length limit gets ``cut_off_tag`` (the model never saw it); with
-    ``cut_off_tag=None`` it gets the tag of label id 0."""
+    ``cut_off_tag=None`` it gets the tag of label id 0. ``tag_threshold=(name, p)``: see
+    :func:`first_piece_tags`."""
     rows: list[list[str]] = []
     for batch, starts in _aligned_batches(tokenizer, texts, batch_size):
-        rows += first_piece_tags(model, batch["input_ids"], batch["attention_mask"], starts, cut_off_tag)
+        rows += first_piece_tags(
+            model, batch["input_ids"], batch["attention_mask"], starts, cut_off_tag, tag_threshold
+        )
     return rows
 
 
@@ -161,20 +165,32 @@ def first_piece_tags(
     attention_mask: Any,
     word_starts: Sequence[Sequence[int]],
     cut_off_tag: str | None = None,
+    tag_threshold: tuple[str, float] | None = None,
 ) -> list[list[str]]:
     """Tag names per word from a token classifier's argmax, read at each word's first piece.
 
     input_ids / attention_mask: (B, S); word_starts: per row the position of each word's first piece
-    (:func:`word_aligned_inputs`, ``-1`` for a word the tokenizer cut off: ``cut_off_tag``)."""
+    (:func:`word_aligned_inputs`, ``-1`` for a word the tokenizer cut off: ``cut_off_tag``).
+    ``tag_threshold=(name, p)``: the word gets tag ``name`` wherever its probability is at least ``p``, else
+    the argmax of the other tags (with two tags, ``p=0.5`` is the argmax)."""
     import torch
 
     with torch.no_grad():
         logits = model(
             input_ids=input_ids.to(model.device), attention_mask=attention_mask.to(model.device)
-        ).logits
+        ).logits  # (B, S, L)
     label_names = [model.config.id2label[i] for i in range(logits.shape[-1])]
     missing = label_names[0] if cut_off_tag is None else cut_off_tag
-    tags = logits.argmax(-1).tolist()
+    chosen = logits.argmax(-1)  # (B, S)
+    if tag_threshold is not None:
+        name, minimum = tag_threshold
+        if name not in label_names:
+            raise InvalidInputError(f"tag_threshold names tag {name!r}; the model's tags are {label_names}")
+        tag = label_names.index(name)
+        others = logits.clone()
+        others[..., tag] = float("-inf")
+        chosen = torch.where(logits.softmax(-1)[..., tag] >= minimum, tag, others.argmax(-1))
+    tags = chosen.tolist()
     return [
         [label_names[row[start]] if start >= 0 else missing for start in starts]
         for row, starts in zip(tags, word_starts, strict=True)

@@ -79,6 +79,12 @@ SELECTION_ALPHA = 0.05
 YAKE_FROM_LIU2018 = {"top": 6, "max_ngram": 2}  # results/liu2018: chosen on nl2kw validation F1
 RETRIEVAL_DEPTH = 100
 MODELS_DIR_ENV = "HF_QUERYGEN_RETRIEVAL_MODELS"
+#: a keyword tagger's KEYWORD threshold for retrieval, chosen on DEV (BM25, SELECTION_METRIC) from these
+#: (ties: the higher threshold, the shorter query): a tagger trained on one-sentence questions keeps few
+#: words of a multi-sentence description at its argmax (0.5)
+KEYWORD_THRESHOLD_GRID = (0.5, 0.4, 0.3, 0.2, 0.1, 0.05)
+#: the name of a tagger's row with the threshold chosen on dev: ``<folder name><suffix>``
+DEV_THRESHOLD_SUFFIX = "_dev_threshold"
 SYSTEM_LABELS = {
     "description": "(a) description (NL query)",
     "title": "(b) human title",
@@ -129,15 +135,53 @@ def trained_keyword_systems(
     return callables, precomputed, skipped
 
 
-def _pipeline_system(folder: Path) -> Callable[[Sequence[str]], list[list[str]]]:
+def _pipeline_system(folder: Path, **decoding: Any) -> Callable[[Sequence[str]], list[list[str]]]:
     def run(texts: Sequence[str]) -> list[list[str]]:
         from transformers import pipeline
 
         generate = pipeline("keyword-query-generation", model=str(folder), device="cpu")
-        outputs = generate(list(texts), batch_size=32)
+        outputs = generate(list(texts), batch_size=32, **decoding)
         return [list((out[0] if isinstance(out, list) else out)["keywords"]) for out in outputs]
 
     return run
+
+
+def _is_keyword_tagger(folder: Path) -> bool:
+    from transformers import AutoConfig
+
+    from hf_querygen.tasks.base import get_task
+
+    return get_task("nl2kw").family_of(AutoConfig.from_pretrained(folder)) == "tagging"
+
+
+def choose_keyword_thresholds(
+    folders: dict[str, Path], data: dict[str, Any], ids: Sequence[str], index: Any
+) -> tuple[dict[str, Callable[[Sequence[str]], list[list[str]]]], dict[str, Any]]:
+    """For each keyword tagger of ``folders``: its ``keyword_threshold`` chosen on ``data`` (DEV) by BM25
+    :data:`SELECTION_METRIC` from :data:`KEYWORD_THRESHOLD_GRID`. Returns the systems with the chosen
+    thresholds (``<name>`` + :data:`DEV_THRESHOLD_SUFFIX`) and, per tagger, every threshold's dev score."""
+    texts = [data["queries"]["vid-desc"][q] for q in ids]
+    systems: dict[str, Callable[[Sequence[str]], list[list[str]]]] = {}
+    choices: dict[str, Any] = {}
+    for name, folder in folders.items():
+        if not _is_keyword_tagger(folder):
+            continue
+        by_threshold = {}
+        for threshold in KEYWORD_THRESHOLD_GRID:
+            keywords = _pipeline_system(folder, keyword_threshold=threshold)(texts)
+            queries = {q: " ".join(words) for q, words in zip(ids, keywords, strict=True)}
+            scores = _evaluate(index, queries, data["qrels"], "bm25")[SELECTION_METRIC]
+            by_threshold[threshold] = float(np.mean([scores[q] for q in ids]))
+        chosen = max(by_threshold, key=lambda t: (by_threshold[t], t))
+        systems[name + DEV_THRESHOLD_SUFFIX] = _pipeline_system(folder, keyword_threshold=chosen)
+        choices[name] = {
+            "split": "dev",
+            "ranker": "bm25",
+            "metric": SELECTION_METRIC,
+            "by_threshold": by_threshold,
+            "chosen": chosen,
+        }
+    return systems, choices
 
 
 # ---------------------------------------------------------------- running
@@ -316,6 +360,12 @@ def run(
     rankers = RANKERS if embedder is not None else LEXICAL_RANKERS
 
     sanity = sanity_check(data_dir, quick, embedder, vectors, split_documents["test"])
+    indexes = {split: build_index(split_documents[split], embedder, vectors) for split in SPLITS}
+    folders = {name: Path(models_dir) / name for name in trained}
+    tuned, threshold_choice = choose_keyword_thresholds(
+        folders, splits["dev"], query_ids["dev"], indexes["dev"]
+    )
+    systems.update(tuned)
     system_runs: dict[str, list[dict[str, float]]] = {}
     per_query: dict[str, dict[str, dict[str, float]]] = {}
     keyword_queries: dict[str, dict[str, dict[str, str]]] = {}
@@ -325,7 +375,7 @@ def run(
         keyword_queries[split] = {
             name: dict(zip(ids, queries, strict=True)) for name, queries in forms.items()
         }
-        index = build_index(split_documents[split], embedder, vectors)
+        index = indexes[split]
         # raw query + RM3-style expansion from this split's documents (BM25 feedback, Anserini's defaults)
         prf = PseudoRelevanceKeywords(index, list(split_documents[split].values()))
         forms["prf"] = [" ".join(k) for k in prf.batch(forms["description"])]
@@ -357,6 +407,7 @@ def run(
         timings=timings,
         started=started,
     )
+    config["keyword_threshold_choice"] = threshold_choice
     document = results_document("retrieval", system_runs, paper, config)
     out = write_results(document, out_dir, render_markdown(document))
     plot_ndcg(document, out / "ndcg10.png")
@@ -504,6 +555,8 @@ def _report_config(
 def _label(name: str) -> str:
     if name.startswith("description+"):
         return f"(d) description + {_label(name.split('+', 1)[1]).removeprefix('(c) ')}"
+    if name.endswith(DEV_THRESHOLD_SUFFIX):
+        return f"(c) {name.removesuffix(DEV_THRESHOLD_SUFFIX)}, KEYWORD threshold chosen on dev"
     return SYSTEM_LABELS.get(name, f"(c) {name}")
 
 
@@ -574,6 +627,13 @@ def render_markdown(document: dict) -> str:
                     cells.append(f"{value:.3f}{mark}")
                 lines.append(f"| {_label(name)} | " + " | ".join(cells) + " |")
             lines.append("")
+    for name, choice in (config.get("keyword_threshold_choice") or {}).items():
+        grid = ", ".join(f"{t}: {v:.3f}" for t, v in choice["by_threshold"].items())
+        lines += [
+            f"{name}: KEYWORD threshold {choice['chosen']} chosen on {choice['split']} "
+            f"({choice['ranker'].upper()} {choice['metric']} per threshold: {grid}).",
+            "",
+        ]
     lines += _reformulation_markdown(config.get("reformulation") or {})
     if config.get("skipped_systems"):
         lines += ["Skipped: " + "; ".join(f"{k}: {v}" for k, v in config["skipped_systems"].items()), ""]

@@ -51,10 +51,15 @@ KEYWORD_METRICS = (
 
 
 def tagged_words(
-    tag_logits: torch.Tensor, attention_mask: torch.Tensor, source_words: Sequence[Sequence[str]]
+    tag_logits: torch.Tensor,
+    attention_mask: torch.Tensor,
+    source_words: Sequence[Sequence[str]],
+    threshold: float | None = None,
 ) -> list[list[str]]:
-    """Words whose argmax tag is KEYWORD (tag_logits (B, S, 2), attention_mask (B, S)), unique, in order."""
-    tags = (tag_logits.argmax(-1) == 1) & attention_mask.bool()
+    """Words tagged KEYWORD (tag_logits (B, S, 2), attention_mask (B, S)), unique, in order: the argmax, or
+    P(KEYWORD) >= ``threshold``."""
+    keyword = tag_logits.argmax(-1) == 1 if threshold is None else tag_logits.softmax(-1)[..., 1] >= threshold
+    tags = keyword & attention_mask.bool()
     return [
         unique_words(w for w, keep in zip(words, row, strict=False) if keep)
         for row, words in zip(tags.tolist(), source_words, strict=True)
@@ -77,6 +82,9 @@ class NL2KWTask(Task):
     max_source_length = 64
     #: labels of a keyword tagger (KEYWORD = the word belongs to the keyword query)
     tag_labels = tuple(TAG_LABELS.values())
+    #: a keyword tagger's one decoding: a word is a keyword where P(KEYWORD) >= ``keyword_threshold``
+    #: (default: the argmax, i.e. 0.5); a lower threshold keeps more of a long query's words
+    TAGGER_DECODING = ("keyword_threshold",)
     max_target_length = 16
 
     # ------------------------------------------------------------ preparation
@@ -277,6 +285,12 @@ class NL2KWTask(Task):
         # the default; explicit arguments win
         generation_kwargs = {**dict(getattr(model.config, "task_decoding", None) or {}), **generation_kwargs}
         family = self.family_of(model.config)
+        threshold = generation_kwargs.pop("keyword_threshold", None)
+        if threshold is not None and family != "tagging":
+            raise InvalidInputError(
+                f"nl2kw: keyword_threshold={threshold!r} is a keyword tagger's decoding; this is a {family} "
+                "model (it takes generate()'s arguments)"
+            )
         if model.training:  # eval() walks every module: a measurable share of a batch-1 call
             model.eval()
         if family == "bert2bert":
@@ -284,7 +298,7 @@ class NL2KWTask(Task):
                 model, tokenizer, inputs, batch_size, 2 * max_source_length, generation_kwargs
             )
         if family == "tagging" and getattr(model.config, BACKBONE_FIELD, None) is not None:
-            return self._backbone_tagger_keywords(model, tokenizer, inputs, batch_size)
+            return self._backbone_tagger_keywords(model, tokenizer, inputs, batch_size, threshold)
         results: list[list[KeywordQuery]] = [[] for _ in inputs]
         if family == "tagging":
             for indices, batch, source_words in encoded_batches(
@@ -294,7 +308,7 @@ class NL2KWTask(Task):
                     logits = model(
                         input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]
                     ).logits
-                tagged = tagged_words(logits, batch["attention_mask"], source_words)
+                tagged = tagged_words(logits, batch["attention_mask"], source_words, threshold)
                 for i, words in zip(indices, tagged, strict=True):
                     results[i] = [KeywordQuery(words, [])]
             return [group[0] for group in results]
@@ -342,11 +356,20 @@ class NL2KWTask(Task):
         tokenizer: PreTrainedTokenizerFast,
         inputs: Sequence[str],
         batch_size: int,
+        threshold: float | None = None,
     ) -> list[KeywordQuery]:
         """:meth:`predict` for a token classifier on a backbone's word pieces: the question's whitespace
-        words tagged KEYWORD (read at their first piece), normalised, repeats dropped, all extracted."""
+        words tagged KEYWORD (read at their first piece; P(KEYWORD) >= ``threshold`` where given),
+        normalised, repeats dropped, all extracted."""
         keyword = self.tag_labels[1]
-        tags = predict_word_tags(model, tokenizer, list(inputs), batch_size, cut_off_tag=self.tag_labels[0])
+        tags = predict_word_tags(
+            model,
+            tokenizer,
+            list(inputs),
+            batch_size,
+            cut_off_tag=self.tag_labels[0],
+            tag_threshold=None if threshold is None else (keyword, threshold),
+        )
         return [
             KeywordQuery(
                 unique_words(
