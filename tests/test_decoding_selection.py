@@ -88,3 +88,16 @@ def test_a_decoding_saved_with_the_model_does_not_fill_in_the_candidates():
     chosen, rows = choose_decoding(model, _data(_ToyTask(floor=True)))
     assert [row["criterion"] for row in rows] == [0.0, 0.25, -0.25] and chosen == {"mode": "even"}
     assert model.config.task_decoding == {"all_right": True, "mode": "small"}  # restored; the caller saves
+
+
+def test_overrides_are_set_over_every_candidate_and_the_base():
+    # a budget's row_decoding (a smoke run's greedy search): over the base and over each grid entry
+    chosen, rows = choose_decoding(
+        None, _data(_ToyTask(floor=False)), {"num_beams": 4}, overrides={"num_beams": 1, "mode": "small"}
+    )
+    assert [row["decoding"] for row in rows] == [{"num_beams": 1, "mode": "small"}] * 3
+    assert chosen == {"num_beams": 1, "mode": "small"}
+    task = _ToyTask(floor=True)
+    empty = TaskData(task, datasets.DatasetDict(), tokenizer=None)
+    chosen, rows = choose_decoding(None, empty, {"num_beams": 4}, overrides={"num_beams": 1})
+    assert (chosen, rows) == ({"num_beams": 1}, [])

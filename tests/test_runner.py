@@ -184,3 +184,40 @@ def test_a_quick_runs_console_table_says_it_is_a_smoke_run_and_why_rows_read_zer
     document["config"]["budget"]["name"] = "full"
     full = summary_table(reproduction, document)
     assert "SMOKE" not in full and "Rows at 0.000" not in full and "(full run, 1 seed(s)" in full
+
+
+def test_a_quick_runs_console_table_names_rows_whose_outputs_are_mostly_degenerate():
+    from hf_querygen.experiments.papers import get_reproduction
+    from hf_querygen.experiments.runner import summary_table
+
+    reproduction = get_reproduction("liu2018")
+    keys = [s.key for s in reproduction.systems if s.in_table][:3]
+    metric = list(reproduction.table_metrics)[0]
+    systems = {key: {metric: {"mean": 0.3, "std": 0.0, "n": 1}} for key in keys}
+    # the first row: 80% degenerate outputs (noted); the second 10% (not); the third none
+    config = {"budget": {"name": "quick"}, "seeds": 1, "degenerate_outputs": {keys[0]: 0.8, keys[1]: 0.1}}
+    document = {"systems": systems, "paper_numbers": {}, "config": config}
+    quick = summary_table(reproduction, document)
+    assert (
+        f"mostly degenerate (empty, only punctuation or a word repeated; {reproduction.label(keys[0])}: 80%)"
+        in quick
+    )
+    assert reproduction.label(keys[1]) not in quick.split("mostly degenerate", 1)[1]
+    document["config"]["budget"]["name"] = "full"
+    assert "degenerate" not in summary_table(reproduction, document)
+
+
+def test_a_budgets_row_prepare_options_go_over_the_rows_own():
+    import dataclasses
+
+    from hf_querygen.experiments.papers import get_reproduction
+    from hf_querygen.experiments.recipes import row_prepare_options, row_settings
+
+    reproduction = get_reproduction("zhang2020")
+    system = reproduction.system("warm_start")
+    full = reproduction.budgets["full"]
+    assert row_prepare_options(system, full) == dict(system.prepare_options)
+    budget = dataclasses.replace(full, row_prepare={"warm_start": {"caps": {"max_relevant_documents": 1}}})
+    options = row_settings(reproduction, system, budget)["prepare_options"]
+    assert options["caps"] == {"max_relevant_documents": 1}
+    assert options["backbone"] == system.prepare_options["backbone"]

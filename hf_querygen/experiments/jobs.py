@@ -29,7 +29,7 @@ from ..training import (
     train_preset,
 )
 from .papers import get_reproduction
-from .recipes import _folds, recipe_metadata, row_settings
+from .recipes import _folds, recipe_metadata, row_prepare_options, row_settings
 from .tables import Budget, Fold, PaperTable
 
 if TYPE_CHECKING:
@@ -107,7 +107,7 @@ def _run_job(job: Job) -> list[dict[str, Any]]:
     persist; returns the records."""
     reproduction, budget = _WORKER["reproduction"], _WORKER["budget"]
     data = _fold_data(
-        reproduction, _WORKER["folds"][job.fold_id], _WORKER["data"], job.system.prepare_options
+        reproduction, _WORKER["folds"][job.fold_id], _WORKER["data"], row_prepare_options(job.system, budget)
     )
     fold = _WORKER["folds"][job.fold_id]
     return train_and_score(job, reproduction, budget, data, _WORKER["out"], _WORKER["save_models"], fold)
@@ -151,10 +151,11 @@ def train_and_score(
     summary = {"epochs": trainer.state.epoch, "global_steps": trainer.state.global_step}
     # the row's decoding: a task with a decoding grid chooses it on validation (k2q's guards against
     # repeats), and the table reports the decoding saved with the model, as the pipeline uses it
+    overrides = budget.row_decoding.get(system.key, {})
     chosen, decoding_rows = (
-        choose_decoding(model, data, system.decoding, system.decoding_grid, system.decoding_metric)
+        choose_decoding(model, data, system.decoding, system.decoding_grid, system.decoding_metric, overrides)
         if system.in_table
-        else (dict(system.decoding), [])
+        else ({**system.decoding, **overrides}, [])
     )
     if chosen:
         model.config.task_decoding = dict(chosen)
@@ -197,7 +198,7 @@ def _saved_model_metadata(
         "config": data.config_name,
         "preset": system.preset,
         "system": system.name,
-        "prepare_options": dict(system.prepare_options),
+        "prepare_options": row_prepare_options(system, budget),
         "train_options": dict(system.train_options),
         "reproduction": reproduction.name,
         "budget": budget.name,

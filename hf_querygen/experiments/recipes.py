@@ -55,6 +55,7 @@ class TrainingRecipe:
             decoding=self.decoding,
             decoding_grid=self.system.decoding_grid,
             decoding_metric=self.system.decoding_metric,
+            decoding_overrides=self.budget.row_decoding.get(self.system.key, {}),
             early_stopping_patience=self.early_stopping_patience,
             group_by_length=self.group_by_length,
         )
@@ -64,6 +65,12 @@ class TrainingRecipe:
         return DataSelection(
             task=self.system.task, splits=self.splits, data_dir=data_dir, metadata=self.metadata
         )
+
+
+def row_prepare_options(system: System, budget: Budget) -> dict[str, Any]:
+    """The row's own prepare options under ``budget`` (``System.prepare_options``, then
+    ``Budget.row_prepare``); the reproduction's come beneath them."""
+    return {**dict(system.prepare_options), **budget.row_prepare.get(system.key, {})}
 
 
 def row_settings(reproduction: PaperTable, system: System, budget: Budget) -> dict[str, Any]:
@@ -84,7 +91,7 @@ def row_settings(reproduction: PaperTable, system: System, budget: Budget) -> di
             ),
             **budget.row_training.get(system.key, {}),
         },
-        "prepare_options": {**reproduction.prepare_options, **dict(system.prepare_options)},
+        "prepare_options": {**reproduction.prepare_options, **row_prepare_options(system, budget)},
         "train_options": dict(system.train_options),
         "early_stopping_patience": budget.patience,
         "group_by_length": budget.group_by_length,

@@ -52,7 +52,7 @@ from .jobs import (
     train_and_score,
 )
 from .papers import REPRODUCTIONS, get_reproduction
-from .recipes import _folds, _jsonable
+from .recipes import _folds, _jsonable, row_prepare_options
 from .tables import REPRODUCTION_KIND, Budget, Fold, PaperTable, RunContext, results_paper
 
 if TYPE_CHECKING:
@@ -350,7 +350,8 @@ def _train_here(run: ReproductionRun, jobs: Sequence[Job], bar: Any) -> None:
     with quiet_console(settings.out / "train.log"):
         for job in jobs:
             fold = fold_of[job.fold_id]
-            data = _fold_data(settings.reproduction, fold, run.cache, job.system.prepare_options)
+            options = row_prepare_options(job.system, settings.budget)
+            data = _fold_data(settings.reproduction, fold, run.cache, options)
             records = train_and_score(
                 job,
                 settings.reproduction,
@@ -397,6 +398,7 @@ def _write_report(run: ReproductionRun) -> dict:
     _add_measures(run, records)
     run.timings["total_s"] = time.time() - run.started
     config = _run_config(run)
+    config["degenerate_outputs"] = degenerate_shares(run, records)
     for analysis in reproduction.analyses:
         config.update(analysis(context))
     config["timings_s"] = {k: round(v, 1) for k, v in run.timings.items()}
@@ -418,19 +420,28 @@ def _add_measures(run: ReproductionRun, records: Sequence[dict[str, Any]]) -> No
     measures = run.settings.reproduction.measures
     if not measures:
         return
+    import torch
+
     started = time.time()
     first_split = {s.key: s.evaluate_on[0] for s in run.systems if s.in_table}
-    for record in records:
-        if record["system"] not in first_split:  # runs that only feed an analysis
-            continue
-        data = run.cache.get(record["fold"])
-        splits = run.settings.reproduction.table_splits or (first_split.get(record["system"]),)
-        for split in splits:
-            outputs = record.get("outputs", {}).get(split)
-            if data is None or outputs is None or split not in record.get("scores", {}):
+    # the training workers are done: the measures (a sentence encoder) may use the cores they had
+    threads = torch.get_num_threads()
+    settings = run.settings
+    torch.set_num_threads(max(threads, settings.workers * settings.reproduction.threads_per_worker))
+    try:
+        for record in records:
+            if record["system"] not in first_split:  # runs that only feed an analysis
                 continue
-            for measure in measures:
-                record["scores"][split].update(measure(data, split, list(outputs)))
+            data = run.cache.get(record["fold"])
+            splits = settings.reproduction.table_splits or (first_split.get(record["system"]),)
+            for split in splits:
+                outputs = record.get("outputs", {}).get(split)
+                if data is None or outputs is None or split not in record.get("scores", {}):
+                    continue
+                for measure in measures:
+                    record["scores"][split].update(measure(data, split, list(outputs)))
+    finally:
+        torch.set_num_threads(threads)
     run.timings["measures_s"] = time.time() - started
 
 
@@ -468,6 +479,26 @@ def _run_config(run: ReproductionRun) -> dict[str, Any]:
     }
 
 
+def degenerate_shares(run: ReproductionRun, records: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """Table row -> the share of its outputs on the table's splits (every seed) that look degenerate
+    (:func:`~hf_querygen.tasks.base.degenerate_reason`: empty, only punctuation, a word repeated); rows
+    with none are left out. A quick run's console table names the rows where most are
+    (:func:`smoke_run_notes`)."""
+    from ..tasks.base import degenerate_reason
+
+    table_splits = run.settings.reproduction.table_splits
+    first_split = {s.key: s.evaluate_on[0] for s in run.systems if s.in_table}
+    counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for record in records:
+        if record["system"] not in first_split:
+            continue
+        for split in table_splits or (first_split[record["system"]],):
+            outputs = record.get("outputs", {}).get(split) or []
+            counts[record["system"]][0] += sum(degenerate_reason(str(o)) is not None for o in outputs)
+            counts[record["system"]][1] += len(outputs)
+    return {key: round(bad / total, 3) for key, (bad, total) in counts.items() if total and bad}
+
+
 def table_scores(record: Mapping[str, Any], splits: Sequence[str]) -> dict[str, float]:
     """One run's metrics of several test splits for the results document, as ``"<split>/<metric>"``."""
     return {f"{split}/{m}": v for split in splits for m, v in record["scores"].get(split, {}).items()}
@@ -498,11 +529,16 @@ def summary_table(reproduction: PaperTable, document: dict) -> str:
     return head + table + smoke_run_notes(document, list(reproduction.table_metrics), systems, labels, mode)
 
 
+#: a quick run's console table names the rows with at least this share of degenerate outputs
+DEGENERATE_NOTE_SHARE = 0.5
+
+
 def smoke_run_notes(
     document: dict, metrics: list[str], systems: list[str], labels: dict[str, str], mode: str
 ) -> str:
-    """A quick run's footnote: which rows read 0.000 and why (the smoke-sized models write nothing
-    useful yet), and where the real numbers are. Empty for other budgets."""
+    """A quick run's footnote: which rows read 0.000, or write mostly degenerate outputs
+    (``config["degenerate_outputs"]``, :func:`degenerate_shares`), and why (the smoke-sized models write
+    nothing useful yet), and where the real numbers are. Empty for other budgets."""
     if mode != "quick":
         return ""
     zero = [
@@ -514,10 +550,22 @@ def smoke_run_notes(
             for metric in metrics
         )
     ]
+    shares = document["config"].get("degenerate_outputs") or {}
+    degenerate = [
+        f"{labels.get(key, key)}: {shares[key]:.0%}"
+        for key in systems
+        if shares.get(key, 0) >= DEGENERATE_NOTE_SHARE and labels.get(key, key) not in zero
+    ]
     note = "\nThese are not results: the committed full-run tables are in results/<paper>/results.md."
     if zero:
         note += (
             f"\nRows at 0.000 ({', '.join(zero)}): their smoke-sized models are trained too briefly to "
             "write a correct output yet; a full run trains them to convergence."
+        )
+    if degenerate:
+        note += (
+            "\nRows whose outputs are mostly degenerate (empty, only punctuation or a word repeated; "
+            f"{', '.join(degenerate)}): their smoke-sized models are trained too briefly to write a useful "
+            "output yet; they score only the words they happen to share with the reference."
         )
     return note + "\n"

@@ -71,6 +71,13 @@ class Budget:
     #: system key -> ``Seq2SeqTrainingArguments`` fields this mode gives that row above every other setting
     #: (a smoke run's few steps for a row whose own recipe is long, e.g. a pretrained network)
     row_training: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: system key -> decoding fields this mode sets over that row's decoding and every entry of its
+    #: decoding grid (a smoke run's greedy search and short outputs for a row whose beam search over a
+    #: briefly trained pretrained network is slow); the record's ``decoding`` says what was used
+    row_decoding: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: system key -> prepare options this mode gives that row over its own (a smoke run's shorter inputs for
+    #: a row whose steps are slow on long ones, e.g. fewer documents per query)
+    row_prepare: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     #: seconds of training per run, then the run stops and keeps its best checkpoint by validation
     #: (:class:`~hf_querygen.training.TimeLimitCallback`; e.g. a GPU lease); None: the schedule decides
     time_limit_s: float | None = None

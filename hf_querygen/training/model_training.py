@@ -85,7 +85,12 @@ def train_model(
     # a task with a decoding grid (k2q: no-repeat / repetition-penalty settings) picks its default
     # decoding on VALIDATION; it is saved with the model as config.task_decoding
     decoding, decoding_rows = choose_decoding(
-        model, task_data, recipe.decoding, recipe.decoding_grid, recipe.decoding_metric
+        model,
+        task_data,
+        recipe.decoding,
+        recipe.decoding_grid,
+        recipe.decoding_metric,
+        recipe.decoding_overrides,
     )
     if decoding:
         model.config.task_decoding = dict(decoding)

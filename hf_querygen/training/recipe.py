@@ -44,6 +44,8 @@ class Recipe:
     decoding: Mapping[str, Any] = field(default_factory=dict)
     decoding_grid: Sequence[Mapping[str, Any]] | None = None
     decoding_metric: str | None = None
+    #: decoding fields set over ``decoding`` and every grid entry (a paper budget's ``row_decoding``)
+    decoding_overrides: Mapping[str, Any] = field(default_factory=dict)
     early_stopping_patience: int | None = 3
     group_by_length: bool = True
     num_beams: int = 1

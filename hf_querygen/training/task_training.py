@@ -292,13 +292,15 @@ def choose_decoding(
     base: Mapping[str, Any] | None = None,
     grid: Sequence[Mapping[str, Any]] | None = None,
     metric: str | None = None,
+    overrides: Mapping[str, Any] | None = None,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The decoding of ``grid`` (default ``task.decoding_grid``; each entry on top of ``base``) chosen on
-    VALIDATION, and one row per entry: ``{"decoding", "criterion", "by_split", "floor", "scores"}``
-    (``scores``: every score of each split, ``by_split``: the metric). Ties: the
-    earlier, simpler entry. ``(base, [])`` without a grid or without the selection splits. A system
-    brings its own grid and metric through its train options (``decoding_grid``, ``decoding_metric``;
-    zhang2020/ctrsgen_copy), so that ``train --system`` decodes as its table row does.
+    """The decoding of ``grid`` (default ``task.decoding_grid``; each entry on top of ``base``, and
+    ``overrides`` on top of both: a budget's ``row_decoding``) chosen on VALIDATION, and one row per
+    entry: ``{"decoding", "criterion", "by_split", "floor", "scores"}`` (``scores``: every score of each
+    split, ``by_split``: the metric). Ties: the earlier, simpler entry. ``(base + overrides, [])``
+    without a grid or without the selection splits. A system brings its own grid and metric through its
+    train options (``decoding_grid``, ``decoding_metric``; zhang2020/ctrsgen_copy), so that ``train
+    --system`` decodes as its table row does.
 
     Each of ``task.selection_splits(data)`` is scored on its own with ``metric`` (default
     ``task.primary_metric``; ``"rouge_goal"`` is :func:`with_rouge_goal`'s). With a
@@ -311,10 +313,10 @@ def choose_decoding(
         config = getattr(model, "config", None)
         accepted = task.accepted_decoding(task.family_of(config)) if config is not None else None
         grid = [c for c in task.decoding_grid if not accepted or set(c) <= set(accepted)]
-    grid = tuple(grid)
+    grid = tuple(dict(candidate, **(overrides or {})) for candidate in grid)
     measure = _selection_measure(data, metric)
     if not grid or measure is None:
-        return dict(base or {}), []
+        return {**dict(base or {}), **dict(overrides or {})}, []
     # each candidate is measured as itself: a decoding saved earlier (config.task_decoding, the default
     # of Task.predict) must not fill in the keys a candidate leaves out
     config = getattr(model, "config", None)
