@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 from .._fs import check_output_dir, check_writable_dir, claim_in_place_dir
 from ..errors import InvalidInputError
 from ..systems import System
+from ..tasks.base import degenerate_reason
 from ..training import MODEL_FOLDER_KIND, quiet_console
 from ._report import markdown_table, results_document, write_results
 from .jobs import (
@@ -484,8 +485,6 @@ def degenerate_shares(run: ReproductionRun, records: Sequence[Mapping[str, Any]]
     (:func:`~hf_querygen.tasks.base.degenerate_reason`: empty, only punctuation, a word repeated); rows
     with none are left out. A quick run's console table names the rows where most are
     (:func:`smoke_run_notes`)."""
-    from ..tasks.base import degenerate_reason
-
     table_splits = run.settings.reproduction.table_splits
     first_split = {s.key: s.evaluate_on[0] for s in run.systems if s.in_table}
     counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])

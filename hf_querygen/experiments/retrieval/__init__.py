@@ -52,6 +52,7 @@ from hf_querygen.corpora._q2id_nfcorpus import nfcorpus_test_collection
 from hf_querygen.pretrained import MINILM_ID, SentenceEmbedder
 from hf_querygen.retrieval import Index, analyze
 from hf_querygen.retrieval.dense import encode_documents
+from hf_querygen.tasks.base import get_task
 from hf_querygen.utils import require_extra
 
 from .._report import results_document, write_results
@@ -148,8 +149,6 @@ def _pipeline_system(folder: Path, **decoding: Any) -> Callable[[Sequence[str]],
 
 def _is_keyword_tagger(folder: Path) -> bool:
     from transformers import AutoConfig
-
-    from hf_querygen.tasks.base import get_task
 
     return get_task("nl2kw").family_of(AutoConfig.from_pretrained(folder)) == "tagging"
 

@@ -28,6 +28,7 @@ from hf_querygen.experiments.zhang2020 import REPRODUCTION
 from hf_querygen.experiments.zhang2020.analysis import semantic_similarity_measure
 from hf_querygen.experiments.zhang2020.studies import RESULTS_DIR as HERE
 from hf_querygen.metrics.retrieval import paired_test
+from hf_querygen.metrics.semantic_similarity import semantic_similarity
 
 WARM_START = "warm_start"
 #: CtrsGen + copy trained again with its own recipe on the same device: the outputs the paired tests need
@@ -53,8 +54,6 @@ def load_rows(specs: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
 
 def per_query(data: Any, records: Sequence[Mapping[str, Any]]) -> list[dict[str, float]]:
     """Per-query test ROUGE and semantic similarity, averaged over the records (seeds)."""
-    from hf_querygen.metrics.semantic_similarity import semantic_similarity
-
     references = data.references("test")
     runs = []
     for record in records:
