@@ -6,11 +6,12 @@ committed results with their semantic similarity and the warm start's paired tes
 
 ``ROW=GLOB``: one row over the runner's records that GLOB matches (one per seed): test scores as recorded
 (mean, std, n over seeds), ``semantic_similarity`` measured here from the records' outputs
-(:func:`hf_querygen.experiments.zhang2020.analysis.semantic_similarity_measure`). A ROW that is a system of
-the table (``warm_start``) replaces its cells; any other name (``ctrsgen_copy_h200``: the same recipe as a
-table row, trained again beside the warm start) goes in ``config["device_rows"]``. ``config
+(:func:`hf_querygen.metrics.semantic_similarity.semantic_similarity`, as the table's measure). A ROW that is
+a system of the table (``warm_start``) replaces its cells; any other name (``ctrsgen_copy_h200``: the same
+recipe as a table row, trained again beside the warm start) goes in ``config["device_rows"]``. ``config
 ["warm_start_vs_copy"]`` holds the paired tests (randomization and t-test, per query, seeds averaged) of
-:data:`WARM_START` against :data:`COPY_RERUN` on ROUGE and semantic similarity. ``results.md`` is re-rendered.
+:data:`WARM_START` against :data:`COPY_RERUN` on ROUGE and semantic similarity. ``results.md`` is
+re-rendered.
 """
 
 from __future__ import annotations
@@ -19,13 +20,13 @@ import argparse
 import glob
 import json
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from hf_querygen.experiments._report import aggregate, write_results
 from hf_querygen.experiments.jobs import _fold_data
 from hf_querygen.experiments.recipes import _folds
 from hf_querygen.experiments.zhang2020 import REPRODUCTION
-from hf_querygen.experiments.zhang2020.analysis import semantic_similarity_measure
 from hf_querygen.experiments.zhang2020.studies import RESULTS_DIR as HERE
 from hf_querygen.metrics.retrieval import paired_test
 from hf_querygen.metrics.semantic_similarity import semantic_similarity
@@ -47,19 +48,20 @@ def load_rows(specs: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
         paths = sorted(glob.glob(pattern))
         if not paths:
             raise SystemExit(f"{row}: no records match {pattern!r}")
-        records = [json.loads(open(path, encoding="utf-8").read()) for path in paths]
+        records = [json.loads(Path(path).read_text(encoding="utf-8")) for path in paths]
         rows[row] = sorted(records, key=lambda record: record["seed"])
     return rows
 
 
-def per_query(data: Any, records: Sequence[Mapping[str, Any]]) -> list[dict[str, float]]:
-    """Per-query test ROUGE and semantic similarity, averaged over the records (seeds)."""
+def per_query(
+    data: Any, records: Sequence[Mapping[str, Any]], similarities: Sequence[Sequence[float]]
+) -> list[dict[str, float]]:
+    """Per-query test ROUGE and semantic similarity (``similarities``: each record's per-query values),
+    averaged over the records (seeds)."""
     references = data.references("test")
     runs = []
-    for record in records:
-        outputs = record["outputs"]["test"]
-        rows = data.task.per_example_scores(outputs, references)
-        similarity = semantic_similarity(outputs, references)["per_example"]
+    for record, similarity in zip(records, similarities, strict=True):
+        rows = data.task.per_example_scores(record["outputs"]["test"], references)
         runs.append([{**row, "semantic_similarity": s} for row, s in zip(rows, similarity, strict=True)])
     return [
         {metric: sum(run[i][metric] for run in runs) / len(runs) for metric in COMPARED}
@@ -94,21 +96,27 @@ def main(argv: list[str] | None = None) -> None:
     data = _fold_data(REPRODUCTION, fold, {})
     config = document["config"]
     table_keys = {system.key for system in REPRODUCTION.systems}
-    per_row = {}
+    per_row, summary = {}, {}
     for row, records in rows.items():
-        runs = []
+        runs, similarities = [], []
         for record in records:
             if len(record["outputs"]["test"]) != len(data.references("test")):
                 raise SystemExit(
                     f"{row} seed {record['seed']}: its test outputs are not this fold's test split"
                 )
-            similarity = semantic_similarity_measure(data, "test", record["outputs"]["test"])
-            runs.append({**record["scores"]["test"], **similarity})
+            # each description embedded once: the per-query cosines feed the paired tests, their mean is
+            # the row's cell (what Reproduction.measures' semantic_similarity_measure computes)
+            similarity = semantic_similarity(record["outputs"]["test"], data.references("test"))
+            similarities.append(similarity["per_example"])
+            runs.append(
+                {**record["scores"]["test"], "semantic_similarity": similarity["semantic_similarity"]}
+            )
         cells = aggregate(runs)
         target = document["systems"] if row in table_keys else config.setdefault("device_rows", {})
         target[row] = cells
         config.setdefault("row_provenance", {})[row] = provenance(records)
-        per_row[row] = per_query(data, records)
+        per_row[row] = per_query(data, records, similarities)
+        summary[row] = {metric: round(cell["mean"], 4) for metric, cell in cells.items()}
     if WARM_START in per_row and COPY_RERUN in per_row:
         config["warm_start_vs_copy"] = {
             "metrics": {
@@ -127,17 +135,7 @@ def main(argv: list[str] | None = None) -> None:
             "paired t-test",
         }
     write_results(document, HERE, REPRODUCTION.render_markdown(document))
-    print(
-        json.dumps(
-            {
-                row: {m: round(c["mean"], 4) for m, c in cells.items()}
-                for row, cells in [
-                    (r, (document["systems"] if r in table_keys else config["device_rows"])[r]) for r in rows
-                ]
-            },
-            indent=1,
-        )
-    )
+    print(json.dumps(summary, indent=1))
 
 
 if __name__ == "__main__":
