@@ -20,6 +20,12 @@ from hf_querygen.tasks.base import degenerate_reason, get_task
         ("what is the population of berlin ?", None),
         ("new york|times", None),
         ("berlin population", None),
+        ("?? drop??? us?? 1st?? henry?? in?? runs?? missouri?? time?? zone?? rome??", "mostly punctuation"),
+        ("what??, is?? the?? capital??", "mostly punctuation"),
+        ("c++ c# f# java", None),  # symbols, not sentence punctuation
+        ("u.s. vs u.k. trade deals", None),
+        ("hello everybody ; i ' m moving to doha . does anyone know a language school ?", None),
+        ("who directed the movie avant-garde ?", None),
     ],
 )
 def test_degenerate_reason(text, reason):

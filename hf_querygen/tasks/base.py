@@ -118,14 +118,27 @@ class TaskData:
 _WARNED_DEGENERATE: set[str] = set()
 
 
+#: the characters :func:`degenerate_reason` counts as punctuation (not "+" or "#": "c++", "c#" are words)
+_SENTENCE_PUNCTUATION = frozenset("?!.,;:'\"")
+
+
 def degenerate_reason(text: str) -> str | None:
-    """Why ``text`` looks degenerate (``"empty"``, ``"only punctuation"``, ``"a word repeated"``), or
-    None. A word repeated: three times in a row, or at least 4 words of which at most half are distinct."""
+    """Why ``text`` looks degenerate (``"empty"``, ``"only punctuation"``, ``"mostly punctuation"``,
+    ``"a word repeated"``), or None. Mostly punctuation: at least 4 words, most of them carrying sentence
+    punctuation (``?!.,;:`` and quotes), which makes at least a quarter of the characters (an under-trained
+    word-piece decoder's "?? drop??? us?? 1st??"; a question's final "?", a description's spaced ";" or
+    "c++" stay far below). A word repeated:
+    three times in a row, or at least 4 words of which at most half are distinct."""
     words = text.replace("|", " ").split()
     if not words:
         return "empty"
     if not any(any(ch.isalnum() for ch in word) for word in words):
         return "only punctuation"
+    marked = sum(any(ch in _SENTENCE_PUNCTUATION for ch in word) for word in words)
+    characters = "".join(words)
+    punctuation = sum(ch in _SENTENCE_PUNCTUATION for ch in characters)
+    if len(words) >= 4 and 2 * marked > len(words) and 4 * punctuation >= len(characters):
+        return "mostly punctuation"
     if any(a == b == c for a, b, c in zip(words, words[1:], words[2:], strict=False)):
         return "a word repeated"
     if len(words) >= 4 and len(set(words)) * 2 <= len(words):
