@@ -91,7 +91,7 @@ FULL_BUDGET = Budget(
     patience=4,
     training_overrides=FULL_TRAINING,
     # their own schedules (ding2018.systems.COPYNET_HUMAN_STEPS, QUESTION_FRAMES_TRAINING)
-    own_recipe=("copynet_human", "question_frames", "warm_start"),
+    own_recipe=("copynet_human", "question_frames", "warm_start", "warm_start_human"),
     preset_overrides={
         **{key: FULL_MODEL for key in ("ednet", "attnet", "copynet", "copynet_human")},
         "fig5_copynet": FIG5_MODEL,
@@ -133,6 +133,8 @@ PAPER_BUDGET = Budget(
     },
 )
 # 100 steps: at 30 the tiny CopyNet still wrote "? ? ?" (T_0 ROUGE-L 0.000); at 100 it reaches 0.24 in ~10 s
+#: the warm-started BERT2BERT rows (ding2018.systems)
+WARM_START_ROWS = ("warm_start", "warm_start_human")
 QUICK_TRAINING = {
     "max_steps": 100,
     "learning_rate": 1e-2,
@@ -154,7 +156,7 @@ QUICK_BUDGET = Budget(
     # the warm-started BERT2BERT (49M parameters): a few steps of its own rate (the budget's 1e-2 is for the
     # small networks trained from scratch)
     row_training={
-        "warm_start": {
+        key: {
             "max_steps": 6,
             "learning_rate": 1e-4,
             "warmup_steps": 0,
@@ -162,10 +164,11 @@ QUICK_BUDGET = Budget(
             "eval_steps": 3,
             "save_steps": 3,
         }
+        for key in WARM_START_ROWS
     },
     # its decoding: greedy and at most 24 pieces (a question is ~15) instead of 4 beams; 6 steps leave it
     # without an end of question, so 4 beams ran to the length limit: 4.4 of the run's 7.9 minutes
-    row_decoding={"warm_start": {"num_beams": 1, "max_new_tokens": 24}},
+    row_decoding={key: {"num_beams": 1, "max_new_tokens": 24} for key in WARM_START_ROWS},
     preset_overrides={
         key: TINY_MODEL for key in ("ednet", "attnet", "copynet", "copynet_human", "fig5_copynet")
     },
@@ -187,7 +190,7 @@ QUICK_BUDGET = Budget(
 WARM_START_BUDGET = dataclasses.replace(
     FULL_BUDGET,
     name="warm_start",
-    skip=tuple(s.key for s in SYSTEMS if s.key not in ("warm_start", "reference", "echo", "frame")),
+    skip=tuple(s.key for s in SYSTEMS if s.key not in (*WARM_START_ROWS, "reference", "echo", "frame")),
     settings={**FULL_BUDGET.settings, "fig5": False},
 )
 
