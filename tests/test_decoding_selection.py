@@ -101,3 +101,16 @@ def test_overrides_are_set_over_every_candidate_and_the_base():
     empty = TaskData(task, datasets.DatasetDict(), tokenizer=None)
     chosen, rows = choose_decoding(None, empty, {"num_beams": 4}, overrides={"num_beams": 1})
     assert (chosen, rows) == ({"num_beams": 1}, [])
+
+
+def test_entries_made_equal_by_the_overrides_are_decoded_once_and_each_keeps_its_row():
+    decoded = []
+
+    class Counting(_ToyTask):
+        def predict(self, model, tokenizer, inputs, **decoding):
+            decoded.append(decoding["mode"])
+            return super().predict(model, tokenizer, inputs, **decoding)
+
+    _, rows = choose_decoding(None, _data(Counting(floor=False)), overrides={"mode": "small"})
+    assert decoded == ["small", "small"]  # once per selection split, not once per grid entry
+    assert len(rows) == 3 and rows[0] == rows[1] == rows[2] and rows[0] is not rows[1]

@@ -160,6 +160,27 @@ def test_semantic_similarity_takes_max_and_mean_over_references():
         semantic_similarity(["a"], [[]], embedder=embedder)
 
 
+def test_our_embedder_encodes_each_text_once_per_process(monkeypatch):
+    from hf_querygen.metrics import semantic_similarity as module
+
+    encoded = []
+
+    class Counting(_Embedder):
+        def encode(self, texts, batch_size=64, show_progress_bar=False):
+            encoded.extend(texts)
+            return super().encode(texts)
+
+    monkeypatch.setattr(module, "_VECTORS", type(module._VECTORS)())
+    monkeypatch.setattr(module, "embedder_for", lambda backbone: Counting(["a", "b", "c", "d"]))
+    first = semantic_similarity(["a b", "c"], [["a b", "c d"], ["c"]], backbone="toy")
+    again = semantic_similarity(["a", "c"], [["a b", "c d"], ["c"]], backbone="toy")  # a new row, same refs
+    assert sorted(encoded) == ["a", "a b", "c", "c d"]  # the references and "c" once
+    assert first["semantic_similarity"] == pytest.approx(1.0)
+    assert again["per_example"] == pytest.approx([2**-0.5, 1.0], abs=1e-6)
+    other = semantic_similarity(["a"], ["a"], backbone="another")  # another backbone: its own vectors
+    assert encoded[-1] == "a" and other["n"] == 1
+
+
 def test_semantic_similarity_with_the_offline_minilm():
     pytest.importorskip("all_minilm_l6_v2", reason="needs the [pretrained] extra")
     scores = semantic_similarity(

@@ -199,12 +199,30 @@ def test_a_quick_runs_console_table_names_rows_whose_outputs_are_mostly_degenera
     document = {"systems": systems, "paper_numbers": {}, "config": config}
     quick = summary_table(reproduction, document)
     assert (
-        f"mostly degenerate (empty, only punctuation or a word repeated; {reproduction.label(keys[0])}: 80%)"
-        in quick
+        "mostly degenerate (empty, only or mostly punctuation, or a word repeated; "
+        f"{reproduction.label(keys[0])}: 80%)" in quick
     )
     assert reproduction.label(keys[1]) not in quick.split("mostly degenerate", 1)[1]
     document["config"]["budget"]["name"] = "full"
     assert "degenerate" not in summary_table(reproduction, document)
+
+
+def test_a_quick_runs_console_table_names_the_rows_it_leaves_out():
+    from hf_querygen.experiments.papers import get_reproduction
+    from hf_querygen.experiments.runner import summary_table
+
+    reproduction = get_reproduction("ding2018")
+    quick = reproduction.budgets["quick"]
+    assert quick.skip, "ding2018's smoke run leaves out a row"
+    metric = list(reproduction.table_metrics)[0]
+    systems = {"echo": {metric: {"mean": 0.5, "std": 0.0, "n": 1}}}
+    config = {"budget": {"name": "quick", "skip": list(quick.skip)}, "seeds": 1}
+    table = summary_table(reproduction, {"systems": systems, "paper_numbers": {}, "config": config})
+    assert f"Rows a smoke run leaves out: {reproduction.label(quick.skip[0])}." in table
+    config["budget"]["name"] = "full"
+    assert "leaves out" not in summary_table(
+        reproduction, {"systems": systems, "paper_numbers": {}, "config": config}
+    )
 
 
 def test_a_budgets_row_prepare_options_go_over_the_rows_own():
@@ -221,3 +239,34 @@ def test_a_budgets_row_prepare_options_go_over_the_rows_own():
     options = row_settings(reproduction, system, budget)["prepare_options"]
     assert options["caps"] == {"max_relevant_documents": 1}
     assert options["backbone"] == system.prepare_options["backbone"]
+
+
+def test_library_warnings_and_logs_of_every_stage_go_to_train_log_not_the_console(
+    tiny_liu2018, data_dir, tmp_path, capfd
+):
+    import warnings
+
+    from transformers.utils import logging as hf_logging
+
+    def noisy_baseline(context):
+        warnings.warn("a dependency's warning in a baseline", RuntimeWarning, stacklevel=1)
+        hf_logging.get_logger("transformers").warning("a transformers log line in a baseline")
+        return context.data.sources(context.split)
+
+    def noisy_analysis(context):
+        warnings.warn("a dependency's warning in an analysis", UserWarning, stacklevel=1)
+        return {}
+
+    raw = next(s for s in tiny_liu2018.systems if s.key == "raw_query")
+    reproduction = dataclasses.replace(
+        tiny_liu2018,
+        systems=[dataclasses.replace(raw, name="liu2018/noisy", label="noisy", baseline=noisy_baseline)],
+        analyses=(noisy_analysis,),
+    )
+    out = tmp_path / "results"
+    run_reproduction(reproduction, out, quick=True, data_dir=data_dir, workers=1, progress=True)
+    console = capfd.readouterr()
+    assert "noisy" in console.err  # the summary table is on the console
+    for line in ("a dependency's warning in a baseline", "a transformers log line", "in an analysis"):
+        assert line not in console.out + console.err, line
+        assert line in (out / "train.log").read_text(), line

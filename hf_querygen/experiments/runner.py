@@ -208,13 +208,16 @@ def run_reproduction(
     jobs = _training_jobs(run)
     if save_dir is not None:  # refuse a --save-models folder we may not replace now, not after training
         _check_save_models(save_dir, jobs)
-    _run_plain_baselines(run)
+    # every stage's library and dependency logs, warnings and loading bars go to train.log (a numpy
+    # warning from sumy's LexRank, transformers' "Loading weights"); the console keeps our bars and tables
+    with quiet_console(out / "train.log"):
+        _run_plain_baselines(run)
     _train(run, jobs)
-    with quiet_console(out / "train.log"):  # (the empty checkpoints folder of finished runs)
+    with quiet_console(out / "train.log"):
         if (out / "checkpoints").is_dir() and not any((out / "checkpoints").iterdir()):
-            (out / "checkpoints").rmdir()
-    _run_combined_systems(run)
-    return _write_report(run)
+            (out / "checkpoints").rmdir()  # the empty checkpoints folder of finished runs
+        _run_combined_systems(run)
+        return _write_report(run)
 
 
 def _budget_name(reproduction: Reproduction, budget: str | None, quick: bool) -> str:
@@ -482,8 +485,8 @@ def _run_config(run: ReproductionRun) -> dict[str, Any]:
 
 def degenerate_shares(run: ReproductionRun, records: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     """Table row -> the share of its outputs on the table's splits (every seed) that look degenerate
-    (:func:`~hf_querygen.tasks.base.degenerate_reason`: empty, only punctuation, a word repeated); rows
-    with none are left out. A quick run's console table names the rows where most are
+    (:func:`~hf_querygen.tasks.base.degenerate_reason`: empty, only or mostly punctuation, a word
+    repeated); rows with none are left out. A quick run's console table names the rows where most are
     (:func:`smoke_run_notes`)."""
     table_splits = run.settings.reproduction.table_splits
     first_split = {s.key: s.evaluate_on[0] for s in run.systems if s.in_table}
@@ -525,7 +528,10 @@ def summary_table(reproduction: PaperTable, document: dict) -> str:
         run = f"QUICK SMOKE RUN: tiny models trained for minutes, 1 seed, {seconds} s"
     head = f"\n{reproduction.name} ({run})\n"
     table = markdown_table(document, list(reproduction.table_metrics), systems, labels)
-    return head + table + smoke_run_notes(document, list(reproduction.table_metrics), systems, labels, mode)
+    every_label = {s.key: reproduction.label(s.key) for s in reproduction.systems}
+    return (
+        head + table + smoke_run_notes(document, list(reproduction.table_metrics), systems, every_label, mode)
+    )
 
 
 #: a quick run's console table names the rows with at least this share of degenerate outputs
@@ -537,7 +543,8 @@ def smoke_run_notes(
 ) -> str:
     """A quick run's footnote: which rows read 0.000, or write mostly degenerate outputs
     (``config["degenerate_outputs"]``, :func:`degenerate_shares`), and why (the smoke-sized models write
-    nothing useful yet), and where the real numbers are. Empty for other budgets."""
+    nothing useful yet), which rows the budget leaves out (``skip``), and where the real numbers are.
+    Empty for other budgets. ``labels``: row key -> label, the left-out rows' too."""
     if mode != "quick":
         return ""
     zero = [
@@ -556,6 +563,9 @@ def smoke_run_notes(
         if shares.get(key, 0) >= DEGENERATE_NOTE_SHARE and labels.get(key, key) not in zero
     ]
     note = "\nThese are not results: the committed full-run tables are in results/<paper>/results.md."
+    skipped = (document["config"].get("budget") or {}).get("skip") or ()
+    if skipped:
+        note += f"\nRows a smoke run leaves out: {', '.join(labels.get(key, key) for key in skipped)}."
     if zero:
         note += (
             f"\nRows at 0.000 ({', '.join(zero)}): their smoke-sized models are trained too briefly to "
@@ -563,7 +573,8 @@ def smoke_run_notes(
         )
     if degenerate:
         note += (
-            "\nRows whose outputs are mostly degenerate (empty, only punctuation or a word repeated; "
+            "\nRows whose outputs are mostly degenerate (empty, only or mostly punctuation, or a word "
+            "repeated; "
             f"{', '.join(degenerate)}): their smoke-sized models are trained too briefly to write a useful "
             "output yet; they score only the words they happen to share with the reference."
         )

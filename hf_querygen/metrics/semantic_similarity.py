@@ -21,6 +21,7 @@ thin ``evaluate.Metric`` wrapper, loadable offline with ``evaluate.load("<path t
 from __future__ import annotations
 
 import os
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -61,6 +62,31 @@ def embedder_for(backbone: str | os.PathLike = DEFAULT_BACKBONE) -> SentenceEmbe
     return _EMBEDDERS[key]
 
 
+#: (backbone, text) -> its embedding, most recent last: a table scores every row against the same
+#: references, and rows often share outputs, so each distinct text is embedded once per process
+_VECTORS: OrderedDict[tuple[str, str], Any] = OrderedDict()
+_MAX_CACHED_VECTORS = 50_000  # 384 float64 each: ~150 MB at most
+
+
+def _cached_vectors(backbone: str, texts: Sequence[str], batch_size: int) -> Any:
+    """``(len(texts), d)`` float64 embeddings of our own embedder of ``backbone``, new texts encoded in one
+    call (sentence-transformers batches them in length order)."""
+    import numpy as np
+
+    new = [text for text in texts if (backbone, text) not in _VECTORS]
+    if new:
+        encoded = embedder_for(backbone).encode(new, batch_size=batch_size)
+        for text, vector in zip(new, np.asarray(encoded, dtype="float64"), strict=True):
+            _VECTORS[(backbone, text)] = vector
+    rows = []
+    for text in texts:
+        _VECTORS.move_to_end((backbone, text))
+        rows.append(_VECTORS[(backbone, text)])
+    while len(_VECTORS) > _MAX_CACHED_VECTORS:
+        _VECTORS.popitem(last=False)
+    return np.stack(rows)
+
+
 def semantic_similarity(
     predictions: Sequence[str],
     references: Sequence[str | Sequence[str]],
@@ -71,7 +97,8 @@ def semantic_similarity(
     """Cosine of normalised sentence embeddings, max / mean over each example's references.
 
     ``embedder``: anything with ``encode(texts) -> (n, d)`` L2-normalised rows (default: the
-    :class:`SentenceEmbedder` of ``backbone``). Every distinct text is embedded once.
+    :class:`SentenceEmbedder` of ``backbone``, whose embeddings are kept for later calls in this process).
+    Every distinct text is embedded once.
     """
     import numpy as np
 
@@ -90,8 +117,10 @@ def semantic_similarity(
             raise InvalidInputError(f"semantic_similarity: references[{i}] is empty; give at least one")
     texts = list(dict.fromkeys([*predictions, *(r for example in refs for r in example)]))
     row = {text: i for i, text in enumerate(texts)}
-    embedder = embedder if embedder is not None else embedder_for(backbone)
-    vectors = np.asarray(embedder.encode(texts, batch_size=batch_size), dtype="float64")  # (T, d)
+    if embedder is not None:
+        vectors = np.asarray(embedder.encode(texts, batch_size=batch_size), dtype="float64")  # (T, d)
+    else:
+        vectors = _cached_vectors(str(backbone), texts, batch_size)
     best, mean = [], []
     for prediction, example in zip(predictions, refs, strict=True):
         cosines = vectors[[row[r] for r in example]] @ vectors[row[prediction]]  # (R,)

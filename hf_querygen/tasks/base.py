@@ -353,7 +353,7 @@ class Task:
 
     def warn_if_degenerate(self, outputs: Sequence[Any], model: Any) -> None:
         """Warn once per model (:class:`~hf_querygen.errors.DegenerateOutputWarning`) when an output for a
-        non-empty input is empty, only punctuation, or a word repeated: what an under-trained model
+        non-empty input is empty, only or mostly punctuation, or a word repeated: what an under-trained model
         writes. Called where a user sees outputs (the pipelines, ``hf-querygen generate``)."""
         name = str(getattr(getattr(model, "config", None), "_name_or_path", "") or type(model).__name__)
         if name in _WARNED_DEGENERATE:

@@ -3,6 +3,7 @@ score, pretraining, the decoding chosen on validation, and the saved model folde
 
 from __future__ import annotations
 
+import copy
 import json
 import shutil
 from collections.abc import Callable, Mapping, Sequence
@@ -323,8 +324,15 @@ def choose_decoding(
     saved = getattr(config, "task_decoding", None)
     if config is not None:
         config.task_decoding = None
+    measured: dict[str, dict[str, Any]] = {}  # overrides can make entries equal: each is decoded once
+    rows = []
     try:
-        rows = [measure(model, {**dict(base or {}), **candidate}) for candidate in grid]
+        for candidate in grid:
+            decoding = {**dict(base or {}), **candidate}
+            key = json.dumps(decoding, sort_keys=True, default=str)
+            if key not in measured:
+                measured[key] = measure(model, decoding)
+            rows.append(copy.deepcopy(measured[key]))
     finally:
         if config is not None:
             config.task_decoding = saved

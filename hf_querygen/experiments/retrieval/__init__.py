@@ -136,13 +136,24 @@ def trained_keyword_systems(
     return callables, precomputed, skipped
 
 
-def _pipeline_system(folder: Path, **decoding: Any) -> Callable[[Sequence[str]], list[list[str]]]:
-    def run(texts: Sequence[str]) -> list[list[str]]:
-        from transformers import pipeline
+def _keyword_pipeline(folder: Path) -> Any:
+    from transformers import pipeline
 
-        generate = pipeline("keyword-query-generation", model=str(folder), device="cpu")
-        outputs = generate(list(texts), batch_size=32, **decoding)
-        return [list((out[0] if isinstance(out, list) else out)["keywords"]) for out in outputs]
+    return pipeline("keyword-query-generation", model=str(folder), device="cpu")
+
+
+def _keywords(generate: Any, texts: Sequence[str], **decoding: Any) -> list[list[str]]:
+    outputs = generate(list(texts), batch_size=32, **decoding)
+    return [list((out[0] if isinstance(out, list) else out)["keywords"]) for out in outputs]
+
+
+def _pipeline_system(folder: Path, **decoding: Any) -> Callable[[Sequence[str]], list[list[str]]]:
+    loaded: list[Any] = []  # the pipeline, built on the first call and kept for the next ones
+
+    def run(texts: Sequence[str]) -> list[list[str]]:
+        if not loaded:
+            loaded.append(_keyword_pipeline(folder))
+        return _keywords(loaded[0], texts, **decoding)
 
     return run
 
@@ -166,8 +177,9 @@ def choose_keyword_thresholds(
         if not _is_keyword_tagger(folder):
             continue
         by_threshold = {}
+        generate = _keyword_pipeline(folder)  # one model load for every threshold
         for threshold in KEYWORD_THRESHOLD_GRID:
-            keywords = _pipeline_system(folder, keyword_threshold=threshold)(texts)
+            keywords = _keywords(generate, texts, keyword_threshold=threshold)
             queries = {q: " ".join(words) for q, words in zip(ids, keywords, strict=True)}
             scores = _evaluate(index, queries, data["qrels"], "bm25")[SELECTION_METRIC]
             by_threshold[threshold] = float(np.mean([scores[q] for q in ids]))

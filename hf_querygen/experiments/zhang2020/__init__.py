@@ -199,6 +199,11 @@ QUICK_BUDGET = Budget(
         key: {"caps": {**CAPS, "max_relevant_documents": 2, "max_irrelevant_documents": 2}}
         for key in WARM_START_ROWS
     },
+    # 2 steps leave them without an end of description: every decoding ran to the length limit (~65
+    # pieces); 24 pieces say as much about a smoke run
+    row_decoding={key: {"max_new_tokens": 24} for key in WARM_START_ROWS},
+    # one point of the Eq. (11)/(12) sweep runs its code; the full budget sweeps the rest
+    settings={"sweep": (sweep_key(SWEEP[0]),)},
 )
 
 
