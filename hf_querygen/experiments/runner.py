@@ -211,9 +211,9 @@ def run_reproduction(
     # every stage's library and dependency logs, warnings and loading bars go to train.log (a numpy
     # warning from sumy's LexRank, transformers' "Loading weights"); the console keeps our bars and tables
     with quiet_console(out / "train.log"):
-        _run_plain_baselines(run)
-    _train(run, jobs)
-    with quiet_console(out / "train.log"):
+        # the baselines run here while the training workers start and train: they need no trained
+        # output, and this process would otherwise leave a core idle
+        _train(run, jobs, meanwhile=lambda: _run_plain_baselines(run))
         if (out / "checkpoints").is_dir() and not any((out / "checkpoints").iterdir()):
             (out / "checkpoints").rmdir()  # the empty checkpoints folder of finished runs
         _run_combined_systems(run)
@@ -278,6 +278,7 @@ def _run_plain_baselines(run: ReproductionRun) -> None:
     from tqdm.auto import tqdm
 
     settings = run.settings
+    started = time.time()
     plain = [s for s in run.systems if s.baseline is not None and not s.inputs]
     with tqdm(
         total=sum(len(run.folds) * (1 if s.deterministic else settings.n_seeds) for s in plain),
@@ -296,34 +297,44 @@ def _run_plain_baselines(run: ReproductionRun) -> None:
                         _save_record(settings.out, record)
                         run.by_name[name] = record
                     bar.update()
-    run.timings["baselines_s"] = time.time() - run.started - run.timings["prepare_data_s"]
+    run.timings["baselines_s"] = time.time() - started
 
 
-def _train(run: ReproductionRun, jobs: Sequence[Job]) -> None:
+def _train(run: ReproductionRun, jobs: Sequence[Job], meanwhile: Callable[[], None]) -> None:
     """Every training job: in ``workers`` spawned processes, or here (one worker, one job, or a
-    reproduction the workers cannot look up by name: unregistered or a modified copy)."""
+    reproduction the workers cannot look up by name: unregistered or a modified copy). ``meanwhile``
+    runs in this process while the workers train (before the jobs when they train here)."""
     from tqdm.auto import tqdm
 
     reproduction = run.settings.reproduction
     t0 = time.time()
-    with tqdm(
-        total=len(jobs),
-        desc=f"{reproduction.name}: training",
-        disable=not run.settings.progress,
-        file=sys.stderr,
-    ) as bar:
-        registered = (
-            reproduction.name in REPRODUCTIONS and get_reproduction(reproduction.name) is reproduction
+    registered = reproduction.name in REPRODUCTIONS and get_reproduction(reproduction.name) is reproduction
+    in_workers = run.settings.workers > 1 and len(jobs) > 1 and registered
+    if not in_workers:
+        meanwhile()
+        t0 = time.time()
+
+    def bar() -> Any:
+        return tqdm(
+            total=len(jobs),
+            desc=f"{reproduction.name}: training",
+            disable=not run.settings.progress,
+            file=sys.stderr,
         )
-        if run.settings.workers > 1 and len(jobs) > 1 and registered:
-            _train_in_workers(run, jobs, bar)
-        else:
-            _train_here(run, jobs, bar)
+
+    if in_workers:
+        _train_in_workers(run, jobs, bar, meanwhile)
+    else:
+        with bar() as progress:
+            _train_here(run, jobs, progress)
     run.timings["training_s"] = time.time() - t0
 
 
-def _train_in_workers(run: ReproductionRun, jobs: Sequence[Job], bar: Any) -> None:
-    """Spawned processes, each preparing the (deterministic) data itself (:func:`~.jobs._init_worker`)."""
+def _train_in_workers(
+    run: ReproductionRun, jobs: Sequence[Job], bar: Callable[[], Any], meanwhile: Callable[[], None]
+) -> None:
+    """Spawned processes, each preparing the (deterministic) data itself (:func:`~.jobs._init_worker`);
+    ``meanwhile`` runs here once the jobs are submitted, then the progress ``bar()`` follows them."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
@@ -341,10 +352,17 @@ def _train_in_workers(run: ReproductionRun, jobs: Sequence[Job], bar: Any) -> No
         min(settings.workers, len(jobs)), mp_context=context, initializer=_init_worker, initargs=init
     ) as pool:
         futures = [pool.submit(_run_job, job) for job in jobs]
-        for future in as_completed(futures):
-            for record in future.result():
-                run.by_name[run_name(record["system"], record["seed"], record["fold"])] = record
-            bar.update()
+        try:
+            meanwhile()
+        except BaseException:  # the jobs not started yet are dropped; the running ones end first
+            for future in futures:
+                future.cancel()
+            raise
+        with bar() as progress:
+            for future in as_completed(futures):
+                for record in future.result():
+                    run.by_name[run_name(record["system"], record["seed"], record["fold"])] = record
+                progress.update()
 
 
 def _train_here(run: ReproductionRun, jobs: Sequence[Job], bar: Any) -> None:
