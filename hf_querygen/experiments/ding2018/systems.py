@@ -4,6 +4,7 @@ trivial rows) and the registered Systems, plus the CopyNet of the Fig. 5 runs.""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from hf_querygen.systems import BaselineContext, System, register_systems
@@ -123,6 +124,21 @@ QUESTION_FRAMES_TRAINING = {
 }
 #: greedy decoding: the paper feeds the keyword query in and takes "the most probable question"
 GREEDY = {"num_beams": 1, "do_sample": False}
+
+
+def _warm_start(key: str, data: Mapping[str, Any], training: Mapping[str, Any]) -> System:
+    """A BERT2BERT row: the backbone's word pieces, its own schedule, the decoding chosen on validation."""
+    return System(
+        f"ding2018/{key}",
+        "k2q",
+        LABELS[key],
+        preset="bert2bert",
+        evaluate_on=TEST_SPLITS,
+        cost=4,
+        prepare_options=dict(data),
+        training_overrides=dict(training),
+        decoding_grid=WARM_START_GRID,
+    )
 
 
 # ---------------------------------------------------------------- baselines (Sec. 5.2.1)
@@ -274,31 +290,11 @@ SYSTEMS = register_systems(
         # not in the paper: BERT2BERT (Rothe et al. TACL 2020), encoder and decoder warm-started from
         # all-MiniLM-L6-v2 (models._warm_start), fine-tuned on the synthetic pairs the networks above use;
         # the default decoding keeps every keyword word (WARM_START_GRID, chosen on validation)
-        System(
-            "ding2018/warm_start",
-            "k2q",
-            LABELS["warm_start"],
-            preset="bert2bert",
-            evaluate_on=TEST_SPLITS,
-            cost=4,
-            prepare_options=WARM_START_DATA,
-            training_overrides=WARM_START_TRAINING,
-            decoding_grid=WARM_START_GRID,
-        ),
+        _warm_start("warm_start", WARM_START_DATA, WARM_START_TRAINING),
         # not in the paper: the same BERT2BERT fine-tuned on the human pairs the question-frame row learns
         # from instead of the synthetic ones (lemmatised WikiAnswers questions: "what be X"), the same
         # decodings chosen on validation
-        System(
-            "ding2018/warm_start_human",
-            "k2q",
-            LABELS["warm_start_human"],
-            preset="bert2bert",
-            evaluate_on=TEST_SPLITS,
-            cost=4,
-            prepare_options=WARM_START_HUMAN_DATA,
-            training_overrides=WARM_START_HUMAN_TRAINING,
-            decoding_grid=WARM_START_GRID,
-        ),
+        _warm_start("warm_start_human", WARM_START_HUMAN_DATA, WARM_START_HUMAN_TRAINING),
     ]
 )
 #: not in the paper, and not a row the runner trains (an extra row: ``train --system ding2018/copynet_kq3``,
