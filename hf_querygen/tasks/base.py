@@ -127,8 +127,8 @@ def degenerate_reason(text: str) -> str | None:
     ``"a word repeated"``), or None. Mostly punctuation: at least 4 words, most of them carrying sentence
     punctuation (``?!.,;:`` and quotes), which makes at least a quarter of the characters (an under-trained
     word-piece decoder's "?? drop??? us?? 1st??"; a question's final "?", a description's spaced ";" or
-    "c++" stay far below). A word repeated:
-    three times in a row, or at least 4 words of which at most half are distinct."""
+    "c++" stay far below). A word repeated: three times in a row, or at least 4 words of which at most
+    half are distinct."""
     words = text.replace("|", " ").split()
     if not words:
         return "empty"

@@ -146,7 +146,8 @@ QUICK_TRAINING = {
 QUICK_BUDGET = Budget(
     "quick",
     seeds=1,
-    # the warm-started model class is smoke-tested by the warm_start row; a second one would add a minute
+    # the warm-started model class is smoke-tested by the warm_start row; a second BERT2BERT row would add
+    # its training and decoding to the smoke run for no new code path
     skip=("warm_start_human",),
     # 40 validation pairs per selection split: each from-scratch row chooses among 7 decodings (its
     # fallback row 15 more) on both, which at 100 was most of the run's decoding time

@@ -105,11 +105,9 @@ WARM_START_GRID = (
     {**WARM_START_BEAMS, "require_keywords": True, "keyword_bonus": 1.0},
 )
 #: the warm-started row on human pairs: the question-frame row's data (T_0 train + reversed nl2kw train,
-#: ~6.5K pairs, no synthetic pairs) in the backbone's word pieces
+#: ~6.5K pairs, no synthetic pairs) in the backbone's word pieces; its schedule is WARM_START_TRAINING's
+#: (800 steps of batch 32: ~4 epochs of these pairs)
 WARM_START_HUMAN_DATA = {**WARM_START_DATA, "human_pairs": True, "seed_pairs": True, "synthetic_pairs": False}
-#: its schedule: the warm-start recipe's (AdamW 1e-4, batch 32, the best of 4 checkpoints by validation
-#: loss), 800 steps: ~4 epochs of the human pairs
-WARM_START_HUMAN_TRAINING = WARM_START_TRAINING
 #: copynet_human's training steps under the full budget (chosen on validation, see its System)
 COPYNET_HUMAN_STEPS = 2000
 #: the question-frame row's data: T_0 train + nl2kw train pairs, no synthetic pairs (K2QTask.prepare)
@@ -294,7 +292,7 @@ SYSTEMS = register_systems(
         # not in the paper: the same BERT2BERT fine-tuned on the human pairs the question-frame row learns
         # from instead of the synthetic ones (lemmatised WikiAnswers questions: "what be X"), the same
         # decodings chosen on validation
-        _warm_start("warm_start_human", WARM_START_HUMAN_DATA, WARM_START_HUMAN_TRAINING),
+        _warm_start("warm_start_human", WARM_START_HUMAN_DATA, WARM_START_TRAINING),
     ]
 )
 #: not in the paper, and not a row the runner trains (an extra row: ``train --system ding2018/copynet_kq3``,

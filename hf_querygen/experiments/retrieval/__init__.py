@@ -33,6 +33,7 @@ Every (split, ranker, query form) is a "system" of the one results JSON shape
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import time
@@ -148,12 +149,10 @@ def _keywords(generate: Any, texts: Sequence[str], **decoding: Any) -> list[list
 
 
 def _pipeline_system(folder: Path, **decoding: Any) -> Callable[[Sequence[str]], list[list[str]]]:
-    loaded: list[Any] = []  # the pipeline, built on the first call and kept for the next ones
+    generate = functools.cache(lambda: _keyword_pipeline(folder))  # built on the first call, then kept
 
     def run(texts: Sequence[str]) -> list[list[str]]:
-        if not loaded:
-            loaded.append(_keyword_pipeline(folder))
-        return _keywords(loaded[0], texts, **decoding)
+        return _keywords(generate(), texts, **decoding)
 
     return run
 
