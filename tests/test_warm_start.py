@@ -114,6 +114,31 @@ def test_the_source_words_processor_keeps_every_keyword_and_finishes_words(backb
     assert all(keeps_keywords(group[0][0], q) for group, q in zip(bonus, queries, strict=True))
 
 
+def test_a_begun_keyword_is_the_only_way_on_and_a_finished_one_takes_no_continuation():
+    from hf_querygen.tasks.subword import SourceWordsProcessor
+
+    # vocabulary of 10 pieces: 6-9 continue a word; the keyword is the pieces (5, 6, 7); [CLS] = 1, end = 2
+    continuation = [False] * 6 + [True] * 4
+    processor = SourceWordsProcessor([[(5, 6, 7)]], eos_token_id=2, continuation=continuation)
+    scores = torch.log_softmax(torch.linspace(0.0, 3.0, 10).repeat(4, 1), dim=-1)
+    scores[2, 6] = -float("inf")  # a repeated n-gram another processor banned
+    input_ids = torch.tensor(
+        [
+            [1, 3, 3, 5],  # begun: only its next piece may come, above the row's best
+            [1, 3, 5, 6],  # two pieces written: the third
+            [1, 3, 3, 5],  # begun, but the next piece is banned: the ban holds and nothing is forced
+            [1, 5, 6, 7],  # finished: no continuation piece (no "##s" after the keyword)
+        ]
+    )
+    out = processor(input_ids, scores.clone())
+    assert torch.isfinite(out[0]).tolist() == [i == 6 for i in range(10)]
+    assert out[0, 6] > scores[0].max()
+    assert torch.isfinite(out[1]).tolist() == [i == 7 for i in range(10)]
+    assert torch.equal(out[2], scores[2])
+    assert torch.isfinite(out[3]).tolist() == [i < 6 for i in range(10)]
+    assert torch.equal(out[3, :6], scores[3, :6])
+
+
 def test_train_save_load_and_pipeline_give_the_same_questions(backbone, tmp_path):
     import datasets
     from transformers import pipeline

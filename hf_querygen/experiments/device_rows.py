@@ -9,7 +9,7 @@ the paper's studies turn the records into rows (e.g. ``ding2018.studies.update_r
 ``zhang2020.studies.device_rows``).
 
     python -m hf_querygen.experiments.device_rows --paper zhang2020 --out-dir OUT [--budget full] \\
-        [--minutes 4] [--runs warm_start:0,1,2 ctrsgen_copy:0,1,2]
+        [--minutes 4] [--runs warm_start:0,1,2 ctrsgen_copy:0,1,2] [--save-models MODELS]
 """
 
 from __future__ import annotations
@@ -41,10 +41,18 @@ def parse_runs(specs: list[str]) -> list[tuple[str, int]]:
 
 
 def run_one(
-    paper: str, key: str, seed: int, budget_name: str, minutes: float, data_dir: str | None, out: str
+    paper: str,
+    key: str,
+    seed: int,
+    budget_name: str,
+    minutes: float,
+    data_dir: str | None,
+    out: str,
+    save_models: str | None = None,
 ) -> dict[str, Any]:
     """One run in its own (spawned) process: the fold, its data with the row's prepare options, the
-    runner's training and scoring; returns a summary (the records are in ``out/runs/``)."""
+    runner's training and scoring; returns a summary (the records are in ``out/runs/``, the trained model
+    in ``save_models/<run>`` when given)."""
     import datasets
     import torch
 
@@ -63,7 +71,8 @@ def run_one(
         device = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu"
         prepared = time.time() - started
         job = Job(system, seed, fold.id, (system,))
-        records = train_and_score(job, reproduction, budget, data, Path(out))
+        models = Path(save_models) if save_models else None
+        records = train_and_score(job, reproduction, budget, data, Path(out), save_models=models, fold=fold)
         for record in records:  # the device and the limit beside the runner's fields
             record.update(device=device, budget=budget_name, time_limit_s=budget.time_limit_s)
             _save_record(Path(out), record)
@@ -93,6 +102,9 @@ def main(argv: list[str] | None = None, paper: str | None = None, runs: list[str
     parser.add_argument("--budget", default="paper")
     parser.add_argument("--minutes", type=float, default=4.5, help="training time of each run (at most)")
     parser.add_argument("--runs", nargs="+", required=runs is None, default=runs)
+    parser.add_argument(
+        "--save-models", type=Path, default=None, help="keep each trained model in SAVE_MODELS/<row>-seed<n>"
+    )
     args = parser.parse_args(argv)
     parsed = parse_runs(args.runs)
     args.out_dir.mkdir(parents=True, exist_ok=True)
@@ -101,7 +113,15 @@ def main(argv: list[str] | None = None, paper: str | None = None, runs: list[str
     with ProcessPoolExecutor(len(parsed), mp_context=context) as pool:
         futures = [
             pool.submit(
-                run_one, args.paper, key, seed, args.budget, args.minutes, args.data_dir, str(args.out_dir)
+                run_one,
+                args.paper,
+                key,
+                seed,
+                args.budget,
+                args.minutes,
+                args.data_dir,
+                str(args.out_dir),
+                str(args.save_models) if args.save_models else None,
             )
             for key, seed in parsed
         ]

@@ -137,8 +137,12 @@ class SourceWordsProcessor:
     * ``require``: the end token cannot be chosen, and each missing word's first piece gets at least the
       end token's score, so where the model would end it writes a missing word instead (the hard form:
       every source word the vocabulary can spell appears, unless the length limit comes first);
-    * a word begun (the hypothesis ends with a proper prefix of its pieces) is finished: its next piece gets
-      at least the best score of the row (a half-written keyword is no word);
+    * a word begun (the hypothesis ends with a proper prefix of its pieces) is finished: its next piece is
+      the only one the row may take, scored at least the row's best (a half-written keyword is no word, and
+      beam search would otherwise keep a beam that turned "ib" into "ibroro" beside the one that finishes
+      "ibuprofen"), unless another processor banned it (a repeated n-gram stays banned);
+    * a word just finished (the hypothesis ends with all its pieces) takes no continuation piece (``##s``),
+      so the word stays the source's word and counts as written;
     * with ``require`` and ``max_length`` (generate's limit, [CLS] included): once the steps left are no
       more than the pieces still missing, only the next missing piece may come, so the limit cannot cut a
       keyword off.
@@ -164,6 +168,7 @@ class SourceWordsProcessor:
         self.bonus = float(bonus)
         self.require = bool(require)
         self.max_length = max_length
+        self._continuation_ids: torch.Tensor | None = None
 
     def _missing(self, generated: list[int], words: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
         missing = []
@@ -185,12 +190,18 @@ class SourceWordsProcessor:
         rows, batch = input_ids.shape[0], len(self.source_pieces)
         expand = max(rows // batch, 1)
         scores = scores.clone()
+        if self._continuation_ids is None:
+            flags = torch.tensor(list(self.continuation), dtype=torch.bool)
+            self._continuation_ids = flags.nonzero().squeeze(-1).to(scores.device)
+        continuation_ids = self._continuation_ids[self._continuation_ids < scores.shape[-1]]
         history = input_ids.tolist()
         for row in range(rows):
             words = self.source_pieces[row // expand]
             if not words:
                 continue
             generated = history[row][1:]
+            if any(len(generated) >= len(p) and tuple(generated[-len(p) :]) == p for p in words):
+                scores[row, continuation_ids] = -float("inf")
             missing = self._missing(generated, words)
             if not missing:
                 continue
@@ -203,13 +214,20 @@ class SourceWordsProcessor:
                     scores[row, first] = torch.maximum(scores[row, first], eos)
             best = scores[row].max().clone()
             begun: tuple[int, int] | None = None  # (index into missing, pieces written)
+            finishing: set[int] = set()  # the next piece of each word begun and not banned
             for index, pieces in enumerate(missing):
                 for k in range(len(pieces) - 1, 0, -1):  # a word begun is finished (longest prefix)
                     if tuple(generated[-k:]) == pieces[:k]:
-                        # strictly above the best: a tie would leave the choice to the token order
-                        scores[row, pieces[k]] = torch.maximum(scores[row, pieces[k]], best + 1e-3)
+                        if torch.isfinite(scores[row, pieces[k]]):
+                            finishing.add(pieces[k])
                         begun = begun or (index, k)
                         break
+            if finishing:
+                allowed = torch.tensor(sorted(finishing), device=scores.device)
+                # strictly above the best: among the pieces allowed, the model's order decides
+                kept = torch.maximum(scores[row, allowed], best + 1e-3)
+                scores[row] = -float("inf")
+                scores[row, allowed] = kept
             if not self.require:
                 continue
             scores[row, self.eos_token_id] = -float("inf")
