@@ -137,6 +137,10 @@ def test_a_begun_keyword_is_the_only_way_on_and_a_finished_one_takes_no_continua
     assert torch.equal(out[2], scores[2])
     assert torch.isfinite(out[3]).tolist() == [i < 6 for i in range(10)]
     assert torch.equal(out[3, :6], scores[3, :6])
+    # a finished word that begins a missing one ("new" before "newton"): the missing one goes on
+    both = SourceWordsProcessor([[(5,), (5, 6)]], eos_token_id=2, continuation=continuation)
+    out = both(torch.tensor([[1, 3, 5]]), scores[:1].clone())
+    assert torch.isfinite(out[0]).tolist() == [i == 6 for i in range(10)]
 
 
 def test_train_save_load_and_pipeline_give_the_same_questions(backbone, tmp_path):

@@ -200,9 +200,16 @@ class SourceWordsProcessor:
             if not words:
                 continue
             generated = history[row][1:]
-            if any(len(generated) >= len(p) and tuple(generated[-len(p) :]) == p for p in words):
-                scores[row, continuation_ids] = -float("inf")
             missing = self._missing(generated, words)
+            ends_a_word = any(len(generated) >= len(p) and tuple(generated[-len(p) :]) == p for p in words)
+            # "new" finished while "newton" is missing: the tail also begins a word, which goes on
+            begins_a_word = any(
+                tuple(generated[-k:]) == p[:k]
+                for p in missing
+                for k in range(1, min(len(p), len(generated) + 1))
+            )
+            if ends_a_word and not begins_a_word:
+                scores[row, continuation_ids] = -float("inf")
             if not missing:
                 continue
             eos = scores[row, self.eos_token_id].clone()
