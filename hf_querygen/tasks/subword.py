@@ -201,14 +201,20 @@ class SourceWordsProcessor:
                 continue
             generated = history[row][1:]
             missing = self._missing(generated, words)
-            ends_a_word = any(len(generated) >= len(p) and tuple(generated[-len(p) :]) == p for p in words)
-            # "new" finished while "newton" is missing: the tail also begins a word, which goes on
-            begins_a_word = any(
-                tuple(generated[-k:]) == p[:k]
-                for p in missing
-                for k in range(1, min(len(p), len(generated) + 1))
-            )
-            if ends_a_word and not begins_a_word:
+            begun: tuple[int, int] | None = None  # (index into missing, pieces written)
+            finishing: set[int] = set()  # the next piece of each word begun and not banned
+            for index, pieces in enumerate(missing):
+                for k in range(len(pieces) - 1, 0, -1):  # a word begun is finished (longest prefix)
+                    if tuple(generated[-k:]) == pieces[:k]:
+                        if torch.isfinite(scores[row, pieces[k]]):
+                            finishing.add(pieces[k])
+                        begun = begun or (index, k)
+                        break
+            # a word finished takes no continuation, unless its pieces also begin a missing word ("new"
+            # finished while "newton" is missing: that word goes on)
+            if begun is None and any(
+                len(generated) >= len(p) and tuple(generated[-len(p) :]) == p for p in words
+            ):
                 scores[row, continuation_ids] = -float("inf")
             if not missing:
                 continue
@@ -220,15 +226,6 @@ class SourceWordsProcessor:
                 if self.require:
                     scores[row, first] = torch.maximum(scores[row, first], eos)
             best = scores[row].max().clone()
-            begun: tuple[int, int] | None = None  # (index into missing, pieces written)
-            finishing: set[int] = set()  # the next piece of each word begun and not banned
-            for index, pieces in enumerate(missing):
-                for k in range(len(pieces) - 1, 0, -1):  # a word begun is finished (longest prefix)
-                    if tuple(generated[-k:]) == pieces[:k]:
-                        if torch.isfinite(scores[row, pieces[k]]):
-                            finishing.add(pieces[k])
-                        begun = begun or (index, k)
-                        break
             if finishing:
                 allowed = torch.tensor(sorted(finishing), device=scores.device)
                 # strictly above the best: among the pieces allowed, the model's order decides
