@@ -114,6 +114,30 @@ def test_the_source_words_processor_keeps_every_keyword_and_finishes_words(backb
     assert all(keeps_keywords(group[0][0], q) for group, q in zip(bonus, queries, strict=True))
 
 
+def test_a_comma_separated_keyword_phrase_stays_whole_and_in_order(backbone):
+    from transformers import AutoTokenizer
+
+    from hf_querygen.models._warm_start import bert2bert_config, warm_start_model
+    from hf_querygen.tasks.subword import generate_candidates, source_word_pieces
+
+    tokenizer = AutoTokenizer.from_pretrained(str(backbone))
+
+    def keywords(text: str) -> list[str]:
+        return [tokenizer.decode(list(p)).replace(" ", "") for p in source_word_pieces(tokenizer, text)]
+
+    assert keywords("cheap flights london") == ["cheap", "flights", "london"]
+    assert keywords("London, cheap flights, london") == ["london", "cheapflights"]
+    assert keywords("cheap,flights; york") == ["cheapflights", "york"]  # no space after the comma: a word
+    model = warm_start_model(bert2bert_config(tokenizer, backbone))
+    queries = ["france, best pizza", "effects, ibuprofen, cheap flights london"]
+    for settings in ({}, {"num_beams": 3, "no_repeat_ngram_size": 3}):
+        forced = generate_candidates(
+            model, tokenizer, queries, require_keywords=True, max_length=48, **settings
+        )
+        for group, phrase in zip(forced, ("best pizza", "cheap flights london"), strict=True):
+            assert phrase in normalize_for_matching(group[0][0]), (phrase, group)
+
+
 def test_a_begun_keyword_is_the_only_way_on_and_a_finished_one_takes_no_continuation():
     from hf_querygen.tasks.subword import SourceWordsProcessor
 
@@ -141,6 +165,27 @@ def test_a_begun_keyword_is_the_only_way_on_and_a_finished_one_takes_no_continua
     both = SourceWordsProcessor([[(5,), (5, 6)]], eos_token_id=2, continuation=continuation)
     out = both(torch.tensor([[1, 3, 5]]), scores[:1].clone())
     assert torch.isfinite(out[0]).tolist() == [i == 6 for i in range(10)]
+
+
+def test_a_required_keyword_comes_before_the_question_mark_that_would_close_the_question():
+    from hf_querygen.tasks.subword import SourceWordsProcessor
+
+    # pieces 0-5 start a word, 6-9 continue one; the keywords are (5,) and (4,); [CLS] = 1, end = 2, "?" = 3
+    continuation = [False] * 6 + [True] * 4
+    scores = torch.full((3, 10), -5.0)
+    scores[:, 3] = -0.1  # the model would close its question here
+    processor = SourceWordsProcessor(
+        [[(5,), (4,)]], eos_token_id=2, continuation=continuation, require=True, closing=[3]
+    )
+    out = processor(torch.tensor([[1, 0, 0], [1, 0, 5], [1, 5, 4]]), scores.clone())
+    # both keywords missing: no "?", and each keyword scores at least what "?" did
+    assert out[0, 3] == -float("inf") and out[0, 2] == -float("inf")
+    assert out[0, 5] >= -0.1 and out[0, 4] >= -0.1
+    assert out[1, 3] == -float("inf") and out[1, 4] >= -0.1  # one still missing
+    assert torch.equal(out[2, :6], scores[2, :6])  # every keyword written: the question may close
+    # without closing pieces a "?" is free to come first and the keywords trail after it
+    free = SourceWordsProcessor([[(5,), (4,)]], eos_token_id=2, continuation=continuation, require=True)
+    assert free(torch.tensor([[1, 0, 0]]), scores[:1].clone())[0, 3] == -0.1
 
 
 def test_train_save_load_and_pipeline_give_the_same_questions(backbone, tmp_path):

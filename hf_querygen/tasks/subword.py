@@ -14,6 +14,7 @@ A warm-started model reads and writes the word pieces of its backbone's own toke
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -116,15 +117,31 @@ def encode_subword_pairs(
     return datasets.DatasetDict(out)
 
 
+#: what separates a keyword query's phrases ("Sam Raimi, movie, Army of Darkness"); a comma inside a number
+#: ("1,000") has no space after it and separates nothing
+PHRASE_SEPARATOR = re.compile(r",\s|;")
+
+
 def source_word_pieces(tokenizer: PreTrainedTokenizerFast, text: str) -> list[tuple[int, ...]]:
-    """The word pieces of each distinct word of ``text`` (normalised as the keyword checks compare,
-    :func:`~hf_querygen.text.normalize_for_matching`), in order of first occurrence."""
+    """The word pieces of each distinct keyword of ``text``, in order of first occurrence, each word
+    normalised as the keyword checks compare (:func:`~hf_querygen.text.normalize_for_matching`).
+
+    A keyword is a word; where the query separates its keywords by commas or semicolons
+    (:data:`PHRASE_SEPARATOR`), it is a phrase: its words' pieces in a row, so that a name stays whole
+    ("lake placid", not "placid ... lake"). A word the vocabulary cannot spell is not forced; it splits its
+    phrase."""
+    phrases = PHRASE_SEPARATOR.split(text) if PHRASE_SEPARATOR.search(text) else text.split()
     pieces: list[tuple[int, ...]] = []
-    for word in dict.fromkeys(normalize_for_matching(text).split()):
-        ids = tuple(tokenizer(word, add_special_tokens=False)["input_ids"])
-        if ids and tokenizer.unk_token_id not in ids:  # a word the vocabulary cannot spell is not forced
-            pieces.append(ids)
-    return pieces
+    for phrase in phrases:
+        run: list[int] = []
+        for word in [*normalize_for_matching(phrase).split(), None]:
+            ids = tuple(tokenizer(word, add_special_tokens=False)["input_ids"]) if word else ()
+            if ids and tokenizer.unk_token_id not in ids:
+                run.extend(ids)
+            elif run:
+                pieces.append(tuple(run))
+                run = []
+    return list(dict.fromkeys(pieces))
 
 
 class SourceWordsProcessor:
@@ -136,7 +153,10 @@ class SourceWordsProcessor:
     * ``bonus``: its first piece's score is raised by ``bonus`` (a soft copy prior on the source words);
     * ``require``: the end token cannot be chosen, and each missing word's first piece gets at least the
       end token's score, so where the model would end it writes a missing word instead (the hard form:
-      every source word the vocabulary can spell appears, unless the length limit comes first);
+      every source word the vocabulary can spell appears, unless the length limit comes first). The
+      ``closing`` pieces (a question's "?") end a sentence as the end token ends the sequence, so they are
+      held back the same way: otherwise the model closes its question and the missing words trail after
+      it as fragments ("what is the depth of placid? lake?");
     * a word begun (the hypothesis ends with a proper prefix of its pieces) is finished: its next piece is
       the only one the row may take, scored at least the row's best (a half-written keyword is no word, and
       beam search would otherwise keep a beam that turned "ib" into "ibroro" beside the one that finishes
@@ -159,6 +179,7 @@ class SourceWordsProcessor:
         bonus: float = 0.0,
         require: bool = False,
         max_length: int | None = None,
+        closing: Sequence[int] = (),
     ) -> None:
         if bonus < 0:
             raise InvalidInputError(f"keyword_bonus must be >= 0, got {bonus}")
@@ -168,6 +189,7 @@ class SourceWordsProcessor:
         self.bonus = float(bonus)
         self.require = bool(require)
         self.max_length = max_length
+        self.closing = sorted({int(i) for i in closing})
         self._continuation_ids: torch.Tensor | None = None
 
     def _missing(self, generated: list[int], words: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
@@ -218,13 +240,13 @@ class SourceWordsProcessor:
                 scores[row, continuation_ids] = -float("inf")
             if not missing:
                 continue
-            eos = scores[row, self.eos_token_id].clone()
+            end = scores[row, [self.eos_token_id, *self.closing]].max().clone()
             for pieces in missing:
                 first = pieces[0]
                 if self.bonus:
                     scores[row, first] = scores[row, first] + self.bonus
                 if self.require:
-                    scores[row, first] = torch.maximum(scores[row, first], eos)
+                    scores[row, first] = torch.maximum(scores[row, first], end)
             best = scores[row].max().clone()
             if finishing:
                 allowed = torch.tensor(sorted(finishing), device=scores.device)
@@ -235,6 +257,9 @@ class SourceWordsProcessor:
             if not self.require:
                 continue
             scores[row, self.eos_token_id] = -float("inf")
+            closing = [i for i in self.closing if i not in finishing]  # a keyword's own "." stays
+            if closing:
+                scores[row, closing] = -float("inf")
             if self.max_length is not None:
                 needed = sum(len(pieces) for pieces in missing) - (begun[1] if begun else 0)
                 if needed >= self.max_length - input_ids.shape[1]:
@@ -244,6 +269,17 @@ class SourceWordsProcessor:
                     scores[row] = -float("inf")
                     scores[row, forced] = kept
         return scores
+
+
+#: the marks that end a sentence: under ``require_keywords`` they wait, as the end token does, until every
+#: keyword word is written
+SENTENCE_END_MARKS = ("?", "!", ".")
+
+
+def sentence_end_pieces(tokenizer: PreTrainedTokenizerFast) -> list[int]:
+    """The ids of the vocabulary's sentence-end marks (:data:`SENTENCE_END_MARKS`) as whole pieces."""
+    vocab = tokenizer.get_vocab()
+    return [vocab[mark] for mark in SENTENCE_END_MARKS if mark in vocab]
 
 
 def continuation_mask(tokenizer: PreTrainedTokenizerFast) -> list[bool]:
@@ -283,6 +319,7 @@ def generate_candidates(
     kwargs = {**generate_kwargs, "return_dict_in_generate": True, "output_scores": True}
     n = int(kwargs.get("num_return_sequences") or 1)
     continuation = continuation_mask(tokenizer) if (keyword_bonus or require_keywords) else None
+    closing = sentence_end_pieces(tokenizer)
     max_length = kwargs.get("max_length") or model.generation_config.max_length
     eos = model.generation_config.eos_token_id
     eos = eos[0] if isinstance(eos, list) else eos
@@ -312,6 +349,7 @@ def generate_candidates(
                     bonus=keyword_bonus,
                     require=require_keywords,
                     max_length=max_length,
+                    closing=closing,
                 )
             )
         out = run_generate(model, {"input_ids": input_ids, "attention_mask": mask}, processors, **kwargs)
@@ -339,6 +377,7 @@ __all__ = [
     "encode_subword_pairs",
     "generate_candidates",
     "prepare_backbone",
+    "sentence_end_pieces",
     "source_word_pieces",
     "warm_start_task_config",
 ]
