@@ -148,7 +148,9 @@ class SourceWordsProcessor:
     """A ``LogitsProcessor`` keeping the source's words in a warm-started model's output.
 
     For each hypothesis (``input_ids`` (N, t), N = batch x beams, a row's beams adjacent) and each source
-    word not yet written (its pieces not found as a contiguous run followed by a word start):
+    word not yet written (its pieces not found as a contiguous run followed by a word start; a "word" here is
+    a keyword of :func:`source_word_pieces`, so a comma-separated phrase counts as one, and once begun it is
+    finished whole):
 
     * ``bonus``: its first piece's score is raised by ``bonus`` (a soft copy prior on the source words);
     * ``require``: the end token cannot be chosen, and each missing word's first piece gets at least the
