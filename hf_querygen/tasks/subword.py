@@ -321,7 +321,7 @@ def generate_candidates(
     kwargs = {**generate_kwargs, "return_dict_in_generate": True, "output_scores": True}
     n = int(kwargs.get("num_return_sequences") or 1)
     continuation = continuation_mask(tokenizer) if (keyword_bonus or require_keywords) else None
-    closing = sentence_end_pieces(tokenizer)
+    closing = sentence_end_pieces(tokenizer) if continuation is not None else []
     max_length = kwargs.get("max_length") or model.generation_config.max_length
     eos = model.generation_config.eos_token_id
     eos = eos[0] if isinstance(eos, list) else eos
