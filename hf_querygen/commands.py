@@ -306,11 +306,15 @@ def _command_recipe(args: argparse.Namespace) -> tuple[Recipe, DataSelection]:
                 decoding=dict((variant or system).decoding),
                 decoding_grid=system.decoding_grid,
                 decoding_metric=system.decoding_metric,
+                decoding_sample=system.decoding_sample,
             )
             data = DataSelection(task=system.task)
         if variant is not None and variant.decoding_grid is not None:
             recipe = dataclasses.replace(
-                recipe, decoding_grid=variant.decoding_grid, decoding_metric=variant.decoding_metric
+                recipe,
+                decoding_grid=variant.decoding_grid,
+                decoding_metric=variant.decoding_metric,
+                decoding_sample=variant.decoding_sample,
             )
     else:
         if args.budget or args.task_corpus_only:

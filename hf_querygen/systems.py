@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import InvalidInputError
 from .experiments.papers import paper_modules
 from .registry import Registry
+from .validation import check_optional_int
 
 if TYPE_CHECKING:
     from .tasks.base import TaskData
@@ -61,6 +62,9 @@ class System:
             training by :func:`hf_querygen.training.choose_decoding` and saved with the model; None: the
             task's ``decoding_grid`` (k2q's; empty for most tasks: ``decoding`` as it is).
         decoding_metric: the score that choice maximises (default: the task's ``primary_metric``).
+        decoding_sample: that choice scores each validation split on at most this many of its examples
+            (a fixed seeded draw; None: all), where decoding a whole split per grid entry would cost
+            more than the row's training.
         decodes_model_of: key of a trainable system of the same table whose trained model this row
             decodes (with its own ``decoding``) instead of training one.
         inputs: keys of systems whose outputs a baseline combines (run before it).
@@ -91,6 +95,7 @@ class System:
     decoding: Mapping[str, Any] = field(default_factory=dict)
     decoding_grid: tuple[Mapping[str, Any], ...] | None = None
     decoding_metric: str | None = None
+    decoding_sample: int | None = None
     decodes_model_of: str | None = None
     inputs: tuple[str, ...] = ()
     deterministic: bool = True
@@ -107,6 +112,7 @@ class System:
             raise InvalidInputError(
                 f"system {self.name!r}: give exactly one of preset, baseline or decodes_model_of"
             )
+        check_optional_int(f"system {self.name!r}", "decoding_sample", self.decoding_sample, minimum=1)
 
     @property
     def key(self) -> str:

@@ -8,7 +8,9 @@ from types import SimpleNamespace
 from typing import Any
 
 import datasets
+import pytest
 
+from hf_querygen.errors import InvalidInputError
 from hf_querygen.tasks.base import Task, TaskData
 from hf_querygen.training import choose_decoding
 
@@ -114,3 +116,43 @@ def test_entries_made_equal_by_the_overrides_are_decoded_once_and_each_keeps_its
     _, rows = choose_decoding(None, _data(Counting(floor=False)), overrides={"mode": "small"})
     assert decoded == ["small", "small"]  # once per selection split, not once per grid entry
     assert len(rows) == 3 and rows[0] == rows[1] == rows[2] and rows[0] is not rows[1]
+
+
+def test_a_sample_scores_every_entry_and_the_floor_on_the_same_seeded_draw_of_each_split():
+    seen = []
+
+    class Recording(_ToyTask):
+        def predict(self, model, tokenizer, inputs, **decoding):
+            seen.append(tuple(inputs))
+            return super().predict(model, tokenizer, inputs, **decoding)
+
+        def selection_floor(self, sources):
+            seen.append(("floor", *sources))
+            return super().selection_floor(sources)
+
+    _, rows = choose_decoding(None, _data(Recording(floor=True)), sample=2)
+    assert all(row["examples"] == {"a": 2, "b": 2} for row in rows)
+    floors, decoded = seen[:2], seen[2:]
+    assert len(decoded) == 3 * 2 and all(len(inputs) == 2 for inputs in decoded)
+    assert [inputs for inputs in decoded[:2]] * 3 == decoded  # the same draw for every entry
+    assert [("floor", *inputs) for inputs in decoded[:2]] == floors  # and for the floor
+    # the draw keeps the split's order and is the same on every call
+    assert all(list(inputs) == sorted(inputs) for inputs in decoded)
+    seen.clear()
+    again = choose_decoding(None, _data(Recording(floor=True)), sample=2)[1]
+    assert seen[2:4] == decoded[:2] and [r["by_split"] for r in again] == [r["by_split"] for r in rows]
+    # a sample as large as the split, or none: every example
+    for sample in (4, 10, None):
+        rows = choose_decoding(None, _data(_ToyTask(floor=True)), sample=sample)[1]
+        assert rows[0]["examples"] == {"a": 4, "b": 4}
+        assert [row["criterion"] for row in rows] == [0.0, 0.25, -0.25]
+
+
+@pytest.mark.parametrize("sample", [0, -3, True, 2.5, "250"])
+def test_a_sample_that_is_not_a_number_of_examples_is_refused_where_it_is_given(sample):
+    from hf_querygen.systems import System
+
+    with pytest.raises(InvalidInputError, match="sample"):
+        choose_decoding(None, _data(_ToyTask(floor=True)), sample=sample)
+    with pytest.raises(InvalidInputError, match="decoding_sample"):
+        System("toy/row", "k2q", preset="bert2bert", decoding_sample=sample)

@@ -188,6 +188,64 @@ def test_a_required_keyword_comes_before_the_question_mark_that_would_close_the_
     assert free(torch.tensor([[1, 0, 0]]), scores[:1].clone())[0, 3] == -0.1
 
 
+def test_with_once_a_keywords_content_words_start_only_where_the_keyword_is_written():
+    from hf_querygen.tasks.subword import SourceWordsProcessor
+
+    # pieces 0-9 start a word, 10-14 continue one; 0 is a function word ("the"); [CLS] = 1, end = 2.
+    # Keywords: (3,) "lipoma"; the phrase (7, 0, 8) "ludwig the beethoven"; (9, 11) "vega ##n"
+    continuation = [False] * 10 + [True] * 5
+    keywords = [[(3,), (7, 0, 8), (9, 11)]]
+    once = SourceWordsProcessor(keywords, 2, continuation, once=True, function_pieces=[0])
+    rows = torch.tensor(
+        [
+            [1, 3, 4, 4],  # "lipoma" written: it does not start again; the phrase's later word waits
+            [1, 3, 7, 0],  # inside the phrase: its next word is the way on (the begun-keyword rule)
+        ]
+    )
+    out = once(rows, torch.zeros(2, 15))
+    banned = [i for i in range(15) if not torch.isfinite(out[0, i])]
+    assert banned == [3, 8]  # not the function word 0, not the missing keywords' first pieces 7 and 9
+    assert torch.isfinite(out[1]).tolist() == [i == 8 for i in range(15)]
+    every = once(torch.tensor([[1, 3, 7, 0, 8, 9, 11]]), torch.zeros(1, 15))
+    # all written: none of their content words starts again, nor continues "vega ##n" (finished)
+    assert [i for i in range(15) if not torch.isfinite(every[0, i])] == [3, 7, 8, 9, *range(10, 15)]
+    free = SourceWordsProcessor(keywords, 2, continuation, function_pieces=[0])
+    assert torch.isfinite(free(torch.tensor([[1, 3, 4, 4]]), torch.zeros(1, 15))).all()
+    # a word two keywords share: written in one, it still finishes the other ("tina turner", "ike turner")
+    shared = SourceWordsProcessor([[(4, 8), (6, 8)]], 2, continuation, once=True)
+    out = shared(torch.tensor([[1, 4, 8, 6], [1, 4, 8, 5]]), torch.zeros(2, 15))
+    assert torch.isfinite(out[0]).tolist() == [i == 8 for i in range(15)]
+    assert not torch.isfinite(out[1, 8]) and not torch.isfinite(out[1, 4]) and torch.isfinite(out[1, 6])
+    # never every piece of a row: where only banned pieces were left, the row is as it was
+    only = torch.full((1, 15), -float("inf"))
+    only[0, 3] = 0.0
+    assert torch.equal(once(torch.tensor([[1, 3, 4, 4]]), only.clone()), only)
+
+
+def test_keywords_once_reaches_the_generation_and_is_checked(backbone):
+    from transformers import AutoTokenizer
+
+    from hf_querygen.models._warm_start import bert2bert_config, warm_start_model
+    from hf_querygen.tasks.base import get_task
+    from hf_querygen.tasks.subword import function_word_pieces
+
+    tokenizer = AutoTokenizer.from_pretrained(str(backbone))
+    vocab = tokenizer.get_vocab()
+    assert {vocab["what"], vocab["is"], vocab["the"]} <= set(function_word_pieces(tokenizer))
+    assert vocab["london"] not in function_word_pieces(tokenizer)
+    model = warm_start_model(bert2bert_config(tokenizer, backbone))
+    task = get_task("k2q")
+    queries = ["cheap flights london", "capital france", "best pizza, york"]
+    settings = {"num_beams": 3, "no_repeat_ngram_size": 3, "require_keywords": True, "max_length": 40}
+    for question, query in zip(
+        task.predict(model, tokenizer, queries, keywords_once=True, **settings), queries, strict=True
+    ):
+        words = normalize_for_matching(question).split()
+        assert all(words.count(w) == 1 for w in normalize_for_matching(query).replace(",", " ").split())
+    with pytest.raises(InvalidInputError, match="keywords_once"):
+        task.predict(model, tokenizer, queries[:1], keywords_once="yes", **settings)
+
+
 def test_train_save_load_and_pipeline_give_the_same_questions(backbone, tmp_path):
     import datasets
     from transformers import pipeline

@@ -153,7 +153,15 @@ def train_and_score(
     # repeats), and the table reports the decoding saved with the model, as the pipeline uses it
     overrides = budget.row_decoding.get(system.key, {})
     chosen, decoding_rows = (
-        choose_decoding(model, data, system.decoding, system.decoding_grid, system.decoding_metric, overrides)
+        choose_decoding(
+            model,
+            data,
+            system.decoding,
+            system.decoding_grid,
+            system.decoding_metric,
+            overrides,
+            sample=system.decoding_sample,
+        )
         if system.in_table
         else ({**system.decoding, **overrides}, [])
     )
@@ -228,7 +236,12 @@ def _decode_variant(
     if variant.decoding_grid is None or not variant.in_table:
         return _decode_and_score(variant, job, model, data), []
     chosen, rows = choose_decoding(
-        model, data, variant.decoding, variant.decoding_grid, variant.decoding_metric
+        model,
+        data,
+        variant.decoding,
+        variant.decoding_grid,
+        variant.decoding_metric,
+        sample=variant.decoding_sample,
     )
     saved = model.config.task_decoding
     model.config.task_decoding = None

@@ -55,6 +55,7 @@ class TrainingRecipe:
             decoding=self.decoding,
             decoding_grid=self.system.decoding_grid,
             decoding_metric=self.system.decoding_metric,
+            decoding_sample=self.system.decoding_sample,
             decoding_overrides=self.budget.row_decoding.get(self.system.key, {}),
             early_stopping_patience=self.early_stopping_patience,
             group_by_length=self.group_by_length,

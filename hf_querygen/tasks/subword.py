@@ -22,7 +22,7 @@ from ..errors import InvalidInputError
 from ..inference import run_generate
 from ..models._warm_start import WARM_START_FIELD, backbone_tokenizer
 from ..pretrained import resolve_backbone
-from ..text import normalize_for_matching
+from ..text import STOPWORDS, normalize_for_matching
 
 if TYPE_CHECKING:
     import datasets
@@ -167,7 +167,12 @@ class SourceWordsProcessor:
       so the word stays the source's word and counts as written;
     * with ``require`` and ``max_length`` (generate's limit, [CLS] included): once the steps left are no
       more than the pieces still missing, only the next missing piece may come, so the limit cannot cut a
-      keyword off.
+      keyword off;
+    * ``once``: a keyword's content words (the words that are not one of ``function_pieces``) start only
+      where that keyword is being written, so each comes once. A written keyword's content words do not
+      start again ("what is lipoma lipoma?"), and a missing phrase's later content words do not start
+      before it ("what date was beethoven ... ludwig van beethoven death date?"). A piece that begins or
+      continues a missing keyword stays allowed.
 
     ``source_pieces[b]`` lists the pieces of example ``b``'s words (:func:`source_word_pieces`);
     ``continuation`` tells a piece that continues a word (WordPiece ``##``) from one that starts one.
@@ -182,6 +187,8 @@ class SourceWordsProcessor:
         require: bool = False,
         max_length: int | None = None,
         closing: Sequence[int] = (),
+        once: bool = False,
+        function_pieces: Sequence[int] = (),
     ) -> None:
         if bonus < 0:
             raise InvalidInputError(f"keyword_bonus must be >= 0, got {bonus}")
@@ -192,7 +199,44 @@ class SourceWordsProcessor:
         self.require = bool(require)
         self.max_length = max_length
         self.closing = sorted({int(i) for i in closing})
+        self.once = bool(once)
+        function = {int(i) for i in function_pieces}
+        # per example and keyword: the first piece of each content word, and of each after the first
+        self._content_starts = [
+            [self._word_starts(pieces, function) for pieces in words] for words in self.source_pieces
+        ]
         self._continuation_ids: torch.Tensor | None = None
+
+    def _word_starts(self, pieces: tuple[int, ...], function: set[int]) -> tuple[set[int], set[int]]:
+        """(first pieces of the keyword's content words, those of its content words after the first)."""
+        starts = [j for j, piece in enumerate(pieces) if j == 0 or not self.continuation[piece]]
+        content: set[int] = set()
+        later: set[int] = set()
+        for n, j in enumerate(starts):
+            end = starts[n + 1] if n + 1 < len(starts) else len(pieces)
+            if end - j == 1 and pieces[j] in function:
+                continue
+            content.add(pieces[j])
+            if n:
+                later.add(pieces[j])
+        return content, later
+
+    def _out_of_place(
+        self, generated: list[int], words: list[tuple[int, ...]], missing: list[tuple[int, ...]], example: int
+    ) -> list[int]:
+        """``once``'s banned pieces for one hypothesis: the content-word starts of the written keywords and
+        the later content-word starts of the missing ones, except what begins or continues a missing
+        keyword."""
+        missing_set = set(missing)
+        banned: set[int] = set()
+        for pieces, (content, later) in zip(words, self._content_starts[example], strict=True):
+            banned |= later if pieces in missing_set else content
+        if not banned:
+            return []
+        allowed = {pieces[0] for pieces in missing}
+        for pieces in missing:
+            allowed.update(pieces[k] for k in range(1, len(pieces)) if tuple(generated[-k:]) == pieces[:k])
+        return sorted(banned - allowed)
 
     def _missing(self, generated: list[int], words: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
         missing = []
@@ -240,6 +284,10 @@ class SourceWordsProcessor:
                 len(generated) >= len(p) and tuple(generated[-len(p) :]) == p for p in words
             ):
                 scores[row, continuation_ids] = -float("inf")
+            if self.once:
+                banned = self._out_of_place(generated, words, missing, row // expand)
+                if banned and torch.isfinite(scores[row]).sum() > torch.isfinite(scores[row, banned]).sum():
+                    scores[row, banned] = -float("inf")  # never all of the row's pieces
             if not missing:
                 continue
             end = scores[row, [self.eos_token_id, *self.closing]].max().clone()
@@ -284,6 +332,13 @@ def sentence_end_pieces(tokenizer: PreTrainedTokenizerFast) -> list[int]:
     return [vocab[mark] for mark in SENTENCE_END_MARKS if mark in vocab]
 
 
+def function_word_pieces(tokenizer: PreTrainedTokenizerFast) -> list[int]:
+    """The ids of the vocabulary's whole pieces that are function words (:data:`~hf_querygen.text.STOPWORDS`):
+    a keyword word spelt by one of them ("the" of "The Beatles") is no content word."""
+    vocab = tokenizer.get_vocab()
+    return sorted(vocab[word] for word in STOPWORDS if word in vocab)
+
+
 def continuation_mask(tokenizer: PreTrainedTokenizerFast) -> list[bool]:
     """Per token id, whether the piece continues a word (WordPiece's ``##`` prefix)."""
     prefix = getattr(getattr(tokenizer.backend_tokenizer, "model", None), "continuing_subword_prefix", "##")
@@ -302,13 +357,16 @@ def generate_candidates(
     max_source_length: int | None = None,
     keyword_bonus: float = 0.0,
     require_keywords: bool = False,
+    keywords_once: bool = False,
     **generate_kwargs: Any,
 ) -> list[list[tuple[str, float]]]:
     """Per text, every returned sequence as ``(text, score)`` in generate's order (beam search: best first).
 
     ``score``: beam search's length-normalised log-probability (``sequences_scores``), for greedy or
     sampling the mean log-probability of the emitted pieces under the processed distribution.
-    ``keyword_bonus`` / ``require_keywords``: a :class:`SourceWordsProcessor` over each text's words.
+    ``keyword_bonus`` / ``require_keywords`` / ``keywords_once``: a :class:`SourceWordsProcessor` over each
+    text's words (its ``bonus`` / ``require`` / ``once``; a content word is one not in
+    :data:`~hf_querygen.text.STOPWORDS`).
     ``generate_kwargs`` go to ``generate()`` (``num_beams``, ``num_return_sequences``, ``max_length``,
     ``no_repeat_ngram_size``, ...)."""
     import torch
@@ -320,8 +378,10 @@ def generate_candidates(
     texts = [str(t) for t in texts]
     kwargs = {**generate_kwargs, "return_dict_in_generate": True, "output_scores": True}
     n = int(kwargs.get("num_return_sequences") or 1)
-    continuation = continuation_mask(tokenizer) if (keyword_bonus or require_keywords) else None
+    keeping = keyword_bonus or require_keywords or keywords_once
+    continuation = continuation_mask(tokenizer) if keeping else None
     closing = sentence_end_pieces(tokenizer) if continuation is not None else []
+    function = function_word_pieces(tokenizer) if keywords_once else []
     max_length = kwargs.get("max_length") or model.generation_config.max_length
     eos = model.generation_config.eos_token_id
     eos = eos[0] if isinstance(eos, list) else eos
@@ -352,6 +412,8 @@ def generate_candidates(
                     require=require_keywords,
                     max_length=max_length,
                     closing=closing,
+                    once=keywords_once,
+                    function_pieces=function,
                 )
             )
         out = run_generate(model, {"input_ids": input_ids, "attention_mask": mask}, processors, **kwargs)
@@ -377,6 +439,7 @@ __all__ = [
     "SourceWordsProcessor",
     "continuation_mask",
     "encode_subword_pairs",
+    "function_word_pieces",
     "generate_candidates",
     "prepare_backbone",
     "sentence_end_pieces",

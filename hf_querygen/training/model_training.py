@@ -91,6 +91,7 @@ def train_model(
         recipe.decoding_grid,
         recipe.decoding_metric,
         recipe.decoding_overrides,
+        sample=recipe.decoding_sample,
     )
     if decoding:
         model.config.task_decoding = dict(decoding)

@@ -31,7 +31,8 @@ class Recipe:
     ``prepare_options`` go to ``Task.prepare``, ``train_options`` to
     :func:`~hf_querygen.training.train_preset`; ``decoding`` (``Task.predict`` keyword arguments) is saved
     as ``config.task_decoding`` unless ``decoding_grid`` (else the task's) chooses it on validation by
-    ``decoding_metric``; ``early_stopping_patience`` in evaluations (``None``: no early stopping);
+    ``decoding_metric`` (on at most ``decoding_sample`` examples of each validation split);
+    ``early_stopping_patience`` in evaluations (``None``: no early stopping);
     ``num_beams``: the saved generation config's; ``max_steps`` / ``epochs`` cap the training
     (``quick``: 150 steps, see :data:`~hf_querygen.training.QUICK_SETTINGS`)."""
 
@@ -44,6 +45,7 @@ class Recipe:
     decoding: Mapping[str, Any] = field(default_factory=dict)
     decoding_grid: Sequence[Mapping[str, Any]] | None = None
     decoding_metric: str | None = None
+    decoding_sample: int | None = None
     #: decoding fields set over ``decoding`` and every grid entry (a paper budget's ``row_decoding``)
     decoding_overrides: Mapping[str, Any] = field(default_factory=dict)
     early_stopping_patience: int | None = 3

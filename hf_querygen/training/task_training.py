@@ -19,6 +19,7 @@ from ..specs import auto_class_name
 from ..tasks.base import TaskData
 from ..tasks.nl2kw.resources import load_word_vectors
 from ..utils import TRAINING_METADATA_FILE
+from ..validation import check_optional_int
 
 if TYPE_CHECKING:  # torch/transformers/datasets cost seconds at import
     from transformers import PreTrainedModel, PreTrainedTokenizerFast, Seq2SeqTrainer
@@ -294,28 +295,32 @@ def choose_decoding(
     grid: Sequence[Mapping[str, Any]] | None = None,
     metric: str | None = None,
     overrides: Mapping[str, Any] | None = None,
+    sample: int | None = None,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The decoding of ``grid`` (default ``task.decoding_grid``; each entry on top of ``base``, and
     ``overrides`` on top of both: a budget's ``row_decoding``) chosen on VALIDATION, and one row per
-    entry: ``{"decoding", "criterion", "by_split", "floor", "scores"}`` (``scores``: every score of each
-    split, ``by_split``: the metric). Ties: the earlier, simpler entry. ``(base + overrides, [])``
-    without a grid or without the selection splits. A system brings its own grid and metric through its
-    train options (``decoding_grid``, ``decoding_metric``; zhang2020/ctrsgen_copy), so that ``train
-    --system`` decodes as its table row does.
+    entry: ``{"decoding", "criterion", "by_split", "floor", "scores", "examples"}`` (``scores``: every
+    score of each split, ``by_split``: the metric, ``examples``: how many of each split were decoded).
+    Ties: the earlier, simpler entry. ``(base + overrides, [])`` without a grid or without the selection
+    splits. A system brings its own grid, metric and sample through its recipe (``decoding_grid``,
+    ``decoding_metric``, ``decoding_sample``; zhang2020/ctrsgen_copy, ding2018/warm_start), so that
+    ``train --system`` decodes as its table row does.
 
     Each of ``task.selection_splits(data)`` is scored on its own with ``metric`` (default
     ``task.primary_metric``; ``"rouge_goal"`` is :func:`with_rouge_goal`'s). With a
     ``task.selection_floor`` (k2q: the keyword query echoed) the criterion is the WORST split's gain over
     that floor: a decoding that wins on one source of queries but loses to the trivial output on another
     (k2q: QALD questions vs users' TREC topics) is not chosen over one that beats it on both; without a
-    floor, the mean of the splits' scores."""
+    floor, the mean of the splits' scores. ``sample``: each split is scored on at most that many of its
+    examples, the same seeded draw for every entry (a 49M-parameter beam search over a whole validation
+    split per entry costs more than the training budget allows); None: all of them."""
     task = data.task
     if grid is None:  # the task's grid: only the candidates this model's family can honour
         config = getattr(model, "config", None)
         accepted = task.accepted_decoding(task.family_of(config)) if config is not None else None
         grid = [c for c in task.decoding_grid if not accepted or set(c) <= set(accepted)]
     grid = tuple(dict(candidate, **(overrides or {})) for candidate in grid)
-    measure = _selection_measure(data, metric)
+    measure = _selection_measure(data, metric, sample)
     if not grid or measure is None:
         return {**dict(base or {}), **dict(overrides or {})}, []
     # each candidate is measured as itself: a decoding saved earlier (config.task_decoding, the default
@@ -341,14 +346,22 @@ def choose_decoding(
 
 
 class _SelectionMeasure:
-    """(model, decoding) -> ``{"decoding", "criterion", "by_split", "floor", "scores"}`` on the task's
-    selection splits (:func:`choose_decoding`'s rows): each split scored on its own with ``metric``; the
-    criterion is the worst split's gain over the task's floor, or without a floor the splits' mean."""
+    """(model, decoding) -> ``{"decoding", "criterion", "by_split", "floor", "scores", "examples"}`` on
+    the task's selection splits (:func:`choose_decoding`'s rows), each on at most ``sample`` of its
+    examples: each split scored on its own with ``metric``; the criterion is the worst split's gain over
+    the task's floor, or without a floor the splits' mean."""
 
-    def __init__(self, data: TaskData, names: tuple[str, ...], metric: str) -> None:
+    def __init__(
+        self, data: TaskData, names: tuple[str, ...], metric: str, sample: int | None = None
+    ) -> None:
+        check_optional_int("choose_decoding", "sample", sample, minimum=1)
         self.data, self.names, self.metric = data, names, metric
-        self.sources = {name: data.sources(name) for name in names}
-        self.references = {name: data.references(name) for name in names}
+        self.sources, self.references = {}, {}
+        for name in names:
+            sources, references = list(data.sources(name)), list(data.references(name))
+            kept = _seeded_sample(len(sources), sample)
+            self.sources[name] = [sources[i] for i in kept]
+            self.references[name] = [references[i] for i in kept]
         floors = {name: data.task.selection_floor(self.sources[name]) for name in names}
         self.floor = {
             name: self.scores_of(name, outputs)[metric]
@@ -381,13 +394,26 @@ class _SelectionMeasure:
             "by_split": by_split,
             "floor": self.floor,
             "scores": scores,
+            "examples": {name: len(sources) for name, sources in self.sources.items()},
         }
 
 
-def _selection_measure(data: TaskData, metric: str | None = None) -> _SelectionMeasure | None:
-    """The measure of the task's selection splits present in ``data`` (None when there are none)."""
+def _seeded_sample(size: int, sample: int | None) -> list[int]:
+    """``sample`` of ``range(size)`` in their order, the same for every call (all when None or more)."""
+    import random
+
+    if sample is None or sample >= size:
+        return list(range(size))
+    return sorted(random.Random(0).sample(range(size), sample))
+
+
+def _selection_measure(
+    data: TaskData, metric: str | None = None, sample: int | None = None
+) -> _SelectionMeasure | None:
+    """The measure of the task's selection splits present in ``data`` (None when there are none),
+    each on at most ``sample`` of its examples."""
     names = tuple(name for name in data.task.selection_splits(data) if name in data.splits)
-    return _SelectionMeasure(data, names, metric or data.task.primary_metric) if names else None
+    return _SelectionMeasure(data, names, metric or data.task.primary_metric, sample) if names else None
 
 
 def data_fingerprint(data: TaskData) -> str:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import InvalidInputError
 from ...inference import as_max_length, encoded_batches, generate_batches, output_vocab_size_of_model
+from ...validation import check_bool
 from ..base import TASKS, TaskData
 from ..subword import generate_candidates, prepare_backbone
 from ..text2text.task import Text2TextTask
@@ -459,8 +460,9 @@ class K2QTask(Text2TextTask):
         :func:`~hf_querygen.tasks.subword.generate_candidates`). Its own decoding options:
 
         * ``keyword_bonus`` (>= 0): added to the score of each keyword word not yet written (a soft copy
-          prior); ``require_keywords``: the question cannot end before every keyword word is in it
-          (:class:`~hf_querygen.tasks.subword.SourceWordsProcessor`);
+          prior); ``require_keywords``: the question cannot end before every keyword word is in it;
+          ``keywords_once``: a keyword's content words start only where the keyword is written, so none
+          comes twice (:class:`~hf_querygen.tasks.subword.SourceWordsProcessor`);
         * ``prefer_keywords``: among the candidates (the beams), those that keep every keyword word
           (:func:`keeps_keywords`) come first, best score first; the rest follow;
         * ``keyword_fallback`` as for the other families.
@@ -487,6 +489,7 @@ class K2QTask(Text2TextTask):
         if isinstance(bonus, bool) or not isinstance(bonus, int | float) or bonus < 0:
             raise InvalidInputError(f"k2q: keyword_bonus must be a number >= 0, got {bonus!r}")
         require = bool(kwargs.pop("require_keywords", False))
+        once = check_bool("k2q", "keywords_once", kwargs.pop("keywords_once", False))
         if strategy == "sample":
             kwargs.update(do_sample=True, num_beams=1, num_return_sequences=wanted * overgenerate)
         else:
@@ -501,6 +504,7 @@ class K2QTask(Text2TextTask):
             max_source_length or self.subword_source_length,
             keyword_bonus=float(bonus),
             require_keywords=require,
+            keywords_once=once,
             **kwargs,
         )
         results: list[list[dict[str, Any]]] = []
