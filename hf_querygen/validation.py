@@ -171,7 +171,20 @@ GENERATION_POSITIVE_FLOATS = ("temperature", "repetition_penalty", "top_p", "enc
 #: probabilities in (0, 1]: nucleus sampling's mass, a keyword tagger's KEYWORD threshold
 GENERATION_PROBABILITIES = ("top_p", "keyword_threshold")
 GENERATION_FLOATS = ("length_penalty", "diversity_penalty")
-GENERATION_BOOLS = ("do_sample", "use_cache", "output_scores", "return_dict_in_generate")
+#: numbers >= 0: the keyword-keeping decoding's bonus (k2q, warm-started models)
+GENERATION_NONNEGATIVE_FLOATS = ("keyword_bonus",)
+GENERATION_BOOLS = (
+    "do_sample",
+    "use_cache",
+    "output_scores",
+    "return_dict_in_generate",
+    # k2q's keyword-keeping options (word vocabularies: the copy models; word pieces: warm-started ones)
+    "no_repeat_source_words",
+    "copy_all_source_words",
+    "require_keywords",
+    "keywords_once",
+    "prefer_keywords",
+)
 
 
 def check_generation_kwargs(
@@ -209,6 +222,8 @@ def check_generation_kwargs(
             check_float(owner, name, value, 0.0, None, low_open=True)
         elif name in GENERATION_FLOATS:
             check_float(owner, name, value)
+        elif name in GENERATION_NONNEGATIVE_FLOATS:
+            check_float(owner, name, value, 0.0, None)
         elif name in GENERATION_BOOLS:
             check_bool(owner, name, value)
         elif name == "early_stopping" and not (isinstance(value, bool) or value == "never"):

@@ -199,6 +199,14 @@ def test_bad_arguments_are_named(generate_questions):
         generate_questions("capital france", num_beams=0)
     with pytest.raises(TypeError, match="unknown arguments"):
         generate_questions("capital france", beams=3)
+    # the warm-started models' keyword options: refused by a copy model, typed for every model
+    for option, value in (("keywords_once", True), ("require_keywords", True), ("keyword_bonus", 2.0)):
+        with pytest.raises(InvalidInputError, match=f"{option} is a word-piece decoding"):
+            generate_questions("capital france", **{option: value})
+    assert generate_questions("capital france", keywords_once=False, keyword_bonus=0.0)
+    for option, value in (("keywords_once", "yes"), ("no_repeat_source_words", 1), ("keyword_bonus", -1.0)):
+        with pytest.raises(InvalidInputError, match=option):
+            generate_questions("capital france", **{option: value})
 
 
 def test_no_repeat_source_words_bans_a_copied_word_under_every_id():

@@ -18,6 +18,10 @@ Decoding (``strategy``, :meth:`~hf_querygen.tasks.k2q.task.K2QTask.generate_ques
 * ``"sample"``: ancestral sampling (``top_p``, ``temperature``, ... pass through), duplicates dropped,
   sorted by the mean per-token log-probability.
 
+Keeping the keywords: a copy model takes ``no_repeat_source_words`` / ``copy_all_source_words``, a
+warm-started (BERT2BERT) one ``require_keywords`` / ``keywords_once`` / ``keyword_bonus`` /
+``prefer_keywords`` (:class:`~hf_querygen.tasks.subword.SourceWordsProcessor`); each refuses the other's.
+
     >>> generate_questions = pipeline("question-generation", model="path/to/copynet")
     >>> generate_questions("capital france")
     [{'generated_text': 'what is the capital of france ?', 'score': -0.21}]
@@ -47,6 +51,10 @@ _ARGUMENTS = (
     "no_repeat_source_words",
     "copy_all_source_words",
     "keyword_fallback",
+    "keyword_bonus",
+    "require_keywords",
+    "keywords_once",
+    "prefer_keywords",
     "repetition_penalty",
     "length_penalty",
     "top_p",

@@ -69,6 +69,8 @@ class K2QTask(Text2TextTask):
     RETURNS_WITHIN_BEAMS = False
     #: what a question-frame model honours: it fills frames, it generates no words
     FRAME_DECODING = ("num_return_sequences", "num_beams", "temperature", "strategy", "overgenerate")
+    #: the keyword-keeping options of the warm-started models' word pieces (SourceWordsProcessor)
+    WORD_PIECE_DECODING = ("keyword_bonus", "require_keywords", "keywords_once", "prefer_keywords")
     #: encoder-decoders (EDNet / AttNet / CopyNet), the question-frame model (a frame per query) and
     #: the warm-started BERT2BERT on the backbone's word pieces
     families = ("seq2seq", "frames", "bert2bert")
@@ -362,6 +364,13 @@ class K2QTask(Text2TextTask):
         if decode is not None:
             settings = (batch_size, max_source_length, strategy, overgenerate, wanted, kwargs)
             return decode(model, tokenizer, inputs, *settings)
+        for option in self.WORD_PIECE_DECODING:
+            if kwargs.get(option) not in (None, False, 0):
+                raise InvalidInputError(
+                    f"k2q: {option} is a word-piece decoding of the warm-started models; a word-vocabulary "
+                    "model uses no_repeat_source_words / copy_all_source_words / keyword_fallback"
+                )
+            kwargs.pop(option, None)
         no_repeat_source_words = bool(kwargs.pop("no_repeat_source_words", False))
         fallback = kwargs.pop("keyword_fallback", None)
         if fallback is not None and (
