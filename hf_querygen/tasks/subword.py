@@ -202,9 +202,11 @@ class SourceWordsProcessor:
         self.once = bool(once)
         function = {int(i) for i in function_pieces}
         # per example and keyword: the first piece of each content word, and of each after the first
-        self._content_starts = [
-            [self._word_starts(pieces, function) for pieces in words] for words in self.source_pieces
-        ]
+        self._content_starts = (
+            [[self._word_starts(pieces, function) for pieces in words] for words in self.source_pieces]
+            if self.once
+            else []
+        )
         self._continuation_ids: torch.Tensor | None = None
 
     def _word_starts(self, pieces: tuple[int, ...], function: set[int]) -> tuple[set[int], set[int]]:
@@ -221,22 +223,17 @@ class SourceWordsProcessor:
                 later.add(pieces[j])
         return content, later
 
-    def _out_of_place(
-        self, generated: list[int], words: list[tuple[int, ...]], missing: list[tuple[int, ...]], example: int
-    ) -> list[int]:
+    def _out_of_place(self, example: int, missing: list[tuple[int, ...]], finishing: set[int]) -> list[int]:
         """``once``'s banned pieces for one hypothesis: the content-word starts of the written keywords and
-        the later content-word starts of the missing ones, except what begins or continues a missing
-        keyword."""
+        the later content-word starts of the missing ones, except a missing keyword's first piece and the
+        next piece of a missing keyword begun (``finishing``)."""
         missing_set = set(missing)
         banned: set[int] = set()
-        for pieces, (content, later) in zip(words, self._content_starts[example], strict=True):
+        for pieces, (content, later) in zip(
+            self.source_pieces[example], self._content_starts[example], strict=True
+        ):
             banned |= later if pieces in missing_set else content
-        if not banned:
-            return []
-        allowed = {pieces[0] for pieces in missing}
-        for pieces in missing:
-            allowed.update(pieces[k] for k in range(1, len(pieces)) if tuple(generated[-k:]) == pieces[:k])
-        return sorted(banned - allowed)
+        return sorted(banned - finishing - {pieces[0] for pieces in missing})
 
     def _missing(self, generated: list[int], words: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
         missing = []
@@ -285,7 +282,7 @@ class SourceWordsProcessor:
             ):
                 scores[row, continuation_ids] = -float("inf")
             if self.once:
-                banned = self._out_of_place(generated, words, missing, row // expand)
+                banned = self._out_of_place(row // expand, missing, finishing)
                 if banned and torch.isfinite(scores[row]).sum() > torch.isfinite(scores[row, banned]).sum():
                     scores[row, banned] = -float("inf")  # never all of the row's pieces
             if not missing:
