@@ -9,10 +9,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import ModelFolderError
+from .errors import InvalidInputError, ModelFolderError
 from .specs import auto_class_name
 from .utils import TRAINING_METADATA_FILE
-from .validation import GENERATION_BOOLS, GENERATION_FLOATS, GENERATION_INTS, GENERATION_POSITIVE_FLOATS
+from .validation import (
+    GENERATION_BOOLS,
+    GENERATION_FLOATS,
+    GENERATION_INTS,
+    GENERATION_POSITIVE_FLOATS,
+    check_generation_kwargs,
+)
 
 if TYPE_CHECKING:  # torch/transformers cost seconds at import
     from transformers import PreTrainedModel, PreTrainedTokenizerFast
@@ -182,7 +188,26 @@ def check_model_folder(model_dir: str | Path, require_tokenizer: bool = True) ->
     generation = _json_object(model_dir, "generation_config.json", required=False)
     if generation is not None:
         _check_generation_config(model_dir, generation)
+    _check_saved_decoding(model_dir, config)
     return config
+
+
+def _check_saved_decoding(model_dir: Path, config: Mapping[str, Any]) -> None:
+    """config.json's ``task_decoding`` (the decoding chosen on validation and saved with the model) by
+    the rules of a caller's decoding arguments, when the folder is opened rather than at the first call
+    (the task's own check, :meth:`hf_querygen.tasks.Task.saved_decoding`, also refuses names the model's
+    family cannot honour)."""
+    saved = config.get("task_decoding")
+    if saved is None:
+        return
+    if not isinstance(saved, dict):
+        raise _folder_file_error(
+            model_dir, "config.json", f"has task_decoding={saved!r}; expected an object of decoding arguments"
+        )
+    try:
+        check_generation_kwargs("task_decoding", saved, default_beams=None)
+    except InvalidInputError as err:
+        raise _folder_file_error(model_dir, "config.json", f"has a bad {err}") from err
 
 
 #: generation_config.json fields and the values they take (the ones ``generate`` reads as numbers): the

@@ -183,7 +183,10 @@ GENERATION_BOOLS = (
     "copy_all_source_words",
     "require_keywords",
     "keywords_once",
+    "keywords_in_order",
     "prefer_keywords",
+    # q2id: the query before each generated description
+    "restate_query",
 )
 
 

@@ -128,6 +128,42 @@ def test_generation_config_types(folder, field, value, expected):
         load_trained(folder)
 
 
+@pytest.mark.parametrize(
+    ("decoding", "expected"),
+    [
+        ({"num_beams": "4"}, "task_decoding: num_beams='4'"),
+        ({"require_keywords": "no"}, "task_decoding: require_keywords='no'"),
+        ({"keyword_bonus": -1.0}, "task_decoding: keyword_bonus=-1.0"),
+        ({"temperature": 0}, "task_decoding: temperature=0"),
+        ([4, 3], "task_decoding=[4, 3]; expected an object"),
+    ],
+)
+def test_a_saved_decoding_with_wrong_types_fails_when_the_folder_opens(folder, decoding, expected):
+    path = folder / "config.json"
+    config = json.loads(path.read_text())
+    config["task_decoding"] = decoding
+    path.write_text(json.dumps(config))
+    with pytest.raises(ModelFolderError, match=r"config\.json has .*" + expected.replace("[", r"\[")):
+        load_trained(folder)
+
+
+def test_a_saved_decoding_is_checked_by_the_task_like_a_callers_arguments(saved):
+    """Set in memory (no folder check ran), the saved decoding still meets the task's one check."""
+    from hf_querygen.tasks.base import get_task
+
+    model, tokenizer, _ = load_trained(saved)
+    task = get_task("text2text")
+    model.config.task_decoding = {"num_beams": 2, "num_return_sequences": 2}
+    (returned,) = task.predict(model, tokenizer, ["beijing"])  # the saved decoding is the default
+    assert isinstance(returned, list) and len(returned) == 2
+    model.config.task_decoding = {"no_repeat_ngram_size": 1.5}
+    with pytest.raises(InvalidInputError, match=r"task_decoding: no_repeat_ngram_size=1\.5"):
+        task.predict(model, tokenizer, ["beijing"])
+    model.config.task_decoding = "beam"
+    with pytest.raises(InvalidInputError, match="task_decoding is a str"):
+        task.predict(model, tokenizer, ["beijing"])
+
+
 def test_set_unknown_field_is_refused_with_a_suggestion(tmp_path, capsys):
     argv = ["train", "--preset", "liu2018-seq2seq", "--corpus", "nl2kw", "--output-dir", str(tmp_path / "m")]
     assert cli_main([*argv, "--set", "hiden_size=3"]) == 2

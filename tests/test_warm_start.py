@@ -222,6 +222,38 @@ def test_with_once_a_keywords_content_words_start_only_where_the_keyword_is_writ
     assert torch.equal(once(torch.tensor([[1, 3, 4, 4]]), only.clone()), only)
 
 
+def test_in_order_only_the_first_missing_keyword_may_begin():
+    from hf_querygen.tasks.subword import SourceWordsProcessor
+
+    # as above: pieces 0-9 start a word, 10-14 continue one, 0 is "the", [CLS] = 1, end = 2. Keywords in
+    # the query's order: (3,) "battle"; the phrase (7, 0, 8) "ludwig the beethoven"; (9, 11) "vega ##n"
+    continuation = [False] * 10 + [True] * 5
+    keywords = [[(3,), (7, 0, 8), (9, 11)]]
+    ordered = SourceWordsProcessor(keywords, 2, continuation, bonus=1.0, in_order=True, function_pieces=[0])
+    rows = torch.tensor(
+        [
+            [1, 4, 5, 6],  # nothing written: only "battle" may begin, and only it gets the bonus
+            [1, 4, 3, 5],  # "battle" written: the phrase is next, "vega" still waits (no once: 8 may come)
+            [1, 3, 7, 0],  # inside the phrase: its next word
+        ]
+    )
+    out = ordered(rows, torch.zeros(3, 15))
+    assert [i for i in range(15) if not torch.isfinite(out[0, i])] == [7, 8, 9]
+    assert out[0, 3] == 1.0 and out[0, 7] != 1.0
+    assert [i for i in range(15) if not torch.isfinite(out[1, i])] == [9]
+    assert out[1, 7] == 1.0
+    assert torch.isfinite(out[2]).tolist() == [i == 8 for i in range(15)]
+    # a later keyword's prefix written by the model's own choice is no keyword begun out of order
+    late = ordered(torch.tensor([[1, 4, 9]]), torch.zeros(1, 15))
+    assert torch.isfinite(late[0, 3]) and torch.isfinite(late[0, 5])
+    # with require, the end waits for the first missing keyword, which is the one pushed to the end's score
+    required = SourceWordsProcessor(keywords, 2, continuation, require=True, in_order=True)
+    scores = torch.zeros(1, 15)
+    scores[0, 2] = 5.0
+    pushed = required(torch.tensor([[1, 4]]), scores)
+    assert pushed[0, 3] == 5.0 and not torch.isfinite(pushed[0, 2]) and not torch.isfinite(pushed[0, 9])
+
+
 def test_keywords_once_reaches_the_generation_and_is_checked(backbone):
     from transformers import AutoTokenizer
 
@@ -244,6 +276,13 @@ def test_keywords_once_reaches_the_generation_and_is_checked(backbone):
         assert all(words.count(w) == 1 for w in normalize_for_matching(query).replace(",", " ").split())
     with pytest.raises(InvalidInputError, match="keywords_once"):
         task.predict(model, tokenizer, queries[:1], keywords_once="yes", **settings)
+    both = {**settings, "keywords_once": True, "keywords_in_order": True}
+    for question, query in zip(task.predict(model, tokenizer, queries, **both), queries, strict=True):
+        words = normalize_for_matching(question).split()
+        places = [words.index(w) for w in normalize_for_matching(query).replace(",", " ").split()]
+        assert places == sorted(places), (query, question)
+    with pytest.raises(InvalidInputError, match="keywords_in_order"):
+        task.predict(model, tokenizer, queries[:1], keywords_in_order=1, **settings)
 
 
 def test_train_save_load_and_pipeline_give_the_same_questions(backbone, tmp_path):

@@ -19,8 +19,9 @@ Decoding (``strategy``, :meth:`~hf_querygen.tasks.k2q.task.K2QTask.generate_ques
   sorted by the mean per-token log-probability.
 
 Keeping the keywords: a copy model takes ``no_repeat_source_words`` / ``copy_all_source_words``, a
-warm-started (BERT2BERT) one ``require_keywords`` / ``keywords_once`` / ``keyword_bonus`` /
-``prefer_keywords`` (:class:`~hf_querygen.tasks.subword.SourceWordsProcessor`); each refuses the other's.
+warm-started (BERT2BERT) one ``require_keywords`` / ``keywords_once`` / ``keywords_in_order`` /
+``keyword_bonus`` / ``prefer_keywords`` (:class:`~hf_querygen.tasks.subword.SourceWordsProcessor`); each
+refuses the other's.
 
     >>> generate_questions = pipeline("question-generation", model="path/to/copynet")
     >>> generate_questions("capital france")
@@ -54,6 +55,7 @@ _ARGUMENTS = (
     "keyword_bonus",
     "require_keywords",
     "keywords_once",
+    "keywords_in_order",
     "prefer_keywords",
     "repetition_penalty",
     "length_penalty",

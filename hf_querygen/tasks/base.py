@@ -318,18 +318,51 @@ class Task:
         """The one check of the decoding arguments a caller passed (pipelines, ``predict``, ``generate``,
         ``evaluate``, the demo), under the names the caller wrote, before any are renamed or merged with
         the model's saved decoding: types and ranges (:func:`hf_querygen.validation.check_generation_kwargs`)
-        and the arguments this model cannot honour, refused rather than ignored."""
-        family = self.family_of(model.config)
+        and the arguments this model cannot honour, refused rather than ignored. The saved decoding
+        (:meth:`saved_decoding`) is checked first, by the same rules."""
+        saved = self.saved_decoding(model)
         generation = getattr(model, "generation_config", None)
-        saved = dict(getattr(model.config, "task_decoding", None) or {})
         beams = saved.get("num_beams") or getattr(generation, "num_beams", None) or 1
         return check_generation_kwargs(
             owner or f"{self.name}: predict",
             generation_kwargs,
-            self.accepted_decoding(family),
-            why=f" (a {family} model of the {self.name} task)",
+            self.accepted_decoding(self.family_of(model.config)),
+            why=self._family_phrase(model),
             default_beams=(beams if isinstance(beams, int) else 1) if self.RETURNS_WITHIN_BEAMS else None,
         )
+
+    def saved_decoding(self, model: PreTrainedModel) -> dict[str, Any]:
+        """The decoding saved with the model (``config.task_decoding``, written by ``hf-querygen train``
+        and the table runner; ``{}`` when none), checked as a caller's arguments are: a config.json edited
+        by hand, or a folder of another task, fails here naming the field, never decodes otherwise."""
+        saved = getattr(model.config, "task_decoding", None)
+        if saved is None:
+            return {}
+        source = getattr(model.config, "_name_or_path", "") or ""
+        where = f"{source}/config.json task_decoding" if source else "config.task_decoding"
+        if not isinstance(saved, Mapping):
+            raise InvalidInputError(
+                f"{self.name}: {where} is a {type(saved).__name__} ({saved!r}); it must be an object of "
+                'decoding arguments (e.g. {"num_beams": 4})'
+            )
+        return check_generation_kwargs(
+            f"{self.name}: {where}",
+            saved,
+            self.accepted_decoding(self.family_of(model.config)),
+            why=self._family_phrase(model),
+            default_beams=None,
+        )
+
+    def decoding(
+        self, model: PreTrainedModel, generation_kwargs: Mapping[str, Any], owner: str | None = None
+    ) -> dict[str, Any]:
+        """The decoding of one call: the model's saved decoding, overridden by the caller's arguments,
+        both checked (:meth:`decoding_arguments`)."""
+        given = self.decoding_arguments(model, generation_kwargs, owner)
+        return {**self.saved_decoding(model), **given}
+
+    def _family_phrase(self, model: PreTrainedModel) -> str:
+        return f" (a {self.family_of(model.config)} model of the {self.name} task)"
 
     def predict(
         self,

@@ -173,6 +173,11 @@ class SourceWordsProcessor:
       start again ("what is lipoma lipoma?"), and a missing phrase's later content words do not start
       before it ("what date was beethoven ... ludwig van beethoven death date?"). A piece that begins or
       continues a missing keyword stays allowed.
+    * ``in_order``: the keywords come in the source's order. Only the first keyword not yet written may
+      begin (and is the one ``bonus`` and ``require`` push); the content words of the keywords after it
+      do not start before it is written. People keep a keyword query's order in most of their questions
+      ("Battle of Gettysburg" -> "When was the Battle of Gettysburg?"), and ROUGE-L's longest common
+      subsequence counts only the words in the reference's order.
 
     ``source_pieces[b]`` lists the pieces of example ``b``'s words (:func:`source_word_pieces`);
     ``continuation`` tells a piece that continues a word (WordPiece ``##``) from one that starts one.
@@ -189,6 +194,7 @@ class SourceWordsProcessor:
         closing: Sequence[int] = (),
         once: bool = False,
         function_pieces: Sequence[int] = (),
+        in_order: bool = False,
     ) -> None:
         if bonus < 0:
             raise InvalidInputError(f"keyword_bonus must be >= 0, got {bonus}")
@@ -200,11 +206,12 @@ class SourceWordsProcessor:
         self.max_length = max_length
         self.closing = sorted({int(i) for i in closing})
         self.once = bool(once)
+        self.in_order = bool(in_order)
         function = {int(i) for i in function_pieces}
         # per example and keyword: the first piece of each content word, and of each after the first
         self._content_starts = (
             [[self._word_starts(pieces, function) for pieces in words] for words in self.source_pieces]
-            if self.once
+            if self.once or self.in_order
             else []
         )
         self._continuation_ids: torch.Tensor | None = None
@@ -224,16 +231,22 @@ class SourceWordsProcessor:
         return content, later
 
     def _out_of_place(self, example: int, missing: list[tuple[int, ...]], finishing: set[int]) -> list[int]:
-        """``once``'s banned pieces for one hypothesis: the content-word starts of the written keywords and
-        the later content-word starts of the missing ones, except a missing keyword's first piece and the
-        next piece of a missing keyword begun (``finishing``)."""
+        """The banned pieces for one hypothesis. ``once``: the content-word starts of the written keywords
+        and the later content-word starts of the missing ones, except a missing keyword's first piece.
+        ``in_order``: every content-word start of the missing keywords after the first one, except the
+        first one's first piece. Never the next piece of the keyword begun (``finishing``)."""
         missing_set = set(missing)
+        waiting = set(missing[1:]) if self.in_order else set()
         banned: set[int] = set()
         for pieces, (content, later) in zip(
             self.source_pieces[example], self._content_starts[example], strict=True
         ):
-            banned |= later if pieces in missing_set else content
-        return sorted(banned - finishing - {pieces[0] for pieces in missing})
+            if pieces in waiting:
+                banned |= content
+            elif self.once:
+                banned |= later if pieces in missing_set else content
+        starts = {pieces[0] for pieces in (missing[:1] if self.in_order else missing)}
+        return sorted(banned - finishing - starts)
 
     def _missing(self, generated: list[int], words: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
         missing = []
@@ -268,7 +281,8 @@ class SourceWordsProcessor:
             missing = self._missing(generated, words)
             begun: tuple[int, int] | None = None  # (index into missing, pieces written)
             finishing: set[int] = set()  # the next piece of each word begun and not banned
-            for index, pieces in enumerate(missing):
+            # in order, only the first missing keyword can be the one begun
+            for index, pieces in enumerate(missing[:1] if self.in_order else missing):
                 for k in range(len(pieces) - 1, 0, -1):  # a word begun is finished (longest prefix)
                     if tuple(generated[-k:]) == pieces[:k]:
                         if torch.isfinite(scores[row, pieces[k]]):
@@ -281,14 +295,14 @@ class SourceWordsProcessor:
                 len(generated) >= len(p) and tuple(generated[-len(p) :]) == p for p in words
             ):
                 scores[row, continuation_ids] = -float("inf")
-            if self.once:
+            if self.once or self.in_order:
                 banned = self._out_of_place(row // expand, missing, finishing)
                 if banned and torch.isfinite(scores[row]).sum() > torch.isfinite(scores[row, banned]).sum():
                     scores[row, banned] = -float("inf")  # never all of the row's pieces
             if not missing:
                 continue
             end = scores[row, [self.eos_token_id, *self.closing]].max().clone()
-            for pieces in missing:
+            for pieces in missing[:1] if self.in_order else missing:
                 first = pieces[0]
                 if self.bonus:
                     scores[row, first] = scores[row, first] + self.bonus
@@ -355,15 +369,16 @@ def generate_candidates(
     keyword_bonus: float = 0.0,
     require_keywords: bool = False,
     keywords_once: bool = False,
+    keywords_in_order: bool = False,
     **generate_kwargs: Any,
 ) -> list[list[tuple[str, float]]]:
     """Per text, every returned sequence as ``(text, score)`` in generate's order (beam search: best first).
 
     ``score``: beam search's length-normalised log-probability (``sequences_scores``), for greedy or
     sampling the mean log-probability of the emitted pieces under the processed distribution.
-    ``keyword_bonus`` / ``require_keywords`` / ``keywords_once``: a :class:`SourceWordsProcessor` over each
-    text's words (its ``bonus`` / ``require`` / ``once``; a content word is one not in
-    :data:`~hf_querygen.text.STOPWORDS`).
+    ``keyword_bonus`` / ``require_keywords`` / ``keywords_once`` / ``keywords_in_order``: a
+    :class:`SourceWordsProcessor` over each text's words (its ``bonus`` / ``require`` / ``once`` /
+    ``in_order``; a content word is one not in :data:`~hf_querygen.text.STOPWORDS`).
     ``generate_kwargs`` go to ``generate()`` (``num_beams``, ``num_return_sequences``, ``max_length``,
     ``no_repeat_ngram_size``, ...)."""
     import torch
@@ -375,10 +390,10 @@ def generate_candidates(
     texts = [str(t) for t in texts]
     kwargs = {**generate_kwargs, "return_dict_in_generate": True, "output_scores": True}
     n = int(kwargs.get("num_return_sequences") or 1)
-    keeping = keyword_bonus or require_keywords or keywords_once
+    keeping = keyword_bonus or require_keywords or keywords_once or keywords_in_order
     continuation = continuation_mask(tokenizer) if keeping else None
     closing = sentence_end_pieces(tokenizer) if continuation is not None else []
-    function = function_word_pieces(tokenizer) if keywords_once else []
+    function = function_word_pieces(tokenizer) if keywords_once or keywords_in_order else []
     max_length = kwargs.get("max_length") or model.generation_config.max_length
     eos = model.generation_config.eos_token_id
     eos = eos[0] if isinstance(eos, list) else eos
@@ -410,6 +425,7 @@ def generate_candidates(
                     max_length=max_length,
                     closing=closing,
                     once=keywords_once,
+                    in_order=keywords_in_order,
                     function_pieces=function,
                 )
             )

@@ -1515,6 +1515,15 @@ def model_folder_cases(work: Path) -> list[Case]:
 
         return change
 
+    def saved_decoding(value):
+        def change(folder):
+            path = folder / "config.json"
+            config = json_module.loads(path.read_text())
+            config["task_decoding"] = value
+            path.write_text(json_module.dumps(config))
+
+        return change
+
     def checkpoint(with_optimizer: bool, hidden: int):
         from hf_querygen.models.rnn_seq2seq import RNNSeq2SeqConfig
 
@@ -1554,6 +1563,12 @@ def model_folder_cases(work: Path) -> list[Case]:
         ("generation max_length=2.5", damaged(generation("max_length", 2.5)), ("max_length",)),
         ("generation eos_token_id=-1", damaged(generation("eos_token_id", -1)), ("eos_token_id",)),
         ("generation do_sample='yes'", damaged(generation("do_sample", "yes")), ("do_sample",)),
+        (
+            "saved decoding num_beams='4'",
+            damaged(saved_decoding({"num_beams": "4"})),
+            ("config.json", "task_decoding", "num_beams"),
+        ),
+        ("saved decoding a list", damaged(saved_decoding([4])), ("config.json", "task_decoding")),
         ("resume without optimizer.pt", checkpoint(False, 8), ("optimizer.pt",)),
         ("resume with a changed config", checkpoint(True, 16), ("hidden_size",)),
     ]

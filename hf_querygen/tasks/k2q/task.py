@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import InvalidInputError
 from ...inference import as_max_length, encoded_batches, generate_batches, output_vocab_size_of_model
-from ...validation import check_bool
 from ..base import TASKS, TaskData
 from ..subword import generate_candidates, prepare_backbone
 from ..text2text.task import Text2TextTask
@@ -70,7 +69,13 @@ class K2QTask(Text2TextTask):
     #: what a question-frame model honours: it fills frames, it generates no words
     FRAME_DECODING = ("num_return_sequences", "num_beams", "temperature", "strategy", "overgenerate")
     #: the keyword-keeping options of the warm-started models' word pieces (SourceWordsProcessor)
-    WORD_PIECE_DECODING = ("keyword_bonus", "require_keywords", "keywords_once", "prefer_keywords")
+    WORD_PIECE_DECODING = (
+        "keyword_bonus",
+        "require_keywords",
+        "keywords_once",
+        "keywords_in_order",
+        "prefer_keywords",
+    )
     #: encoder-decoders (EDNet / AttNet / CopyNet), the question-frame model (a frame per query) and
     #: the warm-started BERT2BERT on the backbone's word pieces
     families = ("seq2seq", "frames", "bert2bert")
@@ -350,10 +355,7 @@ class K2QTask(Text2TextTask):
         if strategy not in self.strategies:
             raise InvalidInputError(f"k2q: strategy {strategy!r} is not one of {self.strategies}")
         _count("overgenerate", overgenerate)
-        generation_kwargs = self.decoding_arguments(model, generation_kwargs)  # names as the caller wrote
-        kwargs = as_max_length(
-            {**dict(getattr(model.config, "task_decoding", None) or {}), **generation_kwargs}
-        )
+        kwargs = as_max_length(self.decoding(model, generation_kwargs))
         wanted = kwargs.pop("num_return_sequences", None)
         wanted = 1 if wanted is None else _count("num_return_sequences", wanted)
         if kwargs.get("num_beams") is not None:  # an explicit 0 is an error, not the default
@@ -470,6 +472,7 @@ class K2QTask(Text2TextTask):
 
         * ``keyword_bonus`` (>= 0): added to the score of each keyword word not yet written (a soft copy
           prior); ``require_keywords``: the question cannot end before every keyword word is in it;
+          ``keywords_in_order``: the keywords come in the query's order;
           ``keywords_once``: a keyword's content words start only where the keyword is written, so none
           comes twice (:class:`~hf_querygen.tasks.subword.SourceWordsProcessor`);
         * ``prefer_keywords``: among the candidates (the beams), those that keep every keyword word
@@ -494,11 +497,11 @@ class K2QTask(Text2TextTask):
                 f"k2q: keyword_fallback must be a question frame with one {FRAME_SLOT!r} slot, "
                 f"got {fallback!r}"
             )
-        bonus = kwargs.pop("keyword_bonus", 0.0)
-        if isinstance(bonus, bool) or not isinstance(bonus, int | float) or bonus < 0:
-            raise InvalidInputError(f"k2q: keyword_bonus must be a number >= 0, got {bonus!r}")
+        # types and ranges: checked by decoding(), the caller's arguments and the saved decoding alike
+        bonus = kwargs.pop("keyword_bonus", None) or 0.0
         require = bool(kwargs.pop("require_keywords", False))
-        once = check_bool("k2q", "keywords_once", kwargs.pop("keywords_once", False))
+        once = bool(kwargs.pop("keywords_once", False))
+        in_order = bool(kwargs.pop("keywords_in_order", False))
         if strategy == "sample":
             kwargs.update(do_sample=True, num_beams=1, num_return_sequences=wanted * overgenerate)
         else:
@@ -514,6 +517,7 @@ class K2QTask(Text2TextTask):
             keyword_bonus=float(bonus),
             require_keywords=require,
             keywords_once=once,
+            keywords_in_order=in_order,
             **kwargs,
         )
         results: list[list[dict[str, Any]]] = []
@@ -557,10 +561,7 @@ class K2QTask(Text2TextTask):
         ``max_new_tokens``, ...) do not apply: the question is the query as typed in a frame."""
         import torch
 
-        temperature = kwargs.get("temperature")
-        temperature = 1.0 if temperature is None else temperature
-        if not isinstance(temperature, int | float) or isinstance(temperature, bool) or temperature <= 0:
-            raise InvalidInputError(f"k2q: temperature must be a number > 0, got {temperature!r}")
+        temperature = kwargs.get("temperature") or 1.0  # a number > 0: checked by decoding()
         frames = list(model.config.frames)
         results: list[list[dict[str, Any]]] = [[] for _ in inputs]
         model.eval()

@@ -280,10 +280,7 @@ class NL2KWTask(Task):
         import torch
 
         max_source_length = max_source_length or self.max_source_length
-        generation_kwargs = self.decoding_arguments(model, generation_kwargs)  # names as the caller wrote
-        # the decoding saved with the model (``hf-querygen train --system``: config.task_decoding) is
-        # the default; explicit arguments win
-        generation_kwargs = {**dict(getattr(model.config, "task_decoding", None) or {}), **generation_kwargs}
+        generation_kwargs = self.decoding(model, generation_kwargs)
         family = self.family_of(model.config)
         threshold = generation_kwargs.pop("keyword_threshold", None)
         if threshold is not None and family != "tagging":

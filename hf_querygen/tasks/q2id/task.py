@@ -427,13 +427,8 @@ class Q2IDTask(Task):
         sources = [as_source(example) for example in inputs]
         caps = caps or self.caps_for(tokenizer)
         collate = Q2IDCollator(tokenizer.pad_token_id)
-        # the decoding saved with the model (``hf-querygen train --system``: config.task_decoding) is the
-        # default; the caller's keyword arguments win
-        generation_kwargs = self.decoding_arguments(model, generation_kwargs)  # names as the caller wrote
-        generation_kwargs = {**dict(getattr(model.config, "task_decoding", None) or {}), **generation_kwargs}
-        restate = generation_kwargs.pop("restate_query", False)
-        if not isinstance(restate, bool):
-            raise InvalidInputError(f"Q2IDTask.predict: restate_query must be True or False, got {restate!r}")
+        generation_kwargs = self.decoding(model, generation_kwargs)
+        restate = bool(generation_kwargs.pop("restate_query", False))  # a bool: checked by decoding()
         n_returns = int(generation_kwargs.get("num_return_sequences", 1))
         generation_kwargs = as_max_length(dict(generation_kwargs))
         model.eval()

@@ -147,8 +147,7 @@ class Text2TextTask(Task):
         """Generated text per input (a list of ``n`` with ``num_return_sequences=n``). The decoding saved
         with the model (``config.task_decoding``: e.g. k2q's no-repeat and length settings chosen on
         validation) is the default; ``generation_kwargs`` override it."""
-        generation_kwargs = self.decoding_arguments(model, generation_kwargs)  # names as the caller wrote
-        generation_kwargs = {**dict(getattr(model.config, "task_decoding", None) or {}), **generation_kwargs}
+        generation_kwargs = self.decoding(model, generation_kwargs)
         if self.family_of(model.config) == "bert2bert":
             n = int(generation_kwargs.get("num_return_sequences") or 1)
             groups = generate_candidates(
