@@ -304,18 +304,11 @@ def _command_recipe(args: argparse.Namespace) -> tuple[Recipe, DataSelection]:
                 prepare_options=system.prepare_options,
                 train_options=system.train_options,
                 decoding=dict((variant or system).decoding),
-                decoding_grid=system.decoding_grid,
-                decoding_metric=system.decoding_metric,
-                decoding_sample=system.decoding_sample,
+                decoding_choice=system.decoding_choice,
             )
             data = DataSelection(task=system.task)
-        if variant is not None and variant.decoding_grid is not None:
-            recipe = dataclasses.replace(
-                recipe,
-                decoding_grid=variant.decoding_grid,
-                decoding_metric=variant.decoding_metric,
-                decoding_sample=variant.decoding_sample,
-            )
+        if variant is not None and variant.decoding_choice.grid is not None:
+            recipe = dataclasses.replace(recipe, decoding_choice=variant.decoding_choice)
     else:
         if args.budget or args.task_corpus_only:
             raise SystemExit("--budget and --task-corpus-only go with --system")

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import InvalidInputError
 from .experiments.papers import paper_modules
 from .registry import Registry
-from .validation import check_optional_int
+from .tasks.base import DecodingChoice
 
 if TYPE_CHECKING:
     from .tasks.base import TaskData
@@ -58,13 +58,11 @@ class System:
         training_preset: name in ``TRAINING_PRESETS`` (default: the preset's own, if any).
         training_overrides: ``Seq2SeqTrainingArguments`` fields on top of it.
         decoding: keyword arguments of ``Task.predict`` (e.g. ``{"constrained": False}``).
-        decoding_grid: decodings (each on top of ``decoding``) one of which is chosen on VALIDATION after
-            training by :func:`hf_querygen.training.choose_decoding` and saved with the model; None: the
-            task's ``decoding_grid`` (k2q's; empty for most tasks: ``decoding`` as it is).
-        decoding_metric: the score that choice maximises (default: the task's ``primary_metric``).
-        decoding_sample: that choice scores each validation split on at most this many of its examples
-            (a fixed seeded draw; None: all), where decoding a whole split per grid entry would cost
-            more than the row's training.
+        decoding_choice: how the decoding saved with the model is chosen on VALIDATION after training
+            (:class:`~hf_querygen.tasks.base.DecodingChoice`: the grid, each entry on top of
+            ``decoding``, the metric, the sample of each split); the default tries the task's
+            ``decoding_grid`` (k2q's; empty for most tasks: ``decoding`` as it is). A row that decodes
+            another's model (``decodes_model_of``) is chosen on validation only with a grid of its own.
         decodes_model_of: key of a trainable system of the same table whose trained model this row
             decodes (with its own ``decoding``) instead of training one.
         inputs: keys of systems whose outputs a baseline combines (run before it).
@@ -93,9 +91,7 @@ class System:
     training_preset: str | None = None
     training_overrides: Mapping[str, Any] = field(default_factory=dict)
     decoding: Mapping[str, Any] = field(default_factory=dict)
-    decoding_grid: tuple[Mapping[str, Any], ...] | None = None
-    decoding_metric: str | None = None
-    decoding_sample: int | None = None
+    decoding_choice: DecodingChoice = field(default_factory=DecodingChoice)
     decodes_model_of: str | None = None
     inputs: tuple[str, ...] = ()
     deterministic: bool = True
@@ -112,7 +108,6 @@ class System:
             raise InvalidInputError(
                 f"system {self.name!r}: give exactly one of preset, baseline or decodes_model_of"
             )
-        check_optional_int(f"system {self.name!r}", "decoding_sample", self.decoding_sample, minimum=1)
 
     @property
     def key(self) -> str:

@@ -11,7 +11,7 @@ import datasets
 import pytest
 
 from hf_querygen.errors import InvalidInputError
-from hf_querygen.tasks.base import Task, TaskData
+from hf_querygen.tasks.base import DecodingChoice, Task, TaskData
 from hf_querygen.training import choose_decoding
 
 #: decoding mode -> split -> how many of the split's 4 examples it gets right (the first ones)
@@ -130,7 +130,7 @@ def test_a_sample_scores_every_entry_and_the_floor_on_the_same_seeded_draw_of_ea
             seen.append(("floor", *sources))
             return super().selection_floor(sources)
 
-    _, rows = choose_decoding(None, _data(Recording(floor=True)), sample=2)
+    _, rows = choose_decoding(None, _data(Recording(floor=True)), choice=DecodingChoice(sample=2))
     assert all(row["examples"] == {"a": 2, "b": 2} for row in rows)
     floors, decoded = seen[:2], seen[2:]
     assert len(decoded) == 3 * 2 and all(len(inputs) == 2 for inputs in decoded)
@@ -139,11 +139,11 @@ def test_a_sample_scores_every_entry_and_the_floor_on_the_same_seeded_draw_of_ea
     # the draw keeps the split's order and is the same on every call
     assert all(list(inputs) == sorted(inputs) for inputs in decoded)
     seen.clear()
-    again = choose_decoding(None, _data(Recording(floor=True)), sample=2)[1]
+    again = choose_decoding(None, _data(Recording(floor=True)), choice=DecodingChoice(sample=2))[1]
     assert seen[2:4] == decoded[:2] and [r["by_split"] for r in again] == [r["by_split"] for r in rows]
     # a sample as large as the split, or none: every example
     for sample in (4, 10, None):
-        rows = choose_decoding(None, _data(_ToyTask(floor=True)), sample=sample)[1]
+        rows = choose_decoding(None, _data(_ToyTask(floor=True)), choice=DecodingChoice(sample=sample))[1]
         assert rows[0]["examples"] == {"a": 4, "b": 4}
         assert [row["criterion"] for row in rows] == [0.0, 0.25, -0.25]
 
@@ -152,7 +152,5 @@ def test_a_sample_scores_every_entry_and_the_floor_on_the_same_seeded_draw_of_ea
 def test_a_sample_that_is_not_a_number_of_examples_is_refused_where_it_is_given(sample):
     from hf_querygen.systems import System
 
-    with pytest.raises(InvalidInputError, match="sample"):
-        choose_decoding(None, _data(_ToyTask(floor=True)), sample=sample)
-    with pytest.raises(InvalidInputError, match="decoding_sample"):
-        System("toy/row", "k2q", preset="bert2bert", decoding_sample=sample)
+    with pytest.raises(InvalidInputError, match=r"DecodingChoice: sample="):
+        System("toy/row", "k2q", preset="bert2bert", decoding_choice=DecodingChoice(sample=sample))

@@ -172,9 +172,9 @@ def test_train_system_ctrsgen_copy_selects_on_validation_rouge_and_saves_its_dec
     assert metadata["prepare_options"]["caps"] == zhang2020.CAPS
     # the decoding is chosen on validation after training from the row's grid, as the table's report does
     assert config["task_decoding"] == metadata["decoding"]
-    assert config["task_decoding"] in [dict(entry) for entry in system.decoding_grid]
+    assert config["task_decoding"] in [dict(entry) for entry in system.decoding_choice.grid]
     assert [row["decoding"] for row in metadata["decoding_selection"]] == [
-        {**system.decoding, **entry} for entry in system.decoding_grid
+        {**system.decoding, **entry} for entry in system.decoding_choice.grid
     ]
     assert metadata["selected_on"] == "eval_rouge_goal"
     curve = metadata["evaluations"]
@@ -191,7 +191,7 @@ def test_train_system_ctrsgen_copy_selects_on_validation_rouge_and_saves_its_dec
     trained_choice = config["task_decoding"]
     report = copy_report(folder, data_dir, limit=6)  # the 6 validation queries training saw
     rows = report["decoding_grid_validation"]
-    assert [row["decoding"] for row in rows] == [dict(entry) for entry in system.decoding_grid]
+    assert [row["decoding"] for row in rows] == [dict(entry) for entry in system.decoding_choice.grid]
     assert report["decoding"] == max(rows, key=lambda row: row["scores"]["rouge_goal"])["decoding"]
     # the report's choice is train --system's: the same grid, metric, validation split and tie rule
     assert report["decoding"] == trained_choice

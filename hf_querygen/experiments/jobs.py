@@ -157,10 +157,8 @@ def train_and_score(
             model,
             data,
             system.decoding,
-            system.decoding_grid,
-            system.decoding_metric,
+            system.decoding_choice,
             overrides,
-            sample=system.decoding_sample,
         )
         if system.in_table
         else ({**system.decoding, **overrides}, [])
@@ -229,20 +227,13 @@ def _saved_model_metadata(
 def _decode_variant(
     variant: System, job: Job, model: Any, data: TaskData
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """A row decoding another row's model (``System.decodes_model_of``): with its own ``decoding_grid``
+    """A row decoding another row's model (``System.decodes_model_of``): with its own decoding grid
     (ding2018's ``*_echo_fallback`` rows), its decoding is chosen on validation like a trained row's and
     decoded as itself (the model's saved decoding does not fill in the keys it leaves out); else its
     ``decoding`` on top of the model's saved one."""
-    if variant.decoding_grid is None or not variant.in_table:
+    if variant.decoding_choice.grid is None or not variant.in_table:
         return _decode_and_score(variant, job, model, data), []
-    chosen, rows = choose_decoding(
-        model,
-        data,
-        variant.decoding,
-        variant.decoding_grid,
-        variant.decoding_metric,
-        sample=variant.decoding_sample,
-    )
+    chosen, rows = choose_decoding(model, data, variant.decoding, variant.decoding_choice)
     saved = model.config.task_decoding
     model.config.task_decoding = None
     try:

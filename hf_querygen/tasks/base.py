@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ..errors import DegenerateOutputWarning, InvalidInputError
 from ..registry import Registry
 from ..specs import family_of
-from ..validation import check_generation_kwargs
+from ..validation import check_generation_kwargs, check_optional_int
 
 if TYPE_CHECKING:
     import datasets
@@ -84,6 +84,27 @@ def task_for_corpus(corpus: str | None) -> Task:
             f"{what} on corpus {corpus!r}: pass --task; tasks and their corpora: {owners}"
         )
     return candidates[0]
+
+
+@dataclass(frozen=True)
+class DecodingChoice:
+    """How a trained row's default decoding is chosen on VALIDATION after training
+    (:func:`hf_querygen.training.choose_decoding`) and saved with the model (``config.task_decoding``).
+
+    ``grid``: the decodings tried, each on top of the row's ``decoding`` (None: the task's
+    :attr:`Task.decoding_grid`, those the model's family can honour; empty: the row's decoding as it is);
+    ``metric``: the score maximised (default: the task's ``primary_metric``); ``sample``: each validation
+    split is scored on at most this many of its examples, one seeded draw for every entry (None: all of
+    them), where decoding a whole split per entry would cost more than the row's training."""
+
+    grid: tuple[Mapping[str, Any], ...] | None = None
+    metric: str | None = None
+    sample: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.grid is not None:
+            object.__setattr__(self, "grid", tuple(self.grid))
+        check_optional_int("DecodingChoice", "sample", self.sample, minimum=1)
 
 
 @dataclass

@@ -88,10 +88,8 @@ def train_model(
         model,
         task_data,
         recipe.decoding,
-        recipe.decoding_grid,
-        recipe.decoding_metric,
+        recipe.decoding_choice,
         recipe.decoding_overrides,
-        sample=recipe.decoding_sample,
     )
     if decoding:
         model.config.task_decoding = dict(decoding)

@@ -11,10 +11,12 @@ Both are frozen: change a field with :func:`dataclasses.replace`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from ..tasks.base import DecodingChoice
 
 if TYPE_CHECKING:
     import datasets
@@ -30,8 +32,8 @@ class Recipe:
     ``training_preset`` (default: the preset's name) / ``training_overrides``: ``TrainingArguments``;
     ``prepare_options`` go to ``Task.prepare``, ``train_options`` to
     :func:`~hf_querygen.training.train_preset`; ``decoding`` (``Task.predict`` keyword arguments) is saved
-    as ``config.task_decoding`` unless ``decoding_grid`` (else the task's) chooses it on validation by
-    ``decoding_metric`` (on at most ``decoding_sample`` examples of each validation split);
+    as ``config.task_decoding`` unless ``decoding_choice`` (:class:`~hf_querygen.tasks.base.DecodingChoice`;
+    default: the task's grid) chooses it on validation;
     ``early_stopping_patience`` in evaluations (``None``: no early stopping);
     ``num_beams``: the saved generation config's; ``max_steps`` / ``epochs`` cap the training
     (``quick``: 150 steps, see :data:`~hf_querygen.training.QUICK_SETTINGS`)."""
@@ -43,9 +45,7 @@ class Recipe:
     prepare_options: Mapping[str, Any] = field(default_factory=dict)
     train_options: Mapping[str, Any] = field(default_factory=dict)
     decoding: Mapping[str, Any] = field(default_factory=dict)
-    decoding_grid: Sequence[Mapping[str, Any]] | None = None
-    decoding_metric: str | None = None
-    decoding_sample: int | None = None
+    decoding_choice: DecodingChoice = field(default_factory=DecodingChoice)
     #: decoding fields set over ``decoding`` and every grid entry (a paper budget's ``row_decoding``)
     decoding_overrides: Mapping[str, Any] = field(default_factory=dict)
     early_stopping_patience: int | None = 3

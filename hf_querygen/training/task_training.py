@@ -16,15 +16,12 @@ from ..model_folder import TOKENIZER_FINGERPRINT_KEY, tokenizer_fingerprint
 from ..models._warm_start import WARM_START_FIELD, warm_start_model
 from ..pretrained import BACKBONE_FIELD, warm_started_model
 from ..specs import auto_class_name
-from ..tasks.base import TaskData
+from ..tasks.base import DecodingChoice, TaskData
 from ..tasks.nl2kw.resources import load_word_vectors
 from ..utils import TRAINING_METADATA_FILE
-from ..validation import check_optional_int
 
 if TYPE_CHECKING:  # torch/transformers/datasets cost seconds at import
     from transformers import PreTrainedModel, PreTrainedTokenizerFast, Seq2SeqTrainer
-
-    from ..tasks.base import TaskData
 
 from .trainer import train_seq2seq
 
@@ -292,35 +289,35 @@ def choose_decoding(
     model: PreTrainedModel,
     data: TaskData,
     base: Mapping[str, Any] | None = None,
-    grid: Sequence[Mapping[str, Any]] | None = None,
-    metric: str | None = None,
+    choice: DecodingChoice | None = None,
     overrides: Mapping[str, Any] | None = None,
-    sample: int | None = None,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The decoding of ``grid`` (default ``task.decoding_grid``; each entry on top of ``base``, and
-    ``overrides`` on top of both: a budget's ``row_decoding``) chosen on VALIDATION, and one row per
-    entry: ``{"decoding", "criterion", "by_split", "floor", "scores", "examples"}`` (``scores``: every
-    score of each split, ``by_split``: the metric, ``examples``: how many of each split were decoded).
-    Ties: the earlier, simpler entry. ``(base + overrides, [])`` without a grid or without the selection
-    splits. A system brings its own grid, metric and sample through its recipe (``decoding_grid``,
-    ``decoding_metric``, ``decoding_sample``; zhang2020/ctrsgen_copy, ding2018/warm_start), so that
-    ``train --system`` decodes as its table row does.
+    """The decoding of ``choice.grid`` (:class:`~hf_querygen.tasks.base.DecodingChoice`; default: the
+    task's grid; each entry on top of ``base``, and ``overrides`` on top of both: a budget's
+    ``row_decoding``) chosen on VALIDATION, and one row per entry: ``{"decoding", "criterion", "by_split",
+    "floor", "scores", "examples"}`` (``scores``: every score of each split, ``by_split``: the metric,
+    ``examples``: how many of each split were decoded). Ties: the earlier, simpler entry.
+    ``(base + overrides, [])`` without a grid or without the selection splits. A system brings its own
+    choice through its recipe (``System.decoding_choice``; zhang2020/ctrsgen_copy, ding2018/warm_start),
+    so that ``train --system`` decodes as its table row does.
 
-    Each of ``task.selection_splits(data)`` is scored on its own with ``metric`` (default
+    Each of ``task.selection_splits(data)`` is scored on its own with ``choice.metric`` (default
     ``task.primary_metric``; ``"rouge_goal"`` is :func:`with_rouge_goal`'s). With a
     ``task.selection_floor`` (k2q: the keyword query echoed) the criterion is the WORST split's gain over
     that floor: a decoding that wins on one source of queries but loses to the trivial output on another
     (k2q: QALD questions vs users' TREC topics) is not chosen over one that beats it on both; without a
-    floor, the mean of the splits' scores. ``sample``: each split is scored on at most that many of its
-    examples, the same seeded draw for every entry (a 49M-parameter beam search over a whole validation
-    split per entry costs more than the training budget allows); None: all of them."""
+    floor, the mean of the splits' scores. ``choice.sample``: each split is scored on at most that many
+    of its examples, the same seeded draw for every entry (a 49M-parameter beam search over a whole
+    validation split per entry costs more than the training budget allows); None: all of them."""
     task = data.task
+    choice = choice or DecodingChoice()
+    grid = choice.grid
     if grid is None:  # the task's grid: only the candidates this model's family can honour
         config = getattr(model, "config", None)
         accepted = task.accepted_decoding(task.family_of(config)) if config is not None else None
         grid = [c for c in task.decoding_grid if not accepted or set(c) <= set(accepted)]
     grid = tuple(dict(candidate, **(overrides or {})) for candidate in grid)
-    measure = _selection_measure(data, metric, sample)
+    measure = _selection_measure(data, choice.metric, choice.sample)
     if not grid or measure is None:
         return {**dict(base or {}), **dict(overrides or {})}, []
     # each candidate is measured as itself: a decoding saved earlier (config.task_decoding, the default
@@ -354,7 +351,6 @@ class _SelectionMeasure:
     def __init__(
         self, data: TaskData, names: tuple[str, ...], metric: str, sample: int | None = None
     ) -> None:
-        check_optional_int("choose_decoding", "sample", sample, minimum=1)
         self.data, self.names, self.metric = data, names, metric
         self.sources, self.references = {}, {}
         for name in names:

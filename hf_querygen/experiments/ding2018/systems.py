@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from hf_querygen.systems import BaselineContext, System, register_systems
+from hf_querygen.tasks.base import DecodingChoice
 from hf_querygen.tasks.k2q.task import K2QTask
 
 #: the paper's ordering (Table 2), best first
@@ -158,8 +159,7 @@ def _warm_start(key: str, data: Mapping[str, Any], training: Mapping[str, Any]) 
         cost=4,
         prepare_options=dict(data),
         training_overrides=dict(training),
-        decoding_grid=WARM_START_GRID,
-        decoding_sample=WARM_START_SELECTION_SAMPLE,
+        decoding_choice=DecodingChoice(WARM_START_GRID, sample=WARM_START_SELECTION_SAMPLE),
     )
 
 
@@ -285,7 +285,7 @@ SYSTEMS = register_systems(
                 LABELS[f"{key}_echo_fallback"],
                 decodes_model_of=key,
                 decoding=GREEDY,
-                decoding_grid=K2QTask.fallback_decoding_grid,
+                decoding_choice=DecodingChoice(K2QTask.fallback_decoding_grid),
                 evaluate_on=TEST_SPLITS,
             )
             for key in FALLBACK_ROWS
@@ -305,7 +305,7 @@ SYSTEMS = register_systems(
             cost=0.2,
             prepare_options=QUESTION_FRAMES_DATA,
             training_overrides=QUESTION_FRAMES_TRAINING,
-            decoding_grid=(),
+            decoding_choice=DecodingChoice(()),
             train_options={"select_on": "selection_criterion"},
             fold_settings={"synthetic_pairs": False},
         ),

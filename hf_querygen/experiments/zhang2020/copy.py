@@ -4,7 +4,7 @@ on VALIDATION, its test scores beside copying the query and TextRank, and paired
 ``python -m hf_querygen.experiments.zhang2020.copy MODEL_DIR [--out FILE] [--data-dir DIR]``
 
 1. decode the q2id VALIDATION split with every decoding of :data:`DECODING_GRID` (the row's
-   ``System.decoding_grid``: beam size, ``no_repeat_ngram_size``, a minimum length, each with and without
+   ``System.decoding_choice``: beam size, ``no_repeat_ngram_size``, a minimum length, each with and without
    ``restate_query``, the query put before the generated words), and keep the best by ``rouge_goal`` (the
    mean of ROUGE-1 recall, ROUGE-L recall and ROUGE-L F1, the three scores the model is judged on): the
    choice ``train --system zhang2020/ctrsgen_copy`` made already; it is saved into the model folder as
@@ -30,11 +30,11 @@ from hf_querygen._registration import register_all
 from hf_querygen.baselines.intent_description import copy_query, extract_descriptions
 from hf_querygen.experiments.zhang2020.analysis import collection_documents
 from hf_querygen.experiments.zhang2020.systems import COPY_DECODING_GRID
-from hf_querygen.tasks.base import get_task
+from hf_querygen.tasks.base import DecodingChoice, get_task
 from hf_querygen.tasks.q2id.task import DocumentRetriever, Q2IDTaskData
 from hf_querygen.training.task_training import choose_decoding, with_rouge_goal
 
-#: decodings tried on validation: the row's own (System.decoding_grid), what `train --system` chooses from
+#: decodings tried on validation: the row's own (System.decoding_choice), what `train --system` chooses from
 DECODING_GRID: tuple[dict[str, Any], ...] = COPY_DECODING_GRID
 #: the scores the significance tests compare
 COMPARED_METRICS = ("rouge1_recall", "rougeL_recall", "rougeL_f")
@@ -76,7 +76,7 @@ def report(
             splits[split] = splits[split].select(range(min(limit, len(splits[split]))))
     data = Q2IDTaskData(task, splits, tokenizer)
     # the choice train --system makes (the same function, grid and metric), every validation score kept
-    decoding, chosen_rows = choose_decoding(model, data, None, grid, "rouge_goal")
+    decoding, chosen_rows = choose_decoding(model, data, None, DecodingChoice(tuple(grid), "rouge_goal"))
     rows = [{"decoding": row["decoding"], "scores": row["scores"]["validation"]} for row in chosen_rows]
     if save_decoding:
         model.config.task_decoding = dict(decoding)

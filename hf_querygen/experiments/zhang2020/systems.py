@@ -12,6 +12,7 @@ from hf_querygen.baselines.intent_description import copy_query, extract_descrip
 from hf_querygen.experiments.tables import Budget
 from hf_querygen.pretrained import MINILM_ID
 from hf_querygen.systems import BaselineContext, System, register_systems
+from hf_querygen.tasks.base import DecodingChoice
 
 PAPER = "zhang2020"
 TASK = "q2id"
@@ -85,7 +86,7 @@ COPY_TRAINING = {
 }
 COPY_SELECT_ON = "rouge_goal"
 #: its decoding is chosen on VALIDATION rouge_goal after training, by `train --system` and the table alike
-#: (System.decoding_grid, training.choose_decoding), from 16 settings: beam 1/4 x no_repeat_ngram_size 2/3 x
+#: (System.decoding_choice, training.choose_decoding), from 16 settings: beam 1/4 x no_repeat_ngram_size 2/3 x
 #: min_new_tokens 0/15 x the query restated before the generated words or not (restate_query; every
 #: restated setting beat every plain one so far, validation rouge_goal ~21-22 vs ~16-17: results/zhang2020/
 #: NOTES.md); the evaluations during training decode greedily (DECODING)
@@ -149,8 +150,7 @@ def _warm_start(key: str, label: str, contrast: Mapping[str, float]) -> System:
         prepare_options={"backbone": MINILM_ID, **contrast},
         train_options={"select_on": COPY_SELECT_ON, "selection_decoding": dict(DECODING)},
         decoding=dict(DECODING),
-        decoding_grid=WARM_START_DECODING_GRID,
-        decoding_metric=COPY_SELECT_ON,
+        decoding_choice=DecodingChoice(WARM_START_DECODING_GRID, COPY_SELECT_ON),
         deterministic=False,
         cost=4.0,
         evaluate_on=("test", "validation"),
@@ -229,8 +229,7 @@ SYSTEMS: list[System] = register_systems(
             prepare_options={"output_vocab_size": OUTPUT_VOCAB_SIZE, "caps": CAPS},
             train_options={"select_on": COPY_SELECT_ON, "selection_decoding": dict(DECODING)},
             decoding=dict(COPY_DECODING),
-            decoding_grid=COPY_DECODING_GRID,
-            decoding_metric=COPY_SELECT_ON,
+            decoding_choice=DecodingChoice(COPY_DECODING_GRID, COPY_SELECT_ON),
             deterministic=False,
             cost=3.0,
             evaluate_on=("test", "validation"),

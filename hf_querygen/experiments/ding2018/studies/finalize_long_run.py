@@ -62,7 +62,7 @@ def finalize(model_dir: str, out_json: str, budget: str | None = None) -> None:
     # question-frame model: a frame per query, nothing to decode)
     data = TaskData(K2Q, datasets.DatasetDict(validation=validation, **selection), tokenizer)
     seq2seq = metadata.get("family") != "frames"
-    chosen, rows = choose_decoding(model, data, GREEDY if seq2seq else {}, get_system(system).decoding_grid)
+    chosen, rows = choose_decoding(model, data, GREEDY if seq2seq else {}, get_system(system).decoding_choice)
     # the test decodings below are what the saved model gives: the choice is its default from here on
     model.config.task_decoding = dict(chosen)
     evaluation: dict = {"decoding": chosen, "decoding_selection": rows, "rows": {}}

@@ -20,6 +20,7 @@ import time
 import torch
 
 from hf_querygen.experiments.recipes import training_recipe
+from hf_querygen.tasks.base import DecodingChoice
 from hf_querygen.training import train_model
 
 LOOSENED = {"output_vocab_size": 5000, "caps": {}}  # {}: the task's default caps
@@ -40,7 +41,7 @@ def train(out: str, size: str = "64", minutes: float = 45, resume: bool = False)
         prepare_options={**row.prepare_options, **LOOSENED},
         preset_overrides={**row.preset_overrides, "copy": False, **SIZES[size]},
         training_overrides={**row.training_overrides, "max_steps": 2000},
-        decoding_grid=(),  # the curves only: no decoding choice after training
+        decoding_choice=DecodingChoice(()),  # the curves only: no decoding choice after training
         seed=0,
     )
     started = time.time()
