@@ -323,9 +323,12 @@ def test_train_save_load_and_pipeline_give_the_same_questions(backbone, tmp_path
     generator = pipeline("question-generation", model=str(tmp_path / "model"))
     assert [out[0]["generated_text"] for out in generator(queries)] == first
     # the keyword options at call time, through the pipeline as through predict
-    settings = {"require_keywords": True, "keywords_once": True, "keyword_bonus": 1.0}
-    expected = task.predict(model, tokenizer, queries, **settings)
-    assert [out[0]["generated_text"] for out in generator(queries, **settings)] == expected
+    for settings in (
+        {"require_keywords": True, "keywords_once": True, "keyword_bonus": 1.0},
+        {"require_keywords": True, "keywords_in_order": True, "keyword_bonus": 1.0},
+    ):
+        expected = task.predict(model, tokenizer, queries, **settings)
+        assert [out[0]["generated_text"] for out in generator(queries, **settings)] == expected
     with pytest.raises(InvalidInputError, match="word-vocabulary"):
         task.predict(model, tokenizer, queries, copy_all_source_words=True)
     # exported as a Hub repository: transformers' own classes, no remote code; the card's code runs
