@@ -153,13 +153,7 @@ def train_and_score(
     # repeats), and the table reports the decoding saved with the model, as the pipeline uses it
     overrides = budget.row_decoding.get(system.key, {})
     chosen, decoding_rows = (
-        choose_decoding(
-            model,
-            data,
-            system.decoding,
-            system.decoding_choice,
-            overrides,
-        )
+        choose_decoding(model, data, system.decoding, system.decoding_choice, overrides)
         if system.in_table
         else ({**system.decoding, **overrides}, [])
     )

@@ -341,16 +341,23 @@ class Task:
         the model's saved decoding: types and ranges (:func:`hf_querygen.validation.check_generation_kwargs`)
         and the arguments this model cannot honour, refused rather than ignored. The saved decoding
         (:meth:`saved_decoding`) is checked first, by the same rules."""
+        return self._checked_decoding(model, generation_kwargs, owner)[1]
+
+    def _checked_decoding(
+        self, model: PreTrainedModel, generation_kwargs: Mapping[str, Any], owner: str | None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(the saved decoding, the caller's arguments), each checked once."""
         saved = self.saved_decoding(model)
         generation = getattr(model, "generation_config", None)
         beams = saved.get("num_beams") or getattr(generation, "num_beams", None) or 1
-        return check_generation_kwargs(
+        given = check_generation_kwargs(
             owner or f"{self.name}: predict",
             generation_kwargs,
             self.accepted_decoding(self.family_of(model.config)),
             why=self._family_phrase(model),
             default_beams=(beams if isinstance(beams, int) else 1) if self.RETURNS_WITHIN_BEAMS else None,
         )
+        return saved, given
 
     def saved_decoding(self, model: PreTrainedModel) -> dict[str, Any]:
         """The decoding saved with the model (``config.task_decoding``, written by ``hf-querygen train``
@@ -379,8 +386,8 @@ class Task:
     ) -> dict[str, Any]:
         """The decoding of one call: the model's saved decoding, overridden by the caller's arguments,
         both checked (:meth:`decoding_arguments`)."""
-        given = self.decoding_arguments(model, generation_kwargs, owner)
-        return {**self.saved_decoding(model), **given}
+        saved, given = self._checked_decoding(model, generation_kwargs, owner)
+        return {**saved, **given}
 
     def _family_phrase(self, model: PreTrainedModel) -> str:
         return f" (a {self.family_of(model.config)} model of the {self.name} task)"

@@ -169,7 +169,7 @@ def _validation_scorer(
     plus ``rouge_goal`` when the scores have ROUGE; with ``select_on="selection_criterion"``, that
     criterion (:data:`SELECTION_CRITERION`) and the metric of each selection split."""
     if select_on == SELECTION_CRITERION:
-        measure = _selection_measure(data)
+        measure = _selection_measure(data, DecodingChoice())  # the primary metric, every example
         if measure is None:
             raise ValueError(f"select_on={select_on!r}: the task has no selection splits in this data")
 
@@ -317,7 +317,7 @@ def choose_decoding(
         accepted = task.accepted_decoding(task.family_of(config)) if config is not None else None
         grid = [c for c in task.decoding_grid if not accepted or set(c) <= set(accepted)]
     grid = tuple(dict(candidate, **(overrides or {})) for candidate in grid)
-    measure = _selection_measure(data, choice.metric, choice.sample)
+    measure = _selection_measure(data, choice)
     if not grid or measure is None:
         return {**dict(base or {}), **dict(overrides or {})}, []
     # each candidate is measured as itself: a decoding saved earlier (config.task_decoding, the default
@@ -403,13 +403,13 @@ def _seeded_sample(size: int, sample: int | None) -> list[int]:
     return sorted(random.Random(0).sample(range(size), sample))
 
 
-def _selection_measure(
-    data: TaskData, metric: str | None = None, sample: int | None = None
-) -> _SelectionMeasure | None:
-    """The measure of the task's selection splits present in ``data`` (None when there are none),
-    each on at most ``sample`` of its examples."""
+def _selection_measure(data: TaskData, choice: DecodingChoice) -> _SelectionMeasure | None:
+    """The measure of the task's selection splits present in ``data`` (None when there are none), with
+    ``choice``'s metric (default: the task's primary one), each on at most ``choice.sample`` examples."""
     names = tuple(name for name in data.task.selection_splits(data) if name in data.splits)
-    return _SelectionMeasure(data, names, metric or data.task.primary_metric, sample) if names else None
+    if not names:
+        return None
+    return _SelectionMeasure(data, names, choice.metric or data.task.primary_metric, choice.sample)
 
 
 def data_fingerprint(data: TaskData) -> str:

@@ -120,7 +120,7 @@ WARM_START_GRID = (
     {**WARM_START_KEEPING, "keywords_in_order": True, "keyword_bonus": 3.0},
 )
 #: the choice scores each validation split (T_0 754, nl2kw 596 queries) on a seeded draw of this many: the
-#: whole splits took 14.5 minutes for the three entries on 2 CPU cores, which with the 36 minutes of
+#: whole splits took 14.5 minutes for the three entries on 2 CPU cores, which with the 30-33 minutes of
 #: training passed the 45 minutes `train --system` may take (with 250: ~5 minutes)
 WARM_START_SELECTION_SAMPLE = 250
 #: the warm-started row on human pairs: the question-frame row's data (T_0 train + reversed nl2kw train,
