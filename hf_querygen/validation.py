@@ -196,6 +196,7 @@ def check_generation_kwargs(
     accepted: Collection[str] | None = None,
     why: str = "",
     default_beams: int | None = 1,
+    refused: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """The one check of the generation arguments a caller passes to a pipeline, ``Task.predict``,
     ``generate`` / ``evaluate`` or the demo, under the name the caller wrote (before anything renames
@@ -204,6 +205,8 @@ def check_generation_kwargs(
     the model can honour (``None``: any); another name is refused, never ignored (``why`` says why).
     ``num_return_sequences`` above the beams (``default_beams``: the model's saved ``num_beams``)
     without sampling is refused naming both (``default_beams=None``: the caller widens the beam itself).
+    ``refused``: names of another family of models, each with what it is (``Task.refused_decoding``),
+    refused when set (a value of ``None``, ``False`` or 0 asks for nothing and passes).
     ``None`` values mean "the default" and pass."""
     if not isinstance(kwargs, Mapping):
         raise invalid(owner, "generation arguments", kwargs, "keyword arguments")
@@ -231,6 +234,9 @@ def check_generation_kwargs(
             check_bool(owner, name, value)
         elif name == "early_stopping" and not (isinstance(value, bool) or value == "never"):
             raise invalid(owner, name, value, 'True, False or "never"')
+    for name, what in (refused or {}).items():
+        if kwargs.get(name) not in (None, False, 0):
+            raise InvalidInputError(f"{owner}: {name} is {what}")
     returns, beams = kwargs.get("num_return_sequences"), kwargs.get("num_beams")
     beams = default_beams if beams is None else beams
     if (

@@ -30,6 +30,9 @@ class _ToyTask(Task):
     def __init__(self, floor: bool) -> None:
         self.floor = floor
 
+    def accepted_decoding(self, family: str) -> None:
+        return None  # its predict honours the grid, whatever family the stand-in config reads as
+
     def selection_splits(self, data: TaskData) -> tuple[str, ...]:
         return ("a", "b", "not-in-the-data")
 

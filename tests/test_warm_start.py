@@ -283,6 +283,22 @@ def test_keywords_once_reaches_the_generation_and_is_checked(backbone):
         assert places == sorted(places), (query, question)
     with pytest.raises(InvalidInputError, match="keywords_in_order"):
         task.predict(model, tokenizer, queries[:1], keywords_in_order=1, **settings)
+    # a copy model's word-id options: refused by name, given per call or saved with the model; unset, they
+    # ask for nothing and pass
+    for option in ("no_repeat_source_words", "copy_all_source_words"):
+        with pytest.raises(InvalidInputError, match=f"{option} is a word-vocabulary decoding"):
+            task.predict(model, tokenizer, queries[:1], **{option: True}, **settings)
+        model.config.task_decoding = {option: True}
+        with pytest.raises(InvalidInputError, match=f"task_decoding: {option} is a word-vocabulary"):
+            task.predict(model, tokenizer, queries[:1], **settings)
+        model.config.task_decoding = None
+    unset = dict.fromkeys(("no_repeat_source_words", "copy_all_source_words"), False)
+    assert task.predict(model, tokenizer, queries[:1], **unset, **settings) == task.predict(
+        model, tokenizer, queries[:1], **settings
+    )
+    assert not task.honours("bert2bert", {"no_repeat_source_words": True})
+    assert task.honours("bert2bert", {"keywords_once": True, "no_repeat_source_words": False})
+    assert not task.honours("seq2seq", {"keyword_bonus": 2.0})
 
 
 def test_train_save_load_and_pipeline_give_the_same_questions(backbone, tmp_path):

@@ -333,6 +333,21 @@ class Task:
         the task's own); a tagger honours none."""
         return self.TAGGER_DECODING if family == "tagging" else None
 
+    def refused_decoding(self, family: str) -> Mapping[str, str]:
+        """The options of this task's OTHER families that a model of ``family`` cannot honour, each refused
+        by name: option -> what it is and what this family uses instead (k2q: a copy model's word-id
+        options given to a warm-started model). Beside :meth:`accepted_decoding`, which lists all a
+        family honours, for the families that honour ``generate``'s whole open set of arguments."""
+        return {}
+
+    def honours(self, family: str, decoding: Mapping[str, Any]) -> bool:
+        """Whether a model of ``family`` honours every option of ``decoding`` (a grid entry)."""
+        accepted = self.accepted_decoding(family)
+        refused = self.refused_decoding(family)
+        return (accepted is None or set(decoding) <= set(accepted)) and not any(
+            decoding[name] not in (None, False, 0) for name in decoding if name in refused
+        )
+
     def decoding_arguments(
         self, model: PreTrainedModel, generation_kwargs: Mapping[str, Any], owner: str | None = None
     ) -> dict[str, Any]:
@@ -350,11 +365,13 @@ class Task:
         saved = self.saved_decoding(model)
         generation = getattr(model, "generation_config", None)
         beams = saved.get("num_beams") or getattr(generation, "num_beams", None) or 1
+        family = self.family_of(model.config)
         given = check_generation_kwargs(
             owner or f"{self.name}: predict",
             generation_kwargs,
-            self.accepted_decoding(self.family_of(model.config)),
+            self.accepted_decoding(family),
             why=self._family_phrase(model),
+            refused=self.refused_decoding(family),
             default_beams=(beams if isinstance(beams, int) else 1) if self.RETURNS_WITHIN_BEAMS else None,
         )
         return saved, given
@@ -373,11 +390,13 @@ class Task:
                 f"{self.name}: {where} is a {type(saved).__name__} ({saved!r}); it must be an object of "
                 'decoding arguments (e.g. {"num_beams": 4})'
             )
+        family = self.family_of(model.config)
         return check_generation_kwargs(
             f"{self.name}: {where}",
             saved,
-            self.accepted_decoding(self.family_of(model.config)),
+            self.accepted_decoding(family),
             why=self._family_phrase(model),
+            refused=self.refused_decoding(family),
             default_beams=None,
         )
 

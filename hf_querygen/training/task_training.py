@@ -314,8 +314,8 @@ def choose_decoding(
     grid = choice.grid
     if grid is None:  # the task's grid: only the candidates this model's family can honour
         config = getattr(model, "config", None)
-        accepted = task.accepted_decoding(task.family_of(config)) if config is not None else None
-        grid = [c for c in task.decoding_grid if not accepted or set(c) <= set(accepted)]
+        family = task.family_of(config) if config is not None else None
+        grid = [c for c in task.decoding_grid if family is None or task.honours(family, c)]
     grid = tuple(dict(candidate, **(overrides or {})) for candidate in grid)
     measure = _selection_measure(data, choice)
     if not grid or measure is None:

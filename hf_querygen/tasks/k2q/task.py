@@ -52,6 +52,17 @@ def _count(name: str, value: Any) -> int:
     return value
 
 
+def _keyword_fallback(kwargs: dict[str, Any]) -> str | None:
+    """``keyword_fallback`` popped from a call's decoding: None or a question frame with one slot."""
+    fallback = kwargs.pop("keyword_fallback", None)
+    if fallback is not None and (not isinstance(fallback, str) or fallback.split().count(FRAME_SLOT) != 1):
+        raise InvalidInputError(
+            f"k2q: keyword_fallback must be a question frame with one {FRAME_SLOT!r} slot "
+            f"(e.g. 'what is {FRAME_SLOT}'), got {fallback!r}"
+        )
+    return fallback
+
+
 class K2QTask(Text2TextTask):
     """Keyword query -> question (Ding & Balog ICTIR'18): the :class:`Text2TextTask` encoding and
     copy-aware decoding, several references per example, ROUGE / BLEU scores (:func:`k2q_scores`).
@@ -76,6 +87,8 @@ class K2QTask(Text2TextTask):
         "keywords_in_order",
         "prefer_keywords",
     )
+    #: the word-id options of the copy models' vocabulary (NoRepeatSourceWordsProcessor)
+    WORD_ID_DECODING = ("no_repeat_source_words", "copy_all_source_words")
     #: encoder-decoders (EDNet / AttNet / CopyNet), the question-frame model (a frame per query) and
     #: the warm-started BERT2BERT on the backbone's word pieces
     families = ("seq2seq", "frames", "bert2bert")
@@ -293,6 +306,21 @@ class K2QTask(Text2TextTask):
     def accepted_decoding(self, family: str) -> tuple[str, ...] | None:
         return self.FRAME_DECODING if family == "frames" else super().accepted_decoding(family)
 
+    def refused_decoding(self, family: str) -> dict[str, str]:
+        if family == "bert2bert":
+            what = (
+                "a word-vocabulary decoding of the copy models; a warm-started model uses "
+                "no_repeat_ngram_size / require_keywords / keyword_bonus"
+            )
+            return dict.fromkeys(self.WORD_ID_DECODING, what)
+        if family == "seq2seq":
+            what = (
+                "a word-piece decoding of the warm-started models; a word-vocabulary model uses "
+                "no_repeat_source_words / copy_all_source_words / keyword_fallback"
+            )
+            return dict.fromkeys(self.WORD_PIECE_DECODING, what)
+        return {}
+
     def predict(
         self,
         model: Any,
@@ -366,22 +394,10 @@ class K2QTask(Text2TextTask):
         if decode is not None:
             settings = (batch_size, max_source_length, strategy, overgenerate, wanted, kwargs)
             return decode(model, tokenizer, inputs, *settings)
-        for option in self.WORD_PIECE_DECODING:
-            if kwargs.get(option) not in (None, False, 0):
-                raise InvalidInputError(
-                    f"k2q: {option} is a word-piece decoding of the warm-started models; a word-vocabulary "
-                    "model uses no_repeat_source_words / copy_all_source_words / keyword_fallback"
-                )
+        for option in self.WORD_PIECE_DECODING:  # set ones were refused by decoding(): these ask for nothing
             kwargs.pop(option, None)
         no_repeat_source_words = bool(kwargs.pop("no_repeat_source_words", False))
-        fallback = kwargs.pop("keyword_fallback", None)
-        if fallback is not None and (
-            not isinstance(fallback, str) or fallback.split().count(FRAME_SLOT) != 1
-        ):
-            raise InvalidInputError(
-                f"k2q: keyword_fallback must be a question frame with one {FRAME_SLOT!r} slot "
-                f"(e.g. 'what is {FRAME_SLOT}'), got {fallback!r}"
-            )
+        fallback = _keyword_fallback(kwargs)
         copy_all_source_words = bool(kwargs.pop("copy_all_source_words", False))
         if strategy == "sample":
             kwargs.update(do_sample=True, num_beams=1, num_return_sequences=wanted * overgenerate)
@@ -482,21 +498,10 @@ class K2QTask(Text2TextTask):
         The word-id options of the copy models (``no_repeat_source_words``, ``copy_all_source_words``) do
         not apply to word pieces: ``no_repeat_ngram_size`` and ``require_keywords`` are their counterparts.
         """
-        for option in ("no_repeat_source_words", "copy_all_source_words"):
-            if kwargs.pop(option, False):
-                raise InvalidInputError(
-                    f"k2q: {option} is a word-vocabulary decoding; a warm-started model uses "
-                    "no_repeat_ngram_size / require_keywords / keyword_bonus"
-                )
+        for option in self.WORD_ID_DECODING:  # set ones were refused by decoding(): these ask for nothing
+            kwargs.pop(option, None)
         prefer = bool(kwargs.pop("prefer_keywords", False))
-        fallback = kwargs.pop("keyword_fallback", None)
-        if fallback is not None and (
-            not isinstance(fallback, str) or fallback.split().count(FRAME_SLOT) != 1
-        ):
-            raise InvalidInputError(
-                f"k2q: keyword_fallback must be a question frame with one {FRAME_SLOT!r} slot, "
-                f"got {fallback!r}"
-            )
+        fallback = _keyword_fallback(kwargs)
         # types and ranges: checked by decoding(), the caller's arguments and the saved decoding alike
         bonus = kwargs.pop("keyword_bonus", None) or 0.0
         require = bool(kwargs.pop("require_keywords", False))
