@@ -198,9 +198,7 @@ def test_the_real_classifier_separates_formed_from_malformed_questions():
     try:
         folder = wfc.default_classifier()
     except ModelFolderError:
-        pytest.skip(
-            "the real classifier is not built on this machine (about 35 minutes on one loaded thread)"
-        )
+        pytest.skip("the real classifier is not built on this machine (3-35 minutes on one CPU thread)")
     info = wfc.classifier_report(folder)
     assert info["test_accuracy"] >= info["majority_test_accuracy"] + 0.05, info
     formed = [

@@ -294,12 +294,12 @@ def _share(labels: Sequence[bool], value: bool) -> float:
 
 def default_classifier(data_dir: str | os.PathLike | None = None) -> Path:
     """The cached classifier of the default backbone and settings; a clear error with the command that
-    builds it when it is not there (building takes about 35 minutes on one loaded CPU thread)."""
+    builds it when it is not there (building takes 3-35 minutes on one CPU thread, by the machine)."""
     folder = classifier_dir(DEFAULT_BACKBONE, ClassifierSettings(), data_dir)
     if not (folder / INFO_FILE).is_file():
         raise ModelFolderError(
             f"wellformedness: the classifier is not built yet ({folder}); build it once with "
-            "`hf-querygen wellformedness-classifier` (about 35 minutes on one loaded CPU thread), or pass "
+            "`hf-querygen wellformedness-classifier` (3-35 minutes on one CPU thread), or pass "
             "classifier=<a folder written by build_classifier>"
         )
     return folder
