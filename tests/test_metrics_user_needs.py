@@ -225,3 +225,29 @@ def test_the_build_command_writes_a_folder_and_prints_its_accuracies(tiny_classi
     assert printed["folder"] == str(out) and printed["sizes"]["test"] == 24
     assert 0.0 <= printed["test_accuracy"] <= 1.0 and "majority_test_accuracy" in printed
     assert (out / "config.json").is_file() and (out / wfc.INFO_FILE).is_file()
+
+
+def test_the_table_measures_read_the_classifier_of_the_runs_data_folder(tmp_path, monkeypatch):
+    """A reproduction run with --data-dir elsewhere than the default looks its classifier up by that
+    folder's corpus, in the records' measures and in the table's config alike."""
+    import datasets
+
+    from hf_querygen.experiments.ding2018.analysis import user_measures
+    from hf_querygen.tasks.base import TaskData, get_task
+    from hf_querygen.tasks.k2q import questions
+
+    asked = []
+
+    def classifier_of(data_dir=None):
+        asked.append(data_dir)
+        raise InvalidInputError("not built")
+
+    monkeypatch.setattr(wfc, "default_classifier", classifier_of)
+    monkeypatch.setattr(questions, "_CLASSIFIERS", {})
+    split = datasets.Dataset.from_dict({"keyword_query": ["capital france"], "question": ["what is it ?"]})
+    task = get_task("k2q")
+    data = TaskData(task, datasets.DatasetDict(validation=split), tokenizer=None, data_dir=tmp_path)
+    scores = user_measures(data, "validation", ["what is the capital of france ?"])
+    assert asked == [tmp_path] and scores["keywords_kept"] == 1.0 and "wellformed" not in scores
+    user_measures(data, "validation", ["what is france ?"])
+    assert asked == [tmp_path]  # looked up once per folder

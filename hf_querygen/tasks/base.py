@@ -118,6 +118,8 @@ class TaskData:
     state: dict[str, Any] = field(default_factory=dict)
     corpus: str = ""
     config_name: str | None = None
+    #: the raw-data folder the splits were read from (None: the default), for resources keyed by it
+    data_dir: str | Path | None = None
     _encoded: dict[str, datasets.DatasetDict] = field(default_factory=dict, repr=False)
 
     def encoded(self, family: str) -> datasets.DatasetDict:
@@ -248,7 +250,9 @@ class Task:
         if data_dir is not None and "data_dir" not in options:
             if "data_dir" in inspect.signature(self.prepare).parameters:
                 options["data_dir"] = str(data_dir)
-        return self.prepare(splits, **options)
+        data = self.prepare(splits, **options)
+        data.data_dir = data_dir
+        return data
 
     def encode(self, data: TaskData, family: str) -> datasets.DatasetDict:
         """Every split of ``data`` encoded for model ``family`` (model columns only + what decoding needs)."""

@@ -41,13 +41,13 @@ from hf_querygen.training import quiet_console
 def user_measures(data: TaskData, split: str, outputs: list[str]) -> dict[str, float]:
     """Table 2's measures of what users need (``Reproduction.measures``): keywords kept, and
     well-formedness when the classifier is built (:func:`~hf_querygen.tasks.k2q.k2q_user_scores`)."""
-    return k2q_user_scores(outputs, data.sources(split))
+    return k2q_user_scores(outputs, data.sources(split), data_dir=data.data_dir)
 
 
 def user_measures_config(context: RunContext) -> dict[str, Any]:
     """How the measures beside ROUGE were taken: the classifier's provenance and its accuracy on the
     corpus' test split beside the majority class, or why well-formedness is missing."""
-    folder = cached_wellformedness_classifier()
+    folder = cached_wellformedness_classifier(context.folds[0].data_dir if context.folds else None)
     keywords = (
         "keywords_kept: share of the keyword query's content words (text.content_words: normalised, no "
         "stopwords, no stemming) among the question's words, mean over queries"

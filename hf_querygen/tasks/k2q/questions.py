@@ -9,6 +9,7 @@ question frames of ``keyword_fallback`` (:func:`fill_frame`, :func:`keeps_keywor
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -55,39 +56,46 @@ def k2q_scores(predictions: Sequence[str], references: Sequence[Sequence[str]]) 
 
 
 def k2q_user_scores(
-    predictions: Sequence[str], sources: Sequence[str], classifier: Any = "cached"
+    predictions: Sequence[str],
+    sources: Sequence[str],
+    classifier: Any = "cached",
+    data_dir: str | os.PathLike | None = None,
 ) -> dict[str, float]:
     """What users need of a generated question beside ROUGE: ``keywords_kept`` / ``all_keywords_kept``
     (:func:`hf_querygen.metrics.keywords_kept.keywords_kept` against the keyword queries ``sources``) and
     ``wellformed`` / ``wellformed_probability`` (:func:`hf_querygen.metrics.wellformedness_classifier.
-    wellformedness_scores`). ``classifier``: a classifier folder, ``"cached"`` (the default classifier when
-    it is built: else the well-formedness keys are left out) or None (left out)."""
+    wellformedness_scores`). ``classifier``: a classifier folder, ``"cached"`` (the default classifier of
+    the corpus in ``data_dir`` when it is built: else the well-formedness keys are left out) or None (left
+    out)."""
     from ...metrics.keywords_kept import keywords_kept
     from ...metrics.wellformedness_classifier import wellformedness_scores
 
     kept = keywords_kept(list(predictions), list(sources))
     out = {"keywords_kept": kept["keywords_kept"], "all_keywords_kept": kept["all_keywords_kept"]}
-    folder = cached_wellformedness_classifier() if classifier == "cached" else classifier
+    folder = cached_wellformedness_classifier(data_dir) if classifier == "cached" else classifier
     if folder is not None:
         formed = wellformedness_scores(list(predictions), folder)
         out.update(wellformed=formed["wellformed"], wellformed_probability=formed["wellformed_probability"])
     return out
 
 
-def cached_wellformedness_classifier() -> Any:
+def cached_wellformedness_classifier(data_dir: str | os.PathLike | None = None) -> Any:
     """The default well-formedness classifier's folder when it is built (``hf-querygen
-    wellformedness-classifier``), else None; looked up once per process."""
-    if not _CLASSIFIER:
+    wellformedness-classifier``) on the corpus in ``data_dir`` (default: the data folder the corpora are
+    read from), else None; looked up once per process and folder."""
+    key = str(data_dir) if data_dir is not None else None
+    if key not in _CLASSIFIERS:
         from ...metrics.wellformedness_classifier import default_classifier
 
         try:
-            _CLASSIFIER.append(default_classifier())
+            _CLASSIFIERS[key] = default_classifier(data_dir)
         except (InvalidInputError, ImportError):  # not built, no corpus folder to key it by, no backbone
-            _CLASSIFIER.append(None)
-    return _CLASSIFIER[0]
+            _CLASSIFIERS[key] = None
+    return _CLASSIFIERS[key]
 
 
-_CLASSIFIER: list[Any] = []
+#: data folder (None: the default) -> its classifier's folder or None
+_CLASSIFIERS: dict[str | None, Any] = {}
 
 
 #: the sacrebleu signature of the last :func:`k2q_scores` call (a one-item list: set in place)
