@@ -190,6 +190,12 @@ GENERATION_BOOLS = (
 )
 
 
+def asks_for_something(value: Any) -> bool:
+    """Whether a decoding option's value asks for anything (``None``, ``False`` and 0 ask for nothing, so a
+    model that cannot honour the option takes them)."""
+    return value not in (None, False, 0)
+
+
 def check_generation_kwargs(
     owner: str,
     kwargs: Mapping[str, Any],
@@ -235,7 +241,7 @@ def check_generation_kwargs(
         elif name == "early_stopping" and not (isinstance(value, bool) or value == "never"):
             raise invalid(owner, name, value, 'True, False or "never"')
     for name, what in (refused or {}).items():
-        if kwargs.get(name) not in (None, False, 0):
+        if asks_for_something(kwargs.get(name)):
             raise InvalidInputError(f"{owner}: {name} is {what}")
     returns, beams = kwargs.get("num_return_sequences"), kwargs.get("num_beams")
     beams = default_beams if beams is None else beams

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ..errors import DegenerateOutputWarning, InvalidInputError
 from ..registry import Registry
 from ..specs import family_of
-from ..validation import check_generation_kwargs, check_optional_int
+from ..validation import asks_for_something, check_generation_kwargs, check_optional_int
 
 if TYPE_CHECKING:
     import datasets
@@ -348,8 +348,10 @@ class Task:
         """Whether a model of ``family`` honours every option of ``decoding`` (a grid entry)."""
         accepted = self.accepted_decoding(family)
         refused = self.refused_decoding(family)
-        return (accepted is None or set(decoding) <= set(accepted)) and not any(
-            decoding[name] not in (None, False, 0) for name in decoding if name in refused
+        return not any(
+            (accepted is not None and name not in accepted and value is not None)
+            or (name in refused and asks_for_something(value))
+            for name, value in decoding.items()
         )
 
     def decoding_arguments(
@@ -369,14 +371,11 @@ class Task:
         saved = self.saved_decoding(model)
         generation = getattr(model, "generation_config", None)
         beams = saved.get("num_beams") or getattr(generation, "num_beams", None) or 1
-        family = self.family_of(model.config)
         given = check_generation_kwargs(
             owner or f"{self.name}: predict",
             generation_kwargs,
-            self.accepted_decoding(family),
-            why=self._family_phrase(model),
-            refused=self.refused_decoding(family),
             default_beams=(beams if isinstance(beams, int) else 1) if self.RETURNS_WITHIN_BEAMS else None,
+            **self._family_rules(model),
         )
         return saved, given
 
@@ -394,14 +393,8 @@ class Task:
                 f"{self.name}: {where} is a {type(saved).__name__} ({saved!r}); it must be an object of "
                 'decoding arguments (e.g. {"num_beams": 4})'
             )
-        family = self.family_of(model.config)
         return check_generation_kwargs(
-            f"{self.name}: {where}",
-            saved,
-            self.accepted_decoding(family),
-            why=self._family_phrase(model),
-            refused=self.refused_decoding(family),
-            default_beams=None,
+            f"{self.name}: {where}", saved, default_beams=None, **self._family_rules(model)
         )
 
     def decoding(
@@ -412,8 +405,14 @@ class Task:
         saved, given = self._checked_decoding(model, generation_kwargs, owner)
         return {**saved, **given}
 
-    def _family_phrase(self, model: PreTrainedModel) -> str:
-        return f" (a {self.family_of(model.config)} model of the {self.name} task)"
+    def _family_rules(self, model: PreTrainedModel) -> dict[str, Any]:
+        """What ``model``'s family honours and refuses, as :func:`check_generation_kwargs` takes them."""
+        family = self.family_of(model.config)
+        return {
+            "accepted": self.accepted_decoding(family),
+            "refused": self.refused_decoding(family),
+            "why": f" (a {family} model of the {self.name} task)",
+        }
 
     def predict(
         self,
