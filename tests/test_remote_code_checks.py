@@ -7,6 +7,7 @@ FileNotFoundError or unpacking error."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
 import pytest
@@ -116,7 +117,10 @@ def test_a_folder_saved_without_hashes_is_still_compiled_and_checked(copy):
     check_model_folder(copy)  # intact code: fine
     modeling = next(copy.glob("modeling_*.py"))
     text = modeling.read_text()
-    modeling.write_text(text[: len(text) // 3] + "\ndef broken(:\n")
+    # cut before a top-level def / class past a third of the file: a cut inside a block would make the
+    # error an IndentationError, depending on what the bundled code holds at that byte
+    cut = len(text) // 3 + re.search(r"\n(?=(def|class) )", text[len(text) // 3 :]).start()
+    modeling.write_text(text[:cut] + "\ndef broken(:\n")
     with pytest.raises(ModelFolderError, match=rf"{modeling.name} is damaged \(SyntaxError line \d+\)"):
         check_model_folder(copy)
     class_name = _config(copy)["auto_map"]["AutoConfig"].split(".")[1]
