@@ -107,6 +107,64 @@ def test_human_pairs_join_train_and_validation_only_when_asked():
         task.prepare(splits, synthetic_extra=1)
 
 
+def test_synthetic_first_holds_the_synthetic_pairs_apart_for_pretraining():
+    task = get_task("k2q")
+    synthetic = [f"k{i}" for i in range(5)]
+    splits = datasets.DatasetDict(
+        train=as_training_split(synthetic, [[f"what {k}"] for k in synthetic]),
+        validation=as_training_split(["c", "t"], [["what c"], ["which t"]]),
+        seed_train=as_training_split(["s1", "s2"], [["which s1"], ["give me all s2"]]),
+        seed_validation=as_training_split(["t"], [["which t"]]),
+    )
+    data = task.prepare(splits, seed_pairs=True, synthetic_first=True)
+    # the second stage trains on T_0's pairs alone; the synthetic ones are the pretraining pairs
+    assert data.splits["train"]["keyword_query"] == ["s1", "s2"]
+    pairs, info = task.pretraining_data("synthetic", data)
+    assert pairs["keyword_query"] == synthetic and info == {"pretraining_pairs": 5}
+    assert data.references("validation") == [["which t"]]
+    # replay: that many synthetic pairs per human pair beside them in the second stage (a seeded draw)
+    replayed = task.prepare(splits, seed_pairs=True, synthetic_first=True, replay=2)
+    drawn = replayed.splits["train"]["keyword_query"]
+    assert drawn[:2] == ["s1", "s2"] and len(drawn) == 6 and set(drawn[2:]) <= set(synthetic)
+    assert len(set(drawn[2:])) == 4
+    again = task.prepare(splits, seed_pairs=True, synthetic_first=True, replay=2)
+    assert again.splits["train"]["keyword_query"] == drawn
+    capped = task.prepare(splits, seed_pairs=True, synthetic_first=True, replay=9)
+    assert len(capped.splits["train"]) == 2 + 5  # no more than the synthetic set holds
+    # what the options cannot mean is an error that names them
+    with pytest.raises(InvalidInputError, match="synthetic_first"):
+        task.prepare(splits, synthetic_first=True)  # no human pairs to train on second
+    with pytest.raises(InvalidInputError, match="synthetic_first"):
+        task.prepare(splits, seed_pairs=True, synthetic_pairs=False, synthetic_first=True)
+    with pytest.raises(InvalidInputError, match="replay"):
+        task.prepare(splits, seed_pairs=True, replay=1)
+    for bad in (-1, 1.5, True):
+        with pytest.raises(InvalidInputError, match="replay"):
+            task.prepare(splits, seed_pairs=True, synthetic_first=True, replay=bad)
+    with pytest.raises(InvalidInputError, match="synthetic_first=True"):
+        task.pretraining_data("synthetic", task.prepare(splits, seed_pairs=True))
+    with pytest.raises(InvalidInputError, match="no pretraining data"):
+        task.pretraining_data("wikipedia", data)
+
+
+def test_the_two_stage_row_pretrains_on_the_synthetic_pairs_as_warm_start_trains():
+    from hf_querygen.experiments.recipes import row_settings
+    from hf_querygen.systems import get_system
+
+    reproduction = ding2018.REPRODUCTION
+    system, full = get_system("ding2018/warm_start_then_t0"), reproduction.budgets["full"]
+    settings = row_settings(reproduction, system, full)
+    warm_start = row_settings(reproduction, get_system("ding2018/warm_start"), full)
+    # its first stage is warm_start's schedule; a smoke run shortens it
+    assert settings["train_options"] == {
+        "pretrain_on": "synthetic",
+        "pretrain_steps": warm_start["training_overrides"]["max_steps"],
+    }
+    assert settings["prepare_options"]["synthetic_first"] is True
+    quick = row_settings(reproduction, system, reproduction.budgets["quick"])
+    assert quick["train_options"]["pretrain_steps"] < 10
+
+
 def test_human_pairs_lose_what_an_evaluation_split_holds():
     from hf_querygen.tasks.k2q.data import without_evaluation_overlap
 

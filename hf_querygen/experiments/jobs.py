@@ -29,7 +29,7 @@ from ..training import (
     train_preset,
 )
 from .papers import get_reproduction
-from .recipes import _folds, recipe_metadata, row_prepare_options, row_settings
+from .recipes import _folds, recipe_metadata, row_prepare_options, row_settings, row_train_options
 from .tables import Budget, Fold, PaperTable
 
 if TYPE_CHECKING:
@@ -199,7 +199,7 @@ def _saved_model_metadata(
         "preset": system.preset,
         "system": system.name,
         "prepare_options": row_prepare_options(system, budget),
-        "train_options": dict(system.train_options),
+        "train_options": row_train_options(system, budget),
         "reproduction": reproduction.name,
         "budget": budget.name,
         "seed": job.seed,

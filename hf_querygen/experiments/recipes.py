@@ -51,7 +51,7 @@ class TrainingRecipe:
             training_preset=self.system.training_preset,
             training_overrides=self.training_overrides,
             prepare_options=self.prepare_options,
-            train_options=dict(self.system.train_options),
+            train_options=row_train_options(self.system, self.budget),
             decoding=self.decoding,
             decoding_choice=self.system.decoding_choice,
             decoding_overrides=self.budget.row_decoding.get(self.system.key, {}),
@@ -70,6 +70,12 @@ def row_prepare_options(system: System, budget: Budget) -> dict[str, Any]:
     """The row's own prepare options under ``budget`` (``System.prepare_options``, then
     ``Budget.row_prepare``); the reproduction's come beneath them."""
     return {**dict(system.prepare_options), **budget.row_prepare.get(system.key, {})}
+
+
+def row_train_options(system: System, budget: Budget) -> dict[str, Any]:
+    """The row's ``train_preset`` options under ``budget`` (``System.train_options``, then
+    ``Budget.row_train_options``)."""
+    return {**dict(system.train_options), **budget.row_train_options.get(system.key, {})}
 
 
 def row_settings(reproduction: PaperTable, system: System, budget: Budget) -> dict[str, Any]:
@@ -91,7 +97,7 @@ def row_settings(reproduction: PaperTable, system: System, budget: Budget) -> di
             **budget.row_training.get(system.key, {}),
         },
         "prepare_options": {**reproduction.prepare_options, **row_prepare_options(system, budget)},
-        "train_options": dict(system.train_options),
+        "train_options": row_train_options(system, budget),
         "early_stopping_patience": budget.patience,
         "group_by_length": budget.group_by_length,
     }

@@ -78,6 +78,9 @@ class Budget:
     #: system key -> prepare options this mode gives that row over its own (a smoke run's shorter inputs for
     #: a row whose steps are slow on long ones, e.g. fewer documents per query)
     row_prepare: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: system key -> ``train_preset`` options this mode gives that row over its own (a smoke run's few
+    #: pretraining steps for a row that pretrains, ``pretrain_steps``)
+    row_train_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     #: seconds of training per run, then the run stops and keeps its best checkpoint by validation
     #: (:class:`~hf_querygen.training.TimeLimitCallback`; e.g. a GPU lease); None: the schedule decides
     time_limit_s: float | None = None

@@ -86,7 +86,7 @@ FULL_TRAINING = {
 }
 FIG5_TRAINING = {**FULL_TRAINING, "max_steps": 150, "eval_steps": 50, "save_steps": 50}
 #: the warm-started BERT2BERT rows (ding2018.systems)
-WARM_START_ROWS = ("warm_start", "warm_start_human", "warm_start_mixed")
+WARM_START_ROWS = ("warm_start", "warm_start_human", "warm_start_mixed", "warm_start_then_t0")
 FULL_BUDGET = Budget(
     "full",
     seeds=3,
@@ -172,6 +172,7 @@ QUICK_BUDGET = Budget(
     # its decoding: greedy and at most 24 pieces (a question is ~15) instead of 4 beams; 6 steps leave it
     # without an end of question, so 4 beams ran to the length limit: 4.4 of the run's 7.9 minutes
     row_decoding={key: {"num_beams": 1, "max_new_tokens": 24} for key in WARM_START_ROWS},
+    row_train_options={"warm_start_then_t0": {"pretrain_steps": 6}},
     preset_overrides={
         key: TINY_MODEL for key in ("ednet", "attnet", "copynet", "copynet_human", "fig5_copynet")
     },
@@ -204,7 +205,7 @@ WARM_START_BUDGET = dataclasses.replace(
 WARM_START_LONG_BUDGET = dataclasses.replace(
     WARM_START_BUDGET,
     name="warm_start_long",
-    skip=(*WARM_START_BUDGET.skip, "warm_start_human", "warm_start_mixed"),
+    skip=(*WARM_START_BUDGET.skip, "warm_start_human", "warm_start_mixed", "warm_start_then_t0"),
     row_training={"warm_start": {"max_steps": 2000, "eval_steps": 400, "save_steps": 400}},
 )
 

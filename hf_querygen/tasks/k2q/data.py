@@ -172,3 +172,6 @@ SEED_SPLITS = {"train": "seed_train", "validation": "seed_validation"}
 #: the further synthetic keyword queries of each question (the ding2018 fold with
 #: ``keyword_queries_per_question`` > 1), appended to train by ``K2QTask.prepare(synthetic_extra=True)``
 EXTRA_SYNTHETIC_SPLIT = "synthetic_extra"
+#: the synthetic pairs held apart by ``K2QTask.prepare(synthetic_first=True)``: the pretraining pairs
+#: ``"synthetic"`` (``train_preset(pretrain_on="synthetic")``), trained on before the human pairs
+SYNTHETIC_FIRST_SPLIT = "synthetic_first"

@@ -156,6 +156,8 @@ class K2QTask(Text2TextTask):
         seed_pairs: bool = False,
         synthetic_pairs: bool = True,
         synthetic_extra: bool = False,
+        synthetic_first: bool = False,
+        replay: int = 0,
         backbone: str | None = None,
         **options: Any,
     ):
@@ -173,7 +175,12 @@ class K2QTask(Text2TextTask):
         :data:`~hf_querygen.tasks.k2q.data.SEED_SPLITS`). ``synthetic_pairs=False``: the fold's own
         ``train`` split (the reproduction's synthetic pairs; T_0 train under :meth:`load`) is not trained
         on. ``synthetic_extra``: train on the fold's further synthetic keyword queries per question too
-        (:data:`~hf_querygen.tasks.k2q.data.EXTRA_SYNTHETIC_SPLIT`). The two validation sources stay as
+        (:data:`~hf_querygen.tasks.k2q.data.EXTRA_SYNTHETIC_SPLIT`). ``synthetic_first``: the fold's
+        synthetic pairs are not trained on with the human pairs but before them, as the pretraining pairs
+        ``"synthetic"`` (:meth:`pretraining_data`; the split
+        :data:`~hf_querygen.tasks.k2q.data.SYNTHETIC_FIRST_SPLIT`); train is then the human / T_0 pairs
+        plus ``replay`` synthetic pairs for each of them (a seeded draw), so the second stage does not
+        teach every keyword query the human pairs' way of asking. The two validation sources stay as
         the splits ``t0_validation`` and ``nl2kw_validation`` too, where the decoding is chosen
         (:meth:`selection_splits`). ``backbone``: the backbone's own tokenizer instead of a word tokenizer
         (a warm-start preset reads its word pieces; ``min_frequency`` and the vocabulary sizes do not
@@ -181,7 +188,7 @@ class K2QTask(Text2TextTask):
         import datasets
 
         from ...tokenization import output_vocab_size_of, train_word_tokenizer
-        from .data import EXTRA_SYNTHETIC_SPLIT, HUMAN_SPLITS, SEED_SPLITS
+        from .data import EXTRA_SYNTHETIC_SPLIT, HUMAN_SPLITS, SEED_SPLITS, SYNTHETIC_FIRST_SPLIT
 
         if options:
             raise TypeError(f"K2QTask.prepare: unknown options {sorted(options)}")
@@ -189,6 +196,7 @@ class K2QTask(Text2TextTask):
             ("seed_pairs", seed_pairs),
             ("synthetic_pairs", synthetic_pairs),
             ("synthetic_extra", synthetic_extra),
+            ("synthetic_first", synthetic_first),
         )
         for name, value in flags:
             if not isinstance(value, bool):
@@ -196,6 +204,17 @@ class K2QTask(Text2TextTask):
         if not isinstance(human_pairs, int) or human_pairs < 0:  # a bool is an int: True = 1 copy
             raise InvalidInputError(
                 f"K2QTask.prepare: human_pairs must be a bool or a number of copies >= 0, got {human_pairs!r}"
+            )
+        if isinstance(replay, bool) or not isinstance(replay, int) or replay < 0:
+            raise InvalidInputError(f"K2QTask.prepare: replay must be an integer >= 0, got {replay!r}")
+        if synthetic_first and not (synthetic_pairs and (human_pairs or seed_pairs)):
+            raise InvalidInputError(
+                "K2QTask.prepare(synthetic_first=True): it trains on the synthetic pairs, then on the human "
+                "pairs: it needs synthetic_pairs=True and human_pairs or seed_pairs"
+            )
+        if replay and not synthetic_first:
+            raise InvalidInputError(
+                "K2QTask.prepare: replay draws synthetic pairs into the second stage of synthetic_first=True"
             )
         wanted = {
             "human_pairs": HUMAN_SPLITS.values() if human_pairs else (),
@@ -211,7 +230,8 @@ class K2QTask(Text2TextTask):
         splits = datasets.DatasetDict({k: v for k, v in splits.items() if k not in extra})
         if seed_pairs:  # T_0 train becomes training data: only T_0's own validation split selects
             splits["validation"] = original[SEED_SPLITS["validation"]]
-        if not synthetic_pairs:
+        first = splits["train"] if synthetic_first else None
+        if not synthetic_pairs or synthetic_first:
             splits["train"] = splits["train"].select([])
         if "validation" in splits:
             splits["t0_validation"] = splits["validation"]
@@ -227,6 +247,10 @@ class K2QTask(Text2TextTask):
             splits["train"] = datasets.concatenate_datasets(
                 [splits["train"], original[EXTRA_SYNTHETIC_SPLIT]]
             )
+        if first is not None:
+            drawn = first.shuffle(seed=0).select(range(min(len(first), replay * len(splits["train"]))))
+            splits["train"] = datasets.concatenate_datasets([splits["train"], drawn])
+            splits[SYNTHETIC_FIRST_SPLIT] = first
         if len(splits["train"]) == 0:
             raise InvalidInputError(
                 "K2QTask.prepare(synthetic_pairs=False): nothing left to train on "
@@ -249,6 +273,24 @@ class K2QTask(Text2TextTask):
         if max_output_vocab_size is not None and output_vocab_size_of(tokenizer) > max_output_vocab_size:
             tokenizer = build(max_output_vocab_size)
         return TaskData(self, splits, tokenizer, {"output_vocab_size": output_vocab_size_of(tokenizer)})
+
+    #: the pretraining pairs of :meth:`pretraining_data`
+    PRETRAINING_DATA = ("synthetic",)
+
+    def pretraining_data(self, name: str, data: TaskData) -> tuple[datasets.Dataset, dict[str, Any]]:
+        """``"synthetic"``: the fold's synthetic pairs that :meth:`prepare` held apart
+        (``synthetic_first=True``), trained on before the human pairs
+        (``train_preset(pretrain_on="synthetic")``)."""
+        from .data import SYNTHETIC_FIRST_SPLIT
+
+        if name not in self.PRETRAINING_DATA:
+            raise InvalidInputError(f"k2q: no pretraining data {name!r}; known: {self.PRETRAINING_DATA}")
+        if SYNTHETIC_FIRST_SPLIT not in data.splits:
+            raise InvalidInputError(
+                f"k2q: pretraining on {name!r} needs the data prepared with synthetic_first=True"
+            )
+        pairs = data.splits[SYNTHETIC_FIRST_SPLIT]
+        return pairs, {"pretraining_pairs": len(pairs)}
 
     def model_config(self, preset: str, data: TaskData, **overrides: Any) -> Any:
         """The preset's config sized for ``data``; a question-frame model also gets its frames: the
