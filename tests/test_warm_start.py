@@ -188,6 +188,32 @@ def test_a_required_keyword_comes_before_the_question_mark_that_would_close_the_
     assert free(torch.tensor([[1, 0, 0]]), scores[:1].clone())[0, 3] == -0.1
 
 
+def test_a_required_keyword_does_not_lift_a_piece_another_processor_banned():
+    from transformers import LogitsProcessorList, NoRepeatNGramLogitsProcessor
+
+    from hf_querygen.tasks.subword import SourceWordsProcessor
+
+    # the keyword (5, 6) is missing; the hypothesis "5 4 5 4" would repeat the trigram "5 4 5" with 5 next.
+    # Lifting the banned 5 to the end token's score looped "old battle old battle old old ..." in a query
+    # that held "old battle star galactica" beside another phrase of the same words
+    continuation = [False] * 10
+    scores = torch.full((1, 10), -5.0)
+    scores[0, 2] = -0.1  # the model would end here
+    processors = LogitsProcessorList(
+        [
+            NoRepeatNGramLogitsProcessor(3),
+            SourceWordsProcessor([[(5, 6)]], eos_token_id=2, continuation=continuation, require=True),
+        ]
+    )
+    out = processors(torch.tensor([[1, 5, 4, 5, 4]]), scores.clone())
+    assert out[0, 5] == -float("inf")  # stays banned: the keyword comes later
+    assert out[0, 2] == -float("inf")  # and the question cannot end without it
+    assert torch.isfinite(out[0]).any()
+    # where nothing bans it, the keyword's first piece still scores at least the end token's -0.1
+    fresh = processors(torch.tensor([[1, 4, 3]]), scores.clone())
+    assert fresh[0, 5] >= -0.1
+
+
 def test_with_once_a_keywords_content_words_start_only_where_the_keyword_is_written():
     from hf_querygen.tasks.subword import SourceWordsProcessor
 

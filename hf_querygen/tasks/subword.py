@@ -154,7 +154,8 @@ class SourceWordsProcessor:
 
     * ``bonus``: its first piece's score is raised by ``bonus`` (a soft copy prior on the source words);
     * ``require``: the end token cannot be chosen, and each missing word's first piece gets at least the
-      end token's score, so where the model would end it writes a missing word instead (the hard form:
+      end token's score (unless another processor banned it: a repeated n-gram stays banned, and the word
+      comes later), so where the model would end it writes a missing word instead (the hard form:
       every source word the vocabulary can spell appears, unless the length limit comes first). The
       ``closing`` pieces (a question's "?") end a sentence as the end token ends the sequence, so they are
       held back the same way: otherwise the model closes its question and the missing words trail after
@@ -306,7 +307,8 @@ class SourceWordsProcessor:
                 first = pieces[0]
                 if self.bonus:
                     scores[row, first] = scores[row, first] + self.bonus
-                if self.require:
+                # a piece another processor banned stays banned (a repeated n-gram): the keyword waits
+                if self.require and torch.isfinite(scores[row, first]):
                     scores[row, first] = torch.maximum(scores[row, first], end)
             best = scores[row].max().clone()
             if finishing:
