@@ -145,6 +145,8 @@ def test_synthetic_first_holds_the_synthetic_pairs_apart_for_pretraining():
         task.pretraining_data("synthetic", task.prepare(splits, seed_pairs=True))
     with pytest.raises(InvalidInputError, match="no pretraining data"):
         task.pretraining_data("wikipedia", data)
+    # a word vocabulary (no backbone) is built on both stages' pairs: the synthetic keywords are in it
+    assert {"k0", "k4"} <= set(data.tokenizer.get_vocab())
 
 
 def test_the_two_stage_row_pretrains_on_the_synthetic_pairs_as_warm_start_trains():
@@ -242,6 +244,7 @@ def test_quick_reproduction_end_to_end(tmp_path, data_dir):
         patience=None,
         max_train=20,  # human pairs of copynet_human
         training_overrides=tiny,
+        row_train_options={"warm_start_then_t0": {"pretrain_steps": 1}},
         preset_overrides={
             k: ding2018.TINY_MODEL for k in ("ednet", "attnet", "copynet", "copynet_human", "fig5_copynet")
         },

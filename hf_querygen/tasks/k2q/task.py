@@ -256,7 +256,8 @@ class K2QTask(Text2TextTask):
                 "K2QTask.prepare(synthetic_pairs=False): nothing left to train on "
                 "(add human_pairs or seed_pairs)"
             )
-        train = splits["train"]
+        # a word vocabulary covers what the model trains on in both stages
+        train = splits["train"] if first is None else datasets.concatenate_datasets([splits["train"], first])
         if backbone is not None:
             tokenizer, state = prepare_backbone(backbone)
             return TaskData(self, splits, tokenizer, state)
