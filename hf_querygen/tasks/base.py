@@ -301,10 +301,21 @@ class Task:
         return 32
 
     # ------------------------------------------------------------ training resources
+    #: the names :meth:`pretraining_data` knows
+    PRETRAINING_DATA: ClassVar[tuple[str, ...]] = ()
+
     def pretraining_data(self, name: str, data: TaskData) -> tuple[datasets.Dataset, dict[str, Any]]:
         """Extra pairs named ``name`` (task columns) to pretrain on before the task's own TRAIN split
         (``train_preset(pretrain_on=name)``): the dataset and counts to report."""
-        raise InvalidInputError(f"task {self.name!r} has no pretraining data named {name!r}")
+        self.check_pretraining_name(name)
+        raise NotImplementedError
+
+    def check_pretraining_name(self, name: str) -> None:
+        """A clear error for a pretraining-data name this task does not know (:attr:`PRETRAINING_DATA`)."""
+        if name not in self.PRETRAINING_DATA:
+            raise InvalidInputError(
+                f"{self.name}: no pretraining data {name!r}; known: {self.PRETRAINING_DATA}"
+            )
 
     def word_vectors(self, name: str, data: TaskData, vector_size: int) -> Any:
         """gensim ``KeyedVectors`` named ``name`` with ``vector_size`` dimensions for this task's words

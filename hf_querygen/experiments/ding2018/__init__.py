@@ -208,7 +208,7 @@ WARM_START_BUDGET = dataclasses.replace(
 WARM_START_LONG_BUDGET = dataclasses.replace(
     WARM_START_BUDGET,
     name="warm_start_long",
-    skip=(*WARM_START_BUDGET.skip, "warm_start_human", "warm_start_mixed", "warm_start_then_t0"),
+    skip=(*WARM_START_BUDGET.skip, *(key for key in WARM_START_ROWS if key != "warm_start")),
     row_training={"warm_start": {"max_steps": 2000, "eval_steps": 400, "save_steps": 400}},
 )
 

@@ -284,8 +284,7 @@ class K2QTask(Text2TextTask):
         (``train_preset(pretrain_on="synthetic")``)."""
         from .data import SYNTHETIC_FIRST_SPLIT
 
-        if name not in self.PRETRAINING_DATA:
-            raise InvalidInputError(f"k2q: no pretraining data {name!r}; known: {self.PRETRAINING_DATA}")
+        self.check_pretraining_name(name)
         if SYNTHETIC_FIRST_SPLIT not in data.splits:
             raise InvalidInputError(
                 f"k2q: pretraining on {name!r} needs the data prepared with synthetic_first=True"

@@ -232,8 +232,7 @@ class NL2KWTask(Task):
         vocabulary are dropped: the generator would only learn to emit [UNK] for them."""
         from ...tokenization import word_tokenize
 
-        if name not in self.PRETRAINING_DATA:
-            raise InvalidInputError(f"nl2kw: no pretraining data {name!r}; known: {self.PRETRAINING_DATA}")
+        self.check_pretraining_name(name)
         pairs, info = synthetic_pairs(data.splits, data.state.get("data_dir"))
         vocab, size, tokenizer = data.tokenizer.get_vocab(), data.state["output_vocab_size"], data.tokenizer
 
