@@ -409,3 +409,35 @@ def test_nl2kw_reads_a_warm_started_model_into_keyword_queries(backbone):
     with pytest.raises(InvalidInputError, match="word-vocabulary"):
         task.predict(model, data.tokenizer, sources, min_keywords=2)
     assert len(task.predict(model, data.tokenizer, sources, num_beams=2, num_return_sequences=2)[0]) == 2
+
+
+def test_a_keyword_no_repeat_ngram_forbids_finishing_is_given_up_not_looped_over():
+    from transformers import LogitsProcessorList, NoRepeatNGramLogitsProcessor
+
+    from hf_querygen.tasks.subword import SourceWordsProcessor
+
+    # "new battle ##star gal ##act ##ica" is written; the missing phrase "old battle star gal ##act ##ica"
+    # holds the trigram "gal ##act ##ica" again, which NoRepeatNGram(3) never lets it finish. Pieces 0-9
+    # start a word, 10-14 continue one; [CLS] = 1, end = 2; new 3, battle 4, ##star 10, gal 5, ##act 11,
+    # ##ica 12, old 6, star 7
+    continuation = [False] * 10 + [True] * 5
+    first, second = (3, 4, 10, 5, 11, 12), (6, 4, 7, 5, 11, 12)
+    written = [1, 8, *first]
+    scores = torch.zeros(3, 15)
+    scores[:, 2] = 5.0
+
+    def processors(n: int) -> LogitsProcessorList:
+        keep = SourceWordsProcessor([[first, second]], 2, continuation, require=True, no_repeat_ngram_size=n)
+        return (
+            LogitsProcessorList([NoRepeatNGramLogitsProcessor(3), keep]) if n else LogitsProcessorList([keep])
+        )
+
+    rows = torch.tensor([written + [9, 9, 9], written + [6, 4, 7], written + [9, 6, 9]])
+    out = processors(3)(rows, scores.clone())
+    assert out[0, 2] == 5.0  # not begun: given up, the question may end
+    assert out[1, 2] == 5.0  # begun "old battle star": its "gal ##act ##ica" cannot come either
+    assert out[2, 2] == 5.0
+    assert not torch.isfinite(processors(0)(rows, scores.clone())[0, 2])  # without the limit: required
+    # a phrase that shares only a bigram is still required
+    short = SourceWordsProcessor([[first, (6, 5, 11)]], 2, continuation, require=True, no_repeat_ngram_size=3)
+    assert not torch.isfinite(short(torch.tensor([written]), scores[:1].clone())[0, 2])

@@ -179,6 +179,11 @@ class SourceWordsProcessor:
       do not start before it is written. People keep a keyword query's order in most of their questions
       ("Battle of Gettysburg" -> "When was the Battle of Gettysburg?"), and ROUGE-L's longest common
       subsequence counts only the words in the reference's order.
+    * ``no_repeat_ngram_size`` (generate's, n > 0): a missing word that cannot be written without repeating
+      an n-gram of the hypothesis (``NoRepeatNGramLogitsProcessor`` would ban one of its pieces for good) is
+      given up: no longer pushed or required, and counted as written for ``once`` and ``in_order``. A query
+      whose two phrases share a piece trigram ("new BattleStar Galactica series, ..., old Battle Star
+      Galactica series") otherwise loops, restarting the second phrase until the length limit.
 
     ``source_pieces[b]`` lists the pieces of example ``b``'s words (:func:`source_word_pieces`);
     ``continuation`` tells a piece that continues a word (WordPiece ``##``) from one that starts one.
@@ -196,6 +201,7 @@ class SourceWordsProcessor:
         once: bool = False,
         function_pieces: Sequence[int] = (),
         in_order: bool = False,
+        no_repeat_ngram_size: int = 0,
     ) -> None:
         if bonus < 0:
             raise InvalidInputError(f"keyword_bonus must be >= 0, got {bonus}")
@@ -208,6 +214,7 @@ class SourceWordsProcessor:
         self.closing = sorted({int(i) for i in closing})
         self.once = bool(once)
         self.in_order = bool(in_order)
+        self.no_repeat_ngram_size = int(no_repeat_ngram_size or 0)
         function = {int(i) for i in function_pieces}
         # per example and keyword: the first piece of each content word, and of each after the first
         self._content_starts = (
@@ -258,9 +265,30 @@ class SourceWordsProcessor:
                 and (i + n == len(generated) or not self.continuation[generated[i + n]])
                 for i in range(len(generated) - n + 1)
             )
-            if not written:
+            if not written and (self.no_repeat_ngram_size < 1 or self._writable(generated, pieces)):
                 missing.append(pieces)
         return missing
+
+    def _writable(self, generated: list[int], pieces: tuple[int, ...]) -> bool:
+        """Whether ``pieces`` can still be written without repeating an n-gram of the hypothesis (n =
+        ``no_repeat_ngram_size``): continued from a prefix begun at the hypothesis' end, or afresh (then only
+        the n-grams inside the word are known; those across its start depend on the words before it)."""
+        n = self.no_repeat_ngram_size
+        seen = {tuple(generated[i : i + n]) for i in range(len(generated) - n + 1)}
+
+        def repeats(sequence: list[int], first: int) -> bool:
+            grams = set(seen)
+            for end in range(max(first, n - 1), len(sequence)):
+                gram = tuple(sequence[end - n + 1 : end + 1])
+                if gram in grams:
+                    return True
+                grams.add(gram)
+            return False
+
+        for k in range(len(pieces) - 1, 0, -1):
+            if tuple(generated[-k:]) == pieces[:k] and not repeats([*generated, *pieces[k:]], len(generated)):
+                return True
+        return not repeats([*generated, *pieces], len(generated) + n - 1)
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
         """input_ids (N, t) ids so far ([CLS] first); scores (N, V) -> scores (N, V)."""
@@ -380,7 +408,8 @@ def generate_candidates(
     sampling the mean log-probability of the emitted pieces under the processed distribution.
     ``keyword_bonus`` / ``require_keywords`` / ``keywords_once`` / ``keywords_in_order``: a
     :class:`SourceWordsProcessor` over each text's words (its ``bonus`` / ``require`` / ``once`` /
-    ``in_order``; a content word is one not in :data:`~hf_querygen.text.STOPWORDS`).
+    ``in_order``; a content word is one not in :data:`~hf_querygen.text.STOPWORDS`; a keyword that
+    generate's ``no_repeat_ngram_size`` would never let it finish is given up).
     ``generate_kwargs`` go to ``generate()`` (``num_beams``, ``num_return_sequences``, ``max_length``,
     ``no_repeat_ngram_size``, ...)."""
     import torch
@@ -429,6 +458,7 @@ def generate_candidates(
                     once=keywords_once,
                     in_order=keywords_in_order,
                     function_pieces=function,
+                    no_repeat_ngram_size=kwargs.get("no_repeat_ngram_size") or 0,
                 )
             )
         out = run_generate(model, {"input_ids": input_ids, "attention_mask": mask}, processors, **kwargs)
