@@ -222,11 +222,17 @@ def _pretrain(
     if steps < 1:
         raise ValueError(f"pretrain_steps must be >= 1, got {steps}")
     pairs, _ = data.task.pretraining_data(name, data)
-    extra = TaskData(data.task, datasets.DatasetDict(train=pairs), data.tokenizer, data.state)
+    # pairs the task holds as one of its splits (k2q's synthetic_first) were encoded with the others
+    held = next((split for split, dataset in data.splits.items() if dataset is pairs), None)
+    if held is not None:
+        encoded = data.encoded(family)[held]
+    else:
+        encoded = TaskData(data.task, datasets.DatasetDict(train=pairs), data.tokenizer, data.state)
+        encoded = encoded.encoded(family)["train"]
     trainer = train_seq2seq(
         model,
         data.tokenizer,
-        extra.encoded(family)["train"],
+        encoded,
         None,
         output_dir / "checkpoints",
         training_preset=dict(arguments),

@@ -143,6 +143,8 @@ QUICK_TRAINING = {
     "save_strategy": "steps",
     "save_steps": 50,
 }
+#: the smoke run's steps of a warm-started BERT2BERT, and of the two-stage row's first stage
+QUICK_WARM_START_STEPS = 6
 QUICK_BUDGET = Budget(
     "quick",
     seeds=1,
@@ -160,7 +162,7 @@ QUICK_BUDGET = Budget(
     # small networks trained from scratch)
     row_training={
         key: {
-            "max_steps": 6,
+            "max_steps": QUICK_WARM_START_STEPS,
             "learning_rate": 1e-4,
             "warmup_steps": 0,
             "per_device_train_batch_size": 8,
@@ -172,7 +174,7 @@ QUICK_BUDGET = Budget(
     # its decoding: greedy and at most 24 pieces (a question is ~15) instead of 4 beams; 6 steps leave it
     # without an end of question, so 4 beams ran to the length limit: 4.4 of the run's 7.9 minutes
     row_decoding={key: {"num_beams": 1, "max_new_tokens": 24} for key in WARM_START_ROWS},
-    row_train_options={"warm_start_then_t0": {"pretrain_steps": 6}},
+    row_train_options={"warm_start_then_t0": {"pretrain_steps": QUICK_WARM_START_STEPS}},
     preset_overrides={
         key: TINY_MODEL for key in ("ednet", "attnet", "copynet", "copynet_human", "fig5_copynet")
     },
