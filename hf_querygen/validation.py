@@ -185,6 +185,7 @@ GENERATION_BOOLS = (
     "keywords_once",
     "keywords_in_order",
     "prefer_keywords",
+    "prefer_questions",
     # q2id: the query before each generated description
     "restate_query",
 )

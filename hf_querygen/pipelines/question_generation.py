@@ -20,8 +20,8 @@ Decoding (``strategy``, :meth:`~hf_querygen.tasks.k2q.task.K2QTask.generate_ques
 
 Keeping the keywords: a copy model takes ``no_repeat_source_words`` / ``copy_all_source_words``, a
 warm-started (BERT2BERT) one ``require_keywords`` / ``keywords_once`` / ``keywords_in_order`` /
-``keyword_bonus`` / ``prefer_keywords`` (:class:`~hf_querygen.tasks.subword.SourceWordsProcessor`); each
-refuses the other's.
+``keyword_bonus`` / ``prefer_keywords`` / ``prefer_questions``
+(:class:`~hf_querygen.tasks.subword.SourceWordsProcessor`, the beams' order); each refuses the other's.
 
     >>> generate_questions = pipeline("question-generation", model="path/to/copynet")
     >>> generate_questions("capital france")
@@ -57,6 +57,7 @@ _ARGUMENTS = (
     "keywords_once",
     "keywords_in_order",
     "prefer_keywords",
+    "prefer_questions",
     "repetition_penalty",
     "length_penalty",
     "top_p",

@@ -159,6 +159,17 @@ WARM_START_THEN_T0_TRAINING = {
     "save_steps": 30,
     "logging_steps": 10,
 }
+#: the two-stage row's decodings: WARM_START_GRID, and each entry again with the beams that end as a question
+#: first (prefer_questions). On validation (the kept models of seeds 0-1, each with its chosen entry) the
+#: top beam ended without "?" for 14% / 3% of T_0's and 10% / 15% of nl2kw's queries ("give me all single
+#: loona", "a iphone battery replacement"), and such outputs are judged well-formed 0-6% of the time against
+#: 63-70% for the rest; the question first took well-formedness from 0.695 / 0.746 to 0.729 / 0.763 (T_0) and
+#: 0.532 / 0.556 to 0.560 / 0.584 (nl2kw), and ROUGE-L T_0 0.595 / 0.596 to 0.588 / 0.595, nl2kw 0.397 /
+#: 0.414 to 0.401 / 0.418
+WARM_START_THEN_T0_GRID = (
+    *WARM_START_GRID,
+    *({**entry, "prefer_questions": True} for entry in WARM_START_GRID),
+)
 #: copynet_human's training steps under the full budget (chosen on validation, see its System)
 COPYNET_HUMAN_STEPS = 2000
 #: the question-frame row's data: T_0 train + nl2kw train pairs, no synthetic pairs (K2QTask.prepare)
@@ -180,8 +191,10 @@ def _warm_start(
     data: Mapping[str, Any],
     training: Mapping[str, Any],
     train_options: Mapping[str, Any] | None = None,
+    grid: tuple[dict[str, Any], ...] = WARM_START_GRID,
 ) -> System:
-    """A BERT2BERT row: the backbone's word pieces, its own schedule, the decoding chosen on validation."""
+    """A BERT2BERT row: the backbone's word pieces, its own schedule, the decoding chosen on validation
+    among ``grid``."""
     return System(
         f"ding2018/{key}",
         "k2q",
@@ -192,7 +205,7 @@ def _warm_start(
         prepare_options=dict(data),
         training_overrides=dict(training),
         train_options=dict(train_options or {}),
-        decoding_choice=DecodingChoice(WARM_START_GRID, sample=WARM_START_SELECTION_SAMPLE),
+        decoding_choice=DecodingChoice(grid, sample=WARM_START_SELECTION_SAMPLE),
     )
 
 
@@ -358,6 +371,7 @@ SYSTEMS = register_systems(
             WARM_START_THEN_T0_DATA,
             WARM_START_THEN_T0_TRAINING,
             WARM_START_THEN_T0_PRETRAINING,
+            WARM_START_THEN_T0_GRID,
         ),
     ]
 )

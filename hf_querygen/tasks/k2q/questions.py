@@ -24,6 +24,7 @@ __all__ = [
     "echo_keyword_queries",
     "fill_frame",
     "frequent_question_frames",
+    "is_question",
     "k2q_scores",
     "k2q_user_scores",
     "keeps_keywords",
@@ -189,6 +190,12 @@ def echo_keyword_queries(keyword_queries: Sequence[str]) -> list[str]:
     if isinstance(keyword_queries, str):
         raise InvalidInputError("echo_keyword_queries: pass a list of keyword queries, not one string")
     return [str(k) for k in keyword_queries]
+
+
+def is_question(text: str) -> bool:
+    """Whether ``text`` ends as a question (its last mark is "?"): what a keyword-to-question model is
+    asked to write, and what a beam that stopped on a fragment or an imperative is not."""
+    return text.rstrip().endswith("?")
 
 
 def keeps_keywords(question: str, keyword_query: str) -> bool:

@@ -25,6 +25,7 @@ from .questions import (
     echo_keyword_queries,
     fill_frame,
     frequent_question_frames,
+    is_question,
     k2q_scores,
     keeps_keywords,
 )
@@ -86,6 +87,7 @@ class K2QTask(Text2TextTask):
         "keywords_once",
         "keywords_in_order",
         "prefer_keywords",
+        "prefer_questions",
     )
     #: the word-id options of the copy models' vocabulary (NoRepeatSourceWordsProcessor)
     WORD_ID_DECODING = ("no_repeat_source_words", "copy_all_source_words")
@@ -533,6 +535,10 @@ class K2QTask(Text2TextTask):
           ``keywords_in_order``: the keywords come in the query's order;
           ``keywords_once``: a keyword's content words start only where the keyword is written, so none
           comes twice (:class:`~hf_querygen.tasks.subword.SourceWordsProcessor`);
+        * ``prefer_questions``: among the candidates (the beams), those that end with a question mark come
+          first, best score first: a beam that stopped at "a iphone battery replacement" or "give me all
+          single loona" gives way to a question when one was found (``prefer_keywords`` then reorders
+          within that order);
         * ``prefer_keywords``: among the candidates (the beams), those that keep every keyword word
           (:func:`keeps_keywords`) come first, best score first; the rest follow;
         * ``keyword_fallback`` as for the other families.
@@ -543,6 +549,7 @@ class K2QTask(Text2TextTask):
         for option in self.WORD_ID_DECODING:  # set ones were refused by decoding(): these ask for nothing
             kwargs.pop(option, None)
         prefer = bool(kwargs.pop("prefer_keywords", False))
+        questions_first = bool(kwargs.pop("prefer_questions", False))
         fallback = _keyword_fallback(kwargs)
         # types and ranges: checked by decoding(), the caller's arguments and the saved decoding alike
         bonus = kwargs.pop("keyword_bonus", None) or 0.0
@@ -572,6 +579,8 @@ class K2QTask(Text2TextTask):
             ranked = sorted(group, key=lambda item: -item[1])  # stable: beam order on ties
             if any(text for text, _ in ranked):
                 ranked = [item for item in ranked if item[0]]
+            if questions_first:  # stable: best score first within each group
+                ranked = sorted(ranked, key=lambda item: not is_question(item[0]))
             if prefer or fallback is not None:
                 keeping = [item for item in ranked if keeps_keywords(item[0], query)]
                 if fallback is not None and not keeping:
