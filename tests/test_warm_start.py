@@ -441,3 +441,34 @@ def test_a_keyword_no_repeat_ngram_forbids_finishing_is_given_up_not_looped_over
     # a phrase that shares only a bigram is still required
     short = SourceWordsProcessor([[first, (6, 5, 11)]], 2, continuation, require=True, no_repeat_ngram_size=3)
     assert not torch.isfinite(short(torch.tensor([written]), scores[:1].clone())[0, 2])
+
+
+def test_prefer_questions_puts_the_beams_that_end_as_a_question_first(backbone):
+    from transformers import AutoTokenizer
+
+    from hf_querygen.models._warm_start import bert2bert_config, warm_start_model
+    from hf_querygen.tasks.base import get_task
+    from hf_querygen.tasks.k2q import is_question
+
+    tokenizer = AutoTokenizer.from_pretrained(str(backbone))
+    torch.manual_seed(2)
+    model = warm_start_model(bert2bert_config(tokenizer, backbone))
+    with torch.no_grad():  # a random model that writes "?" now and then, so that some beams end as questions
+        model.get_output_embeddings().bias[tokenizer.convert_tokens_to_ids("?")] = 0.25
+    task = get_task("k2q")
+    queries = ["cheap flights london", "capital france", "best pizza york", "ibuprofen effects"]
+    settings = {"num_beams": 6, "num_return_sequences": 6, "max_length": 12, "keyword_bonus": 1.0}
+    plain = task.predict(model, tokenizer, queries, **settings)
+    first = task.predict(model, tokenizer, queries, prefer_questions=True, **settings)
+    for beams, ordered in zip(plain, first, strict=True):
+        # the same candidates, the questions first, each group in the beams' own order
+        assert ordered == [q for q in beams if is_question(q)] + [q for q in beams if not is_question(q)]
+    assert any(is_question(q) for beams in plain for q in beams)  # the order was put to the test
+    assert any(not is_question(beams[0]) and any(map(is_question, beams)) for beams in plain)
+    top = task.predict(
+        model, tokenizer, queries, prefer_questions=True, **{**settings, "num_return_sequences": 1}
+    )
+    assert top == [ordered[0] for ordered in first]
+    assert is_question("what is it ? ") and not is_question("give me all albums.")
+    with pytest.raises(InvalidInputError, match="prefer_questions"):
+        task.predict(model, tokenizer, queries[:1], prefer_questions="yes", **settings)
