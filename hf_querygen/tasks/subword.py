@@ -258,6 +258,7 @@ class SourceWordsProcessor:
 
     def _missing(self, generated: list[int], words: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
         missing = []
+        seen: set[tuple[int, ...]] | None = None  # the hypothesis' n-grams, read once when first needed
         for pieces in words:
             n = len(pieces)
             written = any(
@@ -265,24 +266,31 @@ class SourceWordsProcessor:
                 and (i + n == len(generated) or not self.continuation[generated[i + n]])
                 for i in range(len(generated) - n + 1)
             )
-            if not written and (self.no_repeat_ngram_size < 1 or self._writable(generated, pieces)):
-                missing.append(pieces)
+            if written:
+                continue
+            if self.no_repeat_ngram_size > 0:
+                if seen is None:
+                    size = self.no_repeat_ngram_size
+                    seen = {tuple(generated[i : i + size]) for i in range(len(generated) - size + 1)}
+                if not self._writable(generated, pieces, seen):
+                    continue
+            missing.append(pieces)
         return missing
 
-    def _writable(self, generated: list[int], pieces: tuple[int, ...]) -> bool:
+    def _writable(self, generated: list[int], pieces: tuple[int, ...], seen: set[tuple[int, ...]]) -> bool:
         """Whether ``pieces`` can still be written without repeating an n-gram of the hypothesis (n =
-        ``no_repeat_ngram_size``): continued from a prefix begun at the hypothesis' end, or afresh (then only
-        the n-grams inside the word are known; those across its start depend on the words before it)."""
+        ``no_repeat_ngram_size``, ``seen`` the hypothesis' n-grams): continued from a prefix begun at the
+        hypothesis' end, or afresh (then only the n-grams inside the word are known; those across its start
+        depend on the words before it)."""
         n = self.no_repeat_ngram_size
-        seen = {tuple(generated[i : i + n]) for i in range(len(generated) - n + 1)}
 
         def repeats(sequence: list[int], first: int) -> bool:
-            grams = set(seen)
+            added: set[tuple[int, ...]] = set()
             for end in range(max(first, n - 1), len(sequence)):
                 gram = tuple(sequence[end - n + 1 : end + 1])
-                if gram in grams:
+                if gram in seen or gram in added:
                     return True
-                grams.add(gram)
+                added.add(gram)
             return False
 
         for k in range(len(pieces) - 1, 0, -1):
