@@ -167,6 +167,42 @@ def test_the_two_stage_row_pretrains_on_the_synthetic_pairs_as_warm_start_trains
     assert quick["train_options"]["pretrain_steps"] < 10
 
 
+def test_human_questions_train_on_each_distinct_question_once():
+    task = get_task("k2q")
+    human = as_training_split(
+        ["golf rules", "usga golf rules", "rules of golf", "pearl farming", "Iran Contra"],
+        [
+            ["What are the official rules for golf?"],
+            ["what are the official rules for golf ?"],  # the same question, normalised
+            ["What are the official rules for golf?"],
+            ["Document will describe pearl farming operations."],  # a description that asks nothing
+            ["What was the Iran-Contra scandal?"],
+        ],
+    )
+    splits = datasets.DatasetDict(
+        train=as_training_split(["k"], [["what k"]]),
+        validation=as_training_split(["t"], [["which t"]]),
+        seed_train=as_training_split(["s"], [["which s"]]),
+        seed_validation=as_training_split(["t"], [["which t"]]),
+        nl2kw_train=human,
+        nl2kw_validation=as_training_split(["v"], [["what v?"]]),
+    )
+    data = task.prepare(splits, seed_pairs=True, human_questions=True)
+    # each topic's question once, with its first keyword query; T_0's pairs beside them
+    assert data.splits["train"]["keyword_query"] == ["k", "golf rules", "Iran Contra", "s"]
+    assert data.references("validation") == [["which t"]]  # validation is T_0's own, unchanged
+    two_stage = task.prepare(splits, seed_pairs=True, human_questions=True, synthetic_first=True, replay=1)
+    assert two_stage.splits["train"]["keyword_query"][:3] == ["golf rules", "Iran Contra", "s"]
+    # the human questions alone in the second stage (no T_0 pairs, no replay)
+    assert task.prepare(splits, human_questions=True, synthetic_first=True).splits["train"].num_rows == 2
+    with pytest.raises(InvalidInputError, match="choose one"):
+        task.prepare(splits, human_pairs=True, human_questions=True)
+    with pytest.raises(InvalidInputError, match="human_questions"):
+        task.prepare(splits, human_questions="yes")
+    with pytest.raises(InvalidInputError, match=r"human_questions=True\): the splits lack"):
+        task.prepare(datasets.DatasetDict(train=splits["train"]), human_questions=True)
+
+
 def test_human_pairs_lose_what_an_evaluation_split_holds():
     from hf_querygen.tasks.k2q.data import without_evaluation_overlap
 
@@ -244,7 +280,7 @@ def test_quick_reproduction_end_to_end(tmp_path, data_dir):
         patience=None,
         max_train=20,  # human pairs of copynet_human
         training_overrides=tiny,
-        row_train_options={"warm_start_then_t0": {"pretrain_steps": 1}},
+        row_train_options={key: {"pretrain_steps": 1} for key in ding2018.TWO_STAGE_ROWS},
         preset_overrides={
             k: ding2018.TINY_MODEL for k in ("ednet", "attnet", "copynet", "copynet_human", "fig5_copynet")
         },

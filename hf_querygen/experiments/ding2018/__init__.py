@@ -86,7 +86,15 @@ FULL_TRAINING = {
 }
 FIG5_TRAINING = {**FULL_TRAINING, "max_steps": 150, "eval_steps": 50, "save_steps": 50}
 #: the warm-started BERT2BERT rows (ding2018.systems)
-WARM_START_ROWS = ("warm_start", "warm_start_human", "warm_start_mixed", "warm_start_then_t0")
+WARM_START_ROWS = (
+    "warm_start",
+    "warm_start_human",
+    "warm_start_mixed",
+    "warm_start_then_t0",
+    "warm_start_then_questions",
+)
+#: the rows that train on the synthetic pairs first (their first stage: pretrain_steps)
+TWO_STAGE_ROWS = ("warm_start_then_t0", "warm_start_then_questions")
 FULL_BUDGET = Budget(
     "full",
     seeds=3,
@@ -150,7 +158,7 @@ QUICK_BUDGET = Budget(
     seeds=1,
     # the warm-started model class is smoke-tested by the warm_start row; a second BERT2BERT row would add
     # its training and decoding to the smoke run for no new code path
-    skip=("warm_start_human", "warm_start_mixed"),
+    skip=("warm_start_human", "warm_start_mixed", "warm_start_then_questions"),
     # 40 validation pairs per selection split: each from-scratch row chooses among 7 decodings (its
     # fallback row 15 more) on both, which at 100 was most of the run's decoding time
     max_validation=40,
@@ -174,7 +182,7 @@ QUICK_BUDGET = Budget(
     # its decoding: greedy and at most 24 pieces (a question is ~15) instead of 4 beams; 6 steps leave it
     # without an end of question, so 4 beams ran to the length limit: 4.4 of the run's 7.9 minutes
     row_decoding={key: {"num_beams": 1, "max_new_tokens": 24} for key in WARM_START_ROWS},
-    row_train_options={"warm_start_then_t0": {"pretrain_steps": QUICK_WARM_START_STEPS}},
+    row_train_options={key: {"pretrain_steps": QUICK_WARM_START_STEPS} for key in TWO_STAGE_ROWS},
     preset_overrides={
         key: TINY_MODEL for key in ("ednet", "attnet", "copynet", "copynet_human", "fig5_copynet")
     },

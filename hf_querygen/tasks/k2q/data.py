@@ -28,6 +28,7 @@ import datasets
 from ...corpora import load_corpus
 from ...corpora._base import normalize_for_matching
 from ...errors import InvalidInputError
+from .questions import is_question
 
 __all__ = [
     "HUMAN_SPLITS",
@@ -141,6 +142,21 @@ def nl2kw_reversed_pairs(
             keywords.append(keyword_query)
             references.append([refs[i], *refs[:i], *refs[i + 1 :]])  # this pair's target first
     return as_training_split(keywords, references)
+
+
+def human_question_pairs(pairs: datasets.Dataset) -> datasets.Dataset:
+    """Each distinct question of ``pairs`` (an :func:`as_training_split`; normalised text) that ends as a
+    question, once, with the keyword query of its first pair: a topic with eighty keyword-query variations
+    (UQV100's) counts once, and a topic description that asks nothing ("Document will identify ...") is no
+    target for a model asked to write questions."""
+    seen: set[str] = set()
+    kept = []
+    for i, question in enumerate(pairs["question"]):
+        key = normalize_for_matching(question)
+        if key not in seen and is_question(question):
+            kept.append(i)
+        seen.add(key)
+    return pairs.select(kept)
 
 
 def without_evaluation_overlap(

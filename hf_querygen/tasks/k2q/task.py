@@ -155,6 +155,7 @@ class K2QTask(Text2TextTask):
         min_frequency: int = 1,
         max_output_vocab_size: int | None = None,
         human_pairs: bool | int = False,
+        human_questions: bool = False,
         seed_pairs: bool = False,
         synthetic_pairs: bool = True,
         synthetic_extra: bool = False,
@@ -171,7 +172,11 @@ class K2QTask(Text2TextTask):
         (:data:`~hf_querygen.tasks.k2q.data.HUMAN_SPLITS`,
         :func:`~hf_querygen.tasks.k2q.data.nl2kw_reversed_pairs`) to train / validation; without it
         ``nl2kw_train`` is dropped (never trained on); an integer n appends the human train pairs n times
-        (upsampling users' topics against the synthetic pairs; validation once). ``seed_pairs``: train on
+        (upsampling users' topics against the synthetic pairs; validation once). ``human_questions``: train
+        on the human pairs' questions instead, each distinct question of ``nl2kw_train`` that ends as a
+        question once, with its first keyword query (:func:`~hf_querygen.tasks.k2q.data.human_question_pairs`:
+        the topics with many keyword-query variations do not teach their descriptions, and the descriptions
+        that are no questions are no targets); validation is unchanged. ``seed_pairs``: train on
         T_0's train pairs too (the fold's split ``seed_train``), which the reproduction otherwise uses for
         validation: validation is then T_0's validation split alone (``seed_validation``;
         :data:`~hf_querygen.tasks.k2q.data.SEED_SPLITS`). ``synthetic_pairs=False``: the fold's own
@@ -190,11 +195,18 @@ class K2QTask(Text2TextTask):
         import datasets
 
         from ...tokenization import output_vocab_size_of, train_word_tokenizer
-        from .data import EXTRA_SYNTHETIC_SPLIT, HUMAN_SPLITS, SEED_SPLITS, SYNTHETIC_FIRST_SPLIT
+        from .data import (
+            EXTRA_SYNTHETIC_SPLIT,
+            HUMAN_SPLITS,
+            SEED_SPLITS,
+            SYNTHETIC_FIRST_SPLIT,
+            human_question_pairs,
+        )
 
         if options:
             raise TypeError(f"K2QTask.prepare: unknown options {sorted(options)}")
         flags = (
+            ("human_questions", human_questions),
             ("seed_pairs", seed_pairs),
             ("synthetic_pairs", synthetic_pairs),
             ("synthetic_extra", synthetic_extra),
@@ -209,10 +221,15 @@ class K2QTask(Text2TextTask):
             )
         if isinstance(replay, bool) or not isinstance(replay, int) or replay < 0:
             raise InvalidInputError(f"K2QTask.prepare: replay must be an integer >= 0, got {replay!r}")
-        if synthetic_first and not (synthetic_pairs and (human_pairs or seed_pairs)):
+        if human_pairs and human_questions:
+            raise InvalidInputError(
+                "K2QTask.prepare: human_pairs trains on every human pair, human_questions on each distinct "
+                "question once: choose one"
+            )
+        if synthetic_first and not (synthetic_pairs and (human_pairs or human_questions or seed_pairs)):
             raise InvalidInputError(
                 "K2QTask.prepare(synthetic_first=True): it trains on the synthetic pairs, then on the human "
-                "pairs: it needs synthetic_pairs=True and human_pairs or seed_pairs"
+                "pairs: it needs synthetic_pairs=True and human_pairs, human_questions or seed_pairs"
             )
         if replay and not synthetic_first:
             raise InvalidInputError(
@@ -220,6 +237,7 @@ class K2QTask(Text2TextTask):
             )
         wanted = {
             "human_pairs": HUMAN_SPLITS.values() if human_pairs else (),
+            "human_questions": (HUMAN_SPLITS["train"],) if human_questions else (),
             "seed_pairs": SEED_SPLITS.values() if seed_pairs else (),
             "synthetic_extra": (EXTRA_SYNTHETIC_SPLIT,) if synthetic_extra else (),
         }
@@ -243,6 +261,9 @@ class K2QTask(Text2TextTask):
             for split, name in HUMAN_SPLITS.items():
                 copies = int(human_pairs) if split == "train" else 1
                 splits[split] = datasets.concatenate_datasets([splits[split], *[original[name]] * copies])
+        if human_questions:
+            questions = human_question_pairs(original[HUMAN_SPLITS["train"]])
+            splits["train"] = datasets.concatenate_datasets([splits["train"], questions])
         if seed_pairs:
             splits["train"] = datasets.concatenate_datasets([splits["train"], original[SEED_SPLITS["train"]]])
         if synthetic_extra:
