@@ -5,7 +5,7 @@ training (which writes such folders) and the hub (which exports them), so neithe
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -264,14 +264,42 @@ def _check_generation_config(model_dir: Path, generation: dict[str, Any]) -> Non
 _FLOAT_DTYPES = {"F16", "BF16", "F32", "F64"}
 
 
+def missing_untied(model: PreTrainedModel, missing: Sequence[str], stored: Collection[str]) -> list[str]:
+    """The names of ``missing`` whose tensor no name in ``stored`` holds. Tied weights are one tensor
+    under several names, saved once: a BERT2BERT's output projection is its decoder's word embeddings,
+    tied inside the decoder (transformers lists such ties on the submodule that declares them, so the
+    top model's ``_tied_weights_keys`` does not name them). A missing name is filled when any name of
+    the same tensor was stored."""
+    from itertools import chain
+
+    names_of: dict[int, set[str]] = {}
+    for name, tensor in chain(
+        model.named_parameters(remove_duplicate=False), model.named_buffers(remove_duplicate=False)
+    ):
+        names_of.setdefault(id(tensor), set()).add(name)
+    aliases = {name: names for names in names_of.values() for name in names}
+    stored = set(stored)
+    return [key for key in missing if not (aliases.get(key, {key}) & stored)]
+
+
 def _check_loaded_weights(model_dir: Path, model: PreTrainedModel, info: Mapping[str, Any]) -> None:
     """The weights in the folder are the model's: none missing (transformers would initialise them
     at random), none unexpected (a file of another model), none of a non-float dtype where the model
     has floats, and none NaN or infinite."""
     from safetensors import safe_open
 
-    tied = set(getattr(model, "_tied_weights_keys", None) or ())
-    missing = sorted(k for k in info.get("missing_keys", ()) if k not in tied)
+    weight_files = [model_dir / "model.safetensors"]
+    index = _json_object(model_dir, "model.safetensors.index.json", required=False)
+    if index is not None:
+        weight_files = [
+            model_dir / shard for shard in sorted(set(dict(index.get("weight_map") or {}).values()))
+        ]
+    stored: dict[str, tuple[str, str]] = {}  # tensor name -> (its file, its dtype)
+    for path in weight_files:
+        with safe_open(str(path), framework="pt") as handle:
+            for key in handle.keys():
+                stored[key] = (path.name, handle.get_slice(key).get_dtype())
+    missing = sorted(missing_untied(model, list(info.get("missing_keys", ())), stored))
     unexpected = sorted(info.get("unexpected_keys", ()))
     mismatched = sorted(str(k[0] if isinstance(k, tuple) else k) for k in info.get("mismatched_keys", ()))
     for problem, keys in (
@@ -283,20 +311,11 @@ def _check_loaded_weights(model_dir: Path, model: PreTrainedModel, info: Mapping
             shown = ", ".join(keys[:5]) + (f" (+{len(keys) - 5} more)" if len(keys) > 5 else "")
             raise _folder_file_error(model_dir, "model.safetensors", f"{problem}: {shown}")
     state = model.state_dict()
-    weight_files = [model_dir / "model.safetensors"]
-    index = _json_object(model_dir, "model.safetensors.index.json", required=False)
-    if index is not None:
-        weight_files = [
-            model_dir / shard for shard in sorted(set(dict(index.get("weight_map") or {}).values()))
-        ]
-    for path in weight_files:
-        with safe_open(str(path), framework="pt") as handle:
-            for key in handle.keys():
-                dtype = handle.get_slice(key).get_dtype()
-                if key in state and state[key].is_floating_point() and dtype not in _FLOAT_DTYPES:
-                    raise _folder_file_error(
-                        model_dir, path.name, f"stores tensor {key} as {dtype}; the model expects floats"
-                    )
+    for key, (file_name, dtype) in stored.items():
+        if key in state and state[key].is_floating_point() and dtype not in _FLOAT_DTYPES:
+            raise _folder_file_error(
+                model_dir, file_name, f"stores tensor {key} as {dtype}; the model expects floats"
+            )
     import torch
 
     for key, tensor in state.items():

@@ -472,3 +472,37 @@ def test_prefer_questions_puts_the_beams_that_end_as_a_question_first(backbone):
     assert is_question("what is it ? ") and not is_question("give me all albums.")
     with pytest.raises(InvalidInputError, match="prefer_questions"):
         task.predict(model, tokenizer, queries[:1], prefer_questions="yes", **settings)
+
+
+def test_a_bert2bert_first_stage_is_reloaded_on_resume_with_its_tied_output_projection(backbone, tmp_path):
+    """The first stage of a two-stage row is kept as a saved BERT2BERT; a resumed run reloads it. Its
+    output projection is the decoder's word embeddings, stored once under the embeddings' name."""
+    from hf_querygen.model_folder import missing_untied
+    from hf_querygen.models._warm_start import backbone_tokenizer, bert2bert_config, warm_start_model
+    from hf_querygen.training.task_training import _pretrain
+
+    config = bert2bert_config(backbone_tokenizer(backbone), backbone)
+    trained = warm_start_model(config)
+    with torch.no_grad():
+        trained.decoder.cls.predictions.bias.add_(1.0)  # a "trained" tensor that is tied too
+    trained.save_pretrained(tmp_path / "pretrained")
+    fresh = warm_start_model(config)
+    # no pretraining pairs are read: the saved weights are loaded instead
+    _pretrain(fresh, None, "bert2bert", "synthetic", 5, tmp_path / "pretrained", {}, seed=0)
+    assert all(
+        torch.equal(a, b)
+        for a, b in zip(trained.state_dict().values(), fresh.state_dict().values(), strict=True)
+    )
+    assert (
+        fresh.decoder.cls.predictions.decoder.weight is fresh.decoder.bert.embeddings.word_embeddings.weight
+    )
+    # a name is missing only when no name of its tensor was stored
+    everything = [name for name, _ in fresh.named_parameters(remove_duplicate=False)]
+    projection, encoder = (
+        "decoder.cls.predictions.decoder.weight",
+        "encoder.embeddings.word_embeddings.weight",
+    )
+    stored = [name for name in everything if name not in (projection, encoder)]
+    assert missing_untied(fresh, [projection, encoder], stored) == [encoder]
+    with pytest.raises(ValueError, match="do not fit the model"):
+        _pretrain(warm_start_model(config).encoder, None, "bert2bert", "x", 5, tmp_path / "pretrained", {}, 0)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._fs import atomic_output_dir
 from .._registration import register_all
-from ..model_folder import TOKENIZER_FINGERPRINT_KEY, tokenizer_fingerprint
+from ..model_folder import TOKENIZER_FINGERPRINT_KEY, missing_untied, tokenizer_fingerprint
 from ..models._warm_start import WARM_START_FIELD, warm_start_model
 from ..pretrained import BACKBONE_FIELD, warm_started_model
 from ..specs import auto_class_name
@@ -210,9 +210,9 @@ def _pretrain(
 
     weights = output_dir / "model.safetensors"
     if weights.is_file():
-        loaded = model.load_state_dict(load_file(str(weights)), strict=False)
-        tied = set(getattr(model, "_tied_weights_keys", None) or ())  # tied tables are stored once
-        missing = [key for key in loaded.missing_keys if key not in tied]
+        state = load_file(str(weights))
+        loaded = model.load_state_dict(state, strict=False)
+        missing = missing_untied(model, loaded.missing_keys, state)  # tied weights are stored once
         if missing or loaded.unexpected_keys:
             raise ValueError(
                 f"pretrained weights in {weights} do not fit the model (missing {missing}, unexpected "
