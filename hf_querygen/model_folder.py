@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Mapping, Sequence
+from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -270,8 +271,6 @@ def missing_untied(model: PreTrainedModel, missing: Sequence[str], stored: Colle
     tied inside the decoder (transformers lists such ties on the submodule that declares them, so the
     top model's ``_tied_weights_keys`` does not name them). A missing name is filled when any name of
     the same tensor was stored."""
-    from itertools import chain
-
     names_of: dict[int, set[str]] = {}
     for name, tensor in chain(
         model.named_parameters(remove_duplicate=False), model.named_buffers(remove_duplicate=False)
