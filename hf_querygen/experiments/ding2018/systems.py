@@ -44,7 +44,8 @@ LABELS = {
     "warm_start_then_questions": "BERT2BERT warm-started from all-MiniLM-L6-v2, synthetic pairs, then T_0 "
     "train pairs and nl2kw train questions (+ as many synthetic)",
 }
-#: the rows of our table, in print order (the paper's five, two trivial rows, two with human pairs)
+#: the rows of our table, in print order: the human questions, the trivial rows, the paper's five and CopyNet
+#: with human pairs (each echo fallback a row of its own), then the question frames and the BERT2BERTs
 TABLE_ORDER = (
     "reference",
     "echo",
