@@ -23,6 +23,7 @@ from ..utils import TRAINING_METADATA_FILE
 if TYPE_CHECKING:  # torch/transformers/datasets cost seconds at import
     from transformers import PreTrainedModel, PreTrainedTokenizerFast, Seq2SeqTrainer
 
+from .frozen_encoder import EncoderStatesCollator, freeze_encoder
 from .trainer import train_seq2seq
 
 #: the .hf_querygen marker kind of a model folder written by save_model_folder (see hf_querygen._fs)
@@ -70,6 +71,7 @@ def train_preset(
     pretrain_steps: int = 400,
     word_vectors: str | None = None,
     freeze_embeddings: bool = False,
+    frozen_encoder: bool = False,
     select_on: str | None = None,
     selection_decoding: Mapping[str, Any] | None = None,
 ) -> Seq2SeqTrainer:
@@ -80,7 +82,9 @@ def train_preset(
     training (``freeze_embeddings``: kept fixed). ``pretrain_on``: a name of ``task.pretraining_data``;
     the model first trains ``pretrain_steps`` steps on those pairs (same trainer, same training
     arguments, no evaluation; the result is kept in ``output_dir/pretrained`` so a resumed run skips it),
-    then trains on ``data``'s TRAIN split as usual (early stopping on validation).
+    then trains on ``data``'s TRAIN split as usual (early stopping on validation). ``frozen_encoder``: an
+    encoder-decoder's encoder does not train, and each distinct source is encoded once
+    (:mod:`hf_querygen.training.frozen_encoder`; pretraining included).
 
     The model config is ``data.task.model_config(preset, data, **preset_overrides)``; the training
     arguments are :data:`DEFAULT_TRAINING_ARGUMENTS` < the training preset (``training_preset``, else
@@ -110,6 +114,9 @@ def train_preset(
         raise ValueError("freeze_embeddings needs word_vectors (frozen random embeddings are not a system)")
     family = task.family_of(config)
     encoded = data.encoded(family)
+    collator = task.collator(data.tokenizer)
+    if frozen_encoder:
+        collator = EncoderStatesCollator(collator, freeze_encoder(model))
     training_name = training_preset or (preset if preset in TRAINING_PRESETS else None)
     arguments = dict(TRAINING_PRESETS.get(training_name)) if training_name else {}
     overrides = {"seed": seed, "save_total_limit": 1, **dict(training_overrides or {})}
@@ -121,7 +128,15 @@ def train_preset(
         overrides.update(metric_for_best_model=select_on, greater_is_better=True)
     if pretrain_on is not None:
         _pretrain(
-            model, data, family, pretrain_on, pretrain_steps, Path(output_dir) / "pretrained", arguments, seed
+            model,
+            data,
+            family,
+            pretrain_on,
+            pretrain_steps,
+            Path(output_dir) / "pretrained",
+            arguments,
+            seed,
+            collator,
         )
     trainer = train_seq2seq(
         model,
@@ -135,7 +150,7 @@ def train_preset(
         callbacks=callbacks,
         group_by_length=group_by_length,
         resume_from_checkpoint=resume,
-        data_collator=task.collator(data.tokenizer),
+        data_collator=collator,
         label_names=["labels"],  # the joint model's optional tag_labels must not hide the eval loss
         score_model=score_model,
         compute_loss_func=task.loss_function(data, family),
@@ -201,10 +216,12 @@ def _pretrain(
     output_dir: Path,
     arguments: Mapping[str, Any],
     seed: int,
+    collator: Callable,
 ) -> None:
     """``train_preset(pretrain_on=...)``: ``steps`` steps of the stock trainer on the task's pretraining
-    pairs, encoded exactly as TRAIN (same tokenizer, target order and output vocabulary); the weights
-    are kept in ``output_dir`` and reloaded when it already holds them (resume)."""
+    pairs, encoded exactly as TRAIN (same tokenizer, target order and output vocabulary) and batched by
+    ``collator`` (the main training's); the weights are kept in ``output_dir`` and reloaded when it
+    already holds them (resume)."""
     import datasets
     from safetensors.torch import load_file
 
@@ -238,7 +255,7 @@ def _pretrain(
         training_preset=dict(arguments),
         max_new_tokens=data.task.max_new_tokens(data),
         group_by_length=True,
-        data_collator=data.task.collator(data.tokenizer),
+        data_collator=collator,
         label_names=["labels"],
         seed=seed,
         max_steps=steps,

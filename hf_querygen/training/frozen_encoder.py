@@ -1,0 +1,126 @@
+"""Training an encoder-decoder with its encoder frozen, each distinct source encoded once.
+
+A frozen encoder maps a source to the same states at every step, so computing them again each time a batch
+holds that source is wasted work: on 2 CPU cores the encoder's forward pass over 16 sources of ~400 word
+pieces is about half of a frozen-encoder step of a BERT2BERT (``benchmarks/bench_frozen_encoder.py``). With
+:func:`freeze_encoder` the encoder's parameters stop training, and :class:`EncoderStatesCollator` adds
+``encoder_outputs`` to every batch: the states of each source row, taken from a cache filled the first time
+the row is seen (in eval mode: the encoder is a fixed feature extractor, without dropout). transformers'
+encoder-decoders (``EncoderDecoderModel``, ``AutoModelForSeq2SeqLM``) skip their encoder when given
+``encoder_outputs``, so the stock Trainer trains the rest unchanged, and the saved model is the plain
+class: at inference its encoder runs as usual.
+
+Memory: the cache holds ``sources x pieces x hidden`` floats (the q2id train split with the contrast:
+~2,800 sources of <= 512 pieces x 384 = ~1.5 GB).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..errors import InvalidInputError
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import PreTrainedModel
+
+
+def freeze_encoder(model: PreTrainedModel) -> torch.nn.Module:
+    """Stops the training of ``model``'s encoder (``requires_grad`` off) and returns it.
+
+    Raises InvalidInputError when the model is not an encoder-decoder (``config.is_encoder_decoder`` and
+    ``get_encoder``) or when a tensor of
+    the encoder is also the decoder's (``tie_encoder_decoder``): the decoder would train a weight whose
+    cached states then no longer match it."""
+    get_encoder = getattr(model, "get_encoder", None)
+    encoder_decoder = getattr(getattr(model, "config", None), "is_encoder_decoder", False)
+    encoder = get_encoder() if callable(get_encoder) and encoder_decoder else None
+    if encoder is None or encoder is model:
+        raise InvalidInputError(
+            f"freeze_encoder needs an encoder-decoder with a separate encoder; {type(model).__name__} is "
+            "not one"
+        )
+    encoder_tensors = {id(p) for p in encoder.parameters()}
+    shared = [
+        name
+        for name, p in model.named_parameters(remove_duplicate=False)
+        if id(p) in encoder_tensors and not name.startswith("encoder.")
+    ]
+    if shared:
+        raise InvalidInputError(
+            f"freeze_encoder: the encoder shares {len(shared)} tensor(s) with the decoder (e.g. "
+            f"{shared[0]!r}; tie_encoder_decoder): a trained decoder would change the states the cache holds"
+        )
+    for parameter in encoder.parameters():
+        parameter.requires_grad_(False)
+    return encoder
+
+
+class EncoderStatesCollator:
+    """Wraps a collator whose batches have ``input_ids`` and ``attention_mask`` (padded on the right) and
+    adds ``encoder_outputs``: ``(states,)`` of shape (N, S, H), one row per source row of the batch, zeros
+    at padding. Each distinct source (its unpadded ids) is encoded once by ``encoder`` (no gradient, eval
+    mode) and kept; a later batch with the same source reads it back. The states are kept on the CPU; the
+    Trainer moves the batch to the model's device."""
+
+    def __init__(
+        self, collator: Callable[[Sequence[Mapping[str, Any]]], dict[str, Any]], encoder: Any
+    ) -> None:
+        self.collator = collator
+        self.encoder = encoder
+        self._states: dict[bytes, torch.Tensor] = {}
+        self.encoded_sources = 0  # sources run through the encoder (the rest came from the cache)
+
+    @property
+    def cached_sources(self) -> int:
+        """Distinct sources whose states are kept."""
+        return len(self._states)
+
+    def __call__(self, features: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        import torch
+
+        batch = self.collator(features)
+        if "input_ids" not in batch or "attention_mask" not in batch:
+            raise InvalidInputError(
+                f"EncoderStatesCollator: the wrapped collator's batch has no input_ids / attention_mask "
+                f"(keys {sorted(batch)})"
+            )
+        input_ids, mask = batch["input_ids"], batch["attention_mask"].bool()
+        rows = [ids[keep] for ids, keep in zip(input_ids, mask, strict=True)]
+        keys = [row.numpy().tobytes() for row in rows]
+        self._encode([row for key, row in zip(keys, rows, strict=True) if key not in self._states])
+        states = [self._states[key] for key in keys]
+        hidden = states[0].shape[-1]
+        padded = torch.zeros(input_ids.shape[0], input_ids.shape[1], hidden, dtype=states[0].dtype)
+        for index, state in enumerate(states):
+            padded[index, mask[index]] = state
+        batch["encoder_outputs"] = (padded,)
+        return batch
+
+    def _encode(self, rows: Sequence[torch.Tensor]) -> None:
+        """Encodes the distinct ``rows`` not cached yet in one padded pass and caches them by their ids."""
+        import torch
+
+        fresh: dict[bytes, torch.Tensor] = {}
+        for row in rows:
+            fresh.setdefault(row.numpy().tobytes(), row)
+        if not fresh:
+            return
+        width = max(len(row) for row in fresh.values())
+        ids = torch.zeros(len(fresh), width, dtype=torch.long)
+        mask = torch.zeros(len(fresh), width, dtype=torch.long)
+        for index, row in enumerate(fresh.values()):
+            ids[index, : len(row)] = row
+            mask[index, : len(row)] = 1
+        device = next(self.encoder.parameters()).device
+        was_training = self.encoder.training
+        self.encoder.eval()
+        try:
+            with torch.no_grad():
+                states = self.encoder(input_ids=ids.to(device), attention_mask=mask.to(device))[0].cpu()
+        finally:
+            self.encoder.train(was_training)
+        for index, (key, row) in enumerate(fresh.items()):
+            self._states[key] = states[index, : len(row)].clone()
+        self.encoded_sources += len(fresh)
