@@ -97,7 +97,10 @@ def test_without_contrast_the_loss_is_the_models_own_likelihood(tokenizer, bert2
         )
         ours = bert2bert(**{k: v for k, v in batch.items() if k != "labels"})
     assert batch["input_ids"].shape[0] == 3
-    torch.testing.assert_close(ContrastiveLoss(weight=0.5)(ours, batch["labels"]), own.loss)
+    torch.testing.assert_close(ContrastiveLoss(weight=0.0)(ours, batch["labels"]), own.loss)
+    # a batch without its irrelevant half cannot be contrasted: an error, not the likelihood alone
+    with pytest.raises(InvalidInputError, match="irrelevant half"):
+        ContrastiveLoss(weight=0.5)(ours, batch["labels"])
 
 
 def test_the_contrast_half_and_its_hinge(tokenizer, bert2bert):
@@ -179,6 +182,8 @@ def test_warm_start_q2id_trains_with_and_without_contrast_and_reloads(q2id_backb
     encoded = data.encoded("bert2bert")["train"]
     assert ("irrelevant_input_ids" in encoded.column_names) == (weight > 0)
     assert max(len(ids) for ids in encoded["input_ids"]) <= 64
+    # with the contrast, training fails unless the irrelevant half reaches the collator (the loss checks
+    # its rows; the Trainer drops the dataset columns its model's forward lacks unless told not to)
     assert (task.loss_function(data, "bert2bert") is None) == (weight == 0)
     trainer = train_preset(
         data,

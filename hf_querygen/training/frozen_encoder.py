@@ -69,6 +69,8 @@ class EncoderStatesCollator:
     ) -> None:
         self.collator = collator
         self.encoder = encoder
+        # the columns the wrapped collator reads (hf_querygen.training.train_seq2seq keeps them)
+        self.columns = getattr(collator, "columns", None)
         self._states: dict[bytes, torch.Tensor] = {}
         self.encoded_sources = 0  # sources run through the encoder (the rest came from the cache)
 

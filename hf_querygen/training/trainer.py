@@ -360,7 +360,10 @@ def train_seq2seq(
         resume_from_checkpoint: continue from the last ``checkpoint-*`` in ``output_dir`` (``True``; a
             fresh start when there is none) or from the given checkpoint folder.
         data_collator: batches the encoded examples (default: the flat :class:`Seq2SeqCollator`; a
-            task with nested inputs passes its own, ``Task.collator``).
+            task with nested inputs passes its own, ``Task.collator``). A collator that reads dataset
+            columns the model's ``forward`` does not take names them all in its ``columns`` attribute:
+            the Trainer would otherwise drop them before the collator sees them (its
+            ``remove_unused_columns``); the datasets are then narrowed to those columns instead.
         score_model: model -> scores, run at every evaluation and logged as ``eval_<name>`` (so
             ``metric_for_best_model`` may name one of them: selection and early stopping on it).
         compute_loss_func: the Trainer's ``(outputs, labels, num_items_in_batch) -> loss`` instead of the
@@ -375,6 +378,11 @@ def train_seq2seq(
 
     from ..tasks.seq2seq import Seq2SeqCollator
 
+    collator_columns = getattr(data_collator, "columns", None)
+    if collator_columns:
+        train_dataset = _collator_columns(train_dataset, collator_columns)
+        eval_dataset = _collator_columns(eval_dataset, collator_columns) if eval_dataset is not None else None
+        training_args = {**training_args, "remove_unused_columns": False}
     args = _seq2seq_arguments(
         output_dir,
         training_preset,
@@ -410,6 +418,14 @@ def train_seq2seq(
     trainer.save_model(str(output_dir))  # best model (load_best_model_at_end) + tokenizer + generation config
     trainer.save_state()
     return trainer
+
+
+def _collator_columns(dataset: datasets.Dataset, columns: Sequence[str]) -> datasets.Dataset:
+    """``dataset`` narrowed to the ``columns`` a collator reads (those it holds)."""
+    kept = [column for column in dataset.column_names if column in columns]
+    if "input_ids" not in kept:
+        raise ValueError(f"the collator reads {list(columns)}; the dataset has {dataset.column_names}")
+    return dataset.select_columns(kept)
 
 
 def _seq2seq_arguments(

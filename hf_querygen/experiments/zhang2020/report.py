@@ -163,13 +163,16 @@ def render_markdown(document: dict) -> str:
 
 
 def _device_rows_section(document: dict) -> list[str]:
-    """Markdown of the rows trained on a CUDA device (``studies/device_rows.py``): where each comes from,
-    the re-run of CtrsGen + copy beside them, and the warm start's paired tests against it."""
+    """Markdown of the rows trained one by one (``studies/device_rows.py``: on a CUDA device, or the CPU
+    recipe): where each comes from, the re-run of CtrsGen + copy beside them, and each warm-started row's
+    paired tests against it."""
     config = document["config"]
     provenance = config.get("row_provenance") or {}
     if not provenance:
         return []
-    lines = ["## Beyond the paper: rows trained on a GPU", ""]
+    lines = ["## Beyond the paper: rows trained one by one (a GPU, or the CPU recipe)", ""]
+    if config.get("device_rows_note"):
+        lines += [str(config["device_rows_note"]), ""]
     lines += [f"- **{_label(row)}**: {text}" for row, text in provenance.items()]
     extra = config.get("device_rows") or {}
     if extra:
@@ -177,8 +180,7 @@ def _device_rows_section(document: dict) -> list[str]:
         view = {"systems": extra}
         lines += ["", "| row | " + " | ".join(metrics) + " |", "|---|" + "---|" * len(metrics)]
         lines += [f"| {row} | " + " | ".join(_cell(view, row, m) for m in metrics) + " |" for row in extra]
-    tests = config.get("warm_start_vs_copy")
-    if isinstance(tests, Mapping):
+    for tests in (config.get("warm_start_vs_copy") or {}).values():
         lines += [
             "",
             str(tests.get("note", "")),

@@ -141,6 +141,10 @@ class ContrastiveCollator:
     ``decoder_start_token_id``) are repeated for both halves, while ``labels`` stay (B, T): the Trainer counts
     the target pieces once and :func:`contrastive_loss` reads both halves against them."""
 
+    #: the columns it reads; ``irrelevant_input_ids`` is no argument of the model's ``forward``, so the
+    #: Trainer must not remove it (:func:`hf_querygen.training.train_seq2seq`)
+    columns = ("input_ids", "irrelevant_input_ids", "labels")
+
     def __init__(self, pad_token_id: int, decoder_start_token_id: int) -> None:
         self.pad_token_id = pad_token_id
         self.decoder_start_token_id = decoder_start_token_id
@@ -194,6 +198,11 @@ def contrastive_loss(
     count = num_items_in_batch if num_items_in_batch is not None else mask.sum()
     count = torch.as_tensor(count, device=logits.device, dtype=torch.float32).clamp(min=1)
     loss = -relevant.sum() / count
+    if weight > 0 and logits.shape[0] == batch:
+        raise InvalidInputError(
+            f"the contrast (weight {weight}) needs the irrelevant half of the batch (logits of 2 x {batch} "
+            f"rows), got {batch} rows: the batch was built without irrelevant_input_ids"
+        )
     if logits.shape[0] == 2 * batch and weight > 0:
         irrelevant = log_probs[batch:].gather(-1, safe.unsqueeze(-1)).squeeze(-1) * mask
         lengths = mask.sum(-1).clamp(min=1)

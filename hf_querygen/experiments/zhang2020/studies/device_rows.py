@@ -9,8 +9,9 @@ committed results with their semantic similarity and the warm start's paired tes
 (:func:`hf_querygen.metrics.semantic_similarity.semantic_similarity`, as the table's measure). A ROW that is
 a system of the table (``warm_start``) replaces its cells; any other name (``ctrsgen_copy_h200``: the same
 recipe as a table row, trained again beside the warm start) goes in ``config["device_rows"]``. ``config
-["warm_start_vs_copy"]`` holds the paired tests (randomization and t-test, per query, seeds averaged) of
-:data:`WARM_START` against :data:`COPY_RERUN` on ROUGE and semantic similarity. ``results.md`` is
+["warm_start_vs_copy"]`` holds, per warm-started row (``WARM_START_ROWS``) given, the paired tests
+(randomization and t-test, per query, seeds averaged) against :data:`COPY_RERUN` on ROUGE and semantic
+similarity. ``--drop ROW ...`` removes rows whose committed cells no longer hold. ``results.md`` is
 re-rendered.
 """
 
@@ -26,12 +27,11 @@ from typing import Any
 from hf_querygen.experiments._report import aggregate, write_results
 from hf_querygen.experiments.jobs import _fold_data
 from hf_querygen.experiments.recipes import _folds
-from hf_querygen.experiments.zhang2020 import REPRODUCTION
+from hf_querygen.experiments.zhang2020 import REPRODUCTION, WARM_START_ROWS
 from hf_querygen.experiments.zhang2020.studies import RESULTS_DIR as HERE
 from hf_querygen.metrics.retrieval import paired_test
 from hf_querygen.metrics.semantic_similarity import semantic_similarity
 
-WARM_START = "warm_start"
 #: CtrsGen + copy trained again with its own recipe on the same device: the outputs the paired tests need
 #: (the committed CPU run kept none)
 COPY_RERUN = "ctrsgen_copy_h200"
@@ -69,18 +69,22 @@ def per_query(
     ]
 
 
-def provenance(records: Sequence[Mapping[str, Any]]) -> str:
-    """Where a row comes from: device, budget, steps and the decoding chosen, per seed."""
+def provenance(row: str, records: Sequence[Mapping[str, Any]]) -> str:
+    """Where a row comes from: device, budget, steps and the decoding chosen, per seed; the system that
+    trained the records when it is not the row (a recipe found to be another row's)."""
     first = records[0]
+    trained_as = str(first.get("system", "")).rsplit("/", 1)[-1]
+    origin = f"records of `{first['system']}`, " if trained_as and trained_as != row else ""
     seeds = "; ".join(
         f"seed {r['seed']}: {r['training']['global_steps']:,} steps ({r['training']['epochs']:.1f} epochs), "
         f"decoding {json.dumps(r.get('decoding'))}"
         for r in records
     )
     return (
-        f"{len(records)} seed(s) on {first.get('device')} (`python -m hf_querygen.experiments.device_rows "
-        f"--paper zhang2020 --budget {first.get('budget')}`: the runner's training and scoring, the "
-        f"row's own recipe, time limit {first.get('time_limit_s')} s); {seeds}"
+        f"{origin}{len(records)} seed(s) on {first.get('device')} (`python -m "
+        f"hf_querygen.experiments.device_rows --paper zhang2020 --budget {first.get('budget')}`: the "
+        f"runner's training and scoring, the row's own recipe, time limit {first.get('time_limit_s')} s); "
+        f"{seeds}"
     )
 
 
@@ -88,10 +92,21 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("rows", nargs="+", help="ROW=GLOB of the runner's records")
+    parser.add_argument("rows", nargs="*", help="ROW=GLOB of the runner's records")
+    parser.add_argument(
+        "--drop", nargs="+", default=[], help="rows whose committed cells no longer hold (a recipe's bug)"
+    )
+    parser.add_argument("--note", default=None, help="what the section of these rows must say first")
     args = parser.parse_args(argv)
     rows = load_rows(args.rows)
     document = json.loads((HERE / "results.json").read_text())
+    if args.note is not None:
+        document["config"]["device_rows_note"] = args.note
+    for row in args.drop:
+        for place in (document["systems"], document["config"].get("device_rows") or {}):
+            place.pop(row, None)
+        for key in ("row_provenance", "warm_start_vs_copy"):
+            (document["config"].get(key) or {}).pop(row, None)
     fold = _folds(REPRODUCTION, REPRODUCTION.budgets["full"], None)[0]
     data = _fold_data(REPRODUCTION, fold, {})
     config = document["config"]
@@ -114,15 +129,18 @@ def main(argv: list[str] | None = None) -> None:
         cells = aggregate(runs)
         target = document["systems"] if row in table_keys else config.setdefault("device_rows", {})
         target[row] = cells
-        config.setdefault("row_provenance", {})[row] = provenance(records)
+        config.setdefault("row_provenance", {})[row] = provenance(row, records)
         per_row[row] = per_query(data, records, similarities)
         summary[row] = {metric: round(cell["mean"], 4) for metric, cell in cells.items()}
-    if WARM_START in per_row and COPY_RERUN in per_row:
-        config["warm_start_vs_copy"] = {
+    tests = config.setdefault("warm_start_vs_copy", {})
+    if "metrics" in tests:  # the one-row shape of the first H200 run: its tests are computed again here
+        tests = config["warm_start_vs_copy"] = {}
+    for row in (row for row in WARM_START_ROWS if row in per_row and COPY_RERUN in per_row):
+        tests[row] = {
             "metrics": {
                 metric: {
                     method: paired_test(
-                        [q[metric] for q in per_row[WARM_START]],
+                        [q[metric] for q in per_row[row]],
                         [q[metric] for q in per_row[COPY_RERUN]],
                         method=method,
                     )
@@ -130,9 +148,8 @@ def main(argv: list[str] | None = None) -> None:
                 }
                 for metric in COMPARED
             },
-            "note": f"{WARM_START} minus {COPY_RERUN} on the {len(per_row[WARM_START])} test queries, "
-            "per-query scores averaged over each row's seeds; paired randomization test (two-sided) and "
-            "paired t-test",
+            "note": f"{row} minus {COPY_RERUN} on the {len(per_row[row])} test queries, per-query scores "
+            "averaged over each row's seeds; paired randomization test (two-sided) and paired t-test",
         }
     write_results(document, HERE, REPRODUCTION.render_markdown(document))
     print(json.dumps(summary, indent=1))
