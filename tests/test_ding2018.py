@@ -170,12 +170,13 @@ def test_the_two_stage_row_pretrains_on_the_synthetic_pairs_as_warm_start_trains
 def test_human_questions_train_on_each_distinct_question_once():
     task = get_task("k2q")
     human = as_training_split(
-        ["golf rules", "usga golf rules", "rules of golf", "pearl farming", "Iran Contra"],
+        ["golf rules", "usga golf rules", "rules of golf", "pearl farming", "contra", "Iran Contra"],
         [
             ["What are the official rules for golf?"],
             ["what are the official rules for golf ?"],  # the same question, normalised
             ["What are the official rules for golf?"],
             ["Document will describe pearl farming operations."],  # a description that asks nothing
+            ["What was the Iran-Contra scandal"],  # its words, first without the question mark
             ["What was the Iran-Contra scandal?"],
         ],
     )

@@ -146,16 +146,17 @@ def nl2kw_reversed_pairs(
 
 def human_question_pairs(pairs: datasets.Dataset) -> datasets.Dataset:
     """Each distinct question of ``pairs`` (an :func:`as_training_split`; normalised text) that ends as a
-    question, once, with the keyword query of its first pair: a topic with eighty keyword-query variations
-    (UQV100's) counts once, and a topic description that asks nothing ("Document will identify ...") is no
-    target for a model asked to write questions."""
+    question, once, with the keyword query of its first pair that asks it as a question: a topic with
+    eighty keyword-query variations (UQV100's) counts once, and a topic description that asks nothing
+    ("Document will identify ...") is no target for a model asked to write questions; the same words written
+    once without and later with a question mark are kept from the latter."""
     seen: set[str] = set()
     kept = []
     for i, question in enumerate(pairs["question"]):
         key = normalize_for_matching(question)
         if key not in seen and is_question(question):
             kept.append(i)
-        seen.add(key)
+            seen.add(key)
     return pairs.select(kept)
 
 
