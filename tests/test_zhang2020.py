@@ -207,3 +207,28 @@ def test_paper_budget_uses_the_paper_sizes_for_every_neural_row():
     # no size override but the copy row's: every preset is already the paper's size
     assert set(budget.preset_overrides) == {"ctrsgen_copy"}
     assert budget.preset_overrides["ctrsgen_copy"]["hidden_size"] == 256
+
+
+def test_rows_trained_one_by_one_say_where_they_come_from_and_each_warm_start_gets_its_paired_tests():
+    from hf_querygen.experiments.zhang2020.report import _device_rows_section
+
+    def tests(row: str, difference: float) -> dict:
+        permutation = {"mean_difference": difference, "p_value": 0.0002}
+        result = {"permutation": permutation, "ttest": {"p_value": 0.01}}
+        return {"metrics": {"rougeL_f": result}, "note": f"{row} minus ctrsgen_copy_h200"}
+
+    document = {
+        "config": {
+            "device_rows_note": "The H200 warm_start records never trained the contrast.",
+            "row_provenance": {"warm_start_no_contrast": "records of `zhang2020/warm_start`, 3 seed(s)"},
+            "warm_start_vs_copy": {
+                "warm_start_no_contrast": tests("warm_start_no_contrast", -0.0132),
+                "warm_start_frozen_encoder": tests("warm_start_frozen_encoder", -0.02),
+            },
+        }
+    }
+    text = "\n".join(_device_rows_section(document))
+    assert "never trained the contrast" in text and "records of `zhang2020/warm_start`" in text
+    assert "warm_start_no_contrast minus" in text and "| rougeL_f | -0.0132 |" in text
+    assert "warm_start_frozen_encoder minus" in text and "| rougeL_f | -0.0200 |" in text
+    assert _device_rows_section({"config": {}}) == []
