@@ -216,12 +216,12 @@ def _pretrain(
     output_dir: Path,
     arguments: Mapping[str, Any],
     seed: int,
-    collator: Callable,
+    collator: Callable | None = None,
 ) -> None:
     """``train_preset(pretrain_on=...)``: ``steps`` steps of the stock trainer on the task's pretraining
     pairs, encoded exactly as TRAIN (same tokenizer, target order and output vocabulary) and batched by
-    ``collator`` (the main training's); the weights are kept in ``output_dir`` and reloaded when it
-    already holds them (resume)."""
+    ``collator`` (the main training's; default the task's); the weights are kept in ``output_dir`` and
+    reloaded when it already holds them (resume)."""
     import datasets
     from safetensors.torch import load_file
 
@@ -255,7 +255,7 @@ def _pretrain(
         training_preset=dict(arguments),
         max_new_tokens=data.task.max_new_tokens(data),
         group_by_length=True,
-        data_collator=collator,
+        data_collator=collator or data.task.collator(data.tokenizer),
         label_names=["labels"],
         seed=seed,
         max_steps=steps,
