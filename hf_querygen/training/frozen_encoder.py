@@ -1,8 +1,9 @@
 """Training an encoder-decoder with its encoder frozen, each distinct source encoded once.
 
 A frozen encoder maps a source to the same states at every step, so computing them again each time a batch
-holds that source is wasted work: on 2 CPU cores the encoder's forward pass over 16 sources of ~400 word
-pieces is about half of a frozen-encoder step of a BERT2BERT (``benchmarks/bench_frozen_encoder.py``). With
+holds that source is wasted work: on 2 CPU cores the encoder's forward pass over 8 sources of 400 word
+pieces is about two thirds of a frozen-encoder step of a BERT2BERT (2.9 s with it, 0.88 s with the states
+cached: ``benchmarks/bench_frozen_encoder.py``). With
 :func:`freeze_encoder` the encoder's parameters stop training, and :class:`EncoderStatesCollator` adds
 ``encoder_outputs`` to every batch: the states of each source row, taken from a cache filled the first time
 the row is seen (in eval mode: the encoder is a fixed feature extractor, without dropout). transformers'
@@ -30,9 +31,8 @@ def freeze_encoder(model: PreTrainedModel) -> torch.nn.Module:
     """Stops the training of ``model``'s encoder (``requires_grad`` off) and returns it.
 
     Raises InvalidInputError when the model is not an encoder-decoder (``config.is_encoder_decoder`` and
-    ``get_encoder``) or when a tensor of
-    the encoder is also the decoder's (``tie_encoder_decoder``): the decoder would train a weight whose
-    cached states then no longer match it."""
+    ``get_encoder``) or when a tensor of the encoder is also the decoder's (``tie_encoder_decoder``): the
+    decoder would train a weight whose cached states then no longer match it."""
     get_encoder = getattr(model, "get_encoder", None)
     encoder_decoder = getattr(getattr(model, "config", None), "is_encoder_decoder", False)
     encoder = get_encoder() if callable(get_encoder) and encoder_decoder else None
@@ -91,7 +91,11 @@ class EncoderStatesCollator:
         input_ids, mask = batch["input_ids"], batch["attention_mask"].bool()
         rows = [ids[keep] for ids, keep in zip(input_ids, mask, strict=True)]
         keys = [row.numpy().tobytes() for row in rows]
-        self._encode([row for key, row in zip(keys, rows, strict=True) if key not in self._states])
+        fresh: dict[bytes, torch.Tensor] = {}
+        for key, row in zip(keys, rows, strict=True):
+            if key not in self._states:
+                fresh.setdefault(key, row)
+        self._encode(fresh)
         states = [self._states[key] for key in keys]
         hidden = states[0].shape[-1]
         padded = torch.zeros(input_ids.shape[0], input_ids.shape[1], hidden, dtype=states[0].dtype)
@@ -100,13 +104,11 @@ class EncoderStatesCollator:
         batch["encoder_outputs"] = (padded,)
         return batch
 
-    def _encode(self, rows: Sequence[torch.Tensor]) -> None:
-        """Encodes the distinct ``rows`` not cached yet in one padded pass and caches them by their ids."""
+    def _encode(self, fresh: Mapping[bytes, torch.Tensor]) -> None:
+        """Encodes the sources ``fresh`` (key -> unpadded ids, none cached yet) in one padded pass and
+        caches their states under their keys."""
         import torch
 
-        fresh: dict[bytes, torch.Tensor] = {}
-        for row in rows:
-            fresh.setdefault(row.numpy().tobytes(), row)
         if not fresh:
             return
         width = max(len(row) for row in fresh.values())

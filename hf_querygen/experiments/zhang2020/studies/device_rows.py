@@ -133,8 +133,6 @@ def main(argv: list[str] | None = None) -> None:
         per_row[row] = per_query(data, records, similarities)
         summary[row] = {metric: round(cell["mean"], 4) for metric, cell in cells.items()}
     tests = config.setdefault("warm_start_vs_copy", {})
-    if "metrics" in tests:  # the one-row shape of the first H200 run: its tests are computed again here
-        tests = config["warm_start_vs_copy"] = {}
     for row in (row for row in WARM_START_ROWS if row in per_row and COPY_RERUN in per_row):
         tests[row] = {
             "metrics": {
