@@ -12,6 +12,7 @@ from hf_querygen.errors import InvalidInputError
 from hf_querygen.models.ctrsgen import CtrsGenConfig, CtrsGenForIntentDescription
 from hf_querygen.nn.hierarchical import compact_rows
 from hf_querygen.presets import PRESETS, ZHANG2020_ABLATIONS, config_from_preset
+from hf_querygen.tasks.base import get_task
 from hf_querygen.tasks.q2id import Q2IDCollator
 
 VARIANTS = {
@@ -386,3 +387,16 @@ def test_copy_model_family_keeps_label_ids_past_the_output_vocabulary():
     assert task.family_of(CtrsGenConfig(vocab_size=VOCAB)) == "hierarchical"
     config = config_from_preset("zhang2020-ctrsgen-copy", vocab_size=VOCAB, output_vocab_size=OUTPUT_VOCAB)
     assert config.copy and config.hidden_size == PRESETS["zhang2020"]["hidden_size"]
+
+
+def test_a_reward_for_source_pieces_is_refused_by_name_not_ignored():
+    """generate() would only warn and decode without it: the q2id task refuses it for CtrsGen models."""
+    task = get_task("q2id")
+    model = tiny_model()
+    with pytest.raises(InvalidInputError, match="encoder_repetition_penalty is a reward for the source"):
+        task.decoding_arguments(model, {"encoder_repetition_penalty": 1.3})
+    model.config.task_decoding = {"encoder_repetition_penalty": 1.3}
+    with pytest.raises(InvalidInputError, match="task_decoding: encoder_repetition_penalty is a reward"):
+        task.decoding_arguments(model, {})
+    assert not task.honours("hierarchical", {"encoder_repetition_penalty": 1.3})
+    assert task.honours("bert2bert", {"encoder_repetition_penalty": 1.3, "restate_query": True})

@@ -233,6 +233,9 @@ class Q2IDTask(Task):
     #: CPU step time at ~4 s for the paper's size (benchmarks/ctrsgen_q2id_NOTES.md)
     output_vocab_size = 5_000
 
+    #: decoding options only a warm-started model honours (see :meth:`refused_decoding`)
+    WORD_PIECE_DECODING: ClassVar[tuple[str, ...]] = ("encoder_repetition_penalty",)
+
     def __init__(self, caps: Q2IDCaps | None = None) -> None:
         # the default caps are built on first use: tasks.q2id loads torch, and the registered instance is
         # made when this module is imported (so registering the task stays light)
@@ -401,6 +404,18 @@ class Q2IDTask(Task):
         return self.caps.max_description_words + 1  # [EOS]
 
     # ------------------------------------------------------------ decoding
+    def refused_decoding(self, family: str) -> dict[str, str]:
+        if family == "bert2bert":
+            return {}
+        # generate() applies it only to 2-D encoder input_ids: for (B, D, S, L) documents it would warn and
+        # decode as if it were not given
+        what = (
+            "a reward for the source's word pieces, honoured by the warm-started (bert2bert) models; a "
+            "CtrsGen model reads its documents as (B, D, S, L) word ids and copies through its pointer-"
+            "generator instead"
+        )
+        return dict.fromkeys(self.WORD_PIECE_DECODING, what)
+
     def predict(
         self,
         model: PreTrainedModel,
