@@ -4,16 +4,18 @@ batches, early stopping) on a real Webis-QSeC-10 slice and every decoding of the
 import dataclasses
 
 import datasets
+import pytest
 import torch
 
+from hf_querygen.errors import InvalidInputError
 from hf_querygen.experiments import lin2017
-from hf_querygen.experiments.jobs import Job, train_and_score
+from hf_querygen.experiments.jobs import Job, rescore_saved, train_and_score
 from hf_querygen.experiments.tables import Budget, Fold
 
 torch.set_num_threads(1)
 
 
-def test_neural_systems_train_and_every_decoding_is_scored(data_dir, tmp_path):
+def _slice(data_dir):
     from hf_querygen.corpora import load_corpus
     from hf_querygen.tasks.base import get_task
 
@@ -32,6 +34,11 @@ def test_neural_systems_train_and_every_decoding_is_scored(data_dir, tmp_path):
             "neural_tagger": {"hidden_size": 16, "embedding_size": 16},
         },
     )
+    return fold, data, budget
+
+
+def test_neural_systems_train_and_every_decoding_is_scored(data_dir, tmp_path):
+    fold, data, budget = _slice(data_dir)
     reproduction = lin2017.REPRODUCTION
     rnn = reproduction.system("rnn_encoder_decoder")
     variants = tuple(s for s in reproduction.systems if s.decodes_model_of == "rnn_encoder_decoder")
@@ -56,3 +63,23 @@ def test_neural_systems_train_and_every_decoding_is_scored(data_dir, tmp_path):
         assert output.replace("|", " ").split() == query.split()
     assert not list((tmp_path / "checkpoints").glob("*/checkpoint-*"))  # checkpoints removed after training
     assert dataclasses.is_dataclass(budget)
+
+
+def test_a_kept_model_is_rescored_as_it_was_scored_and_only_by_its_own_run(data_dir, tmp_path):
+    """rescore_saved (device_rows --rescore-models) decodes a model kept by train_and_score as that run
+    did: same decoding choice, outputs and scores, no training; another run's folder is refused."""
+    fold, data, budget = _slice(data_dir)
+    reproduction = lin2017.REPRODUCTION
+    tagger = reproduction.system("neural_tagger")
+    job = Job(tagger, 0, 0, (tagger,))
+    models = tmp_path / "models"
+    (trained,) = train_and_score(job, reproduction, budget, data, tmp_path / "trained", models, fold)
+    kept = models / "neural_tagger-fold0-seed0"
+    (rescored,) = rescore_saved(job, reproduction, budget, data, tmp_path / "rescored", kept, fold=fold)
+    assert rescored["outputs"] == trained["outputs"] and rescored["scores"] == trained["scores"]
+    assert rescored.get("decoding") == trained.get("decoding")
+    assert rescored["training"] == trained["training"]
+    assert rescored["train_seconds"] is None and rescored["rescored_from"] == str(kept)
+    assert (tmp_path / "rescored" / "runs" / "neural_tagger-fold0-seed0.json").is_file()
+    with pytest.raises(InvalidInputError, match="seed is 0, but this run rescores 1"):
+        rescore_saved(Job(tagger, 1, 0, (tagger,)), reproduction, budget, data, tmp_path / "other", kept)

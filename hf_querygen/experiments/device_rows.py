@@ -9,7 +9,8 @@ the paper's studies turn the records into rows (e.g. ``ding2018.studies.update_r
 ``zhang2020.studies.device_rows``).
 
     python -m hf_querygen.experiments.device_rows --paper zhang2020 --out-dir OUT [--budget full] \\
-        [--minutes 4] [--runs warm_start:0,1,2 ctrsgen_copy:0,1,2] [--save-models MODELS]
+        [--minutes 4] [--runs warm_start:0,1,2 ctrsgen_copy:0,1,2] [--save-models MODELS] \\
+        [--rescore-models KEPT]
 """
 
 from __future__ import annotations
@@ -25,7 +26,14 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
-from hf_querygen.experiments.jobs import Job, _fold_data, _save_record, train_and_score
+from hf_querygen.experiments.jobs import (
+    Job,
+    _fold_data,
+    _save_record,
+    rescore_saved,
+    run_name,
+    train_and_score,
+)
 from hf_querygen.experiments.papers import get_reproduction
 from hf_querygen.experiments.recipes import _folds
 from hf_querygen.systems import get_system
@@ -49,10 +57,13 @@ def run_one(
     data_dir: str | None,
     out: str,
     save_models: str | None = None,
+    rescore_models: str | None = None,
 ) -> dict[str, Any]:
     """One run in its own (spawned) process: the fold, its data with the row's prepare options, the
     runner's training and scoring; returns a summary (the records are in ``out/runs/``, the trained model
-    in ``save_models/<run>`` when given)."""
+    in ``save_models/<run>`` when given). ``rescore_models``: no training; the model an earlier run kept in
+    ``rescore_models/<run>`` is decoded and scored with the row's current decoding choice
+    (:func:`~hf_querygen.experiments.jobs.rescore_saved`)."""
     import datasets
     import torch
 
@@ -72,7 +83,13 @@ def run_one(
         prepared = time.time() - started
         job = Job(system, seed, fold.id, (system,))
         models = Path(save_models) if save_models else None
-        records = train_and_score(job, reproduction, budget, data, Path(out), save_models=models, fold=fold)
+        if rescore_models:
+            kept = Path(rescore_models) / run_name(system.key, seed, fold.id)
+            records = rescore_saved(job, reproduction, budget, data, Path(out), kept, models, fold)
+        else:
+            records = train_and_score(
+                job, reproduction, budget, data, Path(out), save_models=models, fold=fold
+            )
         for record in records:  # the device and the limit beside the runner's fields
             record.update(device=device, budget=budget_name, time_limit_s=budget.time_limit_s)
             _save_record(Path(out), record)
@@ -105,6 +122,13 @@ def main(argv: list[str] | None = None, paper: str | None = None, runs: list[str
     parser.add_argument(
         "--save-models", type=Path, default=None, help="keep each trained model in SAVE_MODELS/<row>-seed<n>"
     )
+    parser.add_argument(
+        "--rescore-models",
+        type=Path,
+        default=None,
+        help="train nothing: decode and score the models an earlier run kept in RESCORE_MODELS/<row>-seed<n> "
+        "with each row's current decoding choice (a grid that grew after training)",
+    )
     args = parser.parse_args(argv)
     parsed = parse_runs(args.runs)
     args.out_dir.mkdir(parents=True, exist_ok=True)
@@ -122,6 +146,7 @@ def main(argv: list[str] | None = None, paper: str | None = None, runs: list[str
                 args.data_dir,
                 str(args.out_dir),
                 str(args.save_models) if args.save_models else None,
+                str(args.rescore_models) if args.rescore_models else None,
             )
             for key, seed in parsed
         ]

@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._fs import apply_umask
+from ..errors import InvalidInputError
+from ..model_folder import load_trained
 from ..systems import BaselineContext, System
 from ..tasks.base import get_task
 from ..training import (
@@ -28,6 +30,7 @@ from ..training import (
     save_model_folder,
     train_preset,
 )
+from ..utils import TRAINING_METADATA_FILE
 from .papers import get_reproduction
 from .recipes import _folds, recipe_metadata, row_prepare_options, row_settings, row_train_options
 from .tables import Budget, Fold, PaperTable
@@ -147,8 +150,69 @@ def train_and_score(
         **settings["train_options"],
     )
     model = trainer.model
-    train_seconds = time.time() - started
+    train_seconds = round(time.time() - started, 1)
     summary = {"epochs": trainer.state.epoch, "global_steps": trainer.state.global_step}
+    records = _score_trained(job, budget, data, model, out, summary, train_seconds)
+    if save_models is not None:
+        metadata = _saved_model_metadata(job, reproduction, budget, data, model, records, fold, summary)
+        save_model_folder(model, data.tokenizer, save_models / name, metadata, overwrite=True)
+    shutil.rmtree(checkpoints, ignore_errors=True)  # the run is persisted: checkpoints are not results
+    return records
+
+
+def rescore_saved(
+    job: Job,
+    reproduction: PaperTable,
+    budget: Budget,
+    data: TaskData,
+    out: Path,
+    model_dir: Path,
+    save_models: Path | None = None,
+    fold: Fold | None = None,
+) -> list[dict[str, Any]]:
+    """Decode and score a model kept by an earlier run of this job (``save_models``) as
+    :func:`train_and_score` scores a model it has just trained: the row's decoding chosen afresh on
+    validation from its current grid, every variant, the records in ``out/runs/`` (each with
+    ``rescored_from``, and ``train_seconds`` None: no training happened). For a decoding grid that grew
+    after the models were trained. The folder must hold this job's model, trained on this data: its
+    system, seed, fold and data fingerprint are checked (:class:`~hf_querygen.errors.InvalidInputError`
+    naming the field). ``save_models``: keep the model again there, with the decoding now chosen."""
+    model, _, metadata = load_trained(model_dir)
+    name = run_name(job.system.key, job.seed, job.fold_id)
+    expected = {
+        "system": job.system.name,
+        "seed": job.seed,
+        "fold": job.fold_id,
+        "data_fingerprint": data_fingerprint(data),
+    }
+    for field, value in expected.items():
+        if metadata.get(field) != value:
+            raise InvalidInputError(
+                f"{model_dir / TRAINING_METADATA_FILE}: {field} is {metadata.get(field)!r}, but this run "
+                f"rescores {value!r}; pass the folder that run {name} saved"
+            )
+    model.config.task_decoding = None  # chosen afresh from the row's grid, not filled in by the old choice
+    summary = {"epochs": metadata.get("epochs"), "global_steps": metadata.get("global_steps")}
+    records = _score_trained(job, budget, data, model, out, summary, None, rescored_from=str(model_dir))
+    if save_models is not None:
+        metadata = _saved_model_metadata(job, reproduction, budget, data, model, records, fold, summary)
+        save_model_folder(model, data.tokenizer, save_models / name, metadata, overwrite=True)
+    return records
+
+
+def _score_trained(
+    job: Job,
+    budget: Budget,
+    data: TaskData,
+    model: Any,
+    out: Path,
+    summary: Mapping[str, Any],
+    train_seconds: float | None,
+    **provenance: Any,
+) -> list[dict[str, Any]]:
+    """The records of a trained model: its decoding chosen, every variant decoded and scored, each record
+    persisted in ``out/runs/`` with the training summary (and ``provenance``)."""
+    system = job.system
     # the row's decoding: a task with a decoding grid chooses it on validation (k2q's guards against
     # repeats), and the table reports the decoding saved with the model, as the pipeline uses it
     overrides = budget.row_decoding.get(system.key, {})
@@ -169,13 +233,9 @@ def train_and_score(
         if rows:
             record.setdefault("decoding", chosen)  # a variant's own choice is in its record already
             record["decoding_selection"] = rows
-        record.update(train_seconds=round(train_seconds, 1), training=summary)
+        record.update(train_seconds=train_seconds, training=dict(summary), **provenance)
         _save_record(out, record)
         records.append(record)
-    if save_models is not None:
-        metadata = _saved_model_metadata(job, reproduction, budget, data, model, records, fold, summary)
-        save_model_folder(model, data.tokenizer, save_models / name, metadata, overwrite=True)
-    shutil.rmtree(checkpoints, ignore_errors=True)  # the run is persisted: checkpoints are not results
     return records
 
 
