@@ -232,3 +232,23 @@ def test_rows_trained_one_by_one_say_where_they_come_from_and_each_warm_start_ge
     assert "warm_start_no_contrast minus" in text and "| rougeL_f | -0.0132 |" in text
     assert "warm_start_frozen_encoder minus" in text and "| rougeL_f | -0.0200 |" in text
     assert _device_rows_section({"config": {}}) == []
+
+
+def test_provenance_says_whether_records_were_trained_or_decoded_again_from_kept_models():
+    from hf_querygen.experiments.zhang2020.studies.device_rows import provenance
+
+    record = {
+        "system": "warm_start_frozen_encoder",
+        "seed": 0,
+        "device": "cpu",
+        "budget": "full",
+        "time_limit_s": 600.0,
+        "training": {"global_steps": 1800, "epochs": 10.4},
+        "decoding": {"restate_query": True, "encoder_repetition_penalty": 1.15},
+    }
+    trained = provenance("warm_start_frozen_encoder", [record])
+    assert "the runner's training and scoring" in trained and "time limit 600.0 s" in trained
+    assert "1,800 steps (10.4 epochs)" in trained and '"encoder_repetition_penalty": 1.15' in trained
+    rescored = provenance("warm_start_frozen_encoder", [{**record, "rescored_from": "kept/run"}])
+    assert "decoded and scored again" in rescored and "no training" in rescored
+    assert "time limit" not in rescored and not rescored.startswith("records of")

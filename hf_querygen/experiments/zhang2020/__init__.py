@@ -63,6 +63,7 @@ from hf_querygen.experiments.zhang2020.systems import (
     TABLE_METRICS,
     TASK,
     WARM_START_ROWS,
+    WARM_START_SOURCE_REWARDS,
     sweep_key,
     sweep_systems,
 )
@@ -200,8 +201,13 @@ QUICK_BUDGET = Budget(
         for key in WARM_START_ROWS
     },
     # 2 steps leave them without an end of description: every decoding ran to the length limit (~65
-    # pieces); 24 pieces say as much about a smoke run
-    row_decoding={key: {"max_new_tokens": 24} for key in WARM_START_ROWS},
+    # pieces); 24 pieces say as much about a smoke run. One source reward (the middle of the grid's) makes
+    # the grid's entries equal but for restate_query, so each row decodes its validation split twice, not 8
+    # times, and still runs the reward's code
+    row_decoding={
+        key: {"max_new_tokens": 24, "encoder_repetition_penalty": WARM_START_SOURCE_REWARDS[2]}
+        for key in WARM_START_ROWS
+    },
     # one point of the Eq. (11)/(12) sweep runs its code; the full budget sweeps the rest
     settings={"sweep": (sweep_key(SWEEP[0]),)},
 )

@@ -71,7 +71,8 @@ def per_query(
 
 def provenance(row: str, records: Sequence[Mapping[str, Any]]) -> str:
     """Where a row comes from: device, budget, steps and the decoding chosen, per seed; the system that
-    trained the records when it is not the row (a recipe found to be another row's)."""
+    trained the records when it is not the row (a recipe found to be another row's); whether the records
+    were decoded again from kept models rather than trained."""
     first = records[0]
     trained_as = str(first.get("system", "")).rsplit("/", 1)[-1]
     origin = f"records of `{first['system']}`, " if trained_as and trained_as != row else ""
@@ -80,10 +81,17 @@ def provenance(row: str, records: Sequence[Mapping[str, Any]]) -> str:
         f"decoding {json.dumps(r.get('decoding'))}"
         for r in records
     )
+    if any(record.get("rescored_from") for record in records):
+        how = (
+            "the models an earlier run of the row's own recipe kept, decoded and scored again with the row's "
+            "current decoding choice (`--rescore-models`, no training)"
+        )
+    else:
+        limit = first.get("time_limit_s")
+        how = f"the runner's training and scoring, the row's own recipe, time limit {limit} s"
     return (
         f"{origin}{len(records)} seed(s) on {first.get('device')} (`python -m "
-        f"hf_querygen.experiments.device_rows --paper zhang2020 --budget {first.get('budget')}`: the "
-        f"runner's training and scoring, the row's own recipe, time limit {first.get('time_limit_s')} s); "
+        f"hf_querygen.experiments.device_rows --paper zhang2020 --budget {first.get('budget')}`: {how}); "
         f"{seeds}"
     )
 
