@@ -225,9 +225,13 @@ def test_rows_trained_one_by_one_say_where_they_come_from_and_each_warm_start_ge
                 "warm_start_no_contrast": tests("warm_start_no_contrast", -0.0132),
                 "warm_start_frozen_encoder": tests("warm_start_frozen_encoder", -0.02),
             },
+            "contrast_ablation": {
+                "warm_start_frozen_encoder_contrast": tests("the contrast's ablation: with", 0.0071),
+            },
         }
     }
     text = "\n".join(_device_rows_section(document))
+    assert "the contrast's ablation: with minus" in text and "| rougeL_f | +0.0071 |" in text
     assert "never trained the contrast" in text and "records of `zhang2020/warm_start`" in text
     assert "warm_start_no_contrast minus" in text and "| rougeL_f | -0.0132 |" in text
     assert "warm_start_frozen_encoder minus" in text and "| rougeL_f | -0.0200 |" in text
@@ -252,3 +256,16 @@ def test_provenance_says_whether_records_were_trained_or_decoded_again_from_kept
     rescored = provenance("warm_start_frozen_encoder", [{**record, "rescored_from": "kept/run"}])
     assert "decoded and scored again" in rescored and "no training" in rescored
     assert "time limit" not in rescored and not rescored.startswith("records of")
+
+
+def test_paired_tests_compare_every_measure_by_both_methods():
+    from hf_querygen.experiments.zhang2020.studies.device_rows import COMPARED, paired_tests
+
+    rows = [{metric: 0.1 * i + 0.05 for metric in COMPARED} for i in range(8)]
+    others = [{metric: 0.1 * i for metric in COMPARED} for i in range(8)]
+    result = paired_tests(rows, others)
+    assert set(result) == set(COMPARED)
+    for by_method in result.values():
+        assert set(by_method) == {"permutation", "ttest"}
+        assert by_method["permutation"]["mean_difference"] == pytest.approx(0.05)
+        assert by_method["permutation"]["p_value"] < 0.05

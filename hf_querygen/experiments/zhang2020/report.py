@@ -164,8 +164,8 @@ def render_markdown(document: dict) -> str:
 
 def _device_rows_section(document: dict) -> list[str]:
     """Markdown of the rows trained one by one (``studies/device_rows.py``: on a CUDA device, or the CPU
-    recipe): where each comes from, the re-run of CtrsGen + copy beside them, and each warm-started row's
-    paired tests against it."""
+    recipe): where each comes from, the re-run of CtrsGen + copy beside them, each warm-started row's
+    paired tests against it, and the contrast's ablations (a row with the contrast minus the row without)."""
     config = document["config"]
     provenance = config.get("row_provenance") or {}
     if not provenance:
@@ -180,7 +180,11 @@ def _device_rows_section(document: dict) -> list[str]:
         view = {"systems": extra}
         lines += ["", "| row | " + " | ".join(metrics) + " |", "|---|" + "---|" * len(metrics)]
         lines += [f"| {row} | " + " | ".join(_cell(view, row, m) for m in metrics) + " |" for row in extra]
-    for tests in (config.get("warm_start_vs_copy") or {}).values():
+    paired = [
+        *(config.get("warm_start_vs_copy") or {}).values(),
+        *(config.get("contrast_ablation") or {}).values(),
+    ]
+    for tests in paired:
         lines += [
             "",
             str(tests.get("note", "")),

@@ -146,6 +146,12 @@ WARM_START_ROWS = (
     "warm_start_frozen_encoder",
     "warm_start_frozen_encoder_contrast",
 )
+#: a warm-started row with the contrast -> the same recipe without it: the contrast's ablation, paired on the
+#: seeds both rows have (studies/device_rows.py)
+CONTRAST_ABLATIONS = {
+    "warm_start": "warm_start_no_contrast",
+    "warm_start_frozen_encoder_contrast": "warm_start_frozen_encoder",
+}
 #: the warm starts' decoding grid: the query restated before the generated words or not, x a reward for the
 #: source's word pieces (generate's ``encoder_repetition_penalty``, Keskar et al.'s penalty inverted: their
 #: logits scaled by p when positive, by 1/p when negative), a soft copy at decoding time, since the BERT2BERT

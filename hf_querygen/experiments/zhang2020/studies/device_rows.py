@@ -11,8 +11,9 @@ a system of the table (``warm_start``) replaces its cells; any other name (``ctr
 recipe as a table row, trained again beside the warm start) goes in ``config["device_rows"]``. ``config
 ["warm_start_vs_copy"]`` holds, per warm-started row (``WARM_START_ROWS``) given, the paired tests
 (randomization and t-test, per query, seeds averaged) against :data:`COPY_RERUN` on ROUGE and semantic
-similarity. ``--drop ROW ...`` removes rows whose committed cells no longer hold. ``results.md`` is
-re-rendered.
+similarity; ``config["contrast_ablation"]``, per row with the contrast whose row without it is given too
+(``CONTRAST_ABLATIONS``), the same tests on the seeds both have. ``--drop ROW ...`` removes rows whose
+committed cells no longer hold. ``results.md`` is re-rendered.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from hf_querygen.experiments.jobs import _fold_data
 from hf_querygen.experiments.recipes import _folds
 from hf_querygen.experiments.zhang2020 import REPRODUCTION, WARM_START_ROWS
 from hf_querygen.experiments.zhang2020.studies import RESULTS_DIR as HERE
+from hf_querygen.experiments.zhang2020.systems import CONTRAST_ABLATIONS
 from hf_querygen.metrics.retrieval import paired_test
 from hf_querygen.metrics.semantic_similarity import semantic_similarity
 
@@ -67,6 +69,20 @@ def per_query(
         {metric: sum(run[i][metric] for run in runs) / len(runs) for metric in COMPARED}
         for i in range(len(references))
     ]
+
+
+def paired_tests(
+    rows: Sequence[Mapping[str, float]], others: Sequence[Mapping[str, float]]
+) -> dict[str, dict[str, Any]]:
+    """{metric: {method: paired_test(...)}} of ``rows`` minus ``others`` (per-query scores, same order) on
+    every :data:`COMPARED` metric, by randomization and by t-test."""
+    return {
+        metric: {
+            method: paired_test([q[metric] for q in rows], [q[metric] for q in others], method=method)
+            for method in ("permutation", "ttest")
+        }
+        for metric in COMPARED
+    }
 
 
 def provenance(row: str, records: Sequence[Mapping[str, Any]]) -> str:
@@ -113,13 +129,13 @@ def main(argv: list[str] | None = None) -> None:
     for row in args.drop:
         for place in (document["systems"], document["config"].get("device_rows") or {}):
             place.pop(row, None)
-        for key in ("row_provenance", "warm_start_vs_copy"):
+        for key in ("row_provenance", "warm_start_vs_copy", "contrast_ablation"):
             (document["config"].get(key) or {}).pop(row, None)
     fold = _folds(REPRODUCTION, REPRODUCTION.budgets["full"], None)[0]
     data = _fold_data(REPRODUCTION, fold, {})
     config = document["config"]
     table_keys = {system.key for system in REPRODUCTION.systems}
-    per_row, summary = {}, {}
+    per_row, by_seed, summary = {}, {}, {}
     for row, records in rows.items():
         runs, similarities = [], []
         for record in records:
@@ -139,23 +155,30 @@ def main(argv: list[str] | None = None) -> None:
         target[row] = cells
         config.setdefault("row_provenance", {})[row] = provenance(row, records)
         per_row[row] = per_query(data, records, similarities)
+        by_seed[row] = {r["seed"]: (r, s) for r, s in zip(records, similarities, strict=True)}
         summary[row] = {metric: round(cell["mean"], 4) for metric, cell in cells.items()}
     tests = config.setdefault("warm_start_vs_copy", {})
     for row in (row for row in WARM_START_ROWS if row in per_row and COPY_RERUN in per_row):
         tests[row] = {
-            "metrics": {
-                metric: {
-                    method: paired_test(
-                        [q[metric] for q in per_row[row]],
-                        [q[metric] for q in per_row[COPY_RERUN]],
-                        method=method,
-                    )
-                    for method in ("permutation", "ttest")
-                }
-                for metric in COMPARED
-            },
+            "metrics": paired_tests(per_row[row], per_row[COPY_RERUN]),
             "note": f"{row} minus {COPY_RERUN} on the {len(per_row[row])} test queries, per-query scores "
             "averaged over each row's seeds; paired randomization test (two-sided) and paired t-test",
+        }
+    ablations = config.setdefault("contrast_ablation", {})
+    for row, without in CONTRAST_ABLATIONS.items():
+        seeds = sorted(set(by_seed.get(row, {})) & set(by_seed.get(without, {})))
+        if not seeds:
+            continue
+        queries = {
+            key: per_query(data, *zip(*(by_seed[key][seed] for seed in seeds), strict=True))
+            for key in (row, without)
+        }
+        ablations[row] = {
+            "metrics": paired_tests(queries[row], queries[without]),
+            "note": f"the contrast's ablation: {row} minus {without} (the same recipe without the contrast) "
+            f"on the {len(queries[row])} test queries, seed(s) {', '.join(map(str, seeds))} of both, "
+            "per-query scores averaged over those seeds; paired randomization test (two-sided) and paired "
+            "t-test",
         }
     write_results(document, HERE, REPRODUCTION.render_markdown(document))
     print(json.dumps(summary, indent=1))
