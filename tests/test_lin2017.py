@@ -83,3 +83,5 @@ def test_a_kept_model_is_rescored_as_it_was_scored_and_only_by_its_own_run(data_
     assert (tmp_path / "rescored" / "runs" / "neural_tagger-fold0-seed0.json").is_file()
     with pytest.raises(InvalidInputError, match="seed is 0, but this run rescores 1"):
         rescore_saved(Job(tagger, 1, 0, (tagger,)), reproduction, budget, data, tmp_path / "other", kept)
+    with pytest.raises(InvalidInputError, match="into the folder it reads"):
+        rescore_saved(job, reproduction, budget, data, tmp_path / "other", kept, save_models=models)

@@ -177,8 +177,13 @@ def rescore_saved(
     after the models were trained. The folder must hold this job's model, trained on this data: its
     system, seed, fold and data fingerprint are checked (:class:`~hf_querygen.errors.InvalidInputError`
     naming the field). ``save_models``: keep the model again there, with the decoding now chosen."""
-    model, _, metadata = load_trained(model_dir)
     name = run_name(job.system.key, job.seed, job.fold_id)
+    if save_models is not None and (save_models / name).resolve() == Path(model_dir).resolve():
+        raise InvalidInputError(
+            f"rescoring {model_dir} would write the model again into the folder it reads; pass another "
+            "save_models folder (--save-models)"
+        )
+    model, _, metadata = load_trained(model_dir)
     expected = {
         "system": job.system.name,
         "seed": job.seed,
