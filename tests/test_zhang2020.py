@@ -256,6 +256,9 @@ def test_provenance_says_whether_records_were_trained_or_decoded_again_from_kept
     rescored = provenance("warm_start_frozen_encoder", [{**record, "rescored_from": "kept/run"}])
     assert "decoded and scored again" in rescored and "no training" in rescored
     assert "time limit" not in rescored and not rescored.startswith("records of")
+    mixed = provenance("warm_start_frozen_encoder", [record, {**record, "seed": 1, "rescored_from": "kept"}])
+    assert "the runner's training and scoring" in mixed and mixed.count("its kept model decoded again") == 1
+    assert mixed.index("seed 1") < mixed.index("its kept model decoded again")
 
 
 def test_paired_tests_compare_every_measure_by_both_methods():

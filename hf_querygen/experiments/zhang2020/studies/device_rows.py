@@ -90,14 +90,17 @@ def provenance(row: str, records: Sequence[Mapping[str, Any]]) -> str:
     trained the records when it is not the row (a recipe found to be another row's); whether the records
     were decoded again from kept models rather than trained."""
     first = records[0]
+    rescored = sum(1 for record in records if record.get("rescored_from"))
+    mixed = 0 < rescored < len(records)
     trained_as = str(first.get("system", "")).rsplit("/", 1)[-1]
     origin = f"records of `{first['system']}`, " if trained_as and trained_as != row else ""
     seeds = "; ".join(
         f"seed {r['seed']}: {r['training']['global_steps']:,} steps ({r['training']['epochs']:.1f} epochs), "
         f"decoding {json.dumps(r.get('decoding'))}"
+        + (" (its kept model decoded again, `--rescore-models`)" if mixed and r.get("rescored_from") else "")
         for r in records
     )
-    if any(record.get("rescored_from") for record in records):
+    if rescored == len(records):
         how = (
             "the models an earlier run of the row's own recipe kept, decoded and scored again with the row's "
             "current decoding choice (`--rescore-models`, no training)"
