@@ -262,11 +262,12 @@ def test_provenance_says_whether_records_were_trained_or_decoded_again_from_kept
 
 
 def test_paired_tests_compare_every_measure_by_both_methods():
-    from hf_querygen.experiments.zhang2020.studies.device_rows import COMPARED, paired_tests
+    from hf_querygen.experiments.zhang2020.analysis import paired_tests
+    from hf_querygen.experiments.zhang2020.studies.device_rows import COMPARED
 
     rows = [{metric: 0.1 * i + 0.04 + 0.01 * (i % 3) for metric in COMPARED} for i in range(9)]
     others = [{metric: 0.1 * i for metric in COMPARED} for i in range(9)]
-    result = paired_tests(rows, others)
+    result = paired_tests(rows, others, COMPARED)
     assert set(result) == set(COMPARED)
     for by_method in result.values():
         assert set(by_method) == {"permutation", "ttest"}

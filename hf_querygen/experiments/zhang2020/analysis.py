@@ -90,10 +90,12 @@ def significance(context: RunContext) -> dict[str, Any]:
 
 
 def paired_tests(
-    ours: Sequence[Mapping[str, float]], theirs: Sequence[Mapping[str, float]]
+    ours: Sequence[Mapping[str, float]],
+    theirs: Sequence[Mapping[str, float]],
+    metrics: Sequence[str] = DEFAULT_MODEL_METRICS,
 ) -> dict[str, dict[str, dict[str, float]]]:
     """Per-query score rows of two systems -> {metric: {"permutation" | "ttest": {mean_difference, p_value}}}
-    for :data:`DEFAULT_MODEL_METRICS` (paired, two-sided; ours minus theirs)."""
+    for each of ``metrics`` (paired, two-sided; ours minus theirs)."""
     from hf_querygen.metrics.retrieval import paired_test
 
     return {
@@ -101,7 +103,7 @@ def paired_tests(
             method: paired_test([r[metric] for r in ours], [r[metric] for r in theirs], method=method)
             for method in ("permutation", "ttest")
         }
-        for metric in DEFAULT_MODEL_METRICS
+        for metric in metrics
     }
 
 

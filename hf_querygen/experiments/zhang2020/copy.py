@@ -28,7 +28,7 @@ from typing import Any
 
 from hf_querygen._registration import register_all
 from hf_querygen.baselines.intent_description import copy_query, extract_descriptions
-from hf_querygen.experiments.zhang2020.analysis import collection_documents
+from hf_querygen.experiments.zhang2020.analysis import collection_documents, paired_tests
 from hf_querygen.experiments.zhang2020.systems import COPY_DECODING_GRID
 from hf_querygen.tasks.base import DecodingChoice, get_task
 from hf_querygen.tasks.q2id.task import DocumentRetriever, Q2IDTaskData
@@ -64,8 +64,6 @@ def report(
 ) -> dict:
     """Steps 1-3 of the module docstring; returns the report (scores, decodings, tests, outputs).
     ``limit``: only the first queries of each split (a smoke run)."""
-    from hf_querygen.metrics.retrieval import paired_test
-
     model_dir = Path(model_dir)
     model, tokenizer = _load(model_dir)
     model.config.task_decoding = None  # the grid decides; a saved decoding must not leak into it
@@ -103,17 +101,7 @@ def report(
             document["scores"][split][name] = with_rouge_goal(task.score(texts, references, sources))
         document["outputs"][split] = outputs
         document["significance"][split] = {
-            baseline: {
-                metric: {
-                    method: paired_test(
-                        [row[metric] for row in per_query["ctrsgen_copy"]],
-                        [row[metric] for row in per_query[baseline]],
-                        method=method,
-                    )
-                    for method in ("permutation", "ttest")
-                }
-                for metric in COMPARED_METRICS
-            }
+            baseline: paired_tests(per_query["ctrsgen_copy"], per_query[baseline], COMPARED_METRICS)
             for baseline in BASELINES
         }
     return document

@@ -29,9 +29,9 @@ from hf_querygen.experiments._report import aggregate, write_results
 from hf_querygen.experiments.jobs import _fold_data
 from hf_querygen.experiments.recipes import _folds
 from hf_querygen.experiments.zhang2020 import REPRODUCTION, WARM_START_ROWS
+from hf_querygen.experiments.zhang2020.analysis import paired_tests
 from hf_querygen.experiments.zhang2020.studies import RESULTS_DIR as HERE
 from hf_querygen.experiments.zhang2020.systems import CONTRAST_ABLATIONS
-from hf_querygen.metrics.retrieval import paired_test
 from hf_querygen.metrics.semantic_similarity import semantic_similarity
 
 #: CtrsGen + copy trained again with its own recipe on the same device: the outputs the paired tests need
@@ -55,34 +55,21 @@ def load_rows(specs: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
     return rows
 
 
-def per_query(
-    data: Any, records: Sequence[Mapping[str, Any]], similarities: Sequence[Sequence[float]]
+def record_queries(
+    data: Any, record: Mapping[str, Any], similarity: Sequence[float]
 ) -> list[dict[str, float]]:
-    """Per-query test ROUGE and semantic similarity (``similarities``: each record's per-query values),
-    averaged over the records (seeds)."""
-    references = data.references("test")
-    runs = []
-    for record, similarity in zip(records, similarities, strict=True):
-        rows = data.task.per_example_scores(record["outputs"]["test"], references)
-        runs.append([{**row, "semantic_similarity": s} for row, s in zip(rows, similarity, strict=True)])
+    """One record's per-query test ROUGE (the task's per-example scores) and semantic similarity
+    (``similarity``: its per-query cosines)."""
+    rows = data.task.per_example_scores(record["outputs"]["test"], data.references("test"))
+    return [{**row, "semantic_similarity": s} for row, s in zip(rows, similarity, strict=True)]
+
+
+def seed_mean(runs: Sequence[Sequence[Mapping[str, float]]]) -> list[dict[str, float]]:
+    """Per-query scores of several runs (seeds) -> their mean per query, on :data:`COMPARED`."""
     return [
         {metric: sum(run[i][metric] for run in runs) / len(runs) for metric in COMPARED}
-        for i in range(len(references))
+        for i in range(len(runs[0]))
     ]
-
-
-def paired_tests(
-    rows: Sequence[Mapping[str, float]], others: Sequence[Mapping[str, float]]
-) -> dict[str, dict[str, Any]]:
-    """{metric: {method: paired_test(...)}} of ``rows`` minus ``others`` (per-query scores, same order) on
-    every :data:`COMPARED` metric, by randomization and by t-test."""
-    return {
-        metric: {
-            method: paired_test([q[metric] for q in rows], [q[metric] for q in others], method=method)
-            for method in ("permutation", "ttest")
-        }
-        for metric in COMPARED
-    }
 
 
 def provenance(row: str, records: Sequence[Mapping[str, Any]]) -> str:
@@ -157,13 +144,15 @@ def main(argv: list[str] | None = None) -> None:
         target = document["systems"] if row in table_keys else config.setdefault("device_rows", {})
         target[row] = cells
         config.setdefault("row_provenance", {})[row] = provenance(row, records)
-        per_row[row] = per_query(data, records, similarities)
-        by_seed[row] = {r["seed"]: (r, s) for r, s in zip(records, similarities, strict=True)}
+        by_seed[row] = {
+            r["seed"]: record_queries(data, r, s) for r, s in zip(records, similarities, strict=True)
+        }
+        per_row[row] = seed_mean(list(by_seed[row].values()))
         summary[row] = {metric: round(cell["mean"], 4) for metric, cell in cells.items()}
     tests = config.setdefault("warm_start_vs_copy", {})
     for row in (row for row in WARM_START_ROWS if row in per_row and COPY_RERUN in per_row):
         tests[row] = {
-            "metrics": paired_tests(per_row[row], per_row[COPY_RERUN]),
+            "metrics": paired_tests(per_row[row], per_row[COPY_RERUN], COMPARED),
             "note": f"{row} minus {COPY_RERUN} on the {len(per_row[row])} test queries, per-query scores "
             "averaged over each row's seeds; paired randomization test (two-sided) and paired t-test",
         }
@@ -172,12 +161,9 @@ def main(argv: list[str] | None = None) -> None:
         seeds = sorted(set(by_seed.get(row, {})) & set(by_seed.get(without, {})))
         if not seeds:
             continue
-        queries = {
-            key: per_query(data, *zip(*(by_seed[key][seed] for seed in seeds), strict=True))
-            for key in (row, without)
-        }
+        queries = {key: seed_mean([by_seed[key][seed] for seed in seeds]) for key in (row, without)}
         ablations[row] = {
-            "metrics": paired_tests(queries[row], queries[without]),
+            "metrics": paired_tests(queries[row], queries[without], COMPARED),
             "note": f"the contrast's ablation: {row} minus {without} (the same recipe without the contrast) "
             f"on the {len(queries[row])} test queries, seed(s) {', '.join(map(str, seeds))} of both, "
             "per-query scores averaged over those seeds; paired randomization test (two-sided) and paired "
