@@ -14,7 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 from ._registration import register_all
 from .errors import InvalidInputError, UnknownNameError
-from .models._warm_start import PRESET_FIELDS, WARM_START_MODEL_TYPE, bert2bert_config, is_warm_start_preset
+from .models._warm_start import (
+    POINTER_MODEL_TYPE,
+    PRESET_FIELDS,
+    WARM_START_MODEL_TYPE,
+    bert2bert_config,
+    is_warm_start_preset,
+)
 from .models.dual_decoder.configuration_dual_decoder import LIU2018_DUAL_DECODER
 from .pretrained import DEFAULT_BACKBONE, MINILM_ID, backbone_config
 from .registry import Registry
@@ -74,6 +80,8 @@ _PRESETS: dict[str, dict[str, Any]] = {
     # Rothe et al. TACL 2020: BERT2BERT, encoder and decoder warm-started from one pretrained BERT (here the
     # 6-layer 384-d all-MiniLM-L6-v2, offline from its PyPI package); the tasks encode its word pieces
     "bert2bert": {"model_type": WARM_START_MODEL_TYPE, "backbone": DEFAULT_BACKBONE},
+    # the same with See et al.'s (ACL 2017) pointer over the source pieces
+    "bert2bert-pointer": {"model_type": POINTER_MODEL_TYPE, "backbone": DEFAULT_BACKBONE},
     "zhang2020": dict(_ZHANG2020),
     **{name: {**_ZHANG2020, **switches} for name, switches in ZHANG2020_ABLATIONS.items()},
     # beyond the paper: CtrsGen with a pointer-generator switch over the query and relevant-document words
@@ -213,13 +221,16 @@ _ENCODER_FINE_TUNING = {
 _TRAINING_PRESETS: dict[str, dict[str, Any]] = {
     # fine-tuning a pretrained network: AdamW with a short warm-up and a linear decay, the rate of
     # Rothe et al.'s BERT2BERT fine-tuning range; batch 32 fits 2 CPU cores (step ~1-2 s)
-    "bert2bert": {
-        "optim": "adamw_torch_fused",
-        "learning_rate": 1e-4,
-        "weight_decay": 0.01,
-        "warmup_steps": 100,
-        "per_device_train_batch_size": 32,
-        "max_grad_norm": 1.0,
+    **{
+        name: {
+            "optim": "adamw_torch_fused",
+            "learning_rate": 1e-4,
+            "weight_decay": 0.01,
+            "warmup_steps": 100,
+            "per_device_train_batch_size": 32,
+            "max_grad_norm": 1.0,
+        }
+        for name in ("bert2bert", "bert2bert-pointer")
     },
     # the baselines' optimiser settings are not stated: CtrsGen's, for a like-for-like comparison
     **{
@@ -312,7 +323,6 @@ def warm_start_config(name: str, tokenizer: Any, **overrides: Any) -> Pretrained
     kwargs = {**PRESETS.get(name), **overrides}
     if not is_warm_start_preset(kwargs):
         raise InvalidInputError(f"preset {name!r} is not a warm-start preset")
-    kwargs.pop("model_type")
     return bert2bert_config(tokenizer=tokenizer, **kwargs)
 
 
@@ -350,7 +360,7 @@ def check_config_overrides(preset: str, overrides: Mapping[str, Any], what: str 
     if preset not in PRESETS:
         raise UnknownNameError(f"unknown preset {preset!r}; known presets: {sorted(PRESETS)}")
     model_type = PRESETS.get(preset)["model_type"]
-    if model_type == WARM_START_MODEL_TYPE:
+    if is_warm_start_preset(PRESETS.get(preset)):
         fields = set(PRESET_FIELDS)
     else:
         fields = config_fields(model_type) | ({"backbone"} if "backbone" in PRESETS.get(preset) else set())

@@ -113,6 +113,9 @@ class ModelSpec:
             (a model with nested document inputs lists them all).
         row_inputs: ``(inputs, row) -> dict``: one example of the tiny batch alone, without padding (for
             "batch = single"; default: ``input_ids`` / ``attention_mask`` cut to the row's length).
+        resizes_token_embeddings: whether ``resize_token_embeddings`` keeps the old ids' outputs; False for a
+            model that refuses it with an error naming what to do instead (an encoder-decoder of two
+            embedding tables, like transformers' ``EncoderDecoderModel``).
     """
 
     config_class: type
@@ -129,6 +132,7 @@ class ModelSpec:
     exact_accumulation: bool = True
     source_keys: tuple[str, ...] = ("input_ids", "attention_mask")
     row_inputs: Callable[[dict, int], dict] | None = None
+    resizes_token_embeddings: bool = True
 
     @property
     def model_type(self) -> str:

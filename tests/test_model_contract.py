@@ -17,6 +17,7 @@ from model_contract import (
 from safetensors.torch import load_file
 
 import hf_querygen
+from hf_querygen.errors import InvalidInputError
 from hf_querygen.models import MODELS, ModelSpec
 from hf_querygen.nn.cache import CACHE_NAME
 from hf_querygen.specs import family_of, model_packages
@@ -254,6 +255,10 @@ def test_one_trainer_step_lowers_the_loss_and_accumulation_equals_one_big_batch(
 @pytest.mark.parametrize(("name", "variant"), CASES, ids=ids)
 def test_resize_token_embeddings_keeps_old_ids_and_round_trips(name, variant, tmp_path):
     case = build_case(name, variant)
+    if not case.spec.resizes_token_embeddings:
+        with pytest.raises(InvalidInputError, match="resize_token_embeddings"):
+            case.model.resize_token_embeddings(case.config.vocab_size + 5)
+        return
     with torch.no_grad():
         before = case.model(**case.inputs).logits
     old = case.config.vocab_size

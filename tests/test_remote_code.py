@@ -21,6 +21,7 @@ from transformers import pipeline
 import hf_querygen  # noqa: F401  (registers the Auto classes and pipelines)
 from hf_querygen.hub_code import bundle, remote_code_files
 from hf_querygen.models import MODELS
+from hf_querygen.specs import family_of
 from hf_querygen.tasks.nl2kw import TAG_LABELS
 from hf_querygen.text import BIO_LABELS, BREAK_TOKEN
 from hf_querygen.tokenization import train_word_tokenizer
@@ -44,7 +45,19 @@ INPUTS = {
 CALL_KWARGS = {"question-generation": {"num_beams": 2, "num_return_sequences": 2}}
 
 
-def _tokenizer(config):
+def _word_piece_tokenizer(vocab_size: int, folder: Path):
+    """A BERT tokenizer over ``[PAD] [UNK] [CLS] [SEP] w4 ..``: the ids of a tiny warm-start config."""
+    from transformers import BertTokenizerFast
+
+    folder.mkdir(parents=True, exist_ok=True)
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", *(f"w{i}" for i in range(4, vocab_size))]
+    (folder / "vocab.txt").write_text("\n".join(words) + "\n")
+    return BertTokenizerFast(vocab_file=str(folder / "vocab.txt"))
+
+
+def _tokenizer(config, folder: Path):
+    if family_of(config) == "bert2bert":  # the warm starts read a BERT backbone's word pieces
+        return _word_piece_tokenizer(config.vocab_size, folder)
     vocab = config.vocab_size
     output = getattr(config, "output_vocab_size", None) or vocab
     # "|" (id 4) lets a seq2seq model segment too; the rest are plain words
@@ -126,7 +139,7 @@ def saved(tmp_path_factory):
             model.generation_config.max_new_tokens = 6
         folder = root / case
         model.save_pretrained(folder)
-        _tokenizer(config).save_pretrained(folder)
+        _tokenizer(config, root / f"{case}.vocab").save_pretrained(folder)
         inputs = spec.tiny_inputs(config, 0)
         torch.save(inputs, root / f"{case}.inputs.pt")
         saved_config = json.loads((folder / "config.json").read_text())

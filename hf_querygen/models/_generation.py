@@ -176,16 +176,42 @@ _PLAIN_GREEDY_ARGUMENTS = frozenset(
 )
 
 
-class RecurrentGenerationMixin(GenerationMixin):
-    """``generate()`` for the RNN encoder-decoders: state in a :class:`RecurrentStateCache` (no key/value
-    cache), beam reordering, [PAD] / decoder start never generated, and the dead-row fallback around the
-    LogitsProcessors for greedy search and sampling. ``logits_are_log_probs`` tells callers which side of
-    the ``logits`` contract a model is on."""
+class LogitsContractMixin(GenerationMixin):
+    """What ``generate()`` needs from every model of the library, whatever its cache: [PAD] / decoder start
+    never generated, and the dead-row fallback around the LogitsProcessors for greedy search and sampling.
+    ``logits_are_log_probs`` tells callers which side of the ``logits`` contract a model is on."""
 
     @property
     def logits_are_log_probs(self) -> bool:
         """True when ``forward(...).logits`` are normalised log-probabilities (copy / pointer models)."""
         return False
+
+    def never_generated_ids(self) -> list[int]:
+        """Ids that are never a target ([PAD]: label padding is -100; the decoder start token): generate()
+        suppresses them whatever the generation config says, so that a processor that lowers the other
+        scores (repetition_penalty) cannot make [PAD] the best next token."""
+        config = self.config
+        ids = {config.pad_token_id, getattr(config, "decoder_start_token_id", None)}
+        return sorted(i for i in ids if i is not None and i != config.eos_token_id)
+
+    def _get_logits_processor(self, generation_config, *args, **kwargs) -> LogitsProcessorList:
+        processors = super()._get_logits_processor(generation_config, *args, **kwargs)
+        never = self.never_generated_ids()
+        if never:
+            processors.insert(0, SuppressTokensLogitsProcessor(never, device=self.device))
+        if (generation_config.num_beams or 1) > 1:
+            # beam search prunes beams without a legal continuation by itself
+            return SignatureCachedLogitsProcessorList(processors)
+        snapshot = SnapshotLogitsProcessor()
+        return SignatureCachedLogitsProcessorList(
+            [snapshot, *processors, RestoreDeadRowsLogitsProcessor(snapshot)]
+        )
+
+
+class RecurrentGenerationMixin(LogitsContractMixin):
+    """``generate()`` for the RNN encoder-decoders: state in a :class:`RecurrentStateCache` (no key/value
+    cache), beam reordering, argument checks and a short greedy loop, with :class:`LogitsContractMixin`'s
+    processors."""
 
     def generate(self, inputs: torch.Tensor | None = None, generation_config=None, *args, **kwargs):
         """``GenerationMixin.generate`` after checking the arguments a caller most often gets wrong.
@@ -400,30 +426,10 @@ class RecurrentGenerationMixin(GenerationMixin):
         past_key_values.reorder_cache(beam_idx)
         return past_key_values
 
-    def never_generated_ids(self) -> list[int]:
-        """Ids that are never a target ([PAD]: label padding is -100; the decoder start token): generate()
-        suppresses them whatever the generation config says, so that a processor that lowers the other
-        scores (repetition_penalty) cannot make [PAD] the best next token."""
-        config = self.config
-        ids = {config.pad_token_id, getattr(config, "decoder_start_token_id", None)}
-        return sorted(i for i in ids if i is not None and i != config.eos_token_id)
-
-    def _get_logits_processor(self, generation_config, *args, **kwargs) -> LogitsProcessorList:
-        processors = super()._get_logits_processor(generation_config, *args, **kwargs)
-        never = self.never_generated_ids()
-        if never:
-            processors.insert(0, SuppressTokensLogitsProcessor(never, device=self.device))
-        if (generation_config.num_beams or 1) > 1:
-            # beam search prunes beams without a legal continuation by itself
-            return SignatureCachedLogitsProcessorList(processors)
-        snapshot = SnapshotLogitsProcessor()
-        return SignatureCachedLogitsProcessorList(
-            [snapshot, *processors, RestoreDeadRowsLogitsProcessor(snapshot)]
-        )
-
 
 __all__ = [
     "ExtendedSpaceLMOutput",
+    "LogitsContractMixin",
     "RecurrentGenerationMixin",
     "RestoreDeadRowsLogitsProcessor",
     "SignatureCachedLogitsProcessorList",

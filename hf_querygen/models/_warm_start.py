@@ -17,6 +17,11 @@ The decoder is not tied to the encoder (Rothe et al.'s BERT2BERT, not BERTShare)
 ``from_encoder_decoder_pretrained(..., tie_encoder_decoder=True)`` shares no parameter (checked: every
 parameter keeps its own storage), so no switch is offered that would do nothing.
 
+The same warm start builds the BERT2BERT with a pointer over the source pieces
+(:class:`~hf_querygen.models.bert2bert_pointer.Bert2BertPointerModel`, model type
+:data:`POINTER_MODEL_TYPE`): the encoder and decoder come from the backbone in the same way, the pointer's
+two layers start new.
+
 A task marks the family of such a config (``hf_querygen_family``, read by
 :func:`hf_querygen.specs.family_of`) and what to warm-start it from (:data:`WARM_START_FIELD`), so that
 training builds the model from the backbone's weights (:func:`warm_start_model`) instead of at random.
@@ -29,7 +34,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidInputError
 from ..pretrained import DEFAULT_BACKBONE, resolve_backbone
-from ..specs import FAMILY_FIELD
+from ..specs import FAMILY_FIELD, spec_for_config
+from .bert2bert_pointer.configuration_bert2bert_pointer import Bert2BertPointerConfig
 
 if TYPE_CHECKING:
     from transformers import EncoderDecoderConfig, EncoderDecoderModel, PreTrainedTokenizerFast
@@ -38,6 +44,10 @@ if TYPE_CHECKING:
 WARM_START_FAMILY = "bert2bert"
 #: the ``model_type`` of a warm-start preset: transformers' encoder-decoder
 WARM_START_MODEL_TYPE = "encoder-decoder"
+#: the ``model_type`` of a warm-start preset with a pointer over the source pieces
+POINTER_MODEL_TYPE = Bert2BertPointerConfig.model_type
+#: warm-start model type -> its config class
+WARM_START_CONFIGS: dict[str, type] = {POINTER_MODEL_TYPE: Bert2BertPointerConfig}
 #: config field recording what the weights were warm-started from: ``{"backbone", "revision"}``
 WARM_START_FIELD = "hf_querygen_warm_start"
 #: the fields a warm-start preset may hold besides ``model_type`` (the architecture is the backbone's; any
@@ -47,7 +57,7 @@ PRESET_FIELDS = ("backbone", "revision")
 
 def is_warm_start_preset(preset: dict[str, Any]) -> bool:
     """Whether a preset's config kwargs describe a warm-started encoder-decoder."""
-    return preset.get("model_type") == WARM_START_MODEL_TYPE
+    return preset.get("model_type") in (WARM_START_MODEL_TYPE, *WARM_START_CONFIGS)
 
 
 def backbone_tokenizer(backbone: str | os.PathLike = DEFAULT_BACKBONE) -> PreTrainedTokenizerFast:
@@ -70,13 +80,21 @@ def bert2bert_config(
     tokenizer: PreTrainedTokenizerFast,
     backbone: str | os.PathLike = DEFAULT_BACKBONE,
     revision: str | None = None,
+    model_type: str = WARM_START_MODEL_TYPE,
     **overrides: Any,
 ) -> EncoderDecoderConfig:
     """The :class:`~transformers.EncoderDecoderConfig` of a BERT2BERT from ``backbone``: the backbone's
     config as encoder, the same as decoder (``is_decoder``, ``add_cross_attention``), special ids from
     ``tokenizer`` ([CLS] starts the decoder, [SEP] ends it), the family and the warm-start source recorded.
-    Any other field (``overrides``) is refused: the architecture is the backbone's."""
+    ``model_type`` :data:`POINTER_MODEL_TYPE` gives the pointer's config (the same fields). Any other field
+    (``overrides``) is refused: the architecture is the backbone's."""
     from transformers import AutoConfig, EncoderDecoderConfig
+
+    if model_type != WARM_START_MODEL_TYPE and model_type not in WARM_START_CONFIGS:
+        raise InvalidInputError(
+            f"warm-start model type {model_type!r} is not one of "
+            f"{[WARM_START_MODEL_TYPE, *WARM_START_CONFIGS]}"
+        )
 
     if overrides:
         raise InvalidInputError(
@@ -96,7 +114,8 @@ def bert2bert_config(
             f"tokenizer has {len(tokenizer)} tokens but backbone {backbone!r} embeds {encoder.vocab_size}: "
             "use the backbone's own tokenizer (backbone_tokenizer)"
         )
-    config = EncoderDecoderConfig.from_encoder_decoder_configs(encoder, decoder)
+    config_class = WARM_START_CONFIGS.get(model_type, EncoderDecoderConfig)
+    config = config_class.from_encoder_decoder_configs(encoder, decoder)
     config.decoder_start_token_id = tokenizer.cls_token_id
     config.eos_token_id = tokenizer.sep_token_id
     config.pad_token_id = tokenizer.pad_token_id
@@ -108,7 +127,8 @@ def bert2bert_config(
 
 def warm_start_model(config: EncoderDecoderConfig) -> EncoderDecoderModel:
     """The BERT2BERT of ``config`` with the encoder and decoder weights of its backbone
-    (:data:`WARM_START_FIELD`); cross-attention and the LM head's transform and bias start new."""
+    (:data:`WARM_START_FIELD`); cross-attention and the LM head's transform and bias start new (and a
+    pointer config's pointer: the model class its package registered, built on the warm-started halves)."""
     import transformers
     from transformers import EncoderDecoderModel
 
@@ -122,6 +142,10 @@ def warm_start_model(config: EncoderDecoderConfig) -> EncoderDecoderModel:
         model = EncoderDecoderModel.from_encoder_decoder_pretrained(folder, folder)
     finally:
         transformers.logging.set_verbosity(verbosity)
+    if type(config) in WARM_START_CONFIGS.values():
+        halves = type(config).from_encoder_decoder_configs(model.encoder.config, model.decoder.config)
+        model_class = spec_for_config(config).model_class
+        model = model_class(config=halves, encoder=model.encoder, decoder=model.decoder)
     for name in ("decoder_start_token_id", "eos_token_id", "pad_token_id", "vocab_size"):
         setattr(model.config, name, getattr(config, name))
     for name in (FAMILY_FIELD, WARM_START_FIELD):
@@ -134,7 +158,9 @@ def warm_start_model(config: EncoderDecoderConfig) -> EncoderDecoderModel:
 
 
 __all__ = [
+    "POINTER_MODEL_TYPE",
     "PRESET_FIELDS",
+    "WARM_START_CONFIGS",
     "WARM_START_FAMILY",
     "WARM_START_FIELD",
     "WARM_START_MODEL_TYPE",

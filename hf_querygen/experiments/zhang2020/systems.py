@@ -145,7 +145,11 @@ WARM_START_ROWS = (
     "warm_start_no_contrast",
     "warm_start_frozen_encoder",
     "warm_start_frozen_encoder_contrast",
+    "warm_start_frozen_encoder_pointer",
 )
+#: a warm-started row with a pointer over the source pieces (the ``bert2bert-pointer`` preset: See et al.'s
+#: switch on the BERT2BERT) -> the same recipe without it: the pointer's ablation, paired on common seeds
+POINTER_ABLATIONS = {"warm_start_frozen_encoder_pointer": "warm_start_frozen_encoder"}
 #: a warm-started row with the contrast -> the same recipe without it: the contrast's ablation, paired on the
 #: seeds both rows have (studies/device_rows.py)
 CONTRAST_ABLATIONS = {
@@ -174,14 +178,18 @@ WARM_START_DECODING_GRID = tuple(
 
 
 def _warm_start(
-    key: str, label: str, contrast: Mapping[str, float], train_options: Mapping[str, Any] | None = None
+    key: str,
+    label: str,
+    contrast: Mapping[str, float],
+    train_options: Mapping[str, Any] | None = None,
+    preset: str = "bert2bert",
 ) -> System:
     return System(
         f"{PAPER}/{key}",
         TASK,
         label,
-        preset="bert2bert",
-        training_preset="bert2bert",
+        preset=preset,
+        training_preset=preset,
         training_overrides=dict(WARM_START_TRAINING),
         prepare_options={"backbone": MINILM_ID, **contrast},
         train_options={
@@ -297,6 +305,14 @@ SYSTEMS: list[System] = register_systems(
             "extra: the BERT2BERT with the contrast, its encoder frozen (each source encoded once)",
             WARM_START_CONTRAST,
             FROZEN_ENCODER_OPTIONS,
+        ),
+        _warm_start(
+            "warm_start_frozen_encoder_pointer",
+            "extra: the BERT2BERT with a pointer over the source pieces (See et al.'s switch), its encoder "
+            "frozen, without the contrast",
+            {"contrast_weight": 0.0},
+            FROZEN_ENCODER_OPTIONS,
+            preset="bert2bert-pointer",
         ),
         # the pointer-generators attend over the relevant documents read as one 400-word sequence at every
         # step: ~3x a CtrsGen step at 64 units (benchmarks/bench_training.py), the costliest rows
