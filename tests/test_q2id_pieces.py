@@ -198,12 +198,13 @@ def test_warm_start_q2id_trains_with_and_without_contrast_and_reloads(q2id_backb
             "save_steps": 4,
             "per_device_train_batch_size": 4,
             "prediction_loss_only": True,
+            "logging_steps": 1,
         },
         early_stopping_patience=None,
     )
     model = trainer.model
     losses = [log["loss"] for log in trainer.state.log_history if "loss" in log]
-    assert all(loss == loss and loss > 0 for loss in losses)
+    assert len(losses) == 4 and all(loss == loss and loss > 0 for loss in losses)
     sources = data.sources("validation")
     outputs = task.predict(model, data.tokenizer, sources, no_repeat_ngram_size=2)
     assert len(outputs) == 4 and all(isinstance(text, str) for text in outputs)

@@ -228,10 +228,14 @@ def test_rows_trained_one_by_one_say_where_they_come_from_and_each_warm_start_ge
             "contrast_ablation": {
                 "warm_start_frozen_encoder_contrast": tests("the contrast's ablation: with", 0.0071),
             },
+            "pointer_ablation": {
+                "warm_start_frozen_encoder_pointer": tests("the pointer's ablation: with", 0.0123),
+            },
         }
     }
     text = "\n".join(_device_rows_section(document))
     assert "the contrast's ablation: with minus" in text and "| rougeL_f | +0.0071 |" in text
+    assert "the pointer's ablation: with minus" in text and "| rougeL_f | +0.0123 |" in text
     assert "never trained the contrast" in text and "records of `zhang2020/warm_start`" in text
     assert "warm_start_no_contrast minus" in text and "| rougeL_f | -0.0132 |" in text
     assert "warm_start_frozen_encoder minus" in text and "| rougeL_f | -0.0200 |" in text

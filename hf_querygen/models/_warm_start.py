@@ -34,8 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidInputError
 from ..pretrained import DEFAULT_BACKBONE, resolve_backbone
-from ..specs import FAMILY_FIELD, spec_for_config
-from .bert2bert_pointer.configuration_bert2bert_pointer import Bert2BertPointerConfig
+from ..specs import FAMILY_FIELD, MODELS
 
 if TYPE_CHECKING:
     from transformers import EncoderDecoderConfig, EncoderDecoderModel, PreTrainedTokenizerFast
@@ -44,10 +43,12 @@ if TYPE_CHECKING:
 WARM_START_FAMILY = "bert2bert"
 #: the ``model_type`` of a warm-start preset: transformers' encoder-decoder
 WARM_START_MODEL_TYPE = "encoder-decoder"
-#: the ``model_type`` of a warm-start preset with a pointer over the source pieces
-POINTER_MODEL_TYPE = Bert2BertPointerConfig.model_type
-#: warm-start model type -> its config class
-WARM_START_CONFIGS: dict[str, type] = {POINTER_MODEL_TYPE: Bert2BertPointerConfig}
+#: the ``model_type`` of a warm-start preset with a pointer over the source pieces: the package
+#: hf_querygen.models.bert2bert_pointer registers it (named here, so that presets import no model package)
+POINTER_MODEL_TYPE = "bert2bert_pointer"
+#: every warm-start model type: transformers' encoder-decoder, and ours built on it (config and model classes
+#: from their registered spec)
+WARM_START_MODEL_TYPES = (WARM_START_MODEL_TYPE, POINTER_MODEL_TYPE)
 #: config field recording what the weights were warm-started from: ``{"backbone", "revision"}``
 WARM_START_FIELD = "hf_querygen_warm_start"
 #: the fields a warm-start preset may hold besides ``model_type`` (the architecture is the backbone's; any
@@ -57,7 +58,7 @@ PRESET_FIELDS = ("backbone", "revision")
 
 def is_warm_start_preset(preset: dict[str, Any]) -> bool:
     """Whether a preset's config kwargs describe a warm-started encoder-decoder."""
-    return preset.get("model_type") in (WARM_START_MODEL_TYPE, *WARM_START_CONFIGS)
+    return preset.get("model_type") in WARM_START_MODEL_TYPES
 
 
 def backbone_tokenizer(backbone: str | os.PathLike = DEFAULT_BACKBONE) -> PreTrainedTokenizerFast:
@@ -90,10 +91,9 @@ def bert2bert_config(
     (``overrides``) is refused: the architecture is the backbone's."""
     from transformers import AutoConfig, EncoderDecoderConfig
 
-    if model_type != WARM_START_MODEL_TYPE and model_type not in WARM_START_CONFIGS:
+    if model_type not in WARM_START_MODEL_TYPES:
         raise InvalidInputError(
-            f"warm-start model type {model_type!r} is not one of "
-            f"{[WARM_START_MODEL_TYPE, *WARM_START_CONFIGS]}"
+            f"warm-start model type {model_type!r} is not one of {list(WARM_START_MODEL_TYPES)}"
         )
 
     if overrides:
@@ -114,7 +114,9 @@ def bert2bert_config(
             f"tokenizer has {len(tokenizer)} tokens but backbone {backbone!r} embeds {encoder.vocab_size}: "
             "use the backbone's own tokenizer (backbone_tokenizer)"
         )
-    config_class = WARM_START_CONFIGS.get(model_type, EncoderDecoderConfig)
+    config_class = (
+        EncoderDecoderConfig if model_type == WARM_START_MODEL_TYPE else MODELS.get(model_type).config_class
+    )
     config = config_class.from_encoder_decoder_configs(encoder, decoder)
     config.decoder_start_token_id = tokenizer.cls_token_id
     config.eos_token_id = tokenizer.sep_token_id
@@ -142,10 +144,10 @@ def warm_start_model(config: EncoderDecoderConfig) -> EncoderDecoderModel:
         model = EncoderDecoderModel.from_encoder_decoder_pretrained(folder, folder)
     finally:
         transformers.logging.set_verbosity(verbosity)
-    if type(config) in WARM_START_CONFIGS.values():
-        halves = type(config).from_encoder_decoder_configs(model.encoder.config, model.decoder.config)
-        model_class = spec_for_config(config).model_class
-        model = model_class(config=halves, encoder=model.encoder, decoder=model.decoder)
+    if config.model_type != WARM_START_MODEL_TYPE:
+        spec = MODELS.get(config.model_type)
+        halves = spec.config_class.from_encoder_decoder_configs(model.encoder.config, model.decoder.config)
+        model = spec.model_class(config=halves, encoder=model.encoder, decoder=model.decoder)
     for name in ("decoder_start_token_id", "eos_token_id", "pad_token_id", "vocab_size"):
         setattr(model.config, name, getattr(config, name))
     for name in (FAMILY_FIELD, WARM_START_FIELD):
@@ -160,7 +162,7 @@ def warm_start_model(config: EncoderDecoderConfig) -> EncoderDecoderModel:
 __all__ = [
     "POINTER_MODEL_TYPE",
     "PRESET_FIELDS",
-    "WARM_START_CONFIGS",
+    "WARM_START_MODEL_TYPES",
     "WARM_START_FAMILY",
     "WARM_START_FIELD",
     "WARM_START_MODEL_TYPE",

@@ -9,6 +9,7 @@ from typing import Any
 
 from hf_querygen.experiments.zhang2020.analysis import RETRIEVED_RELEVANT_CHOICES
 from hf_querygen.experiments.zhang2020.systems import (
+    ABLATIONS,
     ABSTRACTIVE_BASELINES,
     DEFAULT_MODEL,
     DEFAULT_MODEL_BASELINES,
@@ -165,7 +166,8 @@ def render_markdown(document: dict) -> str:
 def _device_rows_section(document: dict) -> list[str]:
     """Markdown of the rows trained one by one (``studies/device_rows.py``: on a CUDA device, or the CPU
     recipe): where each comes from, the re-run of CtrsGen + copy beside them, each warm-started row's
-    paired tests against it, and the contrast's ablations (a row with the contrast minus the row without)."""
+    paired tests against it, and the ablations (:data:`~.systems.ABLATIONS`: a row with the contrast or the
+    pointer minus the row without)."""
     config = document["config"]
     provenance = config.get("row_provenance") or {}
     if not provenance:
@@ -182,7 +184,7 @@ def _device_rows_section(document: dict) -> list[str]:
         lines += [f"| {row} | " + " | ".join(_cell(view, row, m) for m in metrics) + " |" for row in extra]
     paired = [
         *(config.get("warm_start_vs_copy") or {}).values(),
-        *(config.get("contrast_ablation") or {}).values(),
+        *(test for key in ABLATIONS for test in (config.get(key) or {}).values()),
     ]
     for tests in paired:
         lines += [

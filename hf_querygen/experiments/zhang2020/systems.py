@@ -147,14 +147,20 @@ WARM_START_ROWS = (
     "warm_start_frozen_encoder_contrast",
     "warm_start_frozen_encoder_pointer",
 )
-#: a warm-started row with a pointer over the source pieces (the ``bert2bert-pointer`` preset: See et al.'s
-#: switch on the BERT2BERT) -> the same recipe without it: the pointer's ablation, paired on common seeds
-POINTER_ABLATIONS = {"warm_start_frozen_encoder_pointer": "warm_start_frozen_encoder"}
 #: a warm-started row with the contrast -> the same recipe without it: the contrast's ablation, paired on the
 #: seeds both rows have (studies/device_rows.py)
 CONTRAST_ABLATIONS = {
     "warm_start": "warm_start_no_contrast",
     "warm_start_frozen_encoder_contrast": "warm_start_frozen_encoder",
+}
+#: a warm-started row with a pointer over the source pieces (the ``bert2bert-pointer`` preset: See et al.'s
+#: switch on the BERT2BERT) -> the same recipe without it: the pointer's ablation
+POINTER_ABLATIONS = {"warm_start_frozen_encoder_pointer": "warm_start_frozen_encoder"}
+#: the ablations the study measures: results.json config key -> (row with the part -> row without it, what
+#: the part is)
+ABLATIONS: dict[str, tuple[Mapping[str, str], str]] = {
+    "contrast_ablation": (CONTRAST_ABLATIONS, "the contrast"),
+    "pointer_ablation": (POINTER_ABLATIONS, "the pointer"),
 }
 #: the warm starts' decoding grid: the query restated before the generated words or not, x a reward for the
 #: source's word pieces (generate's ``encoder_repetition_penalty``, Keskar et al.'s penalty inverted: their

@@ -35,7 +35,7 @@ from transformers.models.encoder_decoder.modeling_encoder_decoder import shift_t
 
 from ...errors import InvalidInputError
 from ...nn.cache import CACHE_NAME
-from ...nn.labels import IGNORE_INDEX
+from ...nn.loss import token_nll
 from .._generation import LogitsContractMixin
 from .configuration_bert2bert_pointer import Bert2BertPointerConfig
 
@@ -216,13 +216,8 @@ class Bert2BertPointerModel(EncoderDecoderModel, LogitsContractMixin):
         log_probs, _ = self.pointer_log_probs(
             outputs.logits, outputs.decoder_hidden_states[-1], encoder_states, source_ids, copyable
         )
-        loss = None
-        if labels is not None:
-            mask = labels != IGNORE_INDEX
-            picked = log_probs.gather(-1, labels.masked_fill(~mask, 0).unsqueeze(-1)).squeeze(-1)
-            count = num_items_in_batch if num_items_in_batch is not None else mask.sum()
-            count = torch.as_tensor(count, device=log_probs.device, dtype=log_probs.dtype).clamp(min=1)
-            loss = -(picked * mask).sum() / count  # Eq. (6)-(7)
+        # Eq. (6)-(7): the labels' negative log-likelihood under the mixture
+        loss = token_nll(log_probs, labels, num_items_in_batch) if labels is not None else None
         return Seq2SeqLMOutput(
             loss=loss,
             logits=log_probs,

@@ -11,9 +11,9 @@ a system of the table (``warm_start``) replaces its cells; any other name (``ctr
 recipe as a table row, trained again beside the warm start) goes in ``config["device_rows"]``. ``config
 ["warm_start_vs_copy"]`` holds, per warm-started row (``WARM_START_ROWS``) given, the paired tests
 (randomization and t-test, per query, seeds averaged) against :data:`COPY_RERUN` on ROUGE and semantic
-similarity; ``config["contrast_ablation"]``, per row with the contrast whose row without it is given too
-(``CONTRAST_ABLATIONS``), the same tests on the seeds both have. ``--drop ROW ...`` removes rows whose
-committed cells no longer hold. ``results.md`` is re-rendered.
+similarity; ``config["contrast_ablation"]`` / ``config["pointer_ablation"]``, per row with the contrast / the
+pointer whose row without it is given too (``ABLATIONS``), the same tests on the seeds both have. ``--drop
+ROW ...`` removes rows whose committed cells no longer hold. ``results.md`` is re-rendered.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from hf_querygen.experiments.recipes import _folds
 from hf_querygen.experiments.zhang2020 import REPRODUCTION, WARM_START_ROWS
 from hf_querygen.experiments.zhang2020.analysis import paired_tests
 from hf_querygen.experiments.zhang2020.studies import RESULTS_DIR as HERE
-from hf_querygen.experiments.zhang2020.systems import CONTRAST_ABLATIONS
+from hf_querygen.experiments.zhang2020.systems import ABLATIONS
 from hf_querygen.metrics.semantic_similarity import semantic_similarity
 
 #: CtrsGen + copy trained again with its own recipe on the same device: the outputs the paired tests need
@@ -119,7 +119,7 @@ def main(argv: list[str] | None = None) -> None:
     for row in args.drop:
         for place in (document["systems"], document["config"].get("device_rows") or {}):
             place.pop(row, None)
-        for key in ("row_provenance", "warm_start_vs_copy", "contrast_ablation"):
+        for key in ("row_provenance", "warm_start_vs_copy", *ABLATIONS):
             (document["config"].get(key) or {}).pop(row, None)
     fold = _folds(REPRODUCTION, REPRODUCTION.budgets["full"], None)[0]
     data = _fold_data(REPRODUCTION, fold, {})
@@ -156,19 +156,19 @@ def main(argv: list[str] | None = None) -> None:
             "note": f"{row} minus {COPY_RERUN} on the {len(per_row[row])} test queries, per-query scores "
             "averaged over each row's seeds; paired randomization test (two-sided) and paired t-test",
         }
-    ablations = config.setdefault("contrast_ablation", {})
-    for row, without in CONTRAST_ABLATIONS.items():
-        seeds = sorted(set(by_seed.get(row, {})) & set(by_seed.get(without, {})))
-        if not seeds:
-            continue
-        queries = {key: seed_mean([by_seed[key][seed] for seed in seeds]) for key in (row, without)}
-        ablations[row] = {
-            "metrics": paired_tests(queries[row], queries[without], COMPARED),
-            "note": f"the contrast's ablation: {row} minus {without} (the same recipe without the contrast) "
-            f"on the {len(queries[row])} test queries, seed(s) {', '.join(map(str, seeds))} of both, "
-            "per-query scores averaged over those seeds; paired randomization test (two-sided) and paired "
-            "t-test",
-        }
+    for config_key, (pairs, part) in ABLATIONS.items():
+        for row, without in pairs.items():
+            seeds = sorted(set(by_seed.get(row, {})) & set(by_seed.get(without, {})))
+            if not seeds:
+                continue
+            queries = {key: seed_mean([by_seed[key][seed] for seed in seeds]) for key in (row, without)}
+            config.setdefault(config_key, {})[row] = {
+                "metrics": paired_tests(queries[row], queries[without], COMPARED),
+                "note": f"{part}'s ablation: {row} minus {without} (the same recipe without {part}) on the "
+                f"{len(queries[row])} test queries, seed(s) {', '.join(map(str, seeds))} of both, "
+                "per-query scores averaged over those seeds; paired randomization test (two-sided) and "
+                "paired t-test",
+            }
     write_results(document, HERE, REPRODUCTION.render_markdown(document))
     print(json.dumps(summary, indent=1))
 

@@ -1,0 +1,185 @@
+"""The BERT2BERT pointer-generator (models.bert2bert_pointer): See et al.'s Eq. (9) mixture, the source ids
+through precomputed encoder states, and the warm start trained on q2id, saved, reloaded and served."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from test_q2id_pieces import q2id_rows
+
+from hf_querygen.errors import InvalidInputError
+from hf_querygen.models import MODELS
+from hf_querygen.models.bert2bert_pointer import Bert2BertPointerModel
+
+
+def _tiny(switch_bias: float | None = None, seed: int = 0) -> tuple[Bert2BertPointerModel, dict]:
+    spec = MODELS.get("bert2bert_pointer")
+    config = spec.tiny_config()
+    torch.manual_seed(seed)
+    model = Bert2BertPointerModel(config).eval()
+    if switch_bias is not None:  # p_gen = sigmoid(bias): ~0 copies only, ~1 generates only
+        with torch.no_grad():
+            model.copy_switch.weight.zero_()
+            model.copy_switch.bias.fill_(switch_bias)
+    return model, spec.tiny_inputs(config, seed)
+
+
+def test_the_output_is_the_eq_9_mixture_of_generating_and_copying_source_pieces():
+    from transformers import EncoderDecoderModel
+
+    from hf_querygen.models._warm_start import POINTER_MODEL_TYPE
+
+    assert MODELS.get(POINTER_MODEL_TYPE).config_class.model_type == POINTER_MODEL_TYPE
+
+    model, inputs = _tiny()
+    with torch.no_grad():
+        log_probs = model(**inputs).logits
+    assert torch.allclose(log_probs.exp().sum(-1), torch.ones(log_probs.shape[:-1]), atol=1e-5)
+
+    copying, _ = _tiny(switch_bias=-60.0)
+    with torch.no_grad():
+        probs = copying(**inputs).logits.exp()
+    copyable = copying.copyable_positions(inputs["input_ids"], inputs["attention_mask"])
+    for row in range(probs.shape[0]):
+        ids = sorted(set(inputs["input_ids"][row][copyable[row]].tolist()))
+        # all the mass on the row's copyable source pieces; never [PAD], [CLS] or [SEP]
+        assert torch.allclose(probs[row][:, ids].sum(-1), torch.ones(probs.shape[1]), atol=1e-5)
+        config = copying.config
+        for special in (config.pad_token_id, config.decoder_start_token_id, config.eos_token_id):
+            assert bool((probs[row][:, special] < 1e-6).all()), special
+
+    generating, _ = _tiny(switch_bias=60.0)
+    source = {key: inputs[key] for key in ("input_ids", "attention_mask")}
+    decoder_input_ids = generating.prepare_decoder_input_ids_from_labels(inputs["labels"])
+    with torch.no_grad():
+        mixture = generating(**source, decoder_input_ids=decoder_input_ids).logits
+        plain = EncoderDecoderModel.forward(generating, **source, decoder_input_ids=decoder_input_ids)
+        plain = plain.logits.log_softmax(-1)
+    assert torch.allclose(mixture, plain, atol=1e-4)
+
+
+def test_a_source_with_nothing_to_copy_generates():
+    model, inputs = _tiny(switch_bias=-60.0)
+    config = model.config
+    source = torch.tensor([[config.decoder_start_token_id, config.eos_token_id]])  # [CLS] [SEP] only
+    decoder_input_ids = torch.tensor([[config.decoder_start_token_id, 7, 9]])
+    with torch.no_grad():
+        log_probs = model(input_ids=source, decoder_input_ids=decoder_input_ids).logits
+        vocabulary = model.decoder(
+            input_ids=decoder_input_ids, encoder_hidden_states=model.encoder(input_ids=source)[0]
+        ).logits.log_softmax(-1)
+    assert torch.allclose(log_probs, vocabulary, atol=1e-5)
+
+
+def test_precomputed_encoder_states_copy_from_the_ids_beside_them():
+    """The frozen-encoder training passes ``encoder_outputs=(states,)`` with the batch's ``input_ids``."""
+    model, inputs = _tiny()
+    with torch.no_grad():
+        expected = model(**inputs).logits
+        states = model.encoder(input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"])[0]
+        given = model(**inputs, encoder_outputs=(states,)).logits
+        without_ids = {key: value for key, value in inputs.items() if key != "input_ids"}
+        from_source_ids = model(
+            **without_ids, encoder_outputs=(states,), source_ids=inputs["input_ids"]
+        ).logits
+        with pytest.raises(InvalidInputError, match="source ids"):
+            model(**without_ids, encoder_outputs=(states,))
+    assert torch.equal(given, expected) and torch.equal(from_source_ids, expected)
+    with pytest.raises(InvalidInputError, match="resize"):
+        model.resize_token_embeddings(60)
+
+
+def test_the_pointer_warm_starts_trains_on_q2id_and_is_served_after_reloading(tmp_path):
+    import datasets
+    from test_warm_start import tiny_backbone
+    from transformers import AutoModel, AutoModelForSeq2SeqLM, AutoTokenizer, pipeline
+
+    from hf_querygen.tasks.base import get_task
+    from hf_querygen.training import save_model_folder, train_preset
+
+    backbone = tiny_backbone(tmp_path / "backbone")
+    tokenizer = AutoTokenizer.from_pretrained(backbone)
+    tokenizer.model_max_length = 64  # the tiny BERT's positions
+    tokenizer.save_pretrained(backbone)
+    task = get_task("q2id")
+    splits = datasets.DatasetDict(
+        train=datasets.Dataset.from_list(q2id_rows(16)), validation=datasets.Dataset.from_list(q2id_rows(4))
+    )
+    data = task.prepare(splits, backbone=str(backbone), contrast_weight=0.0)
+    trainer = train_preset(
+        data,
+        "bert2bert-pointer",
+        tmp_path / "checkpoints",
+        preset_overrides={"backbone": str(backbone)},
+        training_overrides={
+            "max_steps": 4,
+            "eval_strategy": "steps",
+            "eval_steps": 4,
+            "save_strategy": "steps",
+            "save_steps": 4,
+            "per_device_train_batch_size": 4,
+            "prediction_loss_only": True,
+            "logging_steps": 1,
+        },
+        early_stopping_patience=None,
+        frozen_encoder=True,
+    )
+    model = trainer.model
+    assert isinstance(model, Bert2BertPointerModel)
+    original = AutoModel.from_pretrained(str(backbone))
+    for name, tensor in original.state_dict().items():  # the frozen encoder is the backbone's
+        assert torch.equal(model.encoder.state_dict()[name], tensor), name
+    losses = [log["loss"] for log in trainer.state.log_history if "loss" in log]
+    assert len(losses) == 4 and all(loss == loss and loss > 0 for loss in losses)
+
+    sources = data.sources("validation")
+    outputs = task.predict(model, data.tokenizer, sources, no_repeat_ngram_size=2)
+    assert len(outputs) == 4 and all(isinstance(text, str) for text in outputs)
+    folder = save_model_folder(model, data.tokenizer, tmp_path / "q2id", {"task": "q2id"})
+    loaded = AutoModelForSeq2SeqLM.from_pretrained(folder).eval()
+    assert type(loaded) is Bert2BertPointerModel
+    assert task.predict(loaded, data.tokenizer, sources, no_repeat_ngram_size=2) == outputs
+    rewarded = task.predict(loaded, data.tokenizer, sources, encoder_repetition_penalty=1.3)
+    assert len(rewarded) == 4  # the source reward is an option of every warm start, the pointer's too
+    describe = pipeline("intent-description", model=str(folder))
+    (served,) = describe(sources[0], no_repeat_ngram_size=2)
+    assert served["description"] == outputs[0]
+
+
+def test_the_pointer_serves_keyword_to_question_with_the_keyword_decoding(tmp_path):
+    """The same building block for the other word-piece tasks: trained through the recipe, its keyword
+    processors act on its log-probabilities, and the pipeline gives what predict gives."""
+    import datasets
+    from test_warm_start import k2q_rows, tiny_backbone
+    from transformers import pipeline
+
+    from hf_querygen.model_folder import load_trained
+    from hf_querygen.tasks.base import get_task
+    from hf_querygen.tasks.k2q import keeps_keywords
+    from hf_querygen.training import DataSelection, Recipe, train_model
+
+    backbone = tiny_backbone(tmp_path / "backbone")
+    splits = datasets.DatasetDict(
+        train=datasets.Dataset.from_list(k2q_rows(64, 0)),
+        validation=datasets.Dataset.from_list(k2q_rows(8, 1)),
+    )
+    decoding = {"num_beams": 2, "no_repeat_ngram_size": 3, "require_keywords": True}
+    recipe = Recipe(
+        "bert2bert-pointer",
+        prepare_options={"backbone": str(backbone)},
+        preset_overrides={"backbone": str(backbone)},
+        training_overrides={"learning_rate": 5e-3, "per_device_train_batch_size": 16, "warmup_steps": 0},
+        decoding=decoding,
+        max_steps=12,
+    )
+    metadata = train_model(recipe, DataSelection(task="text2text", splits=splits), tmp_path / "model")
+    assert metadata["family"] == "bert2bert" and metadata["model_type"] == "bert2bert_pointer"
+    losses = [evaluation["eval_loss"] for evaluation in metadata["evaluations"]]
+    assert len(losses) >= 2 and losses[-1] < losses[0]
+    model, tokenizer, _ = load_trained(tmp_path / "model")
+    assert isinstance(model, Bert2BertPointerModel)
+    queries = ["capital france", "best pizza york", "ibuprofen effects"]
+    questions = get_task("k2q").predict(model, tokenizer, queries)
+    assert all(keeps_keywords(q, k) for q, k in zip(questions, queries, strict=True)), questions
+    generator = pipeline("question-generation", model=str(tmp_path / "model"))
+    assert [out[0]["generated_text"] for out in generator(queries)] == questions
