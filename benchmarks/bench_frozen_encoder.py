@@ -1,6 +1,7 @@
 """Training-step time of the q2id BERT2BERT (all-MiniLM-L6-v2 on both sides, the ``bert2bert`` preset) with
-its encoder fine-tuned, frozen, and frozen with its states cached (hf_querygen.training.frozen_encoder);
-CPU, JSON.
+its encoder fine-tuned, frozen, and frozen with its states cached (hf_querygen.training.frozen_encoder), and
+of the BERT2BERT with a pointer (``bert2bert-pointer``, hf_querygen.models.bert2bert_pointer) frozen and
+cached; CPU, JSON.
 
 One step = forward, backward and an AdamW update of a batch of 8 queries (the ``zhang2020/warm_start*``
 recipes' batch): with the contrast 16 sources (relevant and irrelevant halves) of ``--source-pieces`` word
@@ -23,19 +24,26 @@ from pathlib import Path
 
 import torch
 
+from hf_querygen.models.bert2bert_pointer import Bert2BertPointerConfig, Bert2BertPointerModel
 from hf_querygen.pretrained import MINILM_ID, resolve_backbone
 from hf_querygen.tasks.q2id.pieces import ContrastiveCollator
 from hf_querygen.training.frozen_encoder import EncoderStatesCollator, freeze_encoder
 
 
-def model():
+def model(pointer: bool = False):
     from transformers import EncoderDecoderModel
 
     folder = str(resolve_backbone(MINILM_ID).path)
     torch.manual_seed(0)
     network = EncoderDecoderModel.from_encoder_decoder_pretrained(folder, folder)
+    if pointer:  # the same halves under the pointer's class (what the warm start builds)
+        halves = Bert2BertPointerConfig.from_encoder_decoder_configs(
+            network.encoder.config, network.decoder.config
+        )
+        network = Bert2BertPointerModel(config=halves, encoder=network.encoder, decoder=network.decoder)
     network.config.decoder_start_token_id = 101
     network.config.pad_token_id = 0
+    network.config.eos_token_id = 102
     return network
 
 
@@ -90,12 +98,13 @@ def main() -> None:
         data = batches(args.steps, 8, contrast, args.source_pieces, args.target_pieces)
         plain = ContrastiveCollator(0, 101)
         timings = {}
-        for variant in ("fine_tuned", "frozen", "cached"):
-            network = model()
+        for variant in ("fine_tuned", "frozen", "cached", "cached_pointer"):
+            network = model(pointer=variant == "cached_pointer")
             if variant != "fine_tuned":
                 encoder = freeze_encoder(network)
-            collator = EncoderStatesCollator(plain, encoder) if variant == "cached" else plain
-            if variant == "cached":
+            cached = variant.startswith("cached")
+            collator = EncoderStatesCollator(plain, encoder) if cached else plain
+            if cached:
                 collator(sum(data, []))  # the first epoch's single pass over every source
             parameters = [p for p in network.parameters() if p.requires_grad]
             optimizer = torch.optim.AdamW(parameters, lr=1e-4)

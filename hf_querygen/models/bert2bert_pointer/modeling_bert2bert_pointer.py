@@ -140,8 +140,8 @@ class Bert2BertPointerModel(EncoderDecoderModel, LogitsContractMixin):
         allowed = torch.ones_like(source_ids, dtype=torch.bool)
         if attention_mask is not None:
             allowed &= attention_mask.bool()
-        config = self.config
-        for special in (config.pad_token_id, config.decoder_start_token_id, config.eos_token_id):
+        for name in ("pad_token_id", "decoder_start_token_id", "eos_token_id"):
+            special = getattr(self.config, name, None)
             if special is not None:
                 allowed &= source_ids != special
         return allowed
