@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from test_q2id_pieces import q2id_rows
+from test_q2id_pieces import logged_losses, q2id_rows, tiny_q2id_backbone, train_q2id_briefly
 
 from hf_querygen.errors import InvalidInputError
 from hf_querygen.models import MODELS
@@ -91,45 +91,26 @@ def test_precomputed_encoder_states_copy_from_the_ids_beside_them():
 
 def test_the_pointer_warm_starts_trains_on_q2id_and_is_served_after_reloading(tmp_path):
     import datasets
-    from test_warm_start import tiny_backbone
-    from transformers import AutoModel, AutoModelForSeq2SeqLM, AutoTokenizer, pipeline
+    from transformers import AutoModel, AutoModelForSeq2SeqLM, pipeline
 
     from hf_querygen.tasks.base import get_task
-    from hf_querygen.training import save_model_folder, train_preset
+    from hf_querygen.training import save_model_folder
 
-    backbone = tiny_backbone(tmp_path / "backbone")
-    tokenizer = AutoTokenizer.from_pretrained(backbone)
-    tokenizer.model_max_length = 64  # the tiny BERT's positions
-    tokenizer.save_pretrained(backbone)
+    backbone = tiny_q2id_backbone(tmp_path / "backbone")
     task = get_task("q2id")
     splits = datasets.DatasetDict(
         train=datasets.Dataset.from_list(q2id_rows(16)), validation=datasets.Dataset.from_list(q2id_rows(4))
     )
     data = task.prepare(splits, backbone=str(backbone), contrast_weight=0.0)
-    trainer = train_preset(
-        data,
-        "bert2bert-pointer",
-        tmp_path / "checkpoints",
-        preset_overrides={"backbone": str(backbone)},
-        training_overrides={
-            "max_steps": 4,
-            "eval_strategy": "steps",
-            "eval_steps": 4,
-            "save_strategy": "steps",
-            "save_steps": 4,
-            "per_device_train_batch_size": 4,
-            "prediction_loss_only": True,
-            "logging_steps": 1,
-        },
-        early_stopping_patience=None,
-        frozen_encoder=True,
+    trainer = train_q2id_briefly(
+        data, "bert2bert-pointer", backbone, tmp_path / "checkpoints", frozen_encoder=True
     )
     model = trainer.model
     assert isinstance(model, Bert2BertPointerModel)
     original = AutoModel.from_pretrained(str(backbone))
     for name, tensor in original.state_dict().items():  # the frozen encoder is the backbone's
         assert torch.equal(model.encoder.state_dict()[name], tensor), name
-    losses = [log["loss"] for log in trainer.state.log_history if "loss" in log]
+    losses = logged_losses(trainer)
     assert len(losses) == 4 and all(loss == loss and loss > 0 for loss in losses)
 
     sources = data.sources("validation")
@@ -149,33 +130,17 @@ def test_the_pointer_warm_starts_trains_on_q2id_and_is_served_after_reloading(tm
 def test_the_pointer_serves_keyword_to_question_with_the_keyword_decoding(tmp_path):
     """The same building block for the other word-piece tasks: trained through the recipe, its keyword
     processors act on its log-probabilities, and the pipeline gives what predict gives."""
-    import datasets
-    from test_warm_start import k2q_rows, tiny_backbone
+    from test_warm_start import tiny_backbone, train_k2q_briefly
     from transformers import pipeline
 
     from hf_querygen.model_folder import load_trained
     from hf_querygen.tasks.base import get_task
     from hf_querygen.tasks.k2q import keeps_keywords
-    from hf_querygen.training import DataSelection, Recipe, train_model
 
-    backbone = tiny_backbone(tmp_path / "backbone")
-    splits = datasets.DatasetDict(
-        train=datasets.Dataset.from_list(k2q_rows(64, 0)),
-        validation=datasets.Dataset.from_list(k2q_rows(8, 1)),
+    metadata = train_k2q_briefly(
+        "bert2bert-pointer", tiny_backbone(tmp_path / "backbone"), tmp_path / "model"
     )
-    decoding = {"num_beams": 2, "no_repeat_ngram_size": 3, "require_keywords": True}
-    recipe = Recipe(
-        "bert2bert-pointer",
-        prepare_options={"backbone": str(backbone)},
-        preset_overrides={"backbone": str(backbone)},
-        training_overrides={"learning_rate": 5e-3, "per_device_train_batch_size": 16, "warmup_steps": 0},
-        decoding=decoding,
-        max_steps=12,
-    )
-    metadata = train_model(recipe, DataSelection(task="text2text", splits=splits), tmp_path / "model")
-    assert metadata["family"] == "bert2bert" and metadata["model_type"] == "bert2bert_pointer"
-    losses = [evaluation["eval_loss"] for evaluation in metadata["evaluations"]]
-    assert len(losses) >= 2 and losses[-1] < losses[0]
+    assert metadata["model_type"] == "bert2bert_pointer"
     model, tokenizer, _ = load_trained(tmp_path / "model")
     assert isinstance(model, Bert2BertPointerModel)
     queries = ["capital france", "best pizza york", "ibuprofen effects"]

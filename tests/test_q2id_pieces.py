@@ -154,16 +154,50 @@ def q2id_rows(n: int) -> list[dict]:
     return rows
 
 
-@pytest.fixture(scope="module")
-def q2id_backbone(tmp_path_factory):
+def tiny_q2id_backbone(folder):
+    """The tiny BERT of test_warm_start with its tokenizer cut at the model's 64 positions."""
     from test_warm_start import tiny_backbone
     from transformers import AutoTokenizer
 
-    folder = tiny_backbone(tmp_path_factory.mktemp("q2id_backbone"))
+    folder = tiny_backbone(folder)
     tokenizer = AutoTokenizer.from_pretrained(folder)
     tokenizer.model_max_length = 64  # the tiny BERT's positions
     tokenizer.save_pretrained(folder)
     return folder
+
+
+def train_q2id_briefly(data, preset: str, backbone, output_dir, **options):
+    """4 logged steps of ``preset`` warm-started from ``backbone`` on q2id ``data``, evaluated and saved once;
+    ``options`` go to train_preset. Returns the trainer."""
+    from hf_querygen.training import train_preset
+
+    return train_preset(
+        data,
+        preset,
+        output_dir,
+        preset_overrides={"backbone": str(backbone)},
+        training_overrides={
+            "max_steps": 4,
+            "eval_strategy": "steps",
+            "eval_steps": 4,
+            "save_strategy": "steps",
+            "save_steps": 4,
+            "per_device_train_batch_size": 4,
+            "prediction_loss_only": True,
+            "logging_steps": 1,
+        },
+        early_stopping_patience=None,
+        **options,
+    )
+
+
+def logged_losses(trainer) -> list[float]:
+    return [log["loss"] for log in trainer.state.log_history if "loss" in log]
+
+
+@pytest.fixture(scope="module")
+def q2id_backbone(tmp_path_factory):
+    return tiny_q2id_backbone(tmp_path_factory.mktemp("q2id_backbone"))
 
 
 @pytest.mark.parametrize("weight", [0.5, 0.0])
@@ -172,7 +206,7 @@ def test_warm_start_q2id_trains_with_and_without_contrast_and_reloads(q2id_backb
     from transformers import AutoModelForSeq2SeqLM
 
     from hf_querygen.tasks.base import get_task
-    from hf_querygen.training import save_model_folder, train_preset
+    from hf_querygen.training import save_model_folder
 
     task = get_task("q2id")
     splits = datasets.DatasetDict(
@@ -185,25 +219,9 @@ def test_warm_start_q2id_trains_with_and_without_contrast_and_reloads(q2id_backb
     # with the contrast, training fails unless the irrelevant half reaches the collator (the loss checks
     # its rows; the Trainer drops the dataset columns its model's forward lacks unless told not to)
     assert (task.loss_function(data, "bert2bert") is None) == (weight == 0)
-    trainer = train_preset(
-        data,
-        "bert2bert",
-        tmp_path / "checkpoints",
-        preset_overrides={"backbone": str(q2id_backbone)},
-        training_overrides={
-            "max_steps": 4,
-            "eval_strategy": "steps",
-            "eval_steps": 4,
-            "save_strategy": "steps",
-            "save_steps": 4,
-            "per_device_train_batch_size": 4,
-            "prediction_loss_only": True,
-            "logging_steps": 1,
-        },
-        early_stopping_patience=None,
-    )
+    trainer = train_q2id_briefly(data, "bert2bert", q2id_backbone, tmp_path / "checkpoints")
     model = trainer.model
-    losses = [log["loss"] for log in trainer.state.log_history if "loss" in log]
+    losses = logged_losses(trainer)
     assert len(losses) == 4 and all(loss == loss and loss > 0 for loss in losses)
     sources = data.sources("validation")
     outputs = task.predict(model, data.tokenizer, sources, no_repeat_ngram_size=2)

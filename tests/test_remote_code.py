@@ -45,19 +45,17 @@ INPUTS = {
 CALL_KWARGS = {"question-generation": {"num_beams": 2, "num_return_sequences": 2}}
 
 
-def _word_piece_tokenizer(vocab_size: int, folder: Path):
+def _word_piece_tokenizer(vocab_size: int):
     """A BERT tokenizer over ``[PAD] [UNK] [CLS] [SEP] w4 ..``: the ids of a tiny warm-start config."""
     from transformers import BertTokenizerFast
 
-    folder.mkdir(parents=True, exist_ok=True)
     words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", *(f"w{i}" for i in range(4, vocab_size))]
-    (folder / "vocab.txt").write_text("\n".join(words) + "\n")
-    return BertTokenizerFast(vocab_file=str(folder / "vocab.txt"))
+    return BertTokenizerFast(vocab={word: i for i, word in enumerate(words)})
 
 
-def _tokenizer(config, folder: Path):
+def _tokenizer(config):
     if family_of(config) == "bert2bert":  # the warm starts read a BERT backbone's word pieces
-        return _word_piece_tokenizer(config.vocab_size, folder)
+        return _word_piece_tokenizer(config.vocab_size)
     vocab = config.vocab_size
     output = getattr(config, "output_vocab_size", None) or vocab
     # "|" (id 4) lets a seq2seq model segment too; the rest are plain words
@@ -139,7 +137,7 @@ def saved(tmp_path_factory):
             model.generation_config.max_new_tokens = 6
         folder = root / case
         model.save_pretrained(folder)
-        _tokenizer(config, root / f"{case}.vocab").save_pretrained(folder)
+        _tokenizer(config).save_pretrained(folder)
         inputs = spec.tiny_inputs(config, 0)
         torch.save(inputs, root / f"{case}.inputs.pt")
         saved_config = json.loads((folder / "config.json").read_text())

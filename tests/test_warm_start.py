@@ -327,35 +327,49 @@ def test_keywords_once_reaches_the_generation_and_is_checked(backbone):
     assert not task.honours("seq2seq", {"keyword_bonus": 2.0})
 
 
-def test_train_save_load_and_pipeline_give_the_same_questions(backbone, tmp_path):
-    import datasets
-    from transformers import pipeline
+#: the keyword-to-question decoding the brief trainings save
+K2Q_DECODING = {"num_beams": 2, "no_repeat_ngram_size": 3, "require_keywords": True}
 
-    from hf_querygen.model_folder import load_trained
-    from hf_querygen.tasks.base import get_task
+
+def train_k2q_briefly(preset: str, backbone, output_dir) -> dict:
+    """12 steps of warm-start preset ``preset`` from ``backbone`` on 64 toy keyword query -> question pairs
+    through the recipe (K2Q_DECODING saved); returns the training metadata, after checking that the
+    validation loss fell."""
+    import datasets
+
     from hf_querygen.training import DataSelection, Recipe, train_model
 
     splits = datasets.DatasetDict(
         train=datasets.Dataset.from_list(k2q_rows(64, 0)),
         validation=datasets.Dataset.from_list(k2q_rows(8, 1)),
     )
-    decoding = {"num_beams": 2, "no_repeat_ngram_size": 3, "require_keywords": True}
     recipe = Recipe(
-        "bert2bert",
+        preset,
         prepare_options={"backbone": str(backbone)},
         preset_overrides={"backbone": str(backbone)},
         training_overrides={"learning_rate": 5e-3, "per_device_train_batch_size": 16, "warmup_steps": 0},
-        decoding=decoding,
+        decoding=K2Q_DECODING,
         max_steps=12,
     )
-    metadata = train_model(recipe, DataSelection(task="text2text", splits=splits), tmp_path / "model")
-    assert metadata["family"] == "bert2bert" and metadata["model_type"] == "encoder-decoder"
+    metadata = train_model(recipe, DataSelection(task="text2text", splits=splits), output_dir)
+    assert metadata["family"] == "bert2bert"
     losses = [evaluation["eval_loss"] for evaluation in metadata["evaluations"]]
     assert len(losses) >= 2 and losses[-1] < losses[0]
+    return metadata
+
+
+def test_train_save_load_and_pipeline_give_the_same_questions(backbone, tmp_path):
+    from transformers import pipeline
+
+    from hf_querygen.model_folder import load_trained
+    from hf_querygen.tasks.base import get_task
+
+    metadata = train_k2q_briefly("bert2bert", backbone, tmp_path / "model")
+    assert metadata["model_type"] == "encoder-decoder"
     config = (tmp_path / "model" / "config.json").read_text()
     assert "auto_map" not in config and '"hf_querygen_family": "bert2bert"' in config
     model, tokenizer, _ = load_trained(tmp_path / "model")
-    assert model.config.task_decoding == decoding
+    assert model.config.task_decoding == K2Q_DECODING
     task = get_task("k2q")
     queries = ["capital france", "best pizza york"]
     first = task.predict(model, tokenizer, queries)

@@ -102,20 +102,17 @@ class Bert2BertPointerModel(EncoderDecoderModel, LogitsContractMixin):
         decoder_size = self.decoder.config.hidden_size
         self.copy_query = nn.Linear(decoder_size, encoder_size)
         self.copy_switch = nn.Linear(decoder_size + encoder_size, 1)
-        self._init_pointer()
-
-    def _init_pointer(self) -> None:
-        std = getattr(self.decoder.config, "initializer_range", 0.02)
         for layer in (self.copy_query, self.copy_switch):
-            nn.init.normal_(layer.weight, mean=0.0, std=std)
-            nn.init.zeros_(layer.bias)
+            self._init_pointer_layer(layer)
+
+    def _init_pointer_layer(self, layer: nn.Linear) -> None:
+        nn.init.normal_(layer.weight, mean=0.0, std=getattr(self.decoder.config, "initializer_range", 0.02))
+        nn.init.zeros_(layer.bias)
 
     def _init_weights(self, module: nn.Module) -> None:
-        # the pointer's layers start as in _init_pointer when from_pretrained finds them missing
+        # the pointer's layers start as at construction when from_pretrained finds them missing
         if module is getattr(self, "copy_query", None) or module is getattr(self, "copy_switch", None):
-            std = getattr(self.decoder.config, "initializer_range", 0.02)
-            nn.init.normal_(module.weight, mean=0.0, std=std)
-            nn.init.zeros_(module.bias)
+            self._init_pointer_layer(module)
             return
         super()._init_weights(module)
 
