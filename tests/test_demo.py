@@ -22,10 +22,8 @@ from hf_querygen.demo import (  # noqa: E402
     DEMO_MODELS,
     TEXT_PANELS,
     QueryDemo,
-    browse,
     build_quick_models,
     find_chromium,
-    launch,
     load_documents,
     model_label,
 )
@@ -121,14 +119,28 @@ def _chromium() -> None:
     pytest.importorskip("selenium", reason="selenium drives the browser (the `dev` extra)")
 
 
-def test_demo_in_headless_chromium(demo, tmp_path):
+def _run_demo_cli(arguments: list[str], folders: dict, cwd: Path) -> subprocess.CompletedProcess:
+    """``hf-querygen demo ARGUMENTS`` in its own process. Gradio's server configures logging for uvicorn
+    with the streams of the moment (pytest's captures, closed when the test ends) and its threads write to
+    them after ``close()`` returns, so no server runs inside the test process."""
+    for role, folder in folders.items():
+        arguments = [*arguments, f"--{role}", str(folder)]
+    code = "import sys; from hf_querygen.cli import main; sys.exit(main(sys.argv[1:]))"
+    return subprocess.run(
+        [sys.executable, "-c", code, "demo", *arguments], capture_output=True, text=True, timeout=600, cwd=cwd
+    )
+
+
+def test_demo_in_headless_chromium(demo, folders, data_dir, tmp_path):
+    """``demo --screenshot``: the question and keyword query typed into the served app in headless
+    Chromium; every panel shows what the demo computes for them, and the PNG is written."""
     _chromium()
-    app = launch(demo, port=_free_port(), block=False)
-    try:
-        screenshot = Path(os.environ.get(SCREENSHOT_ENV) or tmp_path / "screenshot.png")
-        shown = browse(app.local_url, QUESTION, KEYWORDS, screenshot=screenshot)
-    finally:
-        app.close()
+    screenshot = Path(os.environ.get(SCREENSHOT_ENV) or tmp_path / "screenshot.png").resolve()
+    arguments = ["--data-dir", str(data_dir), "--screenshot", str(screenshot)]
+    arguments += ["--question", QUESTION, "--keyword-query", KEYWORDS]
+    run = _run_demo_cli(arguments, folders, tmp_path)
+    assert run.returncode == 0, run.stderr[-3000:]
+    shown = json.loads(run.stdout[run.stdout.index("{") :])
     expected = demo.run(QUESTION, KEYWORDS)
     # every panel whose model was asked shows something (an output, or a note that the model wrote nothing)
     assert all(shown[name].strip() for name in TEXT_PANELS), {name: shown[name] for name in TEXT_PANELS}
@@ -140,6 +152,7 @@ def test_demo_in_headless_chromium(demo, tmp_path):
         "k2q": expected.k2q_questions,
         "intent": expected.intent,
     }
+    assert "BM25 top 5" in shown["bm25"]
     for ranker in ("bm25", "sdm"):
         for hit in demo.index.search(QUESTION, k=5, ranker=ranker):
             assert str(hit.id) in shown[ranker], (ranker, hit.id)
@@ -147,35 +160,18 @@ def test_demo_in_headless_chromium(demo, tmp_path):
     assert screenshot.stat().st_size > 10_000
 
 
-def test_cli_demo_serves_locally_for_a_bounded_time(folders, tmp_path, capsys):
+def test_cli_demo_serves_a_collection_for_a_bounded_time(folders, tmp_path, capsys):
     documents = tmp_path / "documents.txt"
     documents.write_text("broccoli is a healthy vegetable\nvitamin c in citrus\n\nhealth benefits of tea\n")
-    arguments = ["demo", "--documents", str(documents), "--max-seconds", "0.5", "--port", str(_free_port())]
-    for role, folder in folders.items():
-        arguments += [f"--{role}", str(folder)]
-    assert cli_main(arguments) == 0
-    assert "hf-querygen demo on http://127.0.0.1:" in capsys.readouterr().out
+    arguments = ["--documents", str(documents), "--max-seconds", "0.5", "--port", str(_free_port())]
+    run = _run_demo_cli(arguments, folders, tmp_path)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "hf-querygen demo on http://127.0.0.1:" in run.stdout
+    # an empty collection is refused before anything is served: in this process
     empty = tmp_path / "empty.txt"
     empty.write_text("\n\n")
-    assert cli_main([*arguments[:1], "--documents", str(empty), *arguments[3:]]) == 2
-    assert "no documents" in capsys.readouterr().err
-
-
-def test_cli_demo_screenshot(folders, tmp_path):
-    """``demo --screenshot`` in its own process (the server's threads write to the console): the panels
-    come back as JSON and the PNG is written."""
-    _chromium()
-    documents = tmp_path / "documents.txt"
-    documents.write_text("broccoli is a healthy vegetable\nvitamin c in citrus\nhealth benefits of tea\n")
-    arguments = ["demo", "--documents", str(documents), "--screenshot", str(tmp_path / "shot.png")]
+    arguments = ["demo", "--documents", str(empty), *arguments[2:]]
     for role, folder in folders.items():
         arguments += [f"--{role}", str(folder)]
-    arguments += ["--question", QUESTION, "--keyword-query", KEYWORDS]
-    code = "import sys; from hf_querygen.cli import main; sys.exit(main(sys.argv[1:]))"
-    run = subprocess.run(
-        [sys.executable, "-c", code, *arguments], capture_output=True, text=True, timeout=600, cwd=tmp_path
-    )
-    assert run.returncode == 0, run.stderr[-3000:]
-    shown = json.loads(run.stdout[run.stdout.index("{") :])
-    assert shown["k2q-used"] == KEYWORDS and shown["keywords-yake"] and "BM25 top 5" in shown["bm25"]
-    assert (tmp_path / "shot.png").stat().st_size > 10_000
+    assert cli_main(arguments) == 2
+    assert "no documents" in capsys.readouterr().err

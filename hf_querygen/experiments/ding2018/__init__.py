@@ -92,9 +92,10 @@ WARM_START_ROWS = (
     "warm_start_mixed",
     "warm_start_then_t0",
     "warm_start_then_questions",
+    "warm_start_then_questions_pointer",
 )
 #: the rows that train on the synthetic pairs first (their first stage: pretrain_steps)
-TWO_STAGE_ROWS = ("warm_start_then_t0", "warm_start_then_questions")
+TWO_STAGE_ROWS = ("warm_start_then_t0", "warm_start_then_questions", "warm_start_then_questions_pointer")
 FULL_BUDGET = Budget(
     "full",
     seeds=3,
@@ -158,7 +159,7 @@ QUICK_BUDGET = Budget(
     seeds=1,
     # the warm-started model class is smoke-tested by the warm_start row; a second BERT2BERT row would add
     # its training and decoding to the smoke run for no new code path
-    skip=("warm_start_human", "warm_start_mixed", "warm_start_then_questions"),
+    skip=("warm_start_human", "warm_start_mixed", "warm_start_then_questions", "warm_start_then_questions_pointer"),
     # 40 validation pairs per selection split: each from-scratch row chooses among 7 decodings (its
     # fallback row 15 more) on both, which at 100 was most of the run's decoding time
     max_validation=40,
