@@ -11,6 +11,7 @@ import pytest
 
 from hf_querygen.errors import InvalidInputError
 from hf_querygen.experiments import ding2018
+from hf_querygen.experiments.ding2018.studies.validation_rule import rule_measures
 from hf_querygen.experiments.runner import run_reproduction, table_scores
 from hf_querygen.experiments.tables import Budget
 from hf_querygen.tasks.base import get_task
@@ -336,6 +337,19 @@ def test_quick_reproduction_end_to_end(tmp_path, data_dir):
         assert all(keeps_keywords(o["generated_text"], "capital france") for o in out) or [
             o["generated_text"] for o in out
         ] == [framed]
+
+    # the README rule's validation measures of a kept model: its saved decoding on the draw the decoding
+    # choice scored, so its ROUGE-L and gain over the echo are the ones the choice recorded
+    row = "warm_start_then_questions_pointer"
+    folder = models / f"{row}-seed0"
+    measured = rule_measures(row, [folder], data_dir, reproduction=reproduction, budget_name="quick")
+    record = json.loads((tmp_path / "out" / "runs" / f"{row}-seed0.json").read_text())
+    chosen = max(record["decoding_selection"], key=lambda selection: selection["criterion"])
+    assert set(measured[str(folder)]) == {"decoding", *chosen["by_split"]}
+    for split, score in chosen["by_split"].items():
+        assert measured[str(folder)][split]["ROUGE-L"] == pytest.approx(score)
+        assert measured[str(folder)][split]["gain over echo"] == pytest.approx(score - chosen["floor"][split])
+        assert 0 <= measured[str(folder)][split]["keywords_kept"] <= 1
 
     # trivial rows are computed, not copied: echo scores the keyword query itself
     fold = ding2018.folds(get_task("k2q"), budget, data_dir)[0]

@@ -42,7 +42,7 @@ STUDIES = _studies()
 
 def test_the_papers_with_studies_have_them_in_their_package():
     assert {name.split(".")[2] for name in STUDIES} == {"ding2018", "zhang2020"}
-    assert len(STUDIES) == 11
+    assert len(STUDIES) == 12
 
 
 def test_results_holds_no_code():

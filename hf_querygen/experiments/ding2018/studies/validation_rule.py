@@ -1,0 +1,97 @@
+"""The README rule's floors for kept K2Q models, on validation: each selection split's seeded draw (the one
+the decoding choice scores), decoded with the decoding saved with the model.
+
+    python -m hf_querygen.experiments.ding2018.studies.validation_rule ROW FOLDER [FOLDER ...] [--out F.json]
+
+ROW is the table row the folders were trained as (``reproduce --save-models``): its fold and prepare options
+give the validation splits. Per folder and split: ROUGE-L and its gain over the echoed keyword query,
+keywords kept, the share judged well-formed beside the human questions' (the references of the same draw),
+and the outputs that repeat a word trigram.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+from hf_querygen.experiments.jobs import _fold_data
+from hf_querygen.experiments.papers import get_reproduction
+from hf_querygen.experiments.recipes import _folds
+from hf_querygen.model_folder import load_trained
+from hf_querygen.systems import get_system
+from hf_querygen.tasks.k2q import k2q_user_scores
+from hf_querygen.training.task_training import _seeded_sample
+
+
+def repeats_a_word_trigram(text: str) -> bool:
+    words = text.lower().split()
+    trigrams = [tuple(words[i : i + 3]) for i in range(len(words) - 2)]
+    return len(trigrams) != len(set(trigrams))
+
+
+def rule_measures(
+    row: str,
+    folders: list[Path],
+    data_dir: str | None = None,
+    reproduction: Any = None,
+    budget_name: str = "warm_start",
+) -> dict[str, Any]:
+    """folder -> the saved decoding and, per validation split, the measures of the module's docstring.
+    ``reproduction`` (default: ding2018's) and ``budget_name`` give the fold the models were trained on."""
+    reproduction = reproduction or get_reproduction("ding2018")
+    system = get_system(f"ding2018/{row}")
+    budget = reproduction.budgets[budget_name]
+    budget = dataclasses.replace(budget, settings={**budget.settings, **system.fold_settings})
+    (fold,) = _folds(reproduction, budget, data_dir)
+    data = _fold_data(reproduction, fold, {}, system.prepare_options)
+    task, sample = data.task, system.decoding_choice.sample if system.decoding_choice else None
+    result: dict[str, Any] = {}
+    for folder in folders:
+        model, _, _ = load_trained(folder)
+        measured: dict[str, Any] = {"decoding": model.config.task_decoding}
+        for name in (n for n in task.selection_splits(data) if n in data.splits):
+            sources, references = list(data.sources(name)), list(data.references(name))
+            drawn = _seeded_sample(len(sources), sample)
+            sources, references = [sources[i] for i in drawn], [references[i] for i in drawn]
+            outputs = task.predict(model, data.tokenizer, sources)
+            score = task.score(outputs, references, sources)["ROUGE-L"]
+            echo = task.score(task.selection_floor(sources), references, sources)["ROUGE-L"]
+            users = k2q_user_scores(outputs, sources, data_dir=data.data_dir)
+            humans = k2q_user_scores([r[0] for r in references], sources, data_dir=data.data_dir)
+            measured[name] = {
+                "examples": len(sources),
+                "ROUGE-L": score,
+                "echo ROUGE-L": echo,
+                "gain over echo": score - echo,
+                "keywords_kept": users["keywords_kept"],
+                "wellformed": users.get("wellformed"),
+                "human wellformed": humans.get("wellformed"),
+                "repeated word trigram": sum(map(repeats_a_word_trigram, outputs)),
+            }
+        result[str(folder)] = measured
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "row", help="the ding2018 row the folders were trained as, e.g. warm_start_then_questions"
+    )
+    parser.add_argument("folders", nargs="+", type=Path)
+    parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args(argv)
+    text = json.dumps(rule_measures(args.row, args.folders, args.data_dir), indent=1)
+    if args.out is not None:
+        args.out.write_text(text + "\n")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
