@@ -120,9 +120,9 @@ def _chromium() -> None:
 
 
 def _run_demo_cli(arguments: list[str], folders: dict, cwd: Path) -> subprocess.CompletedProcess:
-    """``hf-querygen demo ARGUMENTS`` in its own process. Gradio's server configures logging for uvicorn
-    with the streams of the moment (pytest's captures, closed when the test ends) and its threads write to
-    them after ``close()`` returns, so no server runs inside the test process."""
+    """``hf-querygen demo ARGUMENTS`` in its own process. Gradio's server configures uvicorn's logging with
+    the streams of the moment (pytest's captures, closed when the test ends), and its threads may outlive
+    ``close()``: no server runs inside the test process."""
     for role, folder in folders.items():
         arguments = [*arguments, f"--{role}", str(folder)]
     code = "import sys; from hf_querygen.cli import main; sys.exit(main(sys.argv[1:]))"
