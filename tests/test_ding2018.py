@@ -350,6 +350,16 @@ def test_quick_reproduction_end_to_end(tmp_path, data_dir):
         assert measured[str(folder)][split]["ROUGE-L"] == pytest.approx(score)
         assert measured[str(folder)][split]["gain over echo"] == pytest.approx(score - chosen["floor"][split])
         assert 0 <= measured[str(folder)][split]["keywords_kept"] <= 1
+    # a probe of another decoding: its keys over the saved one
+    probe = rule_measures(
+        row,
+        [folder],
+        data_dir,
+        reproduction=reproduction,
+        budget_name="quick",
+        decoding={"keyword_bonus": 0.0},
+    )[str(folder)]
+    assert probe["decoding"] == {**record["decoding"], "keyword_bonus": 0.0}
 
     # trivial rows are computed, not copied: echo scores the keyword query itself
     fold = ding2018.folds(get_task("k2q"), budget, data_dir)[0]

@@ -2,11 +2,13 @@
 the decoding choice scores), decoded with the decoding saved with the model.
 
     python -m hf_querygen.experiments.ding2018.studies.validation_rule ROW FOLDER [FOLDER ...] [--out F.json]
+        [--decoding '{"keyword_bonus": 1.0, ...}']
 
 ROW is the table row the folders were trained as (``reproduce --save-models``): its fold and prepare options
 give the validation splits. Per folder and split: ROUGE-L and its gain over the echoed keyword query,
 keywords kept, the share judged well-formed beside the human questions' (the references of the same draw),
-and the outputs that repeat a word trigram.
+and the outputs that repeat a word trigram. ``--decoding``: these keys over the saved decoding (a probe of a
+decoding the row's grid does not hold yet, on validation only).
 """
 
 from __future__ import annotations
@@ -38,9 +40,11 @@ def rule_measures(
     data_dir: str | None = None,
     reproduction: Any = None,
     budget_name: str = "warm_start",
+    decoding: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """folder -> the saved decoding and, per validation split, the measures of the module's docstring.
-    ``reproduction`` (default: ding2018's) and ``budget_name`` give the fold the models were trained on."""
+    """folder -> the decoding used and, per validation split, the measures of the module's docstring.
+    ``reproduction`` (default: ding2018's) and ``budget_name`` give the fold the models were trained on;
+    ``decoding``: keys that replace the saved decoding's."""
     reproduction = reproduction or get_reproduction("ding2018")
     system = get_system(f"ding2018/{row}")
     budget = reproduction.budgets[budget_name]
@@ -51,12 +55,13 @@ def rule_measures(
     result: dict[str, Any] = {}
     for folder in folders:
         model, _, _ = load_trained(folder)
-        measured: dict[str, Any] = {"decoding": model.config.task_decoding}
+        used = {**(model.config.task_decoding or {}), **(decoding or {})}
+        measured: dict[str, Any] = {"decoding": used}
         for name in (n for n in task.selection_splits(data) if n in data.splits):
             sources, references = list(data.sources(name)), list(data.references(name))
             drawn = _seeded_sample(len(sources), sample)
             sources, references = [sources[i] for i in drawn], [references[i] for i in drawn]
-            outputs = task.predict(model, data.tokenizer, sources)
+            outputs = task.predict(model, data.tokenizer, sources, **used)
             score = task.score(outputs, references, sources)["ROUGE-L"]
             echo = task.score(task.selection_floor(sources), references, sources)["ROUGE-L"]
             users = k2q_user_scores(outputs, sources, data_dir=data.data_dir)
@@ -85,8 +90,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("folders", nargs="+", type=Path)
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument(
+        "--decoding", type=json.loads, default=None, help="JSON: keys over the saved decoding"
+    )
     args = parser.parse_args(argv)
-    text = json.dumps(rule_measures(args.row, args.folders, args.data_dir), indent=1)
+    measured = rule_measures(args.row, args.folders, args.data_dir, decoding=args.decoding)
+    text = json.dumps(measured, indent=1)
     if args.out is not None:
         args.out.write_text(text + "\n")
     print(text)
