@@ -35,7 +35,7 @@ from hf_querygen.experiments.jobs import (
     train_and_score,
 )
 from hf_querygen.experiments.papers import get_reproduction
-from hf_querygen.experiments.recipes import _folds
+from hf_querygen.experiments.recipes import _folds, row_budget
 from hf_querygen.systems import get_system
 
 
@@ -74,9 +74,8 @@ def run_one(
         reproduction = get_reproduction(paper)
         # any registered row of the paper, a table row or an extra one (its fold settings as train --system)
         system = get_system(f"{paper}/{key}")
-        budget = reproduction.budgets[budget_name]
-        settings = {**budget.settings, **system.fold_settings}
-        budget = dataclasses.replace(budget, settings=settings, time_limit_s=minutes * 60)
+        budget = row_budget(system, reproduction.budgets[budget_name])
+        budget = dataclasses.replace(budget, time_limit_s=minutes * 60)
         (fold,) = _folds(reproduction, budget, data_dir)
         data = _fold_data(reproduction, fold, {}, system.prepare_options)
         device = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu"

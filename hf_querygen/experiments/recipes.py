@@ -72,6 +72,14 @@ def row_prepare_options(system: System, budget: Budget) -> dict[str, Any]:
     return {**dict(system.prepare_options), **budget.row_prepare.get(system.key, {})}
 
 
+def row_budget(system: System, budget: Budget) -> Budget:
+    """``budget`` with the settings of the row's own fold (``System.fold_settings``: what it may leave out),
+    as ``reproduce``, ``train --system`` and the single-row runs build it."""
+    if not system.fold_settings:
+        return budget
+    return dataclasses.replace(budget, settings={**budget.settings, **system.fold_settings})
+
+
 def row_train_options(system: System, budget: Budget) -> dict[str, Any]:
     """The row's ``train_preset`` options under ``budget`` (``System.train_options``, then
     ``Budget.row_train_options``)."""
@@ -142,9 +150,7 @@ def training_recipe(
         )
     if not system.trainable:
         raise InvalidInputError(f"system {system.name!r} is not trained (a baseline or a decoding variant)")
-    chosen = reproduction.budgets[name]
-    if system.fold_settings:  # what this row's fold may leave out (System.fold_settings)
-        chosen = dataclasses.replace(chosen, settings={**chosen.settings, **system.fold_settings})
+    chosen = row_budget(system, reproduction.budgets[name])
     fold = _folds(reproduction, chosen, data_dir)[0]
     settings = row_settings(reproduction, system, chosen)
     return TrainingRecipe(

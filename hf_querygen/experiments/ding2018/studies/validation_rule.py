@@ -14,18 +14,18 @@ decoding the row's grid does not hold yet, on validation only).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 from pathlib import Path
 from typing import Any
 
 from hf_querygen.experiments.jobs import _fold_data
 from hf_querygen.experiments.papers import get_reproduction
-from hf_querygen.experiments.recipes import _folds
+from hf_querygen.experiments.recipes import _folds, row_budget, row_prepare_options
 from hf_querygen.model_folder import load_trained
 from hf_querygen.systems import get_system
+from hf_querygen.tasks.base import DecodingChoice
 from hf_querygen.tasks.k2q import k2q_user_scores
-from hf_querygen.training.task_training import _seeded_sample
+from hf_querygen.training.task_training import _selection_measure
 
 
 def repeats_a_word_trigram(text: str) -> bool:
@@ -47,33 +47,36 @@ def rule_measures(
     ``decoding``: keys that replace the saved decoding's."""
     reproduction = reproduction or get_reproduction("ding2018")
     system = get_system(f"ding2018/{row}")
-    budget = reproduction.budgets[budget_name]
-    budget = dataclasses.replace(budget, settings={**budget.settings, **system.fold_settings})
+    budget = row_budget(system, reproduction.budgets[budget_name])
     (fold,) = _folds(reproduction, budget, data_dir)
-    data = _fold_data(reproduction, fold, {}, system.prepare_options)
-    task, sample = data.task, system.decoding_choice.sample if system.decoding_choice else None
+    data = _fold_data(reproduction, fold, {}, row_prepare_options(system, budget))
+    # the decoding choice's own splits, seeded draw and echo floor
+    measure = _selection_measure(data, system.decoding_choice or DecodingChoice())
+    metric = measure.metric
+    human_wellformed = {  # the draw's human questions, the same for every model
+        name: k2q_user_scores(
+            [r[0] for r in measure.references[name]], measure.sources[name], data_dir=data.data_dir
+        ).get("wellformed")
+        for name in measure.names
+    }
     result: dict[str, Any] = {}
     for folder in folders:
         model, _, _ = load_trained(folder)
         used = {**(model.config.task_decoding or {}), **(decoding or {})}
         measured: dict[str, Any] = {"decoding": used}
-        for name in (n for n in task.selection_splits(data) if n in data.splits):
-            sources, references = list(data.sources(name)), list(data.references(name))
-            drawn = _seeded_sample(len(sources), sample)
-            sources, references = [sources[i] for i in drawn], [references[i] for i in drawn]
-            outputs = task.predict(model, data.tokenizer, sources, **used)
-            score = task.score(outputs, references, sources)["ROUGE-L"]
-            echo = task.score(task.selection_floor(sources), references, sources)["ROUGE-L"]
+        for name in measure.names:
+            sources = measure.sources[name]
+            outputs = data.task.predict(model, data.tokenizer, sources, **used)
+            score = measure.scores_of(name, outputs)[metric]
             users = k2q_user_scores(outputs, sources, data_dir=data.data_dir)
-            humans = k2q_user_scores([r[0] for r in references], sources, data_dir=data.data_dir)
             measured[name] = {
                 "examples": len(sources),
-                "ROUGE-L": score,
-                "echo ROUGE-L": echo,
-                "gain over echo": score - echo,
+                metric: score,
+                f"echo {metric}": measure.floor[name],
+                "gain over echo": score - measure.floor[name],
                 "keywords_kept": users["keywords_kept"],
                 "wellformed": users.get("wellformed"),
-                "human wellformed": humans.get("wellformed"),
+                "human wellformed": human_wellformed[name],
                 "repeated word trigram": sum(map(repeats_a_word_trigram, outputs)),
             }
         result[str(folder)] = measured
