@@ -243,6 +243,61 @@ def test_a_budgets_row_prepare_options_go_over_the_rows_own():
     assert options["backbone"] == system.prepare_options["backbone"]
 
 
+@pytest.mark.parametrize("rescore", [False, True])
+def test_a_device_row_is_prepared_as_the_runner_prepares_it(rescore, tmp_path, monkeypatch):
+    """device_rows.run_one builds the row's data with the budget's row_prepare over the row's own options
+    (as the runner and train --system do), and records the training's time limit only where it trains."""
+    import torch
+
+    from hf_querygen.experiments import device_rows
+    from hf_querygen.experiments.papers import get_reproduction
+    from hf_querygen.experiments.recipes import row_prepare_options
+
+    reproduction = get_reproduction("zhang2020")
+    system = reproduction.system("warm_start")
+    budget = reproduction.budgets["quick"]
+    assert budget.row_prepare.get("warm_start")  # the budget changes the row's options
+    seen: dict = {}
+
+    def fold_data(reproduction, fold, overrides, prepare_options):
+        seen["prepare_options"] = prepare_options
+        return "data"
+
+    def finished(*args, **kwargs):
+        seen["ran"] = "rescore" if rescore else "train"
+        return [{"train_seconds": None if rescore else 1.0, "training": {}, "scores": {}}]
+
+    saved: list = []
+    fold = dataclasses.make_dataclass("Fold", ["id"])(None)
+    monkeypatch.setattr(device_rows, "_folds", lambda *args: [fold])
+    monkeypatch.setattr(device_rows, "_fold_data", fold_data)
+    monkeypatch.setattr(device_rows, "rescore_saved" if rescore else "train_and_score", finished)
+    monkeypatch.setattr(device_rows, "_save_record", lambda out, record: saved.append(dict(record)))
+    threads = torch.get_num_threads()
+    try:
+        summary = device_rows.run_one(
+            "zhang2020",
+            "warm_start",
+            0,
+            "quick",
+            2.0,
+            None,
+            str(tmp_path),
+            rescore_models=str(tmp_path / "kept") if rescore else None,
+        )
+    finally:
+        torch.set_num_threads(threads)
+    assert "error" not in summary, summary.get("error")
+    assert seen["ran"] == ("rescore" if rescore else "train")
+    assert seen["prepare_options"] == row_prepare_options(system, budget) != dict(system.prepare_options)
+    (record,) = saved
+    assert record["budget"] == "quick" and record["device"]
+    if rescore:
+        assert "time_limit_s" not in record
+    else:
+        assert record["time_limit_s"] == 120.0
+
+
 def test_library_warnings_and_logs_of_every_stage_go_to_train_log_not_the_console(
     tiny_liu2018, data_dir, tmp_path, capfd
 ):

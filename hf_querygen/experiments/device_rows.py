@@ -35,7 +35,7 @@ from hf_querygen.experiments.jobs import (
     train_and_score,
 )
 from hf_querygen.experiments.papers import get_reproduction
-from hf_querygen.experiments.recipes import _folds, row_budget
+from hf_querygen.experiments.recipes import _folds, row_budget, row_prepare_options
 from hf_querygen.systems import get_system
 
 
@@ -77,7 +77,7 @@ def run_one(
         budget = row_budget(system, reproduction.budgets[budget_name])
         budget = dataclasses.replace(budget, time_limit_s=minutes * 60)
         (fold,) = _folds(reproduction, budget, data_dir)
-        data = _fold_data(reproduction, fold, {}, system.prepare_options)
+        data = _fold_data(reproduction, fold, {}, row_prepare_options(system, budget))
         device = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu"
         prepared = time.time() - started
         job = Job(system, seed, fold.id, (system,))
@@ -89,8 +89,11 @@ def run_one(
             records = train_and_score(
                 job, reproduction, budget, data, Path(out), save_models=models, fold=fold
             )
-        for record in records:  # the device and the limit beside the runner's fields
-            record.update(device=device, budget=budget_name, time_limit_s=budget.time_limit_s)
+        # the device and the training's time limit (none for a rescoring: nothing trained) beside the
+        # runner's fields
+        limit = {} if rescore_models else {"time_limit_s": budget.time_limit_s}
+        for record in records:
+            record.update(device=device, budget=budget_name, **limit)
             _save_record(Path(out), record)
         record = records[0]
         return {
