@@ -192,10 +192,19 @@ def render_model_card(
         training_data=training_data or (f"`{dataset}`" if dataset else "Not recorded."),
         hyperparameters=dict(hyperparameters or {}),
         eval_results_table=table,
-        limitations=limitations
-        or "Word-level vocabulary trained on small public corpora; see the hf-querygen README for the "
-        "measured quality beside the paper's numbers.",
+        limitations=limitations or _limitations(),
     )
+
+
+def _limitations(backbone: str | None = None, inputs: str | None = None) -> str:
+    """The card's limitations: where the model's vocabulary comes from (a warm-started model's backbone,
+    else a word-level vocabulary of its training data), then what the task needs at inference."""
+    if backbone:
+        text = f"Warm-started from `{backbone}` (its word pieces) and fine-tuned on small public corpora"
+    else:
+        text = "Word-level vocabulary trained on small public corpora"
+    text += "; see the hf-querygen README for the measured quality beside the paper's numbers."
+    return f"{inputs}\n\n{text}" if inputs else text
 
 
 def _evaluation_tables(
@@ -244,6 +253,31 @@ _TRAINING_KEYS = (
 )
 
 
+def _recipe_hyperparameters(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """What a recipe-trained folder (``train --system``) records beyond :data:`_TRAINING_KEYS`: the
+    recipe, the backbone, the first stage, the decoding saved with the model (chosen on validation when
+    ``decoding_selection`` is there) and the training time."""
+    prepare = metadata.get("prepare_options") or {}
+    rows: dict[str, Any] = {
+        "system": metadata.get("system"),
+        "budget": metadata.get("budget"),
+        "backbone": prepare.get("backbone"),
+        "first stage": _compact(metadata.get("train_options")),
+    }
+    if metadata.get("decoding"):
+        chosen = " (chosen on validation)" if metadata.get("decoding_selection") else ""
+        rows["decoding" + chosen] = _compact(metadata["decoding"])
+    if metadata.get("seconds") is not None:
+        threads = metadata.get("torch_threads")
+        rows["training seconds"] = f"{metadata['seconds']}" + (f" ({threads} threads)" if threads else "")
+    return {name: value for name, value in rows.items() if value}
+
+
+def _compact(value: Any) -> str | None:
+    """A mapping as one line of JSON for a table cell (None when empty)."""
+    return json.dumps(dict(value), sort_keys=True) if value else None
+
+
 def card_kwargs_from_training(model_dir: str | Path) -> dict[str, Any]:
     """``render_model_card`` keyword arguments from the metadata ``hf-querygen train`` saved in
     ``model_dir``: corpus, validation scores and the training settings."""
@@ -260,28 +294,40 @@ def card_kwargs_from_training(model_dir: str | Path) -> dict[str, Any]:
     }
     corpus = metadata.get("corpus")
     data_kwargs = corpus_card_kwargs(corpus, metadata.get("config"))
-    task_kwargs: dict[str, Any] = {}
+    backbone = (metadata.get("prepare_options") or {}).get("backbone")
+    task_kwargs: dict[str, Any] = {"limitations": _limitations(backbone)}
     if metadata.get("task"):
         from transformers import AutoConfig
 
         register_all()
         task = get_task(metadata["task"])
         config = AutoConfig.from_pretrained(model_dir)
-        task_kwargs = {"task": task.card_pipeline_tag(config), "pipeline_task": task.pipeline_task}
-        inputs = task.card_inputs(config, metadata)
-        if inputs:
-            task_kwargs["limitations"] = inputs
+        task_kwargs = {
+            "task": task.card_pipeline_tag(config),
+            "pipeline_task": task.pipeline_task,
+            "limitations": _limitations(backbone, task.card_inputs(config, metadata)),
+        }
+    where = data_kwargs.pop("where")
+    if metadata.get("system"):  # a table row's recipe: its data is the paper's fold, not one corpus
+        where = (
+            f"Built by the recipe `{metadata['system']}` (`hf-querygen train --system {metadata['system']}`: "
+            f"the `{metadata.get('reproduction')}` reproduction's data, budget `{metadata.get('budget')}`)."
+        )
+        synthetic = metadata.get("synthetic_set") or {}
+        if synthetic.get("name"):
+            where += f" Synthetic set: {synthetic['name']}, {synthetic.get('pairs')} pairs."
     training_data = (
         f"`{corpus}` (config `{metadata.get('config')}`), {metadata.get('train_examples')} training pairs: "
-        f"`{metadata.get('source_column')}` -> `{metadata.get('target_column')}`. " + data_kwargs.pop("where")
+        f"`{metadata.get('source_column')}` -> `{metadata.get('target_column')}`. " + where
     )
+    hyperparameters = {key: metadata[key] for key in _TRAINING_KEYS if key in metadata}
     return {
         **task_kwargs,
         **data_kwargs,
         "dataset": corpus,
         "dataset_split": "validation",
         "eval_metrics": validation,
-        "hyperparameters": {key: metadata[key] for key in _TRAINING_KEYS if key in metadata},
+        "hyperparameters": {**_recipe_hyperparameters(metadata), **hyperparameters},
         "training_data": training_data,
     }
 

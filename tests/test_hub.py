@@ -110,6 +110,44 @@ def test_card_renders_training_metadata_offline(tmp_path):
         card_kwargs_from_training(tmp_path)
 
 
+def test_card_of_a_recipe_says_the_recipe_backbone_and_chosen_decoding(tmp_path):
+    """A folder `train --system` wrote: the card names the recipe and the command that trains it, the
+    backbone it was warm-started from (not a word-level vocabulary) and the decoding chosen on validation."""
+    model, _, folder = _trained_folder(tmp_path)
+    path = folder / TRAINING_METADATA_FILE
+    metadata = json.loads(path.read_text())
+    system = "ding2018/warm_start_then_questions_pointer"
+    metadata.update(
+        corpus="k2q",
+        config=None,
+        system=system,
+        reproduction="ding2018",
+        budget="full",
+        prepare_options={"backbone": "sentence-transformers/all-MiniLM-L6-v2", "seed_pairs": True},
+        train_options={"pretrain_on": "synthetic", "pretrain_steps": 800},
+        synthetic_set={"name": "ding2018 Par+Ph+KQF", "pairs": 51657},
+        decoding={"num_beams": 4, "keyword_bonus": 0.0},
+        decoding_selection=[{"criterion": 0.05}],
+        seconds=1627.0,
+        torch_threads=2,
+    )
+    path.write_text(json.dumps(metadata))
+    kwargs = card_kwargs_from_training(folder)
+    text = str(render_model_card(model, model_name="toy", repo_id="me/toy", **kwargs))
+    assert f"| system | {system} |" in text and f"`hf-querygen train --system {system}`" in text
+    assert "| backbone | sentence-transformers/all-MiniLM-L6-v2 |" in text
+    assert '| decoding (chosen on validation) | {"keyword_bonus": 0.0, "num_beams": 4} |' in text
+    assert '| first stage | {"pretrain_on": "synthetic", "pretrain_steps": 800} |' in text
+    assert "| training seconds | 1627.0 (2 threads) |" in text
+    assert "Synthetic set: ding2018 Par+Ph+KQF, 51657 pairs." in text
+    assert "Warm-started from `sentence-transformers/all-MiniLM-L6-v2`" in text
+    assert "Word-level" not in text and "not one of this installation's corpora" not in text
+    # a folder trained from a preset on one corpus keeps the corpus's sentence and the word-level note
+    plain_model, _, plain = _trained_folder(tmp_path / "plain")
+    plain_text = str(render_model_card(plain_model, **card_kwargs_from_training(plain)))
+    assert "Word-level vocabulary" in plain_text and "| system |" not in plain_text
+
+
 def test_push_to_hub_commits_a_loadable_model(tmp_path, local_hub):
     model, tokenizer, folder = _trained_folder(tmp_path)
     url = push_to_hub(model, "me/toy", tokenizer=tokenizer, **card_kwargs_from_training(folder))
