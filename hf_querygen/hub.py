@@ -257,11 +257,10 @@ def _recipe_hyperparameters(metadata: Mapping[str, Any]) -> dict[str, Any]:
     """What a recipe-trained folder (``train --system``) records beyond :data:`_TRAINING_KEYS`: the
     recipe, the backbone, the first stage, the decoding saved with the model (chosen on validation when
     ``decoding_selection`` is there) and the training time."""
-    prepare = metadata.get("prepare_options") or {}
     rows: dict[str, Any] = {
         "system": metadata.get("system"),
         "budget": metadata.get("budget"),
-        "backbone": prepare.get("backbone"),
+        "backbone": _backbone(metadata),
         "first stage": _compact(metadata.get("train_options")),
     }
     if metadata.get("decoding"):
@@ -271,6 +270,11 @@ def _recipe_hyperparameters(metadata: Mapping[str, Any]) -> dict[str, Any]:
         threads = metadata.get("torch_threads")
         rows["training seconds"] = f"{metadata['seconds']}" + (f" ({threads} threads)" if threads else "")
     return {name: value for name, value in rows.items() if value}
+
+
+def _backbone(metadata: Mapping[str, Any]) -> str | None:
+    """The backbone a folder was warm-started from (its prepare options), or None."""
+    return (metadata.get("prepare_options") or {}).get("backbone")
 
 
 def _compact(value: Any) -> str | None:
@@ -294,19 +298,16 @@ def card_kwargs_from_training(model_dir: str | Path) -> dict[str, Any]:
     }
     corpus = metadata.get("corpus")
     data_kwargs = corpus_card_kwargs(corpus, metadata.get("config"))
-    backbone = (metadata.get("prepare_options") or {}).get("backbone")
-    task_kwargs: dict[str, Any] = {"limitations": _limitations(backbone)}
+    task_kwargs: dict[str, Any] = {}
+    inputs = None
     if metadata.get("task"):
         from transformers import AutoConfig
 
         register_all()
         task = get_task(metadata["task"])
         config = AutoConfig.from_pretrained(model_dir)
-        task_kwargs = {
-            "task": task.card_pipeline_tag(config),
-            "pipeline_task": task.pipeline_task,
-            "limitations": _limitations(backbone, task.card_inputs(config, metadata)),
-        }
+        task_kwargs = {"task": task.card_pipeline_tag(config), "pipeline_task": task.pipeline_task}
+        inputs = task.card_inputs(config, metadata)
     where = data_kwargs.pop("where")
     if metadata.get("system"):  # a table row's recipe: its data is the paper's fold, not one corpus
         where = (
@@ -324,6 +325,7 @@ def card_kwargs_from_training(model_dir: str | Path) -> dict[str, Any]:
     return {
         **task_kwargs,
         **data_kwargs,
+        "limitations": _limitations(_backbone(metadata), inputs),
         "dataset": corpus,
         "dataset_split": "validation",
         "eval_metrics": validation,
