@@ -246,7 +246,8 @@ def test_a_budgets_row_prepare_options_go_over_the_rows_own():
 @pytest.mark.parametrize("rescore", [False, True])
 def test_a_device_row_is_prepared_as_the_runner_prepares_it(rescore, tmp_path, monkeypatch):
     """device_rows.run_one builds the row's data with the budget's row_prepare over the row's own options
-    (as the runner and train --system do), and records the training's time limit only where it trains."""
+    (as the runner and train --system do), with the threads asked for, and records the training's time limit
+    only where it trains."""
     import torch
 
     from hf_querygen.experiments import device_rows
@@ -261,6 +262,7 @@ def test_a_device_row_is_prepared_as_the_runner_prepares_it(rescore, tmp_path, m
 
     def fold_data(reproduction, fold, overrides, prepare_options):
         seen["prepare_options"] = prepare_options
+        seen["threads"] = torch.get_num_threads()
         return "data"
 
     def finished(*args, **kwargs):
@@ -284,11 +286,12 @@ def test_a_device_row_is_prepared_as_the_runner_prepares_it(rescore, tmp_path, m
             None,
             str(tmp_path),
             rescore_models=str(tmp_path / "kept") if rescore else None,
+            threads=2,
         )
     finally:
         torch.set_num_threads(threads)
     assert "error" not in summary, summary.get("error")
-    assert seen["ran"] == ("rescore" if rescore else "train")
+    assert seen["ran"] == ("rescore" if rescore else "train") and seen["threads"] == 2
     assert seen["prepare_options"] == row_prepare_options(system, budget) != dict(system.prepare_options)
     (record,) = saved
     assert record["budget"] == "quick" and record["device"]

@@ -209,6 +209,44 @@ def test_paper_budget_uses_the_paper_sizes_for_every_neural_row():
     assert budget.preset_overrides["ctrsgen_copy"]["hidden_size"] == 256
 
 
+def test_each_ablation_pairs_rows_that_differ_in_their_part_alone():
+    """A row of ``systems.ABLATIONS`` and the row it is compared with: the same backbone, caps, selection
+    and decoding grid; the contrast's pairs differ in the contrast's options alone, the pointer's in the
+    preset alone (``warm_start`` also stops at 600 steps: its schedule is its own, the rate constant)."""
+    from hf_querygen.experiments.zhang2020.systems import (
+        CONTRAST_ABLATIONS,
+        POINTER_ABLATIONS,
+        WARM_START_CONTRAST,
+    )
+    from hf_querygen.systems import get_system
+
+    def row(key: str):
+        return get_system(f"zhang2020/{key}")
+
+    def without(options, keys):
+        return {key: value for key, value in options.items() if key not in keys}
+
+    for with_part, without_part in CONTRAST_ABLATIONS.items():
+        a, b = row(with_part), row(without_part)
+        assert a.prepare_options["contrast_weight"] > 0 == b.prepare_options["contrast_weight"]
+        contrast = set(WARM_START_CONTRAST)
+        assert without(a.prepare_options, contrast) == without(b.prepare_options, contrast)
+        assert (a.preset, a.train_options) == (b.preset, b.train_options)
+        assert a.decoding_choice == b.decoding_choice
+    for with_part, without_part in POINTER_ABLATIONS.items():
+        a, b = row(with_part), row(without_part)
+        assert (a.preset, b.preset) == ("bert2bert-pointer", "bert2bert")
+        assert (a.prepare_options, a.train_options) == (b.prepare_options, b.train_options)
+        assert a.decoding_choice == b.decoding_choice
+    # what train --system zhang2020/warm_start trains: the pointer, the frozen encoder and the contrast
+    warm = row("warm_start")
+    assert warm.preset == "bert2bert-pointer" and warm.train_options["frozen_encoder"] is True
+    assert warm.prepare_options["contrast_weight"] == WARM_START_CONTRAST["contrast_weight"]
+    assert warm.training_overrides["max_steps"] == 600
+    gpu = row("warm_start_finetuned_encoder")
+    assert "frozen_encoder" not in gpu.train_options and gpu.preset == "bert2bert"
+
+
 def test_rows_trained_one_by_one_say_where_they_come_from_and_each_warm_start_gets_its_paired_tests():
     from hf_querygen.experiments.zhang2020.report import _device_rows_section
 
@@ -217,8 +255,12 @@ def test_rows_trained_one_by_one_say_where_they_come_from_and_each_warm_start_ge
         result = {"permutation": permutation, "ttest": {"p_value": 0.01}}
         return {"metrics": {"rougeL_f": result}, "note": f"{row} minus ctrsgen_copy_h200"}
 
+    cell = {"mean": 0.168, "std": 0.002, "n": 3}
     document = {
+        # a table row trained one by one: its cells are in the section's table too, with the re-run's
+        "systems": {"warm_start_no_contrast": {"rougeL_f": cell}},
         "config": {
+            "device_rows": {"ctrsgen_copy_h200": {"rougeL_f": {"mean": 0.177, "std": 0.004, "n": 3}}},
             "device_rows_note": "The H200 warm_start records never trained the contrast.",
             "row_provenance": {"warm_start_no_contrast": "records of `zhang2020/warm_start`, 3 seed(s)"},
             "warm_start_vs_copy": {
@@ -231,7 +273,7 @@ def test_rows_trained_one_by_one_say_where_they_come_from_and_each_warm_start_ge
             "pointer_ablation": {
                 "warm_start_frozen_encoder_pointer": tests("the pointer's ablation: with", 0.0123),
             },
-        }
+        },
     }
     text = "\n".join(_device_rows_section(document))
     assert "the contrast's ablation: with minus" in text and "| rougeL_f | +0.0071 |" in text
@@ -239,6 +281,9 @@ def test_rows_trained_one_by_one_say_where_they_come_from_and_each_warm_start_ge
     assert "never trained the contrast" in text and "records of `zhang2020/warm_start`" in text
     assert "warm_start_no_contrast minus" in text and "| rougeL_f | -0.0132 |" in text
     assert "warm_start_frozen_encoder minus" in text and "| rougeL_f | -0.0200 |" in text
+    table = [line for line in text.splitlines() if line.startswith("| warm_start_no_contrast |")]
+    assert len(table) == 1 and "16.80" in table[0]
+    assert any(line.startswith("| ctrsgen_copy_h200 |") and "17.70" in line for line in text.splitlines())
     assert _device_rows_section({"config": {}}) == []
 
 

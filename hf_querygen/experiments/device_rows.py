@@ -10,7 +10,7 @@ the paper's studies turn the records into rows (e.g. ``ding2018.studies.update_r
 
     python -m hf_querygen.experiments.device_rows --paper zhang2020 --out-dir OUT [--budget full] \\
         [--minutes 4] [--runs warm_start:0,1,2 ctrsgen_copy:0,1,2] [--save-models MODELS] \\
-        [--rescore-models KEPT]
+        [--rescore-models KEPT] [--threads 1]
 """
 
 from __future__ import annotations
@@ -58,16 +58,18 @@ def run_one(
     out: str,
     save_models: str | None = None,
     rescore_models: str | None = None,
+    threads: int = 1,
 ) -> dict[str, Any]:
     """One run in its own (spawned) process: the fold, its data with the row's prepare options, the
     runner's training and scoring; returns a summary (the records are in ``out/runs/``, the trained model
     in ``save_models/<run>`` when given). ``rescore_models``: no training; the model an earlier run kept in
     ``rescore_models/<run>`` is decoded and scored with the row's current decoding choice
-    (:func:`~hf_querygen.experiments.jobs.rescore_saved`)."""
+    (:func:`~hf_querygen.experiments.jobs.rescore_saved`). ``threads``: torch's CPU threads for this run
+    (1 where several runs share the machine: more threads than cores stall each other)."""
     import datasets
     import torch
 
-    torch.set_num_threads(1)
+    torch.set_num_threads(threads)
     datasets.disable_progress_bars()
     started = time.time()
     try:
@@ -131,7 +133,15 @@ def main(argv: list[str] | None = None, paper: str | None = None, runs: list[str
         help="train nothing: decode and score the models an earlier run kept in RESCORE_MODELS/<row>-seed<n> "
         "with each row's current decoding choice (a grid that grew after training)",
     )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch CPU threads of each run (default 1; a lone run on a CPU machine can use every core)",
+    )
     args = parser.parse_args(argv)
+    if args.threads < 1:
+        parser.error(f"--threads must be >= 1, got {args.threads}")
     parsed = parse_runs(args.runs)
     args.out_dir.mkdir(parents=True, exist_ok=True)
     summaries = []
@@ -149,6 +159,7 @@ def main(argv: list[str] | None = None, paper: str | None = None, runs: list[str
                 str(args.out_dir),
                 str(args.save_models) if args.save_models else None,
                 str(args.rescore_models) if args.rescore_models else None,
+                args.threads,
             )
             for key, seed in parsed
         ]

@@ -176,12 +176,16 @@ def _device_rows_section(document: dict) -> list[str]:
     if config.get("device_rows_note"):
         lines += [str(config["device_rows_note"]), ""]
     lines += [f"- **{_label(row)}**: {text}" for row, text in provenance.items()]
-    extra = config.get("device_rows") or {}
-    if extra:
+    # every row of the section side by side: the table's own (their cells in ``systems``) and the re-runs
+    # beside them (``device_rows``)
+    systems = document.get("systems") or {}
+    cells = {row: systems[row] for row in provenance if row in systems}
+    cells.update(config.get("device_rows") or {})
+    if cells:
         metrics = ("rouge1_recall", "rougeL_recall", "rougeL_f", "output_words", "semantic_similarity")
-        view = {"systems": extra}
+        view = {"systems": cells}
         lines += ["", "| row | " + " | ".join(metrics) + " |", "|---|" + "---|" * len(metrics)]
-        lines += [f"| {row} | " + " | ".join(_cell(view, row, m) for m in metrics) + " |" for row in extra]
+        lines += [f"| {row} | " + " | ".join(_cell(view, row, m) for m in metrics) + " |" for row in cells]
     paired = [
         *(config.get("warm_start_vs_copy") or {}).values(),
         *(test for key in ABLATIONS for test in (config.get(key) or {}).values()),
