@@ -142,9 +142,9 @@ WARM_START_TRAINING = {
 #: adds the contrast back (2.0 s a step there)
 FROZEN_ENCODER_OPTIONS = {"frozen_encoder": True}
 #: ``warm_start`` (what ``train --system zhang2020/warm_start`` trains) is the CPU recipe with both parts that
-#: validation found to help: the pointer and the contrast. It stops at 600 steps: with the contrast both
-#: seeds kept step 600 of 1,500 (validation rouge_goal, Session 43), with the pointer the 3 seeds kept 900 /
-#: 900 / 600 of 1,800 (Session 44). The rate is constant (the ``bert2bert`` training preset), so its
+#: validation found to help: the pointer and the contrast. It stops at 600 steps: by validation rouge_goal,
+#: the contrast's 2 seeds kept step 600 of 1,500 and the pointer's 3 seeds 900 / 900 / 600 of 1,800
+#: (results/zhang2020/NOTES.md). The rate is constant (the ``bert2bert`` training preset), so its
 #: checkpoints are those of a longer schedule. Measured in training on 2 CPU cores: 6.4 s a step while the
 #: first epoch encodes the sources, then 4.9 s (the decoder runs on the relevant and the irrelevant half)
 WARM_START_CPU_TRAINING = {**WARM_START_TRAINING, "max_steps": 600}
