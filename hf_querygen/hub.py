@@ -255,13 +255,14 @@ _TRAINING_KEYS = (
 
 def _recipe_hyperparameters(metadata: Mapping[str, Any]) -> dict[str, Any]:
     """What a recipe-trained folder (``train --system``) records beyond :data:`_TRAINING_KEYS`: the
-    recipe, the backbone, the first stage, the decoding saved with the model (chosen on validation when
+    recipe, the backbone, its ``train_preset`` options (a two-stage row's first stage, a frozen encoder, the
+    checkpoint's selection), the decoding saved with the model (chosen on validation when
     ``decoding_selection`` is there) and the training time."""
     rows: dict[str, Any] = {
         "system": metadata.get("system"),
         "budget": metadata.get("budget"),
         "backbone": _backbone(metadata),
-        "first stage": _compact(metadata.get("train_options")),
+        "training options": _compact(metadata.get("train_options")),
     }
     if metadata.get("decoding"):
         chosen = " (chosen on validation)" if metadata.get("decoding_selection") else ""

@@ -137,7 +137,7 @@ def test_card_of_a_recipe_says_the_recipe_backbone_and_chosen_decoding(tmp_path)
     assert f"| system | {system} |" in text and f"`hf-querygen train --system {system}`" in text
     assert "| backbone | sentence-transformers/all-MiniLM-L6-v2 |" in text
     assert '| decoding (chosen on validation) | {"keyword_bonus": 0.0, "num_beams": 4} |' in text
-    assert '| first stage | {"pretrain_on": "synthetic", "pretrain_steps": 800} |' in text
+    assert '| training options | {"pretrain_on": "synthetic", "pretrain_steps": 800} |' in text
     assert "| training seconds | 1627.0 (2 threads) |" in text
     assert "Synthetic set: ding2018 Par+Ph+KQF, 51657 pairs." in text
     assert "Warm-started from `sentence-transformers/all-MiniLM-L6-v2`" in text
