@@ -26,6 +26,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
+from hf_querygen.cli import positive_int
 from hf_querygen.experiments.jobs import (
     Job,
     _fold_data,
@@ -135,13 +136,11 @@ def main(argv: list[str] | None = None, paper: str | None = None, runs: list[str
     )
     parser.add_argument(
         "--threads",
-        type=int,
+        type=positive_int,
         default=1,
         help="torch CPU threads of each run (default 1; a lone run on a CPU machine can use every core)",
     )
     args = parser.parse_args(argv)
-    if args.threads < 1:
-        parser.error(f"--threads must be >= 1, got {args.threads}")
     parsed = parse_runs(args.runs)
     args.out_dir.mkdir(parents=True, exist_ok=True)
     summaries = []
