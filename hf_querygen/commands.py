@@ -94,7 +94,10 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
         "--max-train-examples", type=positive_int, default=None, help="train on a random subset"
     )
     train.add_argument(
-        "--max-validation-examples", type=positive_int, default=None, help="validate on the first N examples"
+        "--max-validation-examples",
+        type=positive_int,
+        default=None,
+        help="validate on the first N examples of each validation split (the decoding is chosen on them too)",
     )
     train.add_argument(
         "--set",

@@ -264,8 +264,13 @@ def test_ordering_check_reports_each_adjacent_pair():
 
 
 def test_quick_reproduction_end_to_end(tmp_path, data_dir):
-    """Tiny budget: 200 questions, 2 training steps, 12 test examples; every row, both figures."""
+    """Tiny budget: 200 questions, 2 training steps, 12 test examples; every row, both figures. The
+    warm-start rows start from a tiny random BERT that reads MiniLM's word pieces with MiniLM's tokenizer
+    (their data is the same): the plumbing is under test here, the backbone in test_warm_start."""
     pytest.importorskip("matplotlib")
+    from _tiny_bert import save_tiny_bert_with_tokenizer_of
+
+    stand_in = {"backbone": str(save_tiny_bert_with_tokenizer_of(tmp_path / "backbone"))}
     tiny = {
         "max_steps": 2,
         "learning_rate": 1e-2,
@@ -284,8 +289,15 @@ def test_quick_reproduction_end_to_end(tmp_path, data_dir):
         training_overrides=tiny,
         row_train_options={key: {"pretrain_steps": 1} for key in ding2018.TWO_STAGE_ROWS},
         preset_overrides={
-            k: ding2018.TINY_MODEL for k in ("ednet", "attnet", "copynet", "copynet_human", "fig5_copynet")
+            **{
+                k: ding2018.TINY_MODEL
+                for k in ("ednet", "attnet", "copynet", "copynet_human", "fig5_copynet")
+            },
+            **dict.fromkeys(ding2018.WARM_START_ROWS, stand_in),
         },
+        row_prepare=dict.fromkeys(ding2018.WARM_START_ROWS, stand_in),
+        # greedy and short: a random network never ends its question, so each decoding runs to the limit
+        row_decoding=dict.fromkeys(ding2018.WARM_START_ROWS, {"num_beams": 1, "max_new_tokens": 6}),
         settings={
             "questions": 200,
             "cache_dir": str(tmp_path / "cache"),
@@ -526,3 +538,28 @@ def test_extra_rows_of_single_long_runs_print_after_the_tables_rows():
     rows = [line.split("|")[1].strip() for line in t0_table.splitlines() if line.startswith("| ")]
     assert rows[-1] == extra["copynet_recipe"] and extra["copynet_human_5000"] not in rows
     assert rows.index("CopyNet") < rows.index(extra["copynet_recipe"])
+
+
+def test_a_validation_cap_limits_every_split_the_decoding_is_chosen_on():
+    """``--max-validation-examples N`` (DataSelection.max_validation_examples): the first N examples of
+    ``validation`` and of each named validation split (k2q chooses its decoding on T_0's and nl2kw's), not
+    of ``validation`` alone; train and test are not validation."""
+    from hf_querygen.training import DataSelection, Recipe
+    from hf_querygen.training.model_training import _prepared_data
+
+    def split(n: int, tag: str) -> datasets.Dataset:
+        queries = [f"{tag} query {i}" for i in range(n)]
+        return as_training_split(queries, [[f"what is {query} ?"] for query in queries])
+
+    splits = datasets.DatasetDict(
+        train=split(12, "train"),
+        validation=split(9, "t0"),
+        nl2kw_validation=split(7, "users"),
+        nl2kw=split(6, "test"),
+    )
+    data = DataSelection(task="k2q", splits=splits, max_validation_examples=3)
+    prepared = _prepared_data(Recipe(preset="ding2018-copynet"), data)
+    sizes = {name: len(prepared.splits[name]) for name in ("train", "t0_validation", "nl2kw_validation")}
+    assert sizes == {"train": 12, "t0_validation": 3, "nl2kw_validation": 3}
+    assert prepared.splits["nl2kw_validation"]["keyword_query"] == [f"users query {i}" for i in range(3)]
+    assert get_task("k2q").selection_splits(prepared) == ("t0_validation", "nl2kw_validation")

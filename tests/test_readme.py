@@ -3,8 +3,8 @@
 The bash blocks run in order through the CLI's ``main`` (in this process, in a temporary working
 directory), the python blocks with ``exec`` in the same directory, so the python example finds the
 ``runs/...`` models that the README's own ``train`` commands wrote. Tiny size: every ``train`` gets a
-few steps on a data slice with 8-unit layers appended (not to a model warm-started from a backbone: its
-sizes are the backbone's; later flags win; a ding2018 system's recipe
+few steps on one thread on a data slice with 8-unit layers appended (a BERT2BERT warm start gets a tiny
+random backbone with MiniLM's tokenizer instead; later flags win; a ding2018 system's recipe
 takes ``--budget quick``: its synthetic set from 1,500 questions), ``reproduce`` runs ``--quick``
 and ``synthesize`` takes 20 questions. Not run: the Quickstart
 block (it installs the package and runs the whole suite, i.e. this test).
@@ -19,13 +19,25 @@ import pytest
 from hf_querygen.cli import main as cli_main
 
 README = Path(__file__).resolve().parents[1] / "README.md"
-TINY_TRAIN = ["--max-steps", "2", "--max-train-examples", "64", "--max-validation-examples", "8"]
+#: one torch thread whatever the example asks (``--threads 2``): the suite's other worker holds the second
+#: core, and two threads on one free core made the K2Q example 7 times slower
+TINY_TRAIN = [
+    "--max-steps",
+    "2",
+    "--max-train-examples",
+    "64",
+    "--max-validation-examples",
+    "8",
+    "--threads",
+    "1",
+]
 
 
-def tiny_sizes(arguments: list[str]) -> list[str]:
+def tiny_sizes(arguments: list[str], stand_in: Path) -> list[str]:
     """``--set`` 8-unit layers (``decoder_hidden_size`` for the presets whose config has that field:
-    ``--set`` refuses a field the config does not have); none for a preset warm-started from a backbone,
-    whose sizes are the backbone's (its weights would not fit other ones)."""
+    ``--set`` refuses a field the config does not have); for a BERT2BERT warm start, whose sizes are its
+    backbone's, the tiny ``stand_in`` backbone (MiniLM's tokenizer: the data is prepared with the chosen
+    backbone's); none for a token classifier on a backbone (one forward pass of MiniLM is cheap)."""
     from hf_querygen.presets import PRESETS, config_fields, is_warm_start
     from hf_querygen.systems import get_system
 
@@ -36,7 +48,9 @@ def tiny_sizes(arguments: list[str]) -> list[str]:
         if system.decodes_model_of is not None:
             system = get_system(f"{system.name.rsplit('/', 1)[0]}/{system.decodes_model_of}")
         preset = system.preset
-    if is_warm_start(preset) or "backbone" in PRESETS.get(preset):
+    if is_warm_start(preset):
+        return ["--set", f"backbone={stand_in}"]
+    if "backbone" in PRESETS.get(preset):
         return []
     sizes = "--set embedding_size=8 --set hidden_size=8".split()
     fields = config_fields(PRESETS.get(preset)["model_type"])
@@ -90,6 +104,9 @@ def test_every_readme_example_runs(data_dir, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HF_QUERYGEN_DATA_DIR", str(data_dir))
     monkeypatch.setenv("HF_QUERYGEN_DING2018_CACHE", str(tmp_path / "ding2018-cache"))
+    from _tiny_bert import save_tiny_bert_with_tokenizer_of
+
+    stand_in = save_tiny_bert_with_tokenizer_of(tmp_path / "tiny-backbone")
     ran = 0
     for language, code in code_blocks(README.read_text(encoding="utf-8")):
         if any(marker in code for marker in SKIPPED_BECAUSE):
@@ -102,7 +119,7 @@ def test_every_readme_example_runs(data_dir, tmp_path, monkeypatch):
             assert command[0] == "hf-querygen", command
             arguments = command[1:]
             if arguments[0] == "train":
-                arguments += TINY_TRAIN + tiny_sizes(arguments)
+                arguments += TINY_TRAIN + tiny_sizes(arguments, stand_in)
                 if any(a.startswith("ding2018/") for a in arguments):
                     arguments += ["--budget", "quick"]  # the recipe's synthetic set from 1,500 questions
             elif arguments[0] == "reproduce" and "--quick" not in arguments:

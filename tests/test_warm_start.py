@@ -91,6 +91,40 @@ def test_a_warm_start_preset_needs_data_prepared_with_its_backbone(backbone):
     assert normalize_for_matching(question) == normalize_for_matching(splits["train"][0]["question"])
 
 
+def test_train_prepares_the_data_with_the_backbone_the_model_starts_from(backbone, tmp_path, data_dir):
+    """``train --preset bert2bert --corpus ...`` needs no data option: the data is read by the tokenizer of
+    the preset's backbone, or of the one ``--set backbone=...`` chooses, also over a system's own."""
+    import dataclasses
+    import json
+
+    from hf_querygen.cli import main
+    from hf_querygen.pretrained import MINILM_ID
+    from hf_querygen.training import Recipe
+    from hf_querygen.training.model_training import _data_read_by_the_backbone
+
+    out = tmp_path / "model"
+    arguments = ["train", "--preset", "bert2bert", "--corpus", "nl2kw", "--set", f"backbone={backbone}"]
+    arguments += ["--output-dir", str(out), "--max-steps", "1", "--max-train-examples", "8"]
+    assert main([*arguments, "--max-validation-examples", "2", "--data-dir", str(data_dir)]) == 0
+    saved = json.loads((out / "hf_querygen_training.json").read_text())
+    assert saved["prepare_options"] == {"backbone": str(backbone)}
+    assert (
+        json.loads((out / "tokenizer.json").read_text())["model"]["vocab"]
+        == json.loads((backbone / "tokenizer.json").read_text())["model"]["vocab"]
+    )
+
+    system = Recipe(preset="bert2bert", prepare_options={"backbone": MINILM_ID, "human_pairs": True})
+    assert _data_read_by_the_backbone(system) == system
+    swapped = dataclasses.replace(system, preset_overrides={"backbone": "/elsewhere"})
+    assert _data_read_by_the_backbone(swapped).prepare_options == {
+        "backbone": "/elsewhere",
+        "human_pairs": True,
+    }
+    assert _data_read_by_the_backbone(Recipe(preset="bert2bert")).prepare_options == {"backbone": MINILM_ID}
+    from_scratch = Recipe(preset="liu2018-attn-seq2seq")
+    assert _data_read_by_the_backbone(from_scratch) is from_scratch
+
+
 def test_the_source_words_processor_keeps_every_keyword_and_finishes_words(backbone):
     from transformers import AutoTokenizer, EncoderDecoderModel
 

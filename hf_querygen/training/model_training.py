@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -59,6 +60,7 @@ def train_model(
     from ..presets import check_config_overrides
 
     check_config_overrides(recipe.preset, recipe.preset_overrides, what="preset_overrides (--set)")
+    recipe = _data_read_by_the_backbone(recipe)
     started = time.perf_counter()
     task_data = _prepared_data(recipe, data)
     checkpoints = output_dir.parent / f".{output_dir.name}.checkpoints"
@@ -119,6 +121,29 @@ def train_model(
     return metadata
 
 
+def _data_read_by_the_backbone(recipe: Recipe) -> Recipe:
+    """``recipe`` with its data prepared by the tokenizer of the backbone its warm-started model starts
+    from: the preset's (or ``--set backbone=...``), unless the recipe prepares the data with one already
+    and the backbone is the preset's. Without it ``--preset bert2bert`` could not be trained from the CLI,
+    and a system's ``--set backbone=...`` would read the pieces of another tokenizer."""
+    from ..presets import PRESETS, is_warm_start
+
+    if recipe.preset is None or not is_warm_start(recipe.preset):
+        return recipe
+    chosen = "backbone" in recipe.preset_overrides
+    if not chosen and "backbone" in recipe.prepare_options:
+        return recipe
+    backbone = recipe.preset_overrides["backbone"] if chosen else PRESETS.get(recipe.preset)["backbone"]
+    return replace(recipe, prepare_options={**recipe.prepare_options, "backbone": backbone})
+
+
+def validation_splits(splits: Mapping[str, Any]) -> list[str]:
+    """The splits a model is validated on: ``validation`` and every ``<source>_validation`` (the splits a
+    task chooses a decoding on, e.g. k2q's ``t0_validation`` / ``nl2kw_validation``), which a validation
+    cap limits alike."""
+    return [name for name in splits if name == "validation" or name.endswith("_validation")]
+
+
 def _prepared_data(recipe: Recipe, data: DataSelection) -> TaskData:
     """The selected splits, capped, prepared by the task (its tokenizer fitted on TRAIN)."""
     import datasets
@@ -137,8 +162,10 @@ def _prepared_data(recipe: Recipe, data: DataSelection) -> TaskData:
     cap = data.max_validation_examples or (
         QUICK_SETTINGS["max_validation_examples"] if recipe.quick else None
     )
-    if cap is not None and len(splits["validation"]) > cap:
-        splits["validation"] = splits["validation"].select(range(cap))
+    if cap is not None:
+        for split in validation_splits(splits):
+            if len(splits[split]) > cap:
+                splits[split] = splits[split].select(range(cap))
     prepared = task.prepare_data(splits, data_dir=data.data_dir, **dict(recipe.prepare_options))
     prepared.corpus, prepared.config_name = corpus, config_name
     return prepared

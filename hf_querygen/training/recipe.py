@@ -61,8 +61,9 @@ class Recipe:
 class DataSelection:
     """What a model is trained on: ``task`` (default: the one task that trains on ``corpus``; ``corpus``
     defaults to the task's first) loaded from ``data_dir``, or ``splits`` given directly (a paper row's
-    own data); ``max_train_examples`` (a seeded shuffle) / ``max_validation_examples`` (the first ones)
-    cap them; ``metadata`` (e.g. a synthetic set's name, size and fingerprint) is saved with the model."""
+    own data); ``max_train_examples`` (a seeded shuffle) / ``max_validation_examples`` (the first ones
+    of ``validation`` and of every ``<source>_validation`` split) cap them; ``metadata`` (e.g. a synthetic
+    set's name, size and fingerprint) is saved with the model."""
 
     task: str | Task | None = None
     corpus: str | None = None
