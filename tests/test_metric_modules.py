@@ -13,6 +13,9 @@ from pathlib import Path
 
 import pytest
 
+#: one worker runs them all: the modules are loaded once, in one process (loaded_in_a_clean_process)
+pytestmark = pytest.mark.xdist_group("metric_modules")
+
 METRICS_DIR = Path(__file__).resolve().parents[1] / "hf_querygen" / "metrics"
 #: shared code of the modules, not metrics themselves
 HELPERS = {"__init__.py", "segmentation_scores.py", "wellformedness_classifier.py"}
@@ -73,22 +76,26 @@ CASES = {
 }
 
 SCRIPT = """
-import json, sys
+import json, sys, traceback
 import evaluate
-metric = evaluate.load(sys.argv[1])
-good, bad = json.loads(sys.argv[2])
-out = {"good": metric.compute(**good), "bad": []}
-# a module with a second input column (references, sources) refuses columns of different lengths
-others = [key for key in good if key not in ("predictions", "classifier")]
-mismatch = [[{**good, "predictions": good["predictions"] * 2}, "Mismatch"]] if others else []
-calls = bad + mismatch
-for call, _ in calls:
+results = {}
+for name, (path, good, bad) in json.loads(sys.argv[1]).items():
     try:
-        metric.compute(**call)
-        out["bad"].append("no error")
-    except Exception as err:
-        out["bad"].append(f"{type(err).__name__}: {err}")
-print(json.dumps(out))
+        metric = evaluate.load(path)
+        out = {"good": metric.compute(**good), "bad": []}
+        # a module with a second input column (references, sources) refuses columns of different lengths
+        others = [key for key in good if key not in ("predictions", "classifier")]
+        mismatch = [[{**good, "predictions": good["predictions"] * 2}, "Mismatch"]] if others else []
+        for call, _ in bad + mismatch:
+            try:
+                metric.compute(**call)
+                out["bad"].append("no error")
+            except Exception as err:
+                out["bad"].append(f"{type(err).__name__}: {err}")
+    except Exception:
+        out = {"error": traceback.format_exc()}
+    results[name] = out
+print(json.dumps(results))
 """
 
 
@@ -97,27 +104,36 @@ def test_every_metric_module_is_covered():
 
 
 @pytest.fixture(scope="module")
-def tiny_classifier_folder(tmp_path_factory):
+def loaded_in_a_clean_process(tmp_path_factory):
+    """Every module loaded by path and called in one fresh interpreter, outside the repository (a module
+    must not rely on being imported from it): name -> its results, or the error that stopped it. One
+    process for all of them: each load is what is under test, the interpreter's start is not."""
     from _wellformedness_toy import tiny_classifier
 
-    return str(tiny_classifier(tmp_path_factory.mktemp("wellformedness"))[0])
+    folder = str(tiny_classifier(tmp_path_factory.mktemp("wellformedness"))[0])
+    calls = {
+        name: [
+            str(METRICS_DIR / name),
+            *json.loads(json.dumps(CASES[name]).replace("TINY_CLASSIFIER", folder)),
+        ]
+        for name in MODULES
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT, json.dumps(calls)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path_factory.mktemp("elsewhere"),
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 @pytest.mark.parametrize("name", MODULES)
-def test_metric_module_loads_by_path_in_a_clean_process(name, tmp_path, request):
+def test_metric_module_loads_by_path_in_a_clean_process(name, loaded_in_a_clean_process):
     good, bad = CASES[name]
-    if "TINY_CLASSIFIER" in json.dumps(CASES[name]):
-        folder = request.getfixturevalue("tiny_classifier_folder")
-        good, bad = json.loads(json.dumps(CASES[name]).replace("TINY_CLASSIFIER", folder))
-    done = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(METRICS_DIR / name), json.dumps([good, bad])],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=tmp_path,  # not the repository: the module must not rely on being imported from it
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    out = json.loads(done.stdout.strip().splitlines()[-1])
+    out = loaded_in_a_clean_process[name]
+    assert "error" not in out, out.get("error")
     numbers = [x for v in out["good"].values() for x in (v if isinstance(v, list) else [v])]
     assert any(isinstance(x, float) for x in numbers), out  # (some modules also return strings)
     mismatch = any(key not in ("predictions", "classifier") for key in good)
