@@ -308,6 +308,10 @@ def test_provenance_says_whether_records_were_trained_or_decoded_again_from_kept
     mixed = provenance("warm_start_frozen_encoder", [record, {**record, "seed": 1, "rescored_from": "kept"}])
     assert "the runner's training and scoring" in mixed and mixed.count("its kept model decoded again") == 1
     assert mixed.index("seed 1") < mixed.index("its kept model decoded again")
+    # a rescored first seed (no time limit of its own) beside a trained one: the trained run's limit
+    rescored_first = {**record, "rescored_from": "kept", "time_limit_s": None}
+    mixed = provenance("warm_start_frozen_encoder", [rescored_first, {**record, "seed": 1}])
+    assert "time limit 600.0 s" in mixed and "None" not in mixed
 
 
 def test_paired_tests_compare_every_measure_by_both_methods():

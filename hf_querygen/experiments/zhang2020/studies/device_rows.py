@@ -93,7 +93,8 @@ def provenance(row: str, records: Sequence[Mapping[str, Any]]) -> str:
             "current decoding choice (`--rescore-models`, no training)"
         )
     else:
-        limit = first.get("time_limit_s")
+        # the limit of the runs the runner trained (a rescored record has none of its own)
+        limit = next(r["time_limit_s"] for r in records if not r.get("rescored_from"))
         how = f"the runner's training and scoring, the row's own recipe, time limit {limit} s"
     return (
         f"{origin}{len(records)} seed(s) on {first.get('device')} (`python -m "
