@@ -13,9 +13,6 @@ from pathlib import Path
 
 import pytest
 
-#: one worker runs them all: the modules are loaded once, in one process (loaded_in_a_clean_process)
-pytestmark = pytest.mark.xdist_group("metric_modules")
-
 METRICS_DIR = Path(__file__).resolve().parents[1] / "hf_querygen" / "metrics"
 #: shared code of the modules, not metrics themselves
 HELPERS = {"__init__.py", "segmentation_scores.py", "wellformedness_classifier.py"}
@@ -103,11 +100,11 @@ def test_every_metric_module_is_covered():
     assert {name for name in MODULES if defines_metric(METRICS_DIR / name)} == set(MODULES) == set(CASES)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # once per test process: a module scope is set up again after interleaving
 def loaded_in_a_clean_process(tmp_path_factory):
     """Every module loaded by path and called in one fresh interpreter, outside the repository (a module
     must not rely on being imported from it): name -> its results, or the error that stopped it. One
-    process for all of them: each load is what is under test, the interpreter's start is not."""
+    interpreter for all of them: each load is what is under test, the interpreter's start is not."""
     from _wellformedness_toy import tiny_classifier
 
     folder = str(tiny_classifier(tmp_path_factory.mktemp("wellformedness"))[0])
