@@ -326,6 +326,21 @@ def warm_start_config(name: str, tokenizer: Any, **overrides: Any) -> Pretrained
     return bert2bert_config(tokenizer=tokenizer, **kwargs)
 
 
+def data_read_by_backbone(
+    preset: str | None, preset_overrides: Mapping[str, Any], prepare_options: Mapping[str, Any]
+) -> dict[str, Any]:
+    """``prepare_options`` for the data of ``preset``: a warm start reads the word pieces of the backbone its
+    model starts from, the preset's or the one ``preset_overrides`` chooses (``--set backbone=...``), so that
+    backbone's tokenizer prepares the data. A chosen backbone replaces the options' own; without one, the
+    options keep theirs. Other presets' options are returned as they are."""
+    options = dict(prepare_options)
+    if preset is None or not is_warm_start(preset):
+        return options
+    if "backbone" in preset_overrides or "backbone" not in options:
+        options["backbone"] = {**PRESETS.get(preset), **preset_overrides}["backbone"]
+    return options
+
+
 def is_warm_start(name: str) -> bool:
     """Whether preset ``name`` warm-starts from a pretrained backbone."""
     return name in PRESETS and is_warm_start_preset(PRESETS.get(name))

@@ -21,7 +21,6 @@ def save_tiny_bert(
     """Save in ``folder`` a random BERT (2 heads, 64 positions, ``intermediate_size`` default twice the
     hidden size; weights drawn after ``torch.manual_seed(seed)``) and its lower-casing WordPiece tokenizer
     over the BERT specials then ``pieces`` (whole words, or ``##`` continuations), in that order."""
-
     from transformers import BertTokenizerFast
 
     vocab = [*SPECIALS, *pieces]

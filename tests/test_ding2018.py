@@ -266,7 +266,8 @@ def test_ordering_check_reports_each_adjacent_pair():
 def test_quick_reproduction_end_to_end(tmp_path, data_dir):
     """Tiny budget: 200 questions, 2 training steps, 12 test examples; every row, both figures. The
     warm-start rows start from a tiny random BERT that reads MiniLM's word pieces with MiniLM's tokenizer
-    (their data is the same): the plumbing is under test here, the backbone in test_warm_start."""
+    (their data, prepared with the chosen backbone's tokenizer, is the same): the plumbing is under test
+    here, the backbone in test_warm_start."""
     pytest.importorskip("matplotlib")
     from _tiny_bert import save_tiny_bert_with_tokenizer_of
 
@@ -295,7 +296,6 @@ def test_quick_reproduction_end_to_end(tmp_path, data_dir):
             },
             **dict.fromkeys(ding2018.WARM_START_ROWS, stand_in),
         },
-        row_prepare=dict.fromkeys(ding2018.WARM_START_ROWS, stand_in),
         # greedy and short: a random network never ends its question, so each decoding runs to the limit
         row_decoding=dict.fromkeys(ding2018.WARM_START_ROWS, {"num_beams": 1, "max_new_tokens": 6}),
         settings={

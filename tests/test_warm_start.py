@@ -98,9 +98,8 @@ def test_train_prepares_the_data_with_the_backbone_the_model_starts_from(backbon
     import json
 
     from hf_querygen.cli import main
+    from hf_querygen.presets import data_read_by_backbone
     from hf_querygen.pretrained import MINILM_ID
-    from hf_querygen.training import Recipe
-    from hf_querygen.training.model_training import _data_read_by_the_backbone
 
     out = tmp_path / "model"
     arguments = ["train", "--preset", "bert2bert", "--corpus", "nl2kw", "--set", f"backbone={backbone}"]
@@ -113,16 +112,26 @@ def test_train_prepares_the_data_with_the_backbone_the_model_starts_from(backbon
         == json.loads((backbone / "tokenizer.json").read_text())["model"]["vocab"]
     )
 
-    system = Recipe(preset="bert2bert", prepare_options={"backbone": MINILM_ID, "human_pairs": True})
-    assert _data_read_by_the_backbone(system) == system
-    swapped = dataclasses.replace(system, preset_overrides={"backbone": "/elsewhere"})
-    assert _data_read_by_the_backbone(swapped).prepare_options == {
+    own = {"backbone": MINILM_ID, "human_pairs": True}
+    assert data_read_by_backbone("bert2bert", {}, own) == own
+    assert data_read_by_backbone("bert2bert", {"backbone": "/elsewhere"}, own) == {
         "backbone": "/elsewhere",
         "human_pairs": True,
     }
-    assert _data_read_by_the_backbone(Recipe(preset="bert2bert")).prepare_options == {"backbone": MINILM_ID}
-    from_scratch = Recipe(preset="liu2018-attn-seq2seq")
-    assert _data_read_by_the_backbone(from_scratch) is from_scratch
+    assert data_read_by_backbone("bert2bert", {}, {}) == {"backbone": MINILM_ID}
+    assert data_read_by_backbone("liu2018-attn-seq2seq", {"hidden_size": 8}, {"min_frequency": 2}) == {
+        "min_frequency": 2
+    }
+    assert data_read_by_backbone(None, {}, {"min_frequency": 2}) == {"min_frequency": 2}
+    # the runner's rows alike: a budget that swaps a row's backbone prepares its data with it
+    from hf_querygen.experiments import ding2018
+    from hf_querygen.experiments.recipes import row_prepare_options
+    from hf_querygen.systems import get_system
+
+    row = get_system("ding2018/warm_start")
+    swapped = dataclasses.replace(ding2018.FULL_BUDGET, preset_overrides={"warm_start": {"backbone": "/b"}})
+    assert row_prepare_options(row, swapped) == {**row.prepare_options, "backbone": "/b"}
+    assert row_prepare_options(row, ding2018.FULL_BUDGET) == dict(row.prepare_options)
 
 
 def test_the_source_words_processor_keeps_every_keyword_and_finishes_words(backbone):

@@ -68,8 +68,13 @@ class TrainingRecipe:
 
 def row_prepare_options(system: System, budget: Budget) -> dict[str, Any]:
     """The row's own prepare options under ``budget`` (``System.prepare_options``, then
-    ``Budget.row_prepare``); the reproduction's come beneath them."""
-    return {**dict(system.prepare_options), **budget.row_prepare.get(system.key, {})}
+    ``Budget.row_prepare``, then the backbone its preset starts from under the budget's preset overrides:
+    :func:`~hf_querygen.presets.data_read_by_backbone`); the reproduction's come beneath them."""
+    from ..presets import data_read_by_backbone  # loads transformers: not at the experiments' import
+
+    options = {**dict(system.prepare_options), **budget.row_prepare.get(system.key, {})}
+    overrides = {**system.preset_overrides, **budget.preset_overrides.get(system.key, {})}
+    return data_read_by_backbone(system.preset, overrides, options)
 
 
 def row_budget(system: System, budget: Budget) -> Budget:

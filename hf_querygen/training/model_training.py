@@ -57,10 +57,13 @@ def train_model(
 
     output_dir = Path(output_dir)
     check_output_dir(output_dir, MODEL_FOLDER_KIND, overwrite, what="--output-dir")  # before any work
-    from ..presets import check_config_overrides
+    from ..presets import check_config_overrides, data_read_by_backbone
 
     check_config_overrides(recipe.preset, recipe.preset_overrides, what="preset_overrides (--set)")
-    recipe = _data_read_by_the_backbone(recipe)
+    recipe = replace(
+        recipe,
+        prepare_options=data_read_by_backbone(recipe.preset, recipe.preset_overrides, recipe.prepare_options),
+    )
     started = time.perf_counter()
     task_data = _prepared_data(recipe, data)
     checkpoints = output_dir.parent / f".{output_dir.name}.checkpoints"
@@ -119,22 +122,6 @@ def train_model(
     )
     shutil.rmtree(checkpoints, ignore_errors=True)
     return metadata
-
-
-def _data_read_by_the_backbone(recipe: Recipe) -> Recipe:
-    """``recipe`` with its data prepared by the tokenizer of the backbone its warm-started model starts
-    from: the preset's (or ``--set backbone=...``), unless the recipe prepares the data with one already
-    and the backbone is the preset's. Without it ``--preset bert2bert`` could not be trained from the CLI,
-    and a system's ``--set backbone=...`` would read the pieces of another tokenizer."""
-    from ..presets import PRESETS, is_warm_start
-
-    if recipe.preset is None or not is_warm_start(recipe.preset):
-        return recipe
-    chosen = "backbone" in recipe.preset_overrides
-    if not chosen and "backbone" in recipe.prepare_options:
-        return recipe
-    backbone = recipe.preset_overrides["backbone"] if chosen else PRESETS.get(recipe.preset)["backbone"]
-    return replace(recipe, prepare_options={**recipe.prepare_options, "backbone": backbone})
 
 
 def validation_splits(splits: Mapping[str, Any]) -> list[str]:
