@@ -186,8 +186,9 @@ GENERATION_BOOLS = (
     "keywords_in_order",
     "prefer_keywords",
     "prefer_questions",
-    # q2id: the query before each generated description
+    # q2id: the query before each generated description; the description cut at its last whole sentence
     "restate_query",
+    "whole_sentences",
 )
 
 

@@ -9,7 +9,7 @@ import torch
 
 from hf_querygen.errors import InvalidInputError
 from hf_querygen.experiments import lin2017
-from hf_querygen.experiments.jobs import Job, rescore_saved, train_and_score
+from hf_querygen.experiments.jobs import Job, rescore_saved, train_and_score, with_variants
 from hf_querygen.experiments.tables import Budget, Fold
 
 torch.set_num_threads(1)
@@ -41,8 +41,14 @@ def test_neural_systems_train_and_every_decoding_is_scored(data_dir, tmp_path):
     fold, data, budget = _slice(data_dir)
     reproduction = lin2017.REPRODUCTION
     rnn = reproduction.system("rnn_encoder_decoder")
-    variants = tuple(s for s in reproduction.systems if s.decodes_model_of == "rnn_encoder_decoder")
-    records = train_and_score(Job(rnn, 0, 0, (rnn, *variants)), reproduction, budget, data, tmp_path)
+    job = Job(rnn, 0, 0, with_variants(rnn, reproduction.systems))
+    assert [v.key for v in job.variants] == [
+        "rnn_encoder_decoder",
+        "rnn_encoder_decoder_constrained",
+        "rnn_encoder_decoder_constrained_word_only",
+    ]
+    models = tmp_path / "models"
+    records = train_and_score(job, reproduction, budget, data, tmp_path, models, fold)
     tagger = reproduction.system("neural_tagger")
     records += train_and_score(Job(tagger, 0, 0, (tagger,)), reproduction, budget, data, tmp_path)
     assert {r["system"] for r in records} == {
@@ -63,6 +69,18 @@ def test_neural_systems_train_and_every_decoding_is_scored(data_dir, tmp_path):
         assert output.replace("|", " ").split() == query.split()
     assert not list((tmp_path / "checkpoints").glob("*/checkpoint-*"))  # checkpoints removed after training
     assert dataclasses.is_dataclass(budget)
+    # a row added after the model was kept: only the variants are decoded again, the row keeps its decoding
+    kept = models / "rnn_encoder_decoder-fold0-seed0"
+    again = rescore_saved(job, reproduction, budget, data, tmp_path / "again", kept, variants_only=True)
+    assert [r["system"] for r in again] == [v.key for v in job.variants[1:]]
+    for record in again:
+        assert record["outputs"] == by_system[record["system"]]["outputs"], record["system"]
+        assert record["rescored_from"] == str(kept) and record["train_seconds"] is None
+    assert not (tmp_path / "again" / "runs" / "rnn_encoder_decoder-fold0-seed0.json").exists()
+    with pytest.raises(InvalidInputError, match="no row that decodes its model another way"):
+        rescore_saved(
+            Job(rnn, 0, 0, (rnn,)), reproduction, budget, data, tmp_path / "x", kept, variants_only=True
+        )
 
 
 def test_a_kept_model_is_rescored_as_it_was_scored_and_only_by_its_own_run(data_dir, tmp_path):

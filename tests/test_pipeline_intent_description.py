@@ -101,6 +101,25 @@ def test_restate_query_puts_the_query_before_the_generated_description(model_dir
         model.config.task_decoding = None
 
 
+def test_whole_sentences_drops_the_unfinished_last_sentence_and_reaches_the_pipeline(model_dir):
+    from hf_querygen.tasks.q2id import whole_sentences
+
+    cut = "i am planning to buy a water park in doha. is there any good"
+    assert whole_sentences(cut) == "i am planning to buy a water park in doha."
+    assert whole_sentences("is it safe? my kids want to go!") == "is it safe? my kids want to go!"
+    assert whole_sentences('he said "go." and then') == 'he said "go."'
+    assert whole_sentences("no sentence ends here") == "no sentence ends here"  # nothing to end at
+    assert whole_sentences("see e.g. this page") == "see e.g. this page"  # an abbreviation ends nothing
+    path, model, tokenizer = model_dir
+    describe = pipeline("intent-description", model=str(path))
+    inputs = {"query": QUERY, "relevant_documents": RELEVANT, "irrelevant_documents": IRRELEVANT}
+    (plain,) = describe(inputs, num_beams=2)
+    (whole,) = describe(inputs, num_beams=2, whole_sentences=True, restate_query=True)
+    assert whole["description"] == f"{QUERY} {whole_sentences(plain['description'])}".strip()
+    with pytest.raises(InvalidInputError, match="whole_sentences"):
+        describe(inputs, whole_sentences="yes")
+
+
 def test_pipeline_rejects_malformed_inputs(model_dir):
     describe = pipeline("intent-description", model=str(model_dir[0]))
     with pytest.raises(InvalidInputError, match="relevant_documents"):

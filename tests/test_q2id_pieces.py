@@ -4,6 +4,8 @@ random BERT2BERT built here."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -232,3 +234,56 @@ def test_warm_start_q2id_trains_with_and_without_contrast_and_reloads(q2id_backb
     assert task.predict(loaded, data.tokenizer, sources, no_repeat_ngram_size=2) == outputs
     restated = task.predict(loaded, data.tokenizer, sources[:1], restate_query=True, no_repeat_ngram_size=2)
     assert restated[0].startswith(sources[0]["query"])
+
+
+def test_the_capped_warm_start_decoding_caps_the_generated_pieces_after_the_restated_query(
+    q2id_backbone, tmp_path
+):
+    """``zhang2020/warm_start_capped``'s grid on a warm-started model: each entry's description is the query
+    and at most ``max_new_tokens`` generated pieces, and the choice keeps the entry with the best ROUGE-L F1
+    (each row's criterion is its validation ROUGE-L F1)."""
+    import datasets
+
+    from hf_querygen.experiments.jobs import Job, _decode_variant
+    from hf_querygen.systems import get_system
+    from hf_querygen.tasks.base import get_task
+    from hf_querygen.training import choose_decoding
+
+    task = get_task("q2id")
+    splits = datasets.DatasetDict(
+        train=datasets.Dataset.from_list(q2id_rows(8)), validation=datasets.Dataset.from_list(q2id_rows(4))
+    )
+    data = task.prepare(splits, backbone=str(q2id_backbone))
+    model = train_q2id_briefly(data, "bert2bert", q2id_backbone, tmp_path / "checkpoints").model
+    capped = get_system("zhang2020/warm_start_capped")
+    sources = data.sources("validation")
+
+    def generated_words(texts: list[str]) -> list[int]:
+        assert all(text.startswith(source["query"]) for source, text in zip(sources, texts, strict=True))
+        return [
+            len(text[len(source["query"]) :].split()) for source, text in zip(sources, texts, strict=True)
+        ]
+
+    # the 4-step model writes more than 3 words when it may: the cap below is what stops it
+    longer = task.predict(model, data.tokenizer, sources, restate_query=True, max_new_tokens=12)
+    assert max(generated_words(longer)) > 3
+    for entry in capped.decoding_choice.grid[:2]:  # the longest cap, without and with the source reward
+        small = {**capped.decoding, **entry, "max_new_tokens": 3}
+        # a word is one piece or more
+        assert max(generated_words(task.predict(model, data.tokenizer, sources, **small))) <= 3
+    tiny_caps = (4, 4, 2, 2, 1, 1)  # the grid's caps (32 / 24 / 16, each without and with the reward), cut
+    pairs = zip(capped.decoding_choice.grid, tiny_caps, strict=True)
+    grid = [{**entry, "max_new_tokens": cap} for entry, cap in pairs]
+    choice = dataclasses.replace(capped.decoding_choice, grid=tuple(grid))
+    chosen, rows = choose_decoding(model, data, capped.decoding, choice)
+    assert len(rows) == len(grid)
+    assert all(row["criterion"] == row["scores"]["validation"]["rougeL_f"] for row in rows)
+    assert chosen == max(rows, key=lambda row: row["criterion"])["decoding"]
+    # the runner decodes the row as a variant of the model's job: a budget's row_decoding (a smoke run's
+    # short outputs) lies on every entry of its grid, so the quick budget decodes it once
+    job = Job(get_system("zhang2020/warm_start"), 0, None, ())
+    capped_validation_only = dataclasses.replace(capped, evaluate_on=("validation",))
+    record, rows = _decode_variant(capped_validation_only, job, model, data, {"max_new_tokens": 2})
+    assert {row["decoding"]["max_new_tokens"] for row in rows} == {2}
+    assert record["decoding"]["max_new_tokens"] == 2 and record["system"] == "warm_start_capped"
+    assert max(generated_words(record["outputs"]["validation"])) <= 2

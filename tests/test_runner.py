@@ -265,8 +265,9 @@ def test_a_device_row_is_prepared_as_the_runner_prepares_it(rescore, tmp_path, m
         seen["threads"] = torch.get_num_threads()
         return "data"
 
-    def finished(*args, **kwargs):
-        seen["ran"] = "rescore" if rescore else "train"
+    def finished(job, *args, **kwargs):
+        seen["ran"], seen["job"] = "rescore" if rescore else "train", job
+        seen["variants_only"] = args[-1] if rescore else None
         return [{"train_seconds": None if rescore else 1.0, "training": {}, "scores": {}}]
 
     saved: list = []
@@ -287,11 +288,15 @@ def test_a_device_row_is_prepared_as_the_runner_prepares_it(rescore, tmp_path, m
             str(tmp_path),
             rescore_models=str(tmp_path / "kept") if rescore else None,
             threads=2,
+            variants_only=rescore,
         )
     finally:
         torch.set_num_threads(threads)
     assert "error" not in summary, summary.get("error")
     assert seen["ran"] == ("rescore" if rescore else "train") and seen["threads"] == 2
+    # the rows that decode the row's model another way are scored with it (with_variants), as by the runner
+    assert [v.key for v in seen["job"].variants] == ["warm_start", "warm_start_capped"]
+    assert seen["variants_only"] is (True if rescore else None)
     assert seen["prepare_options"] == row_prepare_options(system, budget) != dict(system.prepare_options)
     (record,) = saved
     assert record["budget"] == "quick" and record["device"]

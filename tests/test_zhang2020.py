@@ -312,6 +312,9 @@ def test_provenance_says_whether_records_were_trained_or_decoded_again_from_kept
     rescored_first = {**record, "rescored_from": "kept", "time_limit_s": None}
     mixed = provenance("warm_start_frozen_encoder", [rescored_first, {**record, "seed": 1}])
     assert "time limit 600.0 s" in mixed and "None" not in mixed
+    # a row decoding another row's model says whose model it decodes
+    capped = {**record, "system": "warm_start_capped", "rescored_from": "kept"}
+    assert provenance("warm_start_capped", [capped]).startswith("the `warm_start` model of each seed decoded")
 
 
 def test_paired_tests_compare_every_measure_by_both_methods():
@@ -326,3 +329,39 @@ def test_paired_tests_compare_every_measure_by_both_methods():
         assert set(by_method) == {"permutation", "ttest"}
         assert by_method["permutation"]["mean_difference"] == pytest.approx(0.05)
         assert by_method["permutation"]["p_value"] < 0.05
+
+
+def test_the_capped_row_decodes_the_warm_start_model_with_its_own_length_caps_chosen_on_rouge_l_f1():
+    """``warm_start_capped``: one registration that decodes ``warm_start``'s model (the runner's job and
+    ``device_rows`` score it with that model, ``train --system`` trains that row and saves this row's
+    choice), its grid the restated query with the description capped, chosen on ROUGE-L F1; the table lists
+    it beside ``warm_start`` and the study measures the cap as an ablation."""
+    from hf_querygen.cli import build_parser
+    from hf_querygen.commands import _command_recipe
+    from hf_querygen.experiments.jobs import with_variants
+    from hf_querygen.experiments.zhang2020.systems import (
+        ABLATIONS,
+        TABLE4,
+        WARM_START_LENGTH_CAPS,
+        WARM_START_VARIANTS,
+    )
+    from hf_querygen.systems import get_system
+
+    warm, capped = get_system("zhang2020/warm_start"), get_system("zhang2020/warm_start_capped")
+    assert with_variants(warm, zhang2020.REPRODUCTION.systems) == (warm, capped)
+    assert capped.decodes_model_of == "warm_start" and capped.decoding == warm.decoding
+    grid = capped.decoding_choice.grid
+    assert capped.decoding_choice.metric == "rougeL_f" != warm.decoding_choice.metric
+    assert {entry["max_new_tokens"] for entry in grid} == set(WARM_START_LENGTH_CAPS)
+    assert all(entry["restate_query"] is True for entry in grid)
+    assert all("max_new_tokens" not in entry for entry in warm.decoding_choice.grid)
+    assert TABLE4.index("warm_start_capped") == TABLE4.index("warm_start") + 1
+    pairs, part = ABLATIONS["length_cap_ablation"]
+    assert pairs == WARM_START_VARIANTS and dict(pairs) == {"warm_start_capped": "warm_start"}
+    assert part == "the length cap"
+    args = build_parser().parse_args(
+        ["train", "--system", "zhang2020/warm_start_capped", "--output-dir", "x"]
+    )
+    recipe, _ = _command_recipe(args)
+    assert recipe.preset == warm.preset and recipe.training_overrides == dict(warm.training_overrides)
+    assert recipe.decoding_choice == capped.decoding_choice

@@ -2,7 +2,8 @@
 
 Every run is the runner's own (:func:`hf_querygen.experiments.jobs.train_and_score`: the budget's sizes and
 optimiser, or the row's own recipe where the budget says so, the checkpoint kept by the row's selection, the
-decoding chosen on validation, the same records in ``OUT/runs/``), with the budget's ``time_limit_s`` set,
+decoding chosen on validation, the rows that decode its model (``System.decodes_model_of``) scored with it,
+the same records in ``OUT/runs/``), with the budget's ``time_limit_s`` set,
 since a GPU lease is counted in minutes. The runs go in parallel spawned processes on the one device (small
 networks leave it mostly idle, so several share it well). Each record says the device and the time limit;
 the paper's studies turn the records into rows (e.g. ``ding2018.studies.update_results``,
@@ -10,7 +11,7 @@ the paper's studies turn the records into rows (e.g. ``ding2018.studies.update_r
 
     python -m hf_querygen.experiments.device_rows --paper zhang2020 --out-dir OUT [--budget full] \\
         [--minutes 4] [--runs warm_start:0,1,2 ctrsgen_copy:0,1,2] [--save-models MODELS] \\
-        [--rescore-models KEPT] [--threads 1]
+        [--rescore-models KEPT [--variants-only]] [--threads 1]
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from hf_querygen.experiments.jobs import (
     rescore_saved,
     run_name,
     train_and_score,
+    with_variants,
 )
 from hf_querygen.experiments.papers import get_reproduction
 from hf_querygen.experiments.recipes import _folds, row_budget, row_prepare_options
@@ -60,12 +62,14 @@ def run_one(
     save_models: str | None = None,
     rescore_models: str | None = None,
     threads: int = 1,
+    variants_only: bool = False,
 ) -> dict[str, Any]:
     """One run in its own (spawned) process: the fold, its data with the row's prepare options, the
     runner's training and scoring; returns a summary (the records are in ``out/runs/``, the trained model
     in ``save_models/<run>`` when given). ``rescore_models``: no training; the model an earlier run kept in
     ``rescore_models/<run>`` is decoded and scored with the row's current decoding choice
-    (:func:`~hf_querygen.experiments.jobs.rescore_saved`). ``threads``: torch's CPU threads for this run
+    (:func:`~hf_querygen.experiments.jobs.rescore_saved`; ``variants_only``: only the rows decoding that
+    model another way). ``threads``: torch's CPU threads for this run
     (1 where several runs share the machine: more threads than cores stall each other)."""
     import datasets
     import torch
@@ -83,11 +87,14 @@ def run_one(
         data = _fold_data(reproduction, fold, {}, row_prepare_options(system, budget))
         device = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu"
         prepared = time.time() - started
-        job = Job(system, seed, fold.id, (system,))
+        # the rows that decode this row's model another way are scored with it, as the runner does
+        job = Job(system, seed, fold.id, with_variants(system, reproduction.systems))
         models = Path(save_models) if save_models else None
         if rescore_models:
             kept = Path(rescore_models) / run_name(system.key, seed, fold.id)
-            records = rescore_saved(job, reproduction, budget, data, Path(out), kept, models, fold)
+            records = rescore_saved(
+                job, reproduction, budget, data, Path(out), kept, models, fold, variants_only
+            )
         else:
             records = train_and_score(
                 job, reproduction, budget, data, Path(out), save_models=models, fold=fold
@@ -140,7 +147,15 @@ def main(argv: list[str] | None = None, paper: str | None = None, runs: list[str
         default=1,
         help="torch CPU threads of each run (default 1; a lone run on a CPU machine can use every core)",
     )
+    parser.add_argument(
+        "--variants-only",
+        action="store_true",
+        help="with --rescore-models: score only the rows that decode each kept model another way "
+        "(System.decodes_model_of); the row keeps the decoding saved with its model",
+    )
     args = parser.parse_args(argv)
+    if args.variants_only and args.rescore_models is None:
+        parser.error("--variants-only goes with --rescore-models (it scores kept models)")
     parsed = parse_runs(args.runs)
     args.out_dir.mkdir(parents=True, exist_ok=True)
     summaries = []
@@ -159,6 +174,7 @@ def main(argv: list[str] | None = None, paper: str | None = None, runs: list[str
                 str(args.save_models) if args.save_models else None,
                 str(args.rescore_models) if args.rescore_models else None,
                 args.threads,
+                args.variants_only,
             )
             for key, seed in parsed
         ]

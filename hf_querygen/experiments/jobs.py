@@ -11,7 +11,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -57,6 +57,12 @@ class Job:
     seed: int
     fold_id: Any
     variants: tuple[System, ...]  # the system itself first, then systems decoding its model
+
+
+def with_variants(system: System, systems: Sequence[System]) -> tuple[System, ...]:
+    """``system`` and the rows of ``systems`` that decode its model another way
+    (``System.decodes_model_of``): what one training job of it decodes and scores."""
+    return (system, *(s for s in systems if s.decodes_model_of == system.key))
 
 
 _WORKER: dict[str, Any] = {}
@@ -169,6 +175,7 @@ def rescore_saved(
     model_dir: Path,
     save_models: Path | None = None,
     fold: Fold | None = None,
+    variants_only: bool = False,
 ) -> list[dict[str, Any]]:
     """Decode and score a model kept by an earlier run of this job (``save_models``) as
     :func:`train_and_score` scores a model it has just trained: the row's decoding chosen afresh on
@@ -176,7 +183,9 @@ def rescore_saved(
     ``rescored_from``, and ``train_seconds`` None: no training happened). For a decoding grid that grew
     after the models were trained. The folder must hold this job's model, trained on this data: its
     system, seed, fold and data fingerprint are checked (:class:`~hf_querygen.errors.InvalidInputError`
-    naming the field). ``save_models``: keep the model again there, with the decoding now chosen."""
+    naming the field). ``save_models``: keep the model again there, with the decoding now chosen.
+    ``variants_only``: only the rows that decode the model another way (``System.decodes_model_of``, a row
+    added after the model was trained) are decoded and scored; the row keeps the decoding saved with it."""
     name = run_name(job.system.key, job.seed, job.fold_id)
     if save_models is not None and (save_models / name).resolve() == Path(model_dir).resolve():
         raise InvalidInputError(
@@ -196,9 +205,17 @@ def rescore_saved(
                 f"{model_dir / TRAINING_METADATA_FILE}: {field} is {metadata.get(field)!r}, but this run "
                 f"rescores {value!r}; pass the folder that run {name} saved"
             )
-    model.config.task_decoding = None  # chosen afresh from the row's grid, not filled in by the old choice
     summary = {"epochs": metadata.get("epochs"), "global_steps": metadata.get("global_steps")}
-    records = _score_trained(job, budget, data, model, out, summary, None, rescored_from=str(model_dir))
+    if variants_only:
+        if len(job.variants) < 2:
+            raise InvalidInputError(f"{job.system.name} has no row that decodes its model another way")
+        kept = dict(model.config.task_decoding or {})
+    else:
+        kept = None
+        model.config.task_decoding = None  # chosen afresh from the row's grid, not filled in by the old one
+    records = _score_trained(
+        job, budget, data, model, out, summary, None, kept_decoding=kept, rescored_from=str(model_dir)
+    )
     if save_models is not None:
         metadata = _saved_model_metadata(job, reproduction, budget, data, model, records, fold, summary)
         save_model_folder(model, data.tokenizer, save_models / name, metadata, overwrite=True)
@@ -213,28 +230,35 @@ def _score_trained(
     out: Path,
     summary: Mapping[str, Any],
     train_seconds: float | None,
+    kept_decoding: Mapping[str, Any] | None = None,
     **provenance: Any,
 ) -> list[dict[str, Any]]:
     """The records of a trained model: its decoding chosen, every variant decoded and scored, each record
-    persisted in ``out/runs/`` with the training summary (and ``provenance``)."""
+    persisted in ``out/runs/`` with the training summary (and ``provenance``). ``kept_decoding``: the
+    row's decoding is this one (saved with a kept model) and only the other variants are scored."""
     system = job.system
     # the row's decoding: a task with a decoding grid chooses it on validation (k2q's guards against
     # repeats), and the table reports the decoding saved with the model, as the pipeline uses it
     overrides = budget.row_decoding.get(system.key, {})
-    chosen, decoding_rows = (
-        choose_decoding(model, data, system.decoding, system.decoding_choice, overrides)
-        if system.in_table
-        else ({**system.decoding, **overrides}, [])
-    )
+    if kept_decoding is not None:
+        chosen, decoding_rows = dict(kept_decoding), []
+    elif system.in_table:
+        chosen, decoding_rows = choose_decoding(
+            model, data, system.decoding, system.decoding_choice, overrides
+        )
+    else:
+        chosen, decoding_rows = {**system.decoding, **overrides}, []
     if chosen:
         model.config.task_decoding = dict(chosen)
     records = []
     for variant in job.variants:
+        if variant is system and kept_decoding is not None:
+            continue
         if variant is system:
             record = _decode_and_score(variant, job, model, data, chosen)
             rows = decoding_rows
         else:
-            record, rows = _decode_variant(variant, job, model, data)
+            record, rows = _decode_variant(variant, job, model, data, budget.row_decoding.get(variant.key))
         if rows:
             record.setdefault("decoding", chosen)  # a variant's own choice is in its record already
             record["decoding_selection"] = rows
@@ -284,15 +308,20 @@ def _saved_model_metadata(
 
 
 def _decode_variant(
-    variant: System, job: Job, model: Any, data: TaskData
+    variant: System,
+    job: Job,
+    model: Any,
+    data: TaskData,
+    overrides: Mapping[str, Any] | None = None,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """A row decoding another row's model (``System.decodes_model_of``): with its own decoding grid
-    (ding2018's ``*_echo_fallback`` rows), its decoding is chosen on validation like a trained row's and
-    decoded as itself (the model's saved decoding does not fill in the keys it leaves out); else its
-    ``decoding`` on top of the model's saved one."""
+    (ding2018's ``*_echo_fallback`` rows), its decoding is chosen on validation like a trained row's, with
+    ``overrides`` (the budget's ``row_decoding`` of the row) on every entry, and decoded as itself (the
+    model's saved decoding does not fill in the keys it leaves out); else its ``decoding`` on top of the
+    model's saved one."""
     if variant.decoding_choice.grid is None or not variant.in_table:
         return _decode_and_score(variant, job, model, data), []
-    chosen, rows = choose_decoding(model, data, variant.decoding, variant.decoding_choice)
+    chosen, rows = choose_decoding(model, data, variant.decoding, variant.decoding_choice, overrides)
     saved = model.config.task_decoding
     model.config.task_decoding = None
     try:

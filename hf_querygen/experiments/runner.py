@@ -51,6 +51,7 @@ from .jobs import (
     _save_record,
     run_name,
     train_and_score,
+    with_variants,
 )
 from .papers import REPRODUCTIONS, get_reproduction
 from .recipes import _folds, _jsonable, row_prepare_options
@@ -263,7 +264,7 @@ def _training_jobs(run: ReproductionRun) -> list[Job]:
         for system in run.systems:
             if not system.trainable:
                 continue
-            variants = (system, *(s for s in run.systems if s.decodes_model_of == system.key))
+            variants = with_variants(system, run.systems)
             for seed in run.seeds_of[system.key]:
                 names = [run_name(v.key, seed, fold.id) for v in variants]
                 if all(n in run.by_name for n in names):

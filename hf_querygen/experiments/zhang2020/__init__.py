@@ -64,6 +64,7 @@ from hf_querygen.experiments.zhang2020.systems import (
     TASK,
     WARM_START_ROWS,
     WARM_START_SOURCE_REWARDS,
+    WARM_START_VARIANTS,
     sweep_key,
     sweep_systems,
 )
@@ -203,10 +204,10 @@ QUICK_BUDGET = Budget(
     # 2 steps leave them without an end of description: every decoding ran to the length limit (~65
     # pieces); 24 pieces say as much about a smoke run. One source reward (the middle of the grid's) makes
     # the grid's entries equal but for restate_query, so each row decodes its validation split twice, not 8
-    # times, and still runs the reward's code
+    # times, and still runs the reward's code (the capped row's grid collapses to one entry)
     row_decoding={
         key: {"max_new_tokens": 24, "encoder_repetition_penalty": WARM_START_SOURCE_REWARDS[2]}
-        for key in WARM_START_ROWS
+        for key in (*WARM_START_ROWS, *WARM_START_VARIANTS)
     },
     # one point of the Eq. (11)/(12) sweep runs its code; the full budget sweeps the rest
     settings={"sweep": (sweep_key(SWEEP[0]),)},

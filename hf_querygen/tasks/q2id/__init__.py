@@ -24,6 +24,7 @@ _EXPORTS = {
     "restate_query": "encoding",
     "split_document": "encoding",
     "train_q2id_tokenizer": "encoding",
+    "whole_sentences": "encoding",
 }
 
 __all__ = sorted(_EXPORTS)

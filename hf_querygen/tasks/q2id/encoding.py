@@ -17,6 +17,7 @@ which no query has irrelevant documents still has well-formed, all-masked tensor
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
@@ -386,6 +387,21 @@ def restate_query(query: str, description: str) -> str:
     return f"{query.strip()} {description.strip()}".strip()
 
 
+#: what ends a whole sentence (a run of end marks, then closing quotes or brackets)
+_ENDS_A_SENTENCE = re.compile(r"[.!?]+[\"')\]]*$")
+
+
+def whole_sentences(description: str) -> str:
+    """The description up to the end of its last whole sentence (decoding option ``whole_sentences``): a
+    description cut by the length limit (``max_new_tokens``) mid-sentence loses the unfinished one ("...
+    in doha. is there any good" -> "... in doha."); one without a sentence end is kept whole. Sentences as
+    :func:`~hf_querygen.corpora._q2id_records.split_sentences` splits the documents."""
+    sentences = split_sentences(description)
+    if len(sentences) > 1 and not _ENDS_A_SENTENCE.search(sentences[-1]):
+        sentences = sentences[:-1]
+    return " ".join(sentences)
+
+
 __all__ = [
     "ENCODED_COLUMNS",
     "NESTED_COLUMNS",
@@ -398,4 +414,5 @@ __all__ = [
     "restate_query",
     "split_document",
     "train_q2id_tokenizer",
+    "whole_sentences",
 ]

@@ -433,9 +433,11 @@ class Q2IDTask(Task):
         model's saved ``config.task_decoding`` say otherwise) and read back by
         :func:`~hf_querygen.tasks.q2id.decode_description`. ``restate_query=True`` (a decoding option, not a
         ``generate`` argument) puts the query before each generated description
-        (:func:`~hf_querygen.tasks.q2id.restate_query`)."""
+        (:func:`~hf_querygen.tasks.q2id.restate_query`); ``whole_sentences=True`` ends each generated
+        description at its last whole sentence (:func:`~hf_querygen.tasks.q2id.whole_sentences`: what a
+        length limit cut mid-sentence), before the query is restated."""
 
-        from .encoding import Q2IDCollator, decode_description, encode_q2id, restate_query
+        from .encoding import Q2IDCollator, decode_description, encode_q2id, restate_query, whole_sentences
 
         if isinstance(inputs, Mapping):
             raise InvalidInputError("Q2IDTask.predict takes a list of inputs, not one mapping")
@@ -443,7 +445,14 @@ class Q2IDTask(Task):
         caps = caps or self.caps_for(tokenizer)
         collate = Q2IDCollator(tokenizer.pad_token_id)
         generation_kwargs = self.decoding(model, generation_kwargs)
-        restate = bool(generation_kwargs.pop("restate_query", False))  # a bool: checked by decoding()
+        # bools, checked by decoding(); what is done to each generated text, not generate() arguments
+        restate = bool(generation_kwargs.pop("restate_query", False))
+        whole = bool(generation_kwargs.pop("whole_sentences", False))
+
+        def finished(source: Mapping[str, Any], text: str) -> str:
+            text = whole_sentences(text) if whole else text
+            return restate_query(source["query"], text) if restate else text
+
         n_returns = int(generation_kwargs.get("num_return_sequences", 1))
         generation_kwargs = as_max_length(dict(generation_kwargs))
         model.eval()
@@ -452,8 +461,7 @@ class Q2IDTask(Task):
                 model, tokenizer, sources, batch_size, self.source_budget(tokenizer), **generation_kwargs
             )
             results = [
-                [restate_query(s["query"], text) for text in group] if restate else group
-                for s, group in zip(sources, groups, strict=True)
+                [finished(s, text) for text in group] for s, group in zip(sources, groups, strict=True)
             ]
             return [group[0] for group in results] if n_returns == 1 else results
         results: list[list[str]] = []
@@ -466,7 +474,7 @@ class Q2IDTask(Task):
             rows = [decode_description(row, tokenizer) for row in sequences]
             for k, source in enumerate(chunk):
                 group = rows[k * n_returns : (k + 1) * n_returns]
-                results.append([restate_query(source["query"], text) for text in group] if restate else group)
+                results.append([finished(source, text) for text in group])
         return [group[0] for group in results] if n_returns == 1 else results
 
     def evaluate(

@@ -8,12 +8,14 @@ committed results with their semantic similarity and the warm start's paired tes
 (mean, std, n over seeds), ``semantic_similarity`` measured here from the records' outputs
 (:func:`hf_querygen.metrics.semantic_similarity.semantic_similarity`, as the table's measure). A ROW that is
 a system of the table (``warm_start``) replaces its cells; any other name (``ctrsgen_copy_h200``: the same
-recipe as a table row, trained again beside the warm start) goes in ``config["device_rows"]``. ``config
-["warm_start_vs_copy"]`` holds, per warm-started row (``WARM_START_ROWS``) given, the paired tests
-(randomization and t-test, per query, seeds averaged) against :data:`COPY_RERUN` on ROUGE and semantic
-similarity; ``config["contrast_ablation"]`` / ``config["pointer_ablation"]``, per row with the contrast / the
-pointer whose row without it is given too (``ABLATIONS``), the same tests on the seeds both have. ``--drop
-ROW ...`` removes rows whose committed cells no longer hold. ``results.md`` is re-rendered.
+recipe as a table row, trained again beside the warm start) goes in ``config["device_rows"]``.
+``config["warm_start_vs_copy"]`` holds, per warm-started row given (``WARM_START_ROWS``, and the rows
+decoding their models another way, ``WARM_START_VARIANTS``), the paired tests (randomization and t-test, per
+query, seeds averaged) against :data:`COPY_RERUN` on ROUGE and semantic similarity;
+``config["contrast_ablation"]`` / ``["pointer_ablation"]`` / ``["length_cap_ablation"]``, per row with the
+contrast / the pointer / the length cap whose row without it is given too (``ABLATIONS``), the same tests on
+the seeds both have. ``--drop ROW ...`` removes rows whose committed cells no longer hold. ``results.md`` is
+re-rendered.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from hf_querygen.experiments.recipes import _folds
 from hf_querygen.experiments.zhang2020 import REPRODUCTION, WARM_START_ROWS
 from hf_querygen.experiments.zhang2020.analysis import paired_tests
 from hf_querygen.experiments.zhang2020.studies import RESULTS_DIR as HERE
-from hf_querygen.experiments.zhang2020.systems import ABLATIONS
+from hf_querygen.experiments.zhang2020.systems import ABLATIONS, WARM_START_VARIANTS
 from hf_querygen.metrics.semantic_similarity import semantic_similarity
 
 #: CtrsGen + copy trained again with its own recipe on the same device: the outputs the paired tests need
@@ -81,6 +83,8 @@ def provenance(row: str, records: Sequence[Mapping[str, Any]]) -> str:
     mixed = 0 < rescored < len(records)
     trained_as = str(first.get("system", "")).rsplit("/", 1)[-1]
     origin = f"records of `{first['system']}`, " if trained_as and trained_as != row else ""
+    if row in WARM_START_VARIANTS:  # no model of its own: another row's, decoded its way
+        origin = f"{origin}the `{WARM_START_VARIANTS[row]}` model of each seed decoded this row's way, "
     seeds = "; ".join(
         f"seed {r['seed']}: {r['training']['global_steps']:,} steps ({r['training']['epochs']:.1f} epochs), "
         f"decoding {json.dumps(r.get('decoding'))}"
@@ -151,7 +155,8 @@ def main(argv: list[str] | None = None) -> None:
         per_row[row] = seed_mean(list(by_seed[row].values()))
         summary[row] = {metric: round(cell["mean"], 4) for metric, cell in cells.items()}
     tests = config.setdefault("warm_start_vs_copy", {})
-    for row in (row for row in WARM_START_ROWS if row in per_row and COPY_RERUN in per_row):
+    warm_starts = (*WARM_START_ROWS, *WARM_START_VARIANTS)
+    for row in (row for row in warm_starts if row in per_row and COPY_RERUN in per_row):
         tests[row] = {
             "metrics": paired_tests(per_row[row], per_row[COPY_RERUN], COMPARED),
             "note": f"{row} minus {COPY_RERUN} on the {len(per_row[row])} test queries, per-query scores "
