@@ -21,8 +21,16 @@ if TYPE_CHECKING:
 
 # ---------------------------------------------------------------- text
 _ABBREVIATIONS = frozenset({"mr", "mrs", "ms", "dr", "prof", "st", "vs", "e.g", "i.e", "jr", "sr", "approx"})
-# End punctuation (runs like "..", "?!") plus closing quotes/brackets, followed by more text.
-_SENTENCE_END = re.compile(r"[.!?]+[\"')\]]*(?=\s+\S)")
+# End punctuation (runs like "..", "?!") plus closing quotes/brackets: a sentence ends there when more text
+# follows (_SENTENCE_END) or the text ends (_ENDS_THE_TEXT)
+_END_MARKS = r"[.!?]+[\"')\]]*"
+_SENTENCE_END = re.compile(_END_MARKS + r"(?=\s+\S)")
+_ENDS_THE_TEXT = re.compile(_END_MARKS + r"$")
+
+
+def ends_a_sentence(text: str) -> bool:
+    """Whether ``text`` ends as :func:`split_sentences` ends a sentence within a text (its end marks)."""
+    return _ENDS_THE_TEXT.search(text) is not None
 
 
 def split_sentences(text: str) -> list[str]:

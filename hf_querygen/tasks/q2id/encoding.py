@@ -17,12 +17,11 @@ which no query has irrelevant documents still has well-formed, all-masked tensor
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from ...corpora._q2id_records import split_sentences
+from ...corpora._q2id_records import ends_a_sentence, split_sentences
 from ...errors import InvalidInputError
 from ...nn.labels import IGNORE_INDEX
 from ...tokenization import EOS_ID, PAD_ID, UNK_ID, output_vocab_size_of, train_word_tokenizer, word_tokenize
@@ -387,17 +386,13 @@ def restate_query(query: str, description: str) -> str:
     return f"{query.strip()} {description.strip()}".strip()
 
 
-#: what ends a whole sentence (a run of end marks, then closing quotes or brackets)
-_ENDS_A_SENTENCE = re.compile(r"[.!?]+[\"')\]]*$")
-
-
 def whole_sentences(description: str) -> str:
     """The description up to the end of its last whole sentence (decoding option ``whole_sentences``): a
     description cut by the length limit (``max_new_tokens``) mid-sentence loses the unfinished one ("...
     in doha. is there any good" -> "... in doha."); one without a sentence end is kept whole. Sentences as
     :func:`~hf_querygen.corpora._q2id_records.split_sentences` splits the documents."""
     sentences = split_sentences(description)
-    if len(sentences) > 1 and not _ENDS_A_SENTENCE.search(sentences[-1]):
+    if len(sentences) > 1 and not ends_a_sentence(sentences[-1]):
         sentences = sentences[:-1]
     return " ".join(sentences)
 
