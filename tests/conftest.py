@@ -47,3 +47,35 @@ def data_dir():
         if os.environ.get("CI"):  # CI has ../shared beside the clone: a missing data dir is a failure there
             pytest.fail(str(err))
         pytest.skip(str(err))
+
+
+#: why the tests of an xdist_group cannot run grouped (set at collection; see pytest_collection_finish)
+_UNGROUPED: dict[str, str] = {}
+
+
+def pytest_collection_finish(session):
+    """Under ``--dist loadgroup`` (.ci/run) every test marked ``xdist_group`` must carry its group in its
+    node id: that suffix is what sends a group to one worker. pytest 9.2 drops it silently
+    (pytest-dev/pytest-xdist#1386), and the Ray tests would then start one local Ray per worker, so each
+    such test fails, saying why, instead of running ungrouped."""
+    if not getattr(session.config.option, "loadgroup", False):
+        return
+    for item in session.items:
+        groups = sorted(
+            {
+                mark.args[0] if mark.args else mark.kwargs.get("name", "default")
+                for mark in item.iter_markers("xdist_group")
+            }
+        )
+        if groups and "@" not in item.nodeid:
+            _UNGROUPED[item.nodeid] = (
+                f"--dist loadgroup did not group this test (xdist_group {groups}): pytest "
+                f"{pytest.__version__} with this pytest-xdist drops the group suffix "
+                "(pytest-dev/pytest-xdist#1386); install the dev extra's pytest (pyproject.toml: pytest<9.2)"
+            )
+
+
+def pytest_runtest_setup(item):
+    reason = _UNGROUPED.get(item.nodeid)
+    if reason:  # before any fixture (a local Ray) is set up
+        pytest.fail(reason)
