@@ -58,6 +58,66 @@ def test_the_output_is_the_eq_9_mixture_of_generating_and_copying_source_pieces(
     assert torch.allclose(mixture, plain, atol=1e-4)
 
 
+def _eq_9_over_the_whole_vocabulary(
+    model, vocab_logits, decoder_states, encoder_states, source_ids, copyable
+):
+    """See et al.'s Eq. (1)-(3), (8), (9) as printed: the copy distribution scattered over all V pieces."""
+    scores = torch.einsum("bth,bsh->bts", model.copy_query(decoder_states), encoder_states)
+    scores = (scores / encoder_states.shape[-1] ** 0.5).masked_fill(~copyable[:, None, :], float("-inf"))
+    has_copy = copyable.any(-1)[:, None, None]
+    attention = torch.softmax(scores.masked_fill(~has_copy, 0.0), -1) * has_copy
+    context = torch.einsum("bts,bsh->bth", attention, encoder_states)
+    p_gen = torch.sigmoid(model.copy_switch(torch.cat([decoder_states, context], -1)))
+    p_gen = torch.where(has_copy, p_gen, torch.ones_like(p_gen))
+    index = source_ids[:, None, :].expand(-1, attention.shape[1], -1)
+    copied = torch.zeros_like(vocab_logits).scatter_add(-1, index, attention)
+    return (p_gen * vocab_logits.softmax(-1) + (1 - p_gen) * copied).log()
+
+
+def test_the_log_space_mixture_is_eq_9_in_value_and_gradient():
+    """pointer_log_probs writes the mixture over the source's pieces only: a piece held twice, [PAD] and
+    [SEP] in the source, and a row with nothing to copy give Eq. (9)'s log-probabilities and gradients."""
+    model, _ = _tiny(seed=3)
+    config = model.config
+    vocab, hidden = config.decoder.vocab_size, config.encoder.hidden_size
+    cls, sep, pad = config.decoder_start_token_id, config.eos_token_id, config.pad_token_id
+    source_ids = torch.tensor(
+        [
+            [cls, 11, 12, 11, 13, 11, sep, pad, pad],
+            [cls, 20, 21, 22, 23, 24, 25, 26, sep],
+            [cls, sep] + [pad] * 7,
+        ]
+    )
+    copyable = model.copyable_positions(source_ids, (source_ids != pad).long())
+    generator = torch.Generator().manual_seed(0)
+    tensors = [
+        torch.randn(3, 5, vocab, generator=generator) * 3,
+        torch.randn(3, 5, hidden, generator=generator),
+        torch.randn(3, source_ids.shape[1], hidden, generator=generator),
+    ]
+    # labels: the twice-held piece, a source piece, a piece absent from the source, and [SEP]
+    labels = torch.tensor([[11, 12, 30, sep, 11], [20, 26, 31, 24, sep], [11, 32, sep, 33, 34]])
+
+    def value_and_gradients(compute):
+        model.zero_grad()
+        inputs = [tensor.clone().requires_grad_() for tensor in tensors]
+        log_probs = compute(*inputs)
+        log_probs.gather(-1, labels[..., None]).sum().backward()
+        parameters = [model.copy_query.weight, model.copy_switch.weight, model.copy_switch.bias]
+        return log_probs.detach(), [t.grad for t in inputs] + [p.grad.clone() for p in parameters]
+
+    fast, fast_gradients = value_and_gradients(
+        lambda *inputs: model.pointer_log_probs(*inputs, source_ids, copyable)[0]
+    )
+    dense, dense_gradients = value_and_gradients(
+        lambda *inputs: _eq_9_over_the_whole_vocabulary(model, *inputs, source_ids, copyable)
+    )
+    assert torch.allclose(fast, dense, atol=1e-5)
+    for fast_gradient, dense_gradient in zip(fast_gradients, dense_gradients, strict=True):
+        assert torch.allclose(fast_gradient, dense_gradient, atol=1e-5)
+    assert torch.allclose(fast[2], tensors[0][2].log_softmax(-1), atol=1e-6)  # nothing to copy: generates
+
+
 def test_a_source_with_nothing_to_copy_generates():
     model, inputs = _tiny(switch_bias=-60.0)
     config = model.config
