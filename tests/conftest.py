@@ -49,8 +49,8 @@ def data_dir():
         pytest.skip(str(err))
 
 
-#: why the tests of an xdist_group cannot run grouped (set at collection; see pytest_collection_finish)
-_UNGROUPED: dict[str, str] = {}
+#: the node ids of the xdist_group tests that --dist loadgroup did not group (see pytest_collection_finish)
+_UNGROUPED: set[str] = set()
 
 
 def pytest_collection_finish(session):
@@ -58,24 +58,18 @@ def pytest_collection_finish(session):
     node id: that suffix is what sends a group to one worker. pytest 9.2 drops it silently
     (pytest-dev/pytest-xdist#1386), and the Ray tests would then start one local Ray per worker, so each
     such test fails, saying why, instead of running ungrouped."""
-    if not getattr(session.config.option, "loadgroup", False):
-        return
-    for item in session.items:
-        groups = sorted(
-            {
-                mark.args[0] if mark.args else mark.kwargs.get("name", "default")
-                for mark in item.iter_markers("xdist_group")
-            }
+    if getattr(session.config.option, "loadgroup", False):
+        _UNGROUPED.update(
+            item.nodeid
+            for item in session.items
+            if item.get_closest_marker("xdist_group") and "@" not in item.nodeid
         )
-        if groups and "@" not in item.nodeid:
-            _UNGROUPED[item.nodeid] = (
-                f"--dist loadgroup did not group this test (xdist_group {groups}): pytest "
-                f"{pytest.__version__} with this pytest-xdist drops the group suffix "
-                "(pytest-dev/pytest-xdist#1386); install the dev extra's pytest (pyproject.toml: pytest<9.2)"
-            )
 
 
 def pytest_runtest_setup(item):
-    reason = _UNGROUPED.get(item.nodeid)
-    if reason:  # before any fixture (a local Ray) is set up
-        pytest.fail(reason)
+    if item.nodeid in _UNGROUPED:  # before any fixture (a local Ray) is set up
+        pytest.fail(
+            f"--dist loadgroup did not group this xdist_group test: pytest {pytest.__version__} with this "
+            "pytest-xdist drops the group suffix (pytest-dev/pytest-xdist#1386); install the dev extra's "
+            "pytest (pyproject.toml: pytest<9.2)"
+        )
