@@ -208,3 +208,33 @@ def test_the_pointer_serves_keyword_to_question_with_the_keyword_decoding(tmp_pa
     assert all(keeps_keywords(q, k) for q, k in zip(questions, queries, strict=True)), questions
     generator = pipeline("question-generation", model=str(tmp_path / "model"))
     assert [out[0]["generated_text"] for out in generator(queries)] == questions
+
+
+@pytest.mark.parametrize("beams", [1, 3])
+def test_reused_encoder_outputs_decode_as_the_encoder_does_and_encode_once(beams):
+    """hf_querygen.inference.encoder_outputs_reused: a decoding grid over the same sources encodes them once;
+    the kept states (with the pointer's source ids) decode as a fresh encoding does, beam search included
+    (it expands the outputs it is given: the kept ones must not grow)."""
+    from torch import nn
+
+    from hf_querygen.inference import encoder_outputs_reused, run_generate, sequences_of
+
+    model, inputs = _tiny()
+    batch = {"input_ids": inputs["input_ids"], "attention_mask": inputs["attention_mask"]}
+    settings = ({"num_beams": beams}, {"num_beams": beams, "no_repeat_ngram_size": 2}, {"num_beams": beams})
+    expected = [sequences_of(run_generate(model, batch, max_new_tokens=5, **s)) for s in settings]
+    calls = []
+    hook = model.encoder.register_forward_hook(lambda *args: calls.append(1))
+    with encoder_outputs_reused(model):
+        got = [sequences_of(run_generate(model, batch, max_new_tokens=5, **s)) for s in settings]
+        other = {k: v[:1] for k, v in batch.items()}
+        run_generate(model, other, max_new_tokens=5, num_beams=beams)
+    assert len(calls) == 2  # the batch once, the other batch once
+    for ours, theirs in zip(got, expected, strict=True):
+        assert torch.equal(ours, theirs)
+    run_generate(model, batch, max_new_tokens=5)
+    assert len(calls) == 3  # outside the block: encoded again
+    hook.remove()
+    plain = nn.Linear(2, 2)  # not an encoder-decoder: served as it is
+    with encoder_outputs_reused(plain):
+        pass

@@ -126,3 +126,25 @@ def test_a_q2id_bert2bert_trains_its_decoder_alone_and_reloads_with_the_same_out
     loaded = AutoModelForSeq2SeqLM.from_pretrained(folder)
     assert type(loaded).__name__ == "EncoderDecoderModel"
     assert task.predict(loaded, data.tokenizer, sources, no_repeat_ngram_size=2) == outputs
+
+
+def test_encode_all_fills_the_cache_sorted_by_length_and_the_batches_read_it(q2id_backbone):  # noqa: F811
+    import datasets
+
+    model = bert2bert(str(q2id_backbone))
+    collator = EncoderStatesCollator(ContrastiveCollator(0, 2), freeze_encoder(model))
+    rows = features() + [
+        {"input_ids": [2, 9, 9, 9, 9, 9, 3], "labels": [4, 3], "irrelevant_input_ids": [2, 3]}
+    ]
+    table = datasets.Dataset.from_list([{**row, "query": "unread"} for row in rows])
+    assert collator.encode_all(table, batch_size=2) == 5  # 3 relevant + [2, 7, 3] + [2, 3]
+    assert collator.encode_all(rows) == 0  # all kept: nothing encoded again
+    batch = collator(rows)
+    assert collator.encoded_sources == 5
+    model.eval()
+    (states,) = batch["encoder_outputs"]
+    for row, mask, state in zip(batch["input_ids"], batch["attention_mask"].bool(), states, strict=True):
+        alone = model.get_encoder()(input_ids=row[mask][None])[0][0]
+        torch.testing.assert_close(state[mask], alone, atol=1e-5, rtol=1e-5)
+    with pytest.raises(InvalidInputError, match="batch_size"):
+        collator.encode_all(rows, batch_size=0)

@@ -138,6 +138,27 @@ def test_the_contrast_half_and_its_hinge(tokenizer, bert2bert):
         contrastive_loss(logits[:5], batch["labels"], 1.0, 1.0)
 
 
+def test_the_contrast_reads_a_pointers_log_probabilities_as_they_are(tokenizer, bert2bert):
+    """A model whose logits are log P (the pointer's mixture) gives them with ``log_probs``: no log-softmax
+    again, the same loss and gradient as the raw scores they normalise."""
+    batch = batch_of(tokenizer, contrast=True)
+    with torch.no_grad():
+        logits = bert2bert(**{k: v for k, v in batch.items() if k != "labels"}).logits
+    raw = logits.clone().requires_grad_()
+    normalised = logits.log_softmax(-1).requires_grad_()
+    for weight in (0.0, 1.0):
+        from_raw = contrastive_loss(raw, batch["labels"], weight, 1.0)
+        from_log_probs = contrastive_loss(normalised, batch["labels"], weight, 1.0, log_probs=True)
+        torch.testing.assert_close(from_log_probs, from_raw)
+    (gradient_raw,) = torch.autograd.grad(from_raw, raw)
+    (gradient_log_probs,) = torch.autograd.grad(from_log_probs, normalised)
+    # d/dx of -log softmax(x)_y is softmax(x) - onehot; from log P only the -onehot part: the difference is
+    # the softmax mass each row's weight puts on it
+    rows = gradient_log_probs.sum(-1, keepdim=True)
+    torch.testing.assert_close(gradient_raw, gradient_log_probs - logits.softmax(-1) * rows)
+    assert ContrastiveLoss(0.5, 1.0, log_probs=True).log_probs
+
+
 # ---------------------------------------------------------------- the zhang2020/warm_start path, tiny
 def q2id_rows(n: int) -> list[dict]:
     """Toy q2id records in the tiny backbone's words: the description names the relevant documents' topic."""

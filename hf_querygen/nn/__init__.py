@@ -1,7 +1,9 @@
 """Building blocks shared by every model: embeddings, (bi)RNN encoders with packing and the encoder
 output the RNN encoder-decoders share, attention (Bahdanau additive, Luong dot / general / concat, Luong
 local-p), copy distributions in the extended output space (CopyNet), a recurrent-state cache that beam
-search can reorder, the token NLL with Trainer's normalisation, and the uniform weight initialisation."""
+search can reorder, the token NLL with Trainer's normalisation, and the uniform weight initialisation.
+Training-only, not imported here (a saved model's remote code carries this package): :mod:`.dropout`,
+dropout whose CPU masks are cheap to draw, for training transformers models there."""
 
 from .attention import (
     ATTENTION_KINDS,

@@ -289,10 +289,10 @@ class Task:
         """The config of model ``preset`` sized for ``data`` (vocabularies, special ids, labels)."""
         raise NotImplementedError
 
-    def loss_function(self, data: TaskData, family: str) -> Any:
-        """The Trainer's ``compute_loss_func`` (``(outputs, labels, num_items_in_batch) -> loss``) for a
-        model of ``family`` on ``data``, when the task trains it on an objective of its own rather than the
-        model's loss (q2id's contrast with the irrelevant documents for a warm-started encoder-decoder);
+    def loss_function(self, data: TaskData, family: str, model: Any = None) -> Any:
+        """The Trainer's ``compute_loss_func`` (``(outputs, labels, num_items_in_batch) -> loss``) for
+        ``model`` (of ``family``) on ``data``, when the task trains it on an objective of its own rather than
+        the model's loss (q2id's contrast with the irrelevant documents for a warm-started encoder-decoder);
         None: the model's own loss."""
         return None
 

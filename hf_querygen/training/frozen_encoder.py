@@ -104,6 +104,33 @@ class EncoderStatesCollator:
         batch["encoder_outputs"] = (padded,)
         return batch
 
+    def encode_all(self, features: Any, batch_size: int = 32) -> int:
+        """Encodes now every source of ``features`` (a ``datasets.Dataset`` or a sequence of feature
+        dicts, as the Trainer hands them to the collator) that is not cached yet, sorted by length in
+        batches of ``batch_size``: a training batch pads its sources to its longest one, and on the q2id
+        train split with the contrast the sources of the Trainer's batches hold ~1.75x the pieces of the
+        sources themselves. Returns how many sources it encoded."""
+        if batch_size < 1:
+            raise InvalidInputError(f"encode_all: batch_size must be >= 1, got {batch_size}")
+        if hasattr(features, "select_columns"):  # the columns the Trainer would hand over
+            wanted = self.columns or ("input_ids", "attention_mask", "labels")
+            features = features.select_columns([c for c in wanted if c in features.column_names])
+        fresh: dict[bytes, torch.Tensor] = {}
+        for start in range(0, len(features), 256):
+            chunk = features[start : start + 256]
+            if isinstance(chunk, Mapping):  # a Dataset slice: columns of lists
+                chunk = [dict(zip(chunk, row, strict=True)) for row in zip(*chunk.values(), strict=True)]
+            batch = self.collator(chunk)
+            for ids, keep in zip(batch["input_ids"], batch["attention_mask"].bool(), strict=True):
+                row = ids[keep]
+                key = row.numpy().tobytes()
+                if key not in self._states:
+                    fresh.setdefault(key, row)
+        by_length = sorted(fresh, key=lambda key: len(fresh[key]))
+        for start in range(0, len(by_length), batch_size):
+            self._encode({key: fresh[key] for key in by_length[start : start + batch_size]})
+        return len(fresh)
+
     def _encode(self, fresh: Mapping[bytes, torch.Tensor]) -> None:
         """Encodes the sources ``fresh`` (key -> unpadded ids, none cached yet) in one padded pass and
         caches their states under their keys."""

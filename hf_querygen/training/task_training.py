@@ -3,6 +3,7 @@ score, pretraining, the decoding chosen on validation, and the saved model folde
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import shutil
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._fs import atomic_output_dir
 from .._registration import register_all
+from ..inference import encoder_outputs_reused
 from ..model_folder import TOKENIZER_FINGERPRINT_KEY, missing_untied, tokenizer_fingerprint
 from ..models._warm_start import WARM_START_FIELD, warm_start_model
 from ..pretrained import BACKBONE_FIELD, warm_started_model
@@ -117,6 +119,9 @@ def train_preset(
     collator = task.collator(data.tokenizer)
     if frozen_encoder:
         collator = EncoderStatesCollator(collator, freeze_encoder(model))
+        for split in ("train", "validation"):  # sorted by length: less padding than the Trainer's batches
+            if split in encoded:
+                collator.encode_all(encoded[split])
     training_name = training_preset or (preset if preset in TRAINING_PRESETS else None)
     arguments = dict(TRAINING_PRESETS.get(training_name)) if training_name else {}
     overrides = {"seed": seed, "save_total_limit": 1, **dict(training_overrides or {})}
@@ -138,24 +143,27 @@ def train_preset(
             seed,
             collator,
         )
-    trainer = train_seq2seq(
-        model,
-        data.tokenizer,
-        encoded["train"],
-        encoded["validation"] if "validation" in encoded else None,
-        output_dir,
-        training_preset=arguments,
-        max_new_tokens=task.max_new_tokens(data),
-        early_stopping_patience=early_stopping_patience,
-        callbacks=callbacks,
-        group_by_length=group_by_length,
-        resume_from_checkpoint=resume,
-        data_collator=collator,
-        label_names=["labels"],  # the joint model's optional tag_labels must not hide the eval loss
-        score_model=score_model,
-        compute_loss_func=task.loss_function(data, family),
-        **overrides,
-    )
+    # a frozen encoder reads the validation sources of every evaluation into the same states
+    reuse = encoder_outputs_reused(model) if frozen_encoder else contextlib.nullcontext()
+    with reuse:
+        trainer = train_seq2seq(
+            model,
+            data.tokenizer,
+            encoded["train"],
+            encoded["validation"] if "validation" in encoded else None,
+            output_dir,
+            training_preset=arguments,
+            max_new_tokens=task.max_new_tokens(data),
+            early_stopping_patience=early_stopping_patience,
+            callbacks=callbacks,
+            group_by_length=group_by_length,
+            resume_from_checkpoint=resume,
+            data_collator=collator,
+            label_names=["labels"],  # the joint model's optional tag_labels must not hide the eval loss
+            score_model=score_model,
+            compute_loss_func=task.loss_function(data, family, model),
+            **overrides,
+        )
     trainer.model.eval()
     return trainer
 
@@ -352,12 +360,13 @@ def choose_decoding(
     measured: dict[str, dict[str, Any]] = {}  # overrides can make entries equal: each is decoded once
     rows = []
     try:
-        for candidate in grid:
-            decoding = {**dict(base or {}), **candidate}
-            key = json.dumps(decoding, sort_keys=True, default=str)
-            if key not in measured:
-                measured[key] = measure(model, decoding)
-            rows.append(copy.deepcopy(measured[key]))
+        with encoder_outputs_reused(model):  # every entry decodes the same sources
+            for candidate in grid:
+                decoding = {**dict(base or {}), **candidate}
+                key = json.dumps(decoding, sort_keys=True, default=str)
+                if key not in measured:
+                    measured[key] = measure(model, decoding)
+                rows.append(copy.deepcopy(measured[key]))
     finally:
         if config is not None:
             config.task_decoding = saved

@@ -414,7 +414,10 @@ def train_seq2seq(
     if any(isinstance(callback, LogFileCallback) for callback in all_callbacks):
         _log_to_file_only(trainer)
     resume_from_checkpoint = _checkpoint_to_resume(resume_from_checkpoint, output_dir, model)
-    trainer.train(resume_from_checkpoint=resume_from_checkpoint or None)
+    from ..nn.dropout import mask_dropout_training
+
+    with mask_dropout_training(model):  # CPU dropout masks drawn cheaply (hf_querygen.nn.dropout)
+        trainer.train(resume_from_checkpoint=resume_from_checkpoint or None)
     trainer.save_model(str(output_dir))  # best model (load_best_model_at_end) + tokenizer + generation config
     trainer.save_state()
     return trainer

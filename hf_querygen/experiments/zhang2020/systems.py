@@ -146,8 +146,9 @@ FROZEN_ENCODER_OPTIONS = {"frozen_encoder": True}
 #: validation found to help: the pointer and the contrast. It stops at 600 steps: by validation rouge_goal,
 #: the contrast's 2 seeds kept step 600 of 1,500 and the pointer's 3 seeds 900 / 900 / 600 of 1,800
 #: (results/zhang2020/NOTES.md). The rate is constant (the ``bert2bert`` training preset), so its
-#: checkpoints are those of a longer schedule. Measured in training on 2 CPU cores: 6.4 s a step while the
-#: first epoch encodes the sources, then 4.9 s (the decoder runs on the relevant and the irrelevant half)
+#: checkpoints are those of a longer schedule. Measured on 2 CPU cores (seed 0, ``train --system``): every
+#: source encoded once before the first step (~3 min), then ~2.9 s a step (the decoder runs on the relevant
+#: and the irrelevant half; CPU dropout masks from hf_querygen.nn.dropout), 38 minutes in all
 WARM_START_CPU_TRAINING = {**WARM_START_TRAINING, "max_steps": 600}
 WARM_START_ROWS = (
     "warm_start",

@@ -180,10 +180,12 @@ def contrastive_loss(
     weight: float,
     margin: float,
     num_items_in_batch: torch.Tensor | int | None = None,
+    log_probs: bool = False,
 ) -> torch.Tensor:
     """The objective of the module docstring.
 
-    logits: (B, T, V) (no contrast) or (2B, T, V) (rows ``B..2B-1`` given the irrelevant documents);
+    logits: (B, T, V) (no contrast) or (2B, T, V) (rows ``B..2B-1`` given the irrelevant documents), raw
+    scores, or normalised log-probabilities with ``log_probs`` (a pointer's mixture: no log-softmax again);
     labels: (B, T) with -100 at padding. ``num_items_in_batch``: target pieces of the accumulated batch
     (the Trainer's count of ``labels``); None: this batch's."""
     import torch
@@ -192,9 +194,17 @@ def contrastive_loss(
     if logits.shape[0] not in (batch, 2 * batch):
         raise InvalidInputError(f"logits have {logits.shape[0]} rows for {batch} targets (expected B or 2B)")
     mask = labels != LABEL_PAD_ID
-    safe = labels.masked_fill(~mask, 0)
-    log_probs = logits.float().log_softmax(-1)
-    relevant = log_probs[:batch].gather(-1, safe.unsqueeze(-1)).squeeze(-1) * mask  # (B, T)
+    # log p of every label in one pass over the (2B, T, V) rows: slicing them into halves first would cost
+    # a (2B, T, V) zero-fill and copy per half in the backward pass
+    halves = logits.shape[0] // batch
+    pick = torch.nn.functional.nll_loss if log_probs else torch.nn.functional.cross_entropy
+    label_log_probs = -pick(
+        logits.flatten(0, 1).float(),
+        labels.repeat(halves, 1).flatten(),
+        ignore_index=LABEL_PAD_ID,
+        reduction="none",
+    ).view(halves * batch, -1)  # (halves * B, T), 0 at padding
+    relevant = label_log_probs[:batch]
     count = num_items_in_batch if num_items_in_batch is not None else mask.sum()
     count = torch.as_tensor(count, device=logits.device, dtype=torch.float32).clamp(min=1)
     loss = -relevant.sum() / count
@@ -204,7 +214,7 @@ def contrastive_loss(
             f"rows), got {batch} rows: the batch was built without irrelevant_input_ids"
         )
     if logits.shape[0] == 2 * batch and weight > 0:
-        irrelevant = log_probs[batch:].gather(-1, safe.unsqueeze(-1)).squeeze(-1) * mask
+        irrelevant = label_log_probs[batch:]
         lengths = mask.sum(-1).clamp(min=1)
         gap = (relevant.sum(-1) - irrelevant.sum(-1)) / lengths  # per-piece log-likelihood gap, (B,)
         loss = loss + weight * (lengths * (margin - gap).clamp(min=0)).sum() / count
@@ -215,14 +225,15 @@ class ContrastiveLoss:
     """``compute_loss_func`` of the Trainer: ``(outputs, labels, num_items_in_batch) -> loss`` by
     :func:`contrastive_loss` with weight ``λ`` and margin ``m``."""
 
-    def __init__(self, weight: float = 0.5, margin: float = 1.0) -> None:
+    def __init__(self, weight: float = 0.5, margin: float = 1.0, log_probs: bool = False) -> None:
         if weight < 0 or margin < 0:
             raise InvalidInputError(f"contrast weight and margin must be >= 0, got {weight}, {margin}")
         self.weight, self.margin = float(weight), float(margin)
+        self.log_probs = bool(log_probs)
 
     def __call__(self, outputs: Any, labels: torch.Tensor, num_items_in_batch: Any = None) -> torch.Tensor:
         logits = outputs["logits"] if isinstance(outputs, Mapping) else outputs.logits
-        return contrastive_loss(logits, labels, self.weight, self.margin, num_items_in_batch)
+        return contrastive_loss(logits, labels, self.weight, self.margin, num_items_in_batch, self.log_probs)
 
 
 def generate_descriptions(

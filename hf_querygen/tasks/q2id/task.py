@@ -373,13 +373,15 @@ class Q2IDTask(Task):
             return ContrastiveCollator(tokenizer.pad_token_id, tokenizer.cls_token_id)
         return Q2IDCollator(tokenizer.pad_token_id)
 
-    def loss_function(self, data: TaskData, family: str) -> Any:
-        """The contrast with the irrelevant documents for a warm-started model (weight > 0), else None."""
+    def loss_function(self, data: TaskData, family: str, model: Any = None) -> Any:
+        """The contrast with the irrelevant documents for a warm-started model (weight > 0), else None; it
+        reads ``model``'s outputs as log-probabilities when the model says they are (a pointer's)."""
 
         contrast = data.state.get("contrast")
         if family != "bert2bert" or not contrast or contrast["weight"] <= 0:
             return None
-        return ContrastiveLoss(contrast["weight"], contrast["margin"])
+        log_probs = bool(getattr(model, "logits_are_log_probs", False))
+        return ContrastiveLoss(contrast["weight"], contrast["margin"], log_probs=log_probs)
 
     def model_config(self, preset: str, data: TaskData, **overrides: Any) -> PretrainedConfig:
         from ...presets import config_from_preset, is_warm_start
