@@ -137,7 +137,7 @@ def test_encode_all_fills_the_cache_sorted_by_length_and_the_batches_read_it(q2i
         {"input_ids": [2, 9, 9, 9, 9, 9, 3], "labels": [4, 3], "irrelevant_input_ids": [2, 3]}
     ]
     table = datasets.Dataset.from_list([{**row, "query": "unread"} for row in rows])
-    assert collator.encode_all(table, batch_size=2) == 5  # 3 relevant + [2, 7, 3] + [2, 3]
+    assert collator.encode_all(table, batch_size=2, progress=True) == 5  # 3 relevant + [2, 7, 3] + [2, 3]
     assert collator.encode_all(rows) == 0  # all kept: nothing encoded again
     batch = collator(rows)
     assert collator.encoded_sources == 5

@@ -104,12 +104,21 @@ class EncoderStatesCollator:
         batch["encoder_outputs"] = (padded,)
         return batch
 
-    def encode_all(self, features: Any, batch_size: int = 32) -> int:
+    def encode_all(
+        self,
+        features: Any,
+        batch_size: int = 32,
+        progress: bool = False,
+        description: str = "encoding sources",
+    ) -> int:
         """Encodes now every source of ``features`` (a ``datasets.Dataset`` or a sequence of feature
         dicts, as the Trainer hands them to the collator) that is not cached yet, sorted by length in
         batches of ``batch_size``: a training batch pads its sources to its longest one, and on the q2id
         train split with the contrast the sources of the Trainer's batches hold ~1.75x the pieces of the
-        sources themselves. Returns how many sources it encoded."""
+        sources themselves. ``progress``: a progress bar (``description``). Returns how many sources it
+        encoded."""
+        from tqdm.auto import tqdm
+
         if batch_size < 1:
             raise InvalidInputError(f"encode_all: batch_size must be >= 1, got {batch_size}")
         if hasattr(features, "select_columns"):  # the columns the Trainer would hand over
@@ -127,8 +136,10 @@ class EncoderStatesCollator:
                 if key not in self._states:
                     fresh.setdefault(key, row)
         by_length = sorted(fresh, key=lambda key: len(fresh[key]))
-        for start in range(0, len(by_length), batch_size):
-            self._encode({key: fresh[key] for key in by_length[start : start + batch_size]})
+        with tqdm(total=len(by_length), desc=description, unit="source", disable=not progress) as bar:
+            for start in range(0, len(by_length), batch_size):
+                self._encode({key: fresh[key] for key in by_length[start : start + batch_size]})
+                bar.update(min(batch_size, len(by_length) - start))
         return len(fresh)
 
     def _encode(self, fresh: Mapping[bytes, torch.Tensor]) -> None:

@@ -117,14 +117,17 @@ def train_preset(
     family = task.family_of(config)
     encoded = data.encoded(family)
     collator = task.collator(data.tokenizer)
-    if frozen_encoder:
-        collator = EncoderStatesCollator(collator, freeze_encoder(model))
-        for split in ("train", "validation"):  # sorted by length: less padding than the Trainer's batches
-            if split in encoded:
-                collator.encode_all(encoded[split])
     training_name = training_preset or (preset if preset in TRAINING_PRESETS else None)
     arguments = dict(TRAINING_PRESETS.get(training_name)) if training_name else {}
     overrides = {"seed": seed, "save_total_limit": 1, **dict(training_overrides or {})}
+    if frozen_encoder:
+        collator = EncoderStatesCollator(collator, freeze_encoder(model))
+        progress = not {**arguments, **overrides}.get("disable_tqdm", True)  # a bar where training shows one
+        for split in ("train", "validation"):  # sorted by length: less padding than the Trainer's batches
+            if split in encoded:
+                collator.encode_all(
+                    encoded[split], progress=progress, description=f"encoding {split} sources"
+                )
     score_model = None
     if select_on is not None:
         if "validation" not in data.splits:
