@@ -112,7 +112,7 @@ def _reused_encoder_outputs(model: PreTrainedModel, inputs: Mapping[str, torch.T
     )
     if key not in store:
         encoder = model.get_encoder()
-        accepted = set(inspect.signature(encoder.forward).parameters)
+        accepted = forward_argument_names(encoder)
         wildcard = "kwargs" in accepted or "model_kwargs" in accepted
         store[key] = encoder(
             **{k: v for k, v in inputs.items() if wildcard or k in accepted}, return_dict=True

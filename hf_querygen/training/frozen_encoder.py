@@ -82,20 +82,9 @@ class EncoderStatesCollator:
     def __call__(self, features: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         import torch
 
-        batch = self.collator(features)
-        if "input_ids" not in batch or "attention_mask" not in batch:
-            raise InvalidInputError(
-                f"EncoderStatesCollator: the wrapped collator's batch has no input_ids / attention_mask "
-                f"(keys {sorted(batch)})"
-            )
-        input_ids, mask = batch["input_ids"], batch["attention_mask"].bool()
-        rows = [ids[keep] for ids, keep in zip(input_ids, mask, strict=True)]
-        keys = [row.numpy().tobytes() for row in rows]
-        fresh: dict[bytes, torch.Tensor] = {}
-        for key, row in zip(keys, rows, strict=True):
-            if key not in self._states:
-                fresh.setdefault(key, row)
+        batch, keys, fresh = self._collated_sources(features)
         self._encode(fresh)
+        input_ids, mask = batch["input_ids"], batch["attention_mask"].bool()
         states = [self._states[key] for key in keys]
         hidden = states[0].shape[-1]
         padded = torch.zeros(input_ids.shape[0], input_ids.shape[1], hidden, dtype=states[0].dtype)
@@ -129,18 +118,35 @@ class EncoderStatesCollator:
             chunk = features[start : start + 256]
             if isinstance(chunk, Mapping):  # a Dataset slice: columns of lists
                 chunk = [dict(zip(chunk, row, strict=True)) for row in zip(*chunk.values(), strict=True)]
-            batch = self.collator(chunk)
-            for ids, keep in zip(batch["input_ids"], batch["attention_mask"].bool(), strict=True):
-                row = ids[keep]
-                key = row.numpy().tobytes()
-                if key not in self._states:
-                    fresh.setdefault(key, row)
+            for key, row in self._collated_sources(chunk)[2].items():
+                fresh.setdefault(key, row)
         by_length = sorted(fresh, key=lambda key: len(fresh[key]))
         with tqdm(total=len(by_length), desc=description, unit="source", disable=not progress) as bar:
             for start in range(0, len(by_length), batch_size):
                 self._encode({key: fresh[key] for key in by_length[start : start + batch_size]})
                 bar.update(min(batch_size, len(by_length) - start))
         return len(fresh)
+
+    def _collated_sources(
+        self, features: Sequence[Mapping[str, Any]]
+    ) -> tuple[dict[str, Any], list[bytes], dict[bytes, torch.Tensor]]:
+        """The wrapped collator's batch of ``features``, the key of each of its source rows (the row's
+        unpadded ids as bytes: one key per distinct source), and the rows not cached yet (key -> ids)."""
+        batch = self.collator(features)
+        if "input_ids" not in batch or "attention_mask" not in batch:
+            raise InvalidInputError(
+                f"EncoderStatesCollator: the wrapped collator's batch has no input_ids / attention_mask "
+                f"(keys {sorted(batch)})"
+            )
+        rows = [
+            ids[keep] for ids, keep in zip(batch["input_ids"], batch["attention_mask"].bool(), strict=True)
+        ]
+        keys = [row.numpy().tobytes() for row in rows]
+        fresh: dict[bytes, torch.Tensor] = {}
+        for key, row in zip(keys, rows, strict=True):
+            if key not in self._states:
+                fresh.setdefault(key, row)
+        return batch, keys, fresh
 
     def _encode(self, fresh: Mapping[bytes, torch.Tensor]) -> None:
         """Encodes the sources ``fresh`` (key -> unpadded ids, none cached yet) in one padded pass and
